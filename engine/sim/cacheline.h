@@ -1,0 +1,88 @@
+// engine/sim/cacheline.h
+//
+// CacheLine is a cheap MESI model of one hot shared cache line
+// (KERNEL_MODEL.md §1.3): it remembers which CPU wrote it last and which CPUs
+// hold a current copy. A read by a CPU holding a copy is a hit; otherwise the
+// line moves from its last writer (price by topology, Machine::TransferCost).
+// A write or atomic by the owner with no other copies is local; otherwise it
+// pays the transfer and invalidates the other copies.
+//
+// Invariants: after Write(c), c is the only holder.
+// Thread-safety: thread-compatible. Callers Sync() before touching a line so
+//  accesses happen in global time order.
+// Cost: O(1) amortised; one bit per CPU of memory.
+#ifndef BLKLAB_ENGINE_SIM_CACHELINE_H_
+#define BLKLAB_ENGINE_SIM_CACHELINE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/sim/machine.h"
+
+namespace blklab::sim {
+
+class CacheLine {
+ public:
+  CacheLine() = default;
+
+  // Returns the ns a read by `cpu` costs: `hit_ns` if it holds a copy, else
+  // the transfer from the last writer (at least hit_ns).
+  int64_t Read(const Machine& m, int cpu, int64_t hit_ns) {
+    if (owner_ < 0) {
+      owner_ = cpu;
+      SetSharer(m, cpu);
+      return hit_ns;
+    }
+    if (IsSharer(cpu)) return hit_ns;
+    SetSharer(m, cpu);
+    ++transfers_;
+    const int64_t t = m.TransferCost(owner_, cpu);
+    return t > hit_ns ? t : hit_ns;
+  }
+
+  // Returns the ns a write / atomic RMW by `cpu` costs: `local_ns` when `cpu`
+  // owns the only copy, else the transfer from the last writer plus local_ns.
+  int64_t Write(const Machine& m, int cpu, int64_t local_ns) {
+    int64_t cost = local_ns;
+    if (owner_ >= 0 && (owner_ != cpu || nr_sharers_ > 1)) {
+      const int64_t t = m.TransferCost(owner_, cpu);
+      if (owner_ != cpu || t == 0) ++transfers_;
+      cost += owner_ != cpu ? t : 0;
+    }
+    ClearSharers();
+    owner_ = cpu;
+    SetSharer(m, cpu);
+    return cost;
+  }
+
+  int owner() const { return owner_; }
+  uint64_t transfers() const { return transfers_; }
+
+ private:
+  bool IsSharer(int cpu) const {
+    const size_t w = static_cast<size_t>(cpu) >> 6;
+    return w < sharers_.size() && (sharers_[w] >> (cpu & 63)) & 1;
+  }
+  void SetSharer(const Machine& m, int cpu) {
+    const size_t w = static_cast<size_t>(cpu) >> 6;
+    if (w >= sharers_.size()) sharers_.resize((m.num_cpus() + 63) / 64, 0);
+    if (!((sharers_[w] >> (cpu & 63)) & 1)) {
+      sharers_[w] |= uint64_t{1} << (cpu & 63);
+      ++nr_sharers_;
+    }
+  }
+  void ClearSharers() {
+    if (nr_sharers_ == 0) return;
+    for (uint64_t& w : sharers_) w = 0;
+    nr_sharers_ = 0;
+  }
+
+  int owner_ = -1;
+  int nr_sharers_ = 0;
+  uint64_t transfers_ = 0;
+  std::vector<uint64_t> sharers_;
+};
+
+}  // namespace blklab::sim
+
+#endif  // BLKLAB_ENGINE_SIM_CACHELINE_H_

@@ -1,0 +1,251 @@
+// engine/sim/cpu.h
+//
+// Cpu models one logical CPU executing kernel and user work in three levels,
+// from highest priority: hardirq (device interrupts, IPIs, hrtimers), softirq
+// (BLOCK_SOFTIRQ ...), and tasks (fio threads, kblockd workers), else idle
+// (KERNEL_MODEL.md §1.1).
+//
+// Work is written as sim::Task coroutines made of steps. A step charges CPU
+// time to a function name (Charge); the CPU's local clock advances by it and
+// the time is accounted per function and per mode (usr/sys/irq/softirq/idle),
+// which is where the profile, usr/sys and contention figures come from.
+//
+// Temporal decoupling: a CPU runs its current context inline, without going
+// through the event queue, for as long as its local clock is earlier than
+// the next pending event anywhere. Before it touches shared state (a lock, a
+// shared cacheline, a bitmap, a list another CPU reads) the code awaits
+// Sync(): if some other event is due first, the context is suspended and
+// resumed by an event at its local time, so every access to shared state
+// happens in global (time, sequence) order. Interrupts and wake-ups that
+// arrive while a context runs ahead are taken at its next Sync(): pre-emption
+// happens between steps, never inside one. A single-CPU run with no timers
+// therefore costs no events at all per IO.
+//
+// Invariants:
+//  * now() never decreases; busy time + idle time = now() for every CPU.
+//  * At most one context per level is active; a higher level pre-empts a
+//    lower one only at Sync() points.
+//  * A context spinning on a lock keeps its CPU busy and holds back its
+//    interrupts until the lock is granted (the irq-off spin of
+//    spin_lock_irqsave; plain spin_lock is treated the same, a documented
+//    simplification).
+// Thread-safety: thread-compatible; owned by the Machine of one run.
+// Cost: Charge is two array additions; Sync is one comparison when nothing
+//  else is due.
+#ifndef BLKLAB_ENGINE_SIM_CPU_H_
+#define BLKLAB_ENGINE_SIM_CPU_H_
+
+#include <coroutine>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "engine/sim/machine.h"
+#include "engine/sim/simulator.h"
+#include "engine/sim/task.h"
+#include "engine/sim/time.h"
+#include "engine/util/check.h"
+
+namespace blklab::sim {
+
+enum class Level : uint8_t { kTask = 0, kSoftirq = 1, kHardirq = 2 };
+
+// Accounting modes, same order as stats::CpuMode.
+enum class Mode : uint8_t { kUser = 0, kSys = 1, kIrq = 2, kSoftirq = 3, kIdle = 4 };
+inline constexpr int kNumModes = 5;
+
+class Cpu;
+class Thread;
+
+// Handler of a hardirq or softirq: Handle is started as a fresh coroutine on
+// the target CPU at irq level each time the interrupt is taken.
+class IrqHandler {
+ public:
+  virtual ~IrqHandler() = default;
+  virtual Task Handle(Cpu& cpu, uint64_t arg) = 0;
+};
+
+// Why the running context returned control to its CPU.
+enum class SuspendReason : uint8_t { kNone, kYield, kSpin, kSleep };
+
+// A simulated thread (task_struct): a root coroutine pinned to one CPU.
+class Thread {
+ public:
+  enum class State : uint8_t { kNew, kRunnable, kRunning, kSleeping, kDone };
+
+  // nice: -20 (kblockd WQ_HIGHPRI workers) .. 19. Lower nice pre-empts higher
+  // nice at the next Sync of the running task.
+  Thread(Machine& machine, std::string name, int cpu, int nice = 0);
+  Thread(const Thread&) = delete;
+  Thread& operator=(const Thread&) = delete;
+
+  // Makes the thread runnable at `at` with `root` as its body.
+  void Start(Task root, SimTime at);
+
+  // Wakes a sleeping thread: it becomes runnable on its CPU at `at`
+  // (the caller has charged try_to_wake_up). No effect unless sleeping.
+  void Wake(SimTime at);
+
+  const std::string& name() const { return name_; }
+  int cpu() const { return cpu_; }
+  int nice() const { return nice_; }
+  State state() const { return state_; }
+  bool sleeping() const { return state_ == State::kSleeping; }
+  uint64_t context_switches() const { return context_switches_; }
+
+ private:
+  friend class Cpu;
+  Machine& machine_;
+  std::string name_;
+  int cpu_;
+  int nice_;
+  State state_ = State::kNew;
+  Task root_;
+  std::coroutine_handle<> resume_;
+  uint64_t context_switches_ = 0;
+  uint64_t wake_gen_ = 0;
+};
+
+class Cpu final : public EventHandler {
+ public:
+  Cpu(Machine& machine, int id);
+  Cpu(const Cpu&) = delete;
+  Cpu& operator=(const Cpu&) = delete;
+
+  int id() const { return id_; }
+  Machine& machine() { return machine_; }
+  SimTime now() const { return now_; }
+  Level level() const { return level_; }
+
+  // Charges `ns` of CPU time at the current level to function `fn`.
+  void Charge(FnId fn, int64_t ns) {
+    const int mode = ModeFor(fn);
+    const size_t slot = static_cast<size_t>(fn) * kNumModes + mode;
+    if (slot >= fn_ns_.size()) fn_ns_.resize(machine_.functions().size() * kNumModes + kNumModes);
+    fn_ns_[slot] += ns;
+    mode_ns_[mode] += ns;
+    now_ += ns;
+  }
+
+  // True when the running context may touch shared state at now() without
+  // first letting other events run.
+  bool CanRunInline() const {
+    return now_ < machine_.sim().NextEventTime() && (!preempt_pending_ || lock_depth_ > 0);
+  }
+
+  // Spinlock bookkeeping: no pre-emption of the running context while > 0.
+  void EnterLock() { ++lock_depth_; }
+  void ExitLock() { --lock_depth_; }
+
+  // Awaitable: yield to earlier events / pending interrupts if needed.
+  struct SyncAwaiter {
+    Cpu* cpu;
+    bool await_ready() const { return cpu->CanRunInline(); }
+    void await_suspend(std::coroutine_handle<> h) { cpu->Suspend(h, SuspendReason::kYield); }
+    void await_resume() const {}
+  };
+  SyncAwaiter Sync() { return SyncAwaiter{this}; }
+
+  // Awaitable for the running thread: sleep until Thread::Wake.
+  // REQUIRES: level() == kTask.
+  struct SleepAwaiter {
+    Cpu* cpu;
+    bool await_ready() const { return false; }
+    void await_suspend(std::coroutine_handle<> h) { cpu->Suspend(h, SuspendReason::kSleep); }
+    void await_resume() const {}
+  };
+  SleepAwaiter Sleep() { return SleepAwaiter{this}; }
+
+  // Used by SpinLock: the running context spins until ResumeAfterSpin.
+  void SuspendSpinning(std::coroutine_handle<> h) { Suspend(h, SuspendReason::kSpin); }
+  // Lock granted at `at`; the spin from `since` is charged to `slowpath_fn`.
+  void ResumeAfterSpin(SimTime at, SimTime since, FnId slowpath_fn);
+
+  // Queues a hardirq on this CPU arriving at `at` (>= simulator now).
+  void RaiseHardirq(SimTime at, IrqHandler* handler, uint64_t arg);
+  // Marks a softirq pending on this CPU (called from code running on it); it
+  // runs at the next irq exit or Sync of a task.
+  void RaiseSoftirq(IrqHandler* handler, uint64_t arg);
+
+  // The thread running at task level, or nullptr.
+  Thread* current_thread() const { return current_thread_; }
+
+  // Accounting.
+  int64_t mode_ns(Mode m) const { return mode_ns_[static_cast<int>(m)]; }
+  int64_t busy_ns() const {
+    return mode_ns_[0] + mode_ns_[1] + mode_ns_[2] + mode_ns_[3];
+  }
+  // ns charged to (fn, mode); 0 if never charged.
+  int64_t fn_ns(FnId fn, Mode m) const {
+    const size_t slot = static_cast<size_t>(fn) * kNumModes + static_cast<int>(m);
+    return slot < fn_ns_.size() ? fn_ns_[slot] : 0;
+  }
+  // Closes the idle interval up to `t` (end of run) so that busy + idle = t.
+  void AccountIdleUntil(SimTime t);
+
+  void OnEvent(uint32_t kind, uint64_t arg) override;
+
+ private:
+  friend class Thread;
+  enum EventKind : uint32_t { kRun = 1, kHardirqArrive = 2, kWake = 3, kSpinGranted = 4 };
+
+  struct IrqWork {
+    IrqHandler* handler;
+    uint64_t arg;
+  };
+  struct IrqContext {
+    bool active = false;
+    Task task;
+    std::coroutine_handle<> resume;
+  };
+
+  int ModeFor(FnId fn) const {
+    if (level_ == Level::kHardirq) return static_cast<int>(Mode::kIrq);
+    if (level_ == Level::kSoftirq) return static_cast<int>(Mode::kSoftirq);
+    return machine_.functions().is_user(fn) ? static_cast<int>(Mode::kUser)
+                                            : static_cast<int>(Mode::kSys);
+  }
+  void Suspend(std::coroutine_handle<> h, SuspendReason reason);
+  void Kick(SimTime at);  // make sure the CPU looks at its work at `at`
+  void Loop();
+  void ArriveHardirq(IrqWork w);
+  void EnqueueRunnable(Thread* t);
+  void UpdatePreempt();
+
+  Machine& machine_;
+  int id_;
+  SimTime now_ = 0;
+  bool idle_ = true;
+  bool in_loop_ = false;
+  bool spinning_ = false;
+  SuspendReason reason_ = SuspendReason::kNone;
+  Level level_ = Level::kTask;
+  bool preempt_pending_ = false;
+  uint64_t run_gen_ = 0;
+  SimTime run_scheduled_at_ = kSimTimeNever;
+
+  IrqContext hardirq_;
+  IrqContext softirq_;
+  std::deque<IrqWork> hardirq_pending_;
+  std::deque<IrqWork> softirq_pending_;
+  std::vector<IrqWork> hardirq_arrivals_;  // indexed by event arg
+  std::vector<uint32_t> free_arrival_slots_;
+
+  Thread* current_thread_ = nullptr;
+  std::deque<Thread*> runqueue_;
+  std::vector<Thread*> threads_by_index_;
+
+  std::vector<int64_t> fn_ns_;
+  int64_t mode_ns_[kNumModes] = {};
+
+  int lock_depth_ = 0;  // spinlocks held by the running context (no pre-emption while > 0)
+  Thread* last_thread_ = nullptr;
+  SimTime spin_since_ = 0;
+  FnId spin_fn_ = 0;
+  FnId fn_schedule_;
+};
+
+}  // namespace blklab::sim
+
+#endif  // BLKLAB_ENGINE_SIM_CPU_H_

@@ -1,0 +1,104 @@
+// engine/sim/machine.h
+//
+// Machine is the simulated computer the kernel model runs on: the Simulator
+// (clock and events), the logical CPUs with their topology (SMT core, LLC/CCX,
+// die, socket), the registry of function names that CPU time is charged to,
+// and the cacheline-transfer prices that follow from the topology
+// (KERNEL_MODEL.md §1.1, §1.3).
+//
+// Invariants: CPU ids are 0..num_cpus()-1; function ids are dense and
+//  assigned in interning order, so they are the same on every run of the same
+//  topology (the registry never iterates a hash map).
+// Thread-safety: thread-compatible; owned by one simulation run.
+// Cost: TransferCost is a few comparisons.
+#ifndef BLKLAB_ENGINE_SIM_MACHINE_H_
+#define BLKLAB_ENGINE_SIM_MACHINE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "engine/sim/simulator.h"
+#include "engine/sim/time.h"
+
+namespace blklab::sim {
+
+class Cpu;
+
+using FnId = uint32_t;
+
+// Names of functions CPU time is charged to. Names starting with "fio:" (or
+// any name registered with user=true) are user space; the rest are kernel.
+class FunctionRegistry {
+ public:
+  FnId Intern(const std::string& name, bool user = false);
+  const std::string& name(FnId id) const { return names_[id]; }
+  bool is_user(FnId id) const { return user_[id]; }
+  size_t size() const { return names_.size(); }
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<bool> user_;
+  absl::flat_hash_map<std::string, FnId> index_;  // lookup only, never iterated
+};
+
+struct CpuPlacement {
+  int core = 0;    // physical core (SMT siblings share it)
+  int llc = 0;     // last-level cache group (CCX)
+  int die = 0;     // die / CCD
+  int socket = 0;  // package
+  int node = 0;    // NUMA node
+};
+
+// Prices the Machine itself applies (the rest of the cost table is applied
+// by the kernel model).
+struct MachineCosts {
+  int64_t same_core_ns = 2;  // SMT sibling: the line is in the shared L1/L2
+  int64_t llc_ns = 40;
+  int64_t die_ns = 100;
+  int64_t socket_ns = 180;
+  int64_t context_switch_ns = 1070;  // charged to __schedule when a CPU switches threads
+};
+
+class Machine {
+ public:
+  Machine(std::vector<CpuPlacement> placement, MachineCosts costs);
+  ~Machine();
+  Machine(const Machine&) = delete;
+  Machine& operator=(const Machine&) = delete;
+
+  Simulator& sim() { return sim_; }
+  const Simulator& sim() const { return sim_; }
+  FunctionRegistry& functions() { return functions_; }
+  const FunctionRegistry& functions() const { return functions_; }
+
+  int num_cpus() const { return static_cast<int>(cpus_.size()); }
+  Cpu& cpu(int id) { return *cpus_[id]; }
+  const Cpu& cpu(int id) const { return *cpus_[id]; }
+  const CpuPlacement& placement(int id) const { return placement_[id]; }
+  const MachineCosts& costs() const { return costs_; }
+
+  // Price of moving a cacheline last written on `from` to `to`.
+  int64_t TransferCost(int from, int to) const {
+    if (from == to) return 0;
+    const CpuPlacement& a = placement_[from];
+    const CpuPlacement& b = placement_[to];
+    if (a.core == b.core) return costs_.same_core_ns;
+    if (a.llc == b.llc) return costs_.llc_ns;
+    if (a.socket != b.socket) return costs_.socket_ns;
+    return costs_.die_ns;
+  }
+
+ private:
+  Simulator sim_;
+  FunctionRegistry functions_;
+  std::vector<CpuPlacement> placement_;
+  MachineCosts costs_;
+  std::vector<std::unique_ptr<Cpu>> cpus_;
+};
+
+}  // namespace blklab::sim
+
+#endif  // BLKLAB_ENGINE_SIM_MACHINE_H_

@@ -1,0 +1,70 @@
+// engine/sim/timer.h
+//
+// HrTimer models an hrtimer: armed for an absolute expiry, it raises a
+// hardirq on its CPU when it fires, where `handler` runs (hrtimer callbacks
+// run in hardirq context). Jiffies timers are HrTimers whose expiry the
+// caller rounds to a jiffy (RoundUpToJiffy). Cancel and re-arm are lazy: a
+// generation number makes stale expiry events harmless.
+//
+// Invariants: at most one pending expiry is live at a time.
+// Thread-safety: thread-compatible.
+// Cost: Start is one event-queue insertion.
+#ifndef BLKLAB_ENGINE_SIM_TIMER_H_
+#define BLKLAB_ENGINE_SIM_TIMER_H_
+
+#include <cstdint>
+
+#include "engine/sim/cpu.h"
+#include "engine/sim/simulator.h"
+
+namespace blklab::sim {
+
+class HrTimer final : public EventHandler {
+ public:
+  HrTimer() = default;
+  void Init(Machine* machine, int cpu, IrqHandler* handler, uint64_t arg) {
+    machine_ = machine;
+    cpu_ = cpu;
+    handler_ = handler;
+    arg_ = arg;
+  }
+
+  void Start(SimTime expires) {
+    ++gen_;
+    pending_ = true;
+    expires_ = expires;
+    machine_->sim().Schedule(expires, this, 0, gen_);
+  }
+  void Cancel() {
+    ++gen_;
+    pending_ = false;
+  }
+  bool pending() const { return pending_; }
+  SimTime expires() const { return expires_; }
+  void set_cpu(int cpu) { cpu_ = cpu; }
+
+  void OnEvent(uint32_t, uint64_t gen) override {
+    if (gen != gen_ || !pending_) return;
+    pending_ = false;
+    machine_->cpu(cpu_).RaiseHardirq(machine_->sim().Now(), handler_, arg_);
+  }
+
+ private:
+  Machine* machine_ = nullptr;
+  int cpu_ = 0;
+  IrqHandler* handler_ = nullptr;
+  uint64_t arg_ = 0;
+  uint64_t gen_ = 0;
+  bool pending_ = false;
+  SimTime expires_ = 0;
+};
+
+// Rounds `t` up to the next jiffy boundary for a kernel with `hz` ticks/s.
+inline SimTime RoundUpToJiffy(SimTime t, int hz) {
+  const int64_t jiffy = 1000000000LL / hz;
+  return (t + jiffy - 1) / jiffy * jiffy;
+}
+
+}  // namespace blklab::sim
+
+#endif  // BLKLAB_ENGINE_SIM_TIMER_H_

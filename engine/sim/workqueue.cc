@@ -1,0 +1,83 @@
+#include "engine/sim/workqueue.h"
+
+#include <utility>
+
+namespace blklab::sim {
+
+WorkQueue::WorkQueue(Machine& machine, std::string name, WorkQueueCosts costs)
+    : machine_(machine), name_(std::move(name)), costs_(costs) {
+  fn_queue_ = machine.functions().Intern("kblockd_mod_delayed_work_on");
+  fn_wake_ = machine.functions().Intern("try_to_wake_up");
+  per_cpu_.resize(machine.num_cpus());
+}
+
+void WorkItem::OnEvent(uint32_t, uint64_t gen) {
+  if (!timer_armed_ || gen != timer_gen_) return;
+  timer_armed_ = false;
+  wq_->Enqueue(nullptr, this, timer_cpu_, wq_->machine_.sim().Now());
+}
+
+void WorkQueue::Queue(Cpu* caller, WorkItem* item, int cpu, int64_t delay_ns, bool modify) {
+  if (caller != nullptr) caller->Charge(fn_queue_, costs_.queue_ns);
+  const SimTime now = caller != nullptr ? caller->now() : machine_.sim().Now();
+  item->wq_ = this;
+  if (item->pending_) {
+    // Already queued: collapse. A pending delayed item may have its timer moved.
+    if (modify && item->timer_armed_) {
+      if (delay_ns == 0) {
+        item->timer_armed_ = false;
+        ++item->timer_gen_;
+        Enqueue(caller, item, cpu, now);
+      } else {
+        ++item->timer_gen_;
+        item->timer_cpu_ = cpu;
+        item->timer_expires_ = now + delay_ns;
+        machine_.sim().Schedule(item->timer_expires_, item, 0, item->timer_gen_);
+      }
+    }
+    return;
+  }
+  item->pending_ = true;
+  if (delay_ns > 0) {
+    item->timer_armed_ = true;
+    ++item->timer_gen_;
+    item->timer_cpu_ = cpu;
+    item->timer_expires_ = now + delay_ns;
+    machine_.sim().Schedule(item->timer_expires_, item, 0, item->timer_gen_);
+    return;
+  }
+  Enqueue(caller, item, cpu, now);
+}
+
+void WorkQueue::Enqueue(Cpu* caller, WorkItem* item, int cpu, SimTime at) {
+  PerCpu& pc = per_cpu_[cpu];
+  pc.items.push_back(item);
+  if (!pc.started) {
+    pc.started = true;
+    pc.worker = std::make_unique<Thread>(machine_, "kworker/" + std::to_string(cpu) + ":1H", cpu,
+                                         -20);
+    pc.worker->Start(WorkerLoop(cpu), at);
+    return;
+  }
+  if (pc.worker->sleeping()) {
+    if (caller != nullptr) caller->Charge(fn_wake_, costs_.wake_ns);
+    pc.worker->Wake(caller != nullptr ? caller->now() : at);
+  }
+}
+
+Task WorkQueue::WorkerLoop(int cpu_id) {
+  Cpu& cpu = machine_.cpu(cpu_id);
+  PerCpu& pc = per_cpu_[cpu_id];
+  for (;;) {
+    while (!pc.items.empty()) {
+      WorkItem* item = pc.items.front();
+      pc.items.pop_front();
+      item->pending_ = false;
+      ++runs_;
+      co_await item->Run(cpu);
+    }
+    co_await cpu.Sleep();
+  }
+}
+
+}  // namespace blklab::sim

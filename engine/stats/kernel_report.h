@@ -1,0 +1,75 @@
+// engine/stats/kernel_report.h
+//
+// KernelReport is what blklab reports beyond fio: where simulated CPU time
+// went (a perf-top-style profile of kernel and fio function names), how busy
+// each simulated CPU was by mode, lockstat-style figures for each named lock,
+// and named event counters (timestamps read per IO, queue runs, IPIs ...).
+// The engine fills it at the end of a run; report/ writes it under the
+// "blklab" JSON key and as extra sections after fio's normal output.
+//
+// Thread-safety: a plain value type.
+#ifndef BLKLAB_ENGINE_STATS_KERNEL_REPORT_H_
+#define BLKLAB_ENGINE_STATS_KERNEL_REPORT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace blklab::stats {
+
+enum class CpuMode { kUser = 0, kSys = 1, kIrq = 2, kSoftirq = 3, kIdle = 4 };
+inline constexpr int kNumCpuModes = 5;
+const char* CpuModeName(CpuMode mode);  // "usr", "sys", "irq", "softirq", "idle"
+
+struct ProfileRow {
+  std::string function;  // kernel function name, or "fio:..." for user space
+  CpuMode mode = CpuMode::kSys;
+  int64_t self_ns = 0;   // self time summed over all CPUs
+  double share_pct = 0;  // self_ns / busy time of all CPUs * 100 (perf top's "Overhead")
+};
+
+struct CpuRow {
+  int cpu = 0;
+  int64_t mode_ns[kNumCpuModes] = {};  // indexed by CpuMode
+};
+
+struct LockRow {
+  std::string name;                  // e.g. "nullb0:dd->lock", "host:tags->lock"
+  uint64_t acquisitions = 0;
+  uint64_t contended = 0;            // acquisitions that had to wait
+  int64_t wait_ns = 0;               // time spun waiting (native_queued_spin_lock_slowpath)
+  int64_t hold_ns = 0;               // time held
+  uint64_t max_waiters = 0;          // longest queue seen at an acquire
+};
+
+struct CounterRow {
+  std::string name;   // e.g. "ktime_get_ns", "blk_mq_run_hw_queue", "ipi"
+  uint64_t count = 0;
+};
+
+struct DeviceRow {
+  std::string name;           // e.g. "nullb0"
+  uint64_t read_ios = 0, write_ios = 0;
+  uint64_t read_merges = 0, write_merges = 0;
+  int64_t read_ticks_ms = 0, write_ticks_ms = 0, in_queue_ms = 0;
+  double util_pct = 0;
+};
+
+struct KernelReport {
+  std::string host_name;
+  int64_t elapsed_ns = 0;        // virtual time of the whole run
+  int64_t busy_ns = 0;           // non-idle time summed over all CPUs
+  double sys_pct = 0;            // (sys + irq + softirq) / (elapsed * cpus) * 100
+  double contention_pct = 0;     // slowpath time / busy time * 100
+  uint64_t total_ios = 0;        // IOs completed in the measured window
+  uint64_t events = 0;           // discrete events processed (engine cost metric)
+  std::vector<CpuRow> cpus;      // only CPUs the run used, ascending
+  std::vector<ProfileRow> profile;  // descending self_ns, then name
+  std::vector<LockRow> locks;       // ascending name
+  std::vector<CounterRow> counters; // ascending name
+  std::vector<DeviceRow> devices;   // host order
+};
+
+}  // namespace blklab::stats
+
+#endif  // BLKLAB_ENGINE_STATS_KERNEL_REPORT_H_
