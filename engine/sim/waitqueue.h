@@ -46,6 +46,16 @@ class WaitQueue {
     return n;
   }
 
+  // finish_wait: drops `t` if it is still queued (woken by someone else).
+  void Remove(const Thread* t) {
+    for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
+      if (*it == t) {
+        waiters_.erase(it);
+        return;
+      }
+    }
+  }
+
   bool empty() const { return waiters_.empty(); }
   size_t size() const { return waiters_.size(); }
 

@@ -1,0 +1,762 @@
+#include "engine/model/blk_mq.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace blklab::model {
+
+namespace {
+constexpr uint32_t kBlkMaxRequestCount = 32;  // BLK_MAX_REQUEST_COUNT: plug flushes at 32
+constexpr int kCpuWorkBatch = 8;              // BLK_MQ_CPU_WORK_BATCH
+constexpr int64_t kResourceDelayNs = 3 * sim::kNsPerMs;  // BLK_MQ_RESOURCE_DELAY
+constexpr int kCtxPerMapWord = 8;             // ctx_map: 8 bits per word
+}  // namespace
+
+Ctx::Ctx(Kernel& kernel, const std::string& qname, int cpu)
+    : cpu_(cpu),
+      lock_(kernel.machine(), qname + ":ctx->lock", kernel.fn.raw_spin_lock,
+            kernel.fn.native_queued_spin_lock_slowpath, kernel.lock_costs()) {}
+
+Hctx::Hctx(Kernel& kernel, RequestQueue* q, uint32_t queue_num, Tags* tags)
+    : q_(q),
+      queue_num_(queue_num),
+      tags_(tags),
+      lock_(kernel.machine(), q->name() + ":hctx->lock", kernel.fn.raw_spin_lock,
+            kernel.fn.native_queued_spin_lock_slowpath, kernel.lock_costs()),
+      run_work_(this) {}
+
+sim::Task Hctx::RunWork::Run(sim::Cpu& cpu) {
+  // blk_mq_run_work_fn -> __blk_mq_run_hw_queue
+  co_await hctx_->q_->DispatchRequests(cpu, hctx_);
+}
+
+RequestQueue::RequestQueue(Kernel& kernel, std::string name, TagSet& set, BlkMqDriver* driver,
+                           const QueueConfig& config)
+    : kernel_(kernel),
+      name_(std::move(name)),
+      set_(set),
+      driver_(driver),
+      config_(config),
+      done_softirq_(this),
+      completion_ipi_(this) {
+  set.AddQueue();
+  const int ncpus = kernel.machine().num_cpus();
+  for (uint32_t i = 0; i < set.nr_hw_queues(); ++i) {
+    hctxs_.push_back(std::make_unique<Hctx>(kernel, this, i, &set.tags(i)));
+  }
+  for (int c = 0; c < ncpus; ++c) {
+    auto ctx = std::make_unique<Ctx>(kernel, name_, c);
+    Hctx* h = hctxs_[set.MapQueue(c)].get();
+    ctx->hctx_ = h;
+    ctx->index_hw_ = static_cast<uint32_t>(h->ctxs_.size());
+    h->ctxs_.push_back(ctx.get());
+    h->cpumask_.push_back(c);
+    ctxs_.push_back(std::move(ctx));
+  }
+  for (auto& h : hctxs_) {
+    const size_t words = (h->ctxs_.size() + kCtxPerMapWord - 1) / kCtxPerMapWord;
+    h->ctx_map_.assign(std::max<size_t>(words, 1), 0);
+    h->ctx_map_lines_ = std::vector<sim::CacheLine>(std::max<size_t>(words, 1));
+  }
+}
+
+// --- accounting -------------------------------------------------------------
+
+void RequestQueue::AccountStart(sim::Cpu& cpu, Request* rq) {
+  if (config_.iostats) {
+    cpu.Charge(kernel_.fn.blk_account_io_start, kernel_.costs().blk_account_io_start);
+    // update_io_ticks: a cmpxchg on the shared part stamp, at most once per jiffy.
+    const int64_t jiffy = sim::kNsPerSec / kernel_.knobs().hz;
+    const sim::SimTime j = cpu.now() / jiffy;
+    if (j != part_stamp_) {
+      part_stamp_ = j;
+      cpu.Charge(kernel_.fn.blk_account_io_start,
+                 part_stamp_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+    }
+  }
+  if (disk_.in_flight++ == 0) disk_.busy_since = cpu.now();
+}
+
+void RequestQueue::AccountDone(sim::Cpu& cpu, Request* rq, sim::SimTime now) {
+  if (config_.iostats) {
+    cpu.Charge(kernel_.fn.blk_account_io_done, kernel_.costs().blk_account_io_done);
+  }
+  const int dir = rq->op == ReqOp::kWrite ? 1 : 0;
+  disk_.ios[dir] += 1;
+  disk_.sectors[dir] += rq->bytes >> kSectorShift;
+  disk_.ticks_ns[dir] += now - rq->alloc_time_ns;
+  disk_.in_queue_ns += now - rq->alloc_time_ns;
+  if (--disk_.in_flight == 0) disk_.io_ticks_ns += now - disk_.busy_since;
+}
+
+void RequestQueue::FinishDiskStats(sim::SimTime t) {
+  if (disk_.in_flight > 0 && t > disk_.busy_since) {
+    disk_.io_ticks_ns += t - disk_.busy_since;
+    disk_.busy_since = t;
+  }
+}
+
+std::vector<const Request*> RequestQueue::StuckRequests(sim::SimTime now, int64_t age_ns) const {
+  std::vector<const Request*> out;
+  const uint32_t nr_tag_objs = set_.config().hctx_shared ? 1 : set_.nr_hw_queues();
+  for (uint32_t i = 0; i < nr_tag_objs; ++i) {
+    Tags& t = const_cast<TagSet&>(set_).tags(i);
+    for (uint32_t tag = 0; tag < t.nr_tags(); ++tag) {
+      const Request* rq = t.rq(tag);
+      if (rq != nullptr && rq->q == this && now - rq->alloc_time_ns > age_ns) out.push_back(rq);
+    }
+  }
+  return out;
+}
+
+// --- submission -------------------------------------------------------------
+
+void RequestQueue::InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx) {
+  // blk_mq_rq_ctx_init + blk_mq_bio_to_request
+  rq->state = Request::State::kAllocated;
+  rq->q = this;
+  rq->mq_hctx = hctx;
+  rq->mq_ctx = ctxs_[cpu.id()].get();
+  rq->op = bio->op;
+  rq->sector = bio->sector;
+  rq->bytes = bio->bytes;
+  rq->bio = rq->biotail = bio;
+  rq->nr_bios = 1;
+  bio->bi_next = nullptr;
+  rq->alloc_time_ns = cpu.now();
+  rq->start_time_ns = 0;
+  if (NeedTimestamp()) {
+    if (kernel_.knobs().config_blk_cgroup && kernel_.knobs().cgroup_inherit_bio_start_time) {
+      rq->start_time_ns = bio->bi_issue;  // RC2 patch 2: no extra timestamp
+    } else {
+      rq->start_time_ns = kernel_.Ktime(cpu);
+    }
+  }
+  ++allocated_;
+}
+
+bool RequestQueue::AttemptPlugMerge(sim::Cpu& cpu, Plug* plug, Bio* bio) {
+  // blk_attempt_plug_merge: only the last request of the plug, lock-free.
+  if (plug == nullptr || plug->mq_list.empty() || config_.nomerges == 2) return false;
+  cpu.Charge(kernel_.fn.blk_attempt_plug_merge, kernel_.costs().plug_merge);
+  Request* last = plug->mq_list.back();
+  if (last->q != this || last->op != bio->op) return false;
+  if (last->sector + (last->bytes >> kSectorShift) != bio->sector) return false;
+  if (last->bytes + bio->bytes > 512 * 1024) return false;  // max_sectors_kb default 512 KiB
+  last->biotail->bi_next = bio;
+  last->biotail = bio;
+  bio->bi_next = nullptr;
+  last->bytes += bio->bytes;
+  ++last->nr_bios;
+  disk_.merges[bio->op == ReqOp::kWrite ? 1 : 0] += 1;
+  kernel_.Count(Counter::k_plug_merge);
+  return true;
+}
+
+sim::Task RequestQueue::GetRequest(sim::Cpu& cpu, Bio* bio, Plug* plug, Request** out) {
+  Hctx* hctx = MapQueue(cpu.id());
+  // A request cached in the plug by an earlier batched allocation.
+  if (plug != nullptr && !plug->cached_rqs.empty() && plug->cached_rqs.front()->mq_hctx == hctx) {
+    Request* rq = plug->cached_rqs.pop_front();
+    InitRequest(cpu, rq, bio, hctx);
+    *out = rq;
+    co_return;
+  }
+  const auto& c = kernel_.costs();
+  cpu.Charge(kernel_.fn.percpu_ref_get, c.percpu_ref);  // bio_queue_enter
+  Tags& tags = hctx->tags();
+  SbitmapQueue& bt = tags.bitmap_tags();
+  co_await cpu.Sync();
+  // Batched allocation (5.16+): with a plug expecting several IOs, no
+  // scheduler and no shared tags, take several tags at once.
+  if (plug != nullptr && plug->nr_ios > 1 && config_.scheduler == Elevator::kNone &&
+      set_.nr_queues() == 1 && !set_.config().hctx_shared) {
+    uint32_t want = std::min<uint32_t>(plug->nr_ios, 64);
+    plug->nr_ios = 1;
+    uint32_t bits[64];
+    const uint32_t got = bt.GetBatch(cpu, want, bits);
+    if (got > 0) {
+      for (uint32_t i = 1; i < got; ++i) {
+        Request* extra = tags.static_rq(bits[i]);
+        tags.set_rq(extra->tag, extra);
+        extra->mq_hctx = hctx;
+        extra->q = this;
+        extra->alloc_time_ns = cpu.now();
+        extra->state = Request::State::kAllocated;
+        plug->cached_rqs.push_back(extra);
+      }
+      Request* rq = tags.static_rq(bits[0]);
+      tags.set_rq(rq->tag, rq);
+      InitRequest(cpu, rq, bio, hctx);
+      *out = rq;
+      co_return;
+    }
+  } else {
+    int bit = bt.Get(cpu);
+    if (bit >= 0) {
+      Request* rq = tags.static_rq(static_cast<uint32_t>(bit));
+      tags.set_rq(rq->tag, rq);
+      InitRequest(cpu, rq, bio, hctx);
+      *out = rq;
+      co_return;
+    }
+  }
+  if (bio->nowait) {
+    *out = nullptr;
+    co_return;
+  }
+  // blk_mq_get_tag slow path: kick the hardware queue, retry, then sleep on
+  // one of the sbitmap wait queues until a batch of tags is freed.
+  for (;;) {
+    cpu.Charge(kernel_.fn.blk_mq_get_tag, c.sbitmap_get);
+    sim::WaitQueue& wq = bt.NextWaitQueue(hctx->wait_index);
+    co_await RunHwQueue(cpu, hctx);
+    co_await cpu.Sync();
+    int bit = bt.Get(cpu);
+    if (bit < 0) {
+      bt.PrepareToWait();
+      bit = bt.Get(cpu);
+      if (bit < 0) {
+        // schedule() flushes the plug first (sched_submit_work).
+        if (plug != nullptr && !plug->mq_list.empty()) {
+          bt.FinishWait();
+          co_await FlushPlug(cpu, plug, /*from_schedule=*/true);
+          continue;
+        }
+        kernel_.Count(Counter::k_tag_sleep);
+        cpu.Charge(kernel_.fn.io_schedule, c.line_read_hit);
+        co_await wq.Wait(cpu);
+        co_await cpu.Sync();
+        wq.Remove(cpu.current_thread());
+        bt.FinishWait();
+        // Woken: the submitting CPU is unchanged (threads are pinned).
+        continue;
+      }
+      bt.FinishWait();
+    }
+    Request* rq = tags.static_rq(static_cast<uint32_t>(bit));
+    tags.set_rq(rq->tag, rq);
+    InitRequest(cpu, rq, bio, hctx);
+    *out = rq;
+    co_return;
+  }
+}
+
+sim::Task RequestQueue::SubmitBio(sim::Cpu& cpu, Bio* bio, Plug* plug) {
+  const auto& c = kernel_.costs();
+  const KernelKnobs& k = kernel_.knobs();
+  kernel_.Count(Counter::k_submit_bio);
+  // submit_bio -> submit_bio_noacct: checks and the cgroup / throttle hooks.
+  if (k.config_blk_cgroup) {
+    cpu.Charge(kernel_.fn.bio_associate_blkg, c.blkg_associate);
+    bio->bi_issue = kernel_.Ktime(cpu);  // blkcg_bio_issue_init
+  }
+  cpu.Charge(kernel_.fn.submit_bio_noacct, c.submit_bio_noacct);
+  if (k.config_blk_cgroup) {
+    if (!k.throttle_fast_path_inline) cpu.Charge(kernel_.fn.blk_throtl_bio, c.blk_throtl_bio_call);
+    cpu.Charge(kernel_.fn.blk_cgroup_bio_start, c.blk_cgroup_bio_start);
+  }
+  cpu.Charge(kernel_.fn.blk_mq_submit_bio, c.blk_mq_submit_bio);
+
+  // Merges: the plug's last request, then the software queue (none).
+  if (AttemptPlugMerge(cpu, plug, bio)) co_return;
+  Hctx* hctx = MapQueue(cpu.id());
+  Ctx* ctx = ctxs_[cpu.id()].get();
+  if (config_.nomerges == 0 && config_.scheduler == Elevator::kNone) {
+    co_await cpu.Sync();
+    if (!ctx->rq_list_.empty()) {
+      // blk_bio_list_merge under ctx->lock, at most the last 8 requests.
+      co_await ctx->lock_.Lock(cpu);
+      size_t scanned = std::min<size_t>(ctx->rq_list_.size(), 8);
+      cpu.Charge(kernel_.fn.blk_mq_attempt_bio_merge,
+                 c.sw_queue_merge_base + c.sw_queue_merge_per_rq * static_cast<int64_t>(scanned));
+      co_await cpu.Sync();
+      ctx->lock_.Unlock(cpu);
+    }
+  }
+
+  Request* rq = nullptr;
+  co_await GetRequest(cpu, bio, plug, &rq);
+  if (rq == nullptr) {
+    // REQ_NOWAIT and no tag: the bio ends with BLK_STS_AGAIN.
+    bio->owner->BioEndio(cpu, bio, BlkStatus::kAgain);
+    co_return;
+  }
+  hctx = rq->mq_hctx;
+  AccountStart(cpu, rq);
+
+  if (plug != nullptr) {
+    // blk_add_rq_to_plug: flush first when the plug is full or spans queues.
+    cpu.Charge(kernel_.fn.blk_add_rq_to_plug, c.plug_add_flush_per_rq);
+    if (plug->rq_count >= kBlkMaxRequestCount) {
+      co_await FlushPlug(cpu, plug, false);
+    }
+    if (plug->q != nullptr && plug->q != this) plug->multiple_queues = true;
+    plug->q = this;
+    plug->mq_list.push_back(rq);
+    ++plug->rq_count;
+    co_return;
+  }
+  co_await cpu.Sync();
+  if (config_.scheduler != Elevator::kNone ||
+      (hctx->dispatch_busy_ != 0 && set_.nr_hw_queues() == 1)) {
+    co_await InsertAndRun(cpu, rq, /*run_async=*/true);
+    co_return;
+  }
+  BlkStatus status;
+  co_await TryIssueDirectly(cpu, rq, /*last=*/true, &status);
+}
+
+sim::Task RequestQueue::InsertAndRun(sim::Cpu& cpu, Request* rq, bool run_async) {
+  // blk_mq_insert_request (none): onto the ctx list, mark the ctx pending.
+  Ctx* ctx = rq->mq_ctx;
+  co_await ctx->lock_.Lock(cpu);
+  cpu.Charge(kernel_.fn.blk_mq_insert_request,
+             ctx->list_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+  ctx->rq_list_.push_back(rq);
+  MarkCtxPending(cpu, ctx);
+  kernel_.Count(Counter::k_sw_queue_insert);
+  co_await cpu.Sync();
+  ctx->lock_.Unlock(cpu);
+  if (run_async) {
+    RunHwQueueAsync(cpu, rq->mq_hctx);
+  } else {
+    co_await RunHwQueue(cpu, rq->mq_hctx);
+  }
+}
+
+void RequestQueue::MarkCtxPending(sim::Cpu& cpu, Ctx* ctx) {
+  Hctx* h = ctx->hctx_;
+  const uint32_t w = ctx->index_hw_ / kCtxPerMapWord;
+  const uint64_t b = uint64_t{1} << (ctx->index_hw_ % kCtxPerMapWord);
+  if (h->ctx_map_[w] & b) return;
+  cpu.Charge(kernel_.fn.blk_mq_insert_request,
+             h->ctx_map_lines_[w].Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+  h->ctx_map_[w] |= b;
+}
+
+sim::Task RequestQueue::BypassInsert(sim::Cpu& cpu, Request* rq, bool at_head) {
+  // blk_mq_request_bypass_insert: onto hctx->dispatch under hctx->lock.
+  Hctx* h = rq->mq_hctx;
+  co_await h->lock_.Lock(cpu);
+  cpu.Charge(kernel_.fn.blk_mq_insert_request,
+             h->dispatch_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+  if (at_head) {
+    h->dispatch_.push_front(rq);
+  } else {
+    h->dispatch_.push_back(rq);
+  }
+  kernel_.Count(Counter::k_dispatch_list_insert);
+  co_await cpu.Sync();
+  h->lock_.Unlock(cpu);
+}
+
+void RequestQueue::UpdateDispatchBusy(Hctx* hctx, bool busy) {
+  // blk_mq_update_dispatch_busy: EWMA with weight 8, factor 4 (none only).
+  if (config_.scheduler != Elevator::kNone) return;
+  uint32_t ewma = hctx->dispatch_busy_;
+  if (!ewma && !busy) return;
+  ewma *= 7;
+  if (busy) ewma += 1u << 4;
+  ewma /= 8;
+  hctx->dispatch_busy_ = ewma;
+}
+
+sim::Task RequestQueue::TryIssueDirectly(sim::Cpu& cpu, Request* rq, bool last, BlkStatus* status) {
+  // blk_mq_try_issue_directly
+  Hctx* hctx = rq->mq_hctx;
+  cpu.Charge(kernel_.fn.rcu_read_lock, kernel_.costs().rcu_read_section);
+  if (hctx->stopped_) {
+    *status = BlkStatus::kOk;
+    co_await InsertAndRun(cpu, rq, /*run_async=*/false);
+    co_return;
+  }
+  kernel_.Count(Counter::k_direct_issue);
+  cpu.Charge(kernel_.fn.blk_mq_try_issue_directly, kernel_.costs().line_read_hit);
+  kernel_.Count(Counter::k_queue_rq);
+  *status = driver_->QueueRq(cpu, hctx, rq, last);
+  switch (*status) {
+    case BlkStatus::kOk:
+      UpdateDispatchBusy(hctx, false);
+      break;
+    case BlkStatus::kResource:
+    case BlkStatus::kDevResource:
+      kernel_.Count(Counter::k_queue_rq_busy);
+      UpdateDispatchBusy(hctx, true);
+      co_await BypassInsert(cpu, rq, /*at_head=*/false);
+      co_await RunHwQueue(cpu, hctx);
+      break;
+    default:
+      EndRequest(cpu, rq, *status);
+      break;
+  }
+}
+
+sim::Task RequestQueue::FlushPlug(sim::Cpu& cpu, Plug* plug, bool from_schedule) {
+  // blk_mq_flush_plug_list
+  if (plug->mq_list.empty()) {
+    if (!from_schedule && !plug->cached_rqs.empty() && plug->q != nullptr) {
+      plug->q->FreeCachedRequests(cpu, plug);
+    }
+    co_return;
+  }
+  RequestQueue* q = plug->mq_list.front()->q;
+  Kernel& kernel = q->kernel_;
+  kernel.Count(Counter::k_plug_flush);
+  RequestList list;
+  list.splice_tail(plug->mq_list);
+  plug->rq_count = 0;
+  const bool multiple = plug->multiple_queues;
+  plug->multiple_queues = false;
+  cpu.Charge(kernel.fn.blk_mq_flush_plug_list, kernel.costs().line_read_hit);
+  if (!multiple && q->config_.scheduler == Elevator::kNone && !from_schedule) {
+    // blk_mq_plug_issue_direct: each request tried directly, `last` on the final one.
+    while (!list.empty()) {
+      Request* rq = list.pop_front();
+      cpu.Charge(kernel.fn.blk_add_rq_to_plug, kernel.costs().plug_add_flush_per_rq);
+      BlkStatus st;
+      co_await cpu.Sync();
+      co_await q->TryIssueDirectly(cpu, rq, list.empty(), &st);
+      if (st == BlkStatus::kResource || st == BlkStatus::kDevResource) {
+        // The rest goes through the software queues.
+        while (!list.empty()) {
+          Request* r = list.pop_front();
+          co_await r->q->InsertAndRun(cpu, r, /*run_async=*/true);
+        }
+        break;
+      }
+    }
+  } else {
+    // blk_mq_dispatch_plug_list: insert per queue, then run the queues.
+    while (!list.empty()) {
+      Request* rq = list.pop_front();
+      co_await rq->q->InsertAndRun(cpu, rq, /*run_async=*/from_schedule);
+    }
+  }
+  if (!from_schedule && !plug->cached_rqs.empty() && plug->q != nullptr) {
+    plug->q->FreeCachedRequests(cpu, plug);
+  }
+}
+
+void RequestQueue::FreeCachedRequests(sim::Cpu& cpu, Plug* plug) {
+  // blk_mq_free_plug_rqs: unused cached requests give their tags back.
+  while (!plug->cached_rqs.empty()) {
+    Request* rq = plug->cached_rqs.pop_front();
+    Tags& tags = rq->mq_hctx->tags();
+    tags.set_rq(rq->tag, nullptr);
+    rq->state = Request::State::kIdle;
+    tags.bitmap_tags().Clear(cpu, rq->tag);
+  }
+}
+
+// --- queue runs and dispatch -----------------------------------------------
+
+bool RequestQueue::HasPending(sim::Cpu& cpu, Hctx* hctx) {
+  // blk_mq_hctx_has_pending: dispatch list, ctx_map words, elevator.
+  const sim::Machine& m = kernel_.machine();
+  const auto& c = kernel_.costs();
+  cpu.Charge(kernel_.fn.blk_mq_run_hw_queue, hctx->dispatch_line_.Read(m, cpu.id(), c.line_read_hit));
+  if (!hctx->dispatch_.empty()) return true;
+  int64_t cost = 0;
+  bool any = false;
+  for (size_t w = 0; w < hctx->ctx_map_.size(); ++w) {
+    cost += std::max<int64_t>(hctx->ctx_map_lines_[w].Read(m, cpu.id(), c.sbitmap_any_bit_set_per_word),
+                              c.sbitmap_any_bit_set_per_word);
+    if (hctx->ctx_map_[w] != 0) {
+      any = true;
+      break;
+    }
+  }
+  cpu.Charge(kernel_.fn.sbitmap_any_bit_set, cost);
+  return any;
+}
+
+int RequestQueue::NextCpu(sim::Cpu& cpu, Hctx* hctx) {
+  // blk_mq_hctx_next_cpu: a single queue runs where it is kicked; otherwise
+  // round robin over the hctx's CPUs, moving on every 8 runs.
+  if (set_.nr_hw_queues() == 1 || hctx->cpumask_.size() == 1) {
+    return hctx->cpumask_.size() == 1 ? hctx->cpumask_[0] : cpu.id();
+  }
+  if (++hctx->next_cpu_batch_ >= kCpuWorkBatch) {
+    hctx->next_cpu_batch_ = 0;
+    hctx->next_cpu_index_ = (hctx->next_cpu_index_ + 1) % static_cast<int>(hctx->cpumask_.size());
+  }
+  return hctx->cpumask_[hctx->next_cpu_index_];
+}
+
+sim::Task RequestQueue::RunHwQueue(sim::Cpu& cpu, Hctx* hctx) {
+  // blk_mq_run_hw_queue(hctx, false)
+  co_await cpu.Sync();
+  cpu.Charge(kernel_.fn.blk_mq_run_hw_queue, kernel_.costs().run_hw_queue_check);
+  kernel_.Count(Counter::k_run_hw_queue);
+  if (hctx->stopped_ || !HasPending(cpu, hctx)) co_return;
+  const bool on_cpu = std::find(hctx->cpumask_.begin(), hctx->cpumask_.end(), cpu.id()) !=
+                      hctx->cpumask_.end();
+  if (on_cpu && !set_.config().blocking) {
+    co_await DispatchRequests(cpu, hctx);
+    co_return;
+  }
+  kernel_.Count(Counter::k_run_hw_queue_async);
+  kernel_.kblockd().Queue(&cpu, &hctx->run_work_, NextCpu(cpu, hctx), 0, /*modify=*/true);
+}
+
+void RequestQueue::RunHwQueueAsync(sim::Cpu& cpu, Hctx* hctx) {
+  // blk_mq_run_hw_queue(hctx, true). REQUIRES: the caller has Synced.
+  cpu.Charge(kernel_.fn.blk_mq_run_hw_queue, kernel_.costs().run_hw_queue_check);
+  kernel_.Count(Counter::k_run_hw_queue);
+  if (hctx->stopped_ || !HasPending(cpu, hctx)) return;
+  kernel_.Count(Counter::k_run_hw_queue_async);
+  kernel_.kblockd().Queue(&cpu, &hctx->run_work_, NextCpu(cpu, hctx), 0, /*modify=*/true);
+}
+
+void RequestQueue::RunHwQueuesAsync(sim::Cpu& cpu) {
+  for (auto& h : hctxs_) {
+    if (!h->stopped_) RunHwQueueAsync(cpu, h.get());
+  }
+}
+
+void RequestQueue::DelayRunHwQueue(sim::Cpu* cpu, Hctx* hctx, int64_t delay_ns) {
+  kernel_.Count(Counter::k_run_hw_queue_delayed);
+  const int target = cpu != nullptr ? NextCpu(*cpu, hctx) : hctx->cpumask_[0];
+  kernel_.kblockd().Queue(cpu, &hctx->run_work_, target, delay_ns, /*modify=*/true);
+}
+
+void RequestQueue::StopHwQueues() {
+  for (auto& h : hctxs_) h->stopped_ = true;
+}
+
+void RequestQueue::StartStoppedHwQueues(sim::Cpu* cpu) {
+  for (auto& h : hctxs_) {
+    if (!h->stopped_) continue;
+    h->stopped_ = false;
+    const int target = cpu != nullptr ? NextCpu(*cpu, h.get()) : h->cpumask_[0];
+    kernel_.Count(Counter::k_run_hw_queue_async);
+    kernel_.kblockd().Queue(cpu, &h->run_work_, target, 0, /*modify=*/true);
+  }
+}
+
+sim::Task RequestQueue::FlushBusyCtxs(sim::Cpu& cpu, Hctx* hctx, RequestList& out) {
+  // blk_mq_flush_busy_ctxs: for each pending ctx, splice its list under ctx->lock.
+  for (size_t w = 0; w < hctx->ctx_map_.size(); ++w) {
+    co_await cpu.Sync();
+    uint64_t bits = hctx->ctx_map_[w];
+    cpu.Charge(kernel_.fn.sbitmap_any_bit_set,
+               hctx->ctx_map_lines_[w].Read(kernel_.machine(), cpu.id(),
+                                            kernel_.costs().sbitmap_any_bit_set_per_word));
+    while (bits != 0) {
+      const int b = __builtin_ctzll(bits);
+      bits &= bits - 1;
+      Ctx* ctx = hctx->ctxs_[w * kCtxPerMapWord + b];
+      co_await ctx->lock_.Lock(cpu);
+      cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list,
+                 ctx->list_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+      out.splice_tail(ctx->rq_list_);
+      hctx->ctx_map_[w] &= ~(uint64_t{1} << b);
+      cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list,
+                 hctx->ctx_map_lines_[w].Write(kernel_.machine(), cpu.id(),
+                                               kernel_.costs().atomic_local));
+      co_await cpu.Sync();
+      ctx->lock_.Unlock(cpu);
+    }
+  }
+}
+
+sim::Task RequestQueue::DispatchRequests(sim::Cpu& cpu, Hctx* hctx) {
+  // blk_mq_sched_dispatch_requests -> __blk_mq_sched_dispatch_requests (none).
+  cpu.Charge(kernel_.fn.rcu_read_lock, kernel_.costs().rcu_read_section);
+  co_await cpu.Sync();
+  if (hctx->stopped_) co_return;
+  RequestList list;
+  if (!hctx->dispatch_.empty()) {
+    co_await hctx->lock_.Lock(cpu);
+    cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list,
+               hctx->dispatch_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+    list.splice_tail(hctx->dispatch_);
+    co_await cpu.Sync();
+    hctx->lock_.Unlock(cpu);
+  }
+  if (!list.empty()) {
+    // Leftovers first; mark RESTART so a completion re-runs us.
+    hctx->sched_restart_ = true;
+    cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list,
+               hctx->state_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+    bool progress = false;
+    co_await DispatchRqList(cpu, hctx, list, &progress);
+    co_await cpu.Sync();
+    if (!hctx->dispatch_.empty()) co_return;  // still busy: wait for a restart
+  }
+  // Then the software queues: all at once, or (dispatch_busy) one at a time
+  // round robin (blk_mq_do_dispatch_ctx).
+  co_await FlushBusyCtxs(cpu, hctx, list);
+  if (list.empty()) co_return;
+  if (hctx->dispatch_busy_ != 0) {
+    while (!list.empty()) {
+      RequestList one;
+      one.push_back(list.pop_front());
+      bool progress = false;
+      co_await DispatchRqList(cpu, hctx, one, &progress);
+      if (!progress || !one.empty()) {
+        // Park the rest on hctx->dispatch behind what DispatchRqList left.
+        co_await cpu.Sync();
+        co_await hctx->lock_.Lock(cpu);
+        hctx->dispatch_.splice_tail(list);
+        co_await cpu.Sync();
+        hctx->lock_.Unlock(cpu);
+        break;
+      }
+    }
+    co_return;
+  }
+  bool progress = false;
+  co_await DispatchRqList(cpu, hctx, list, &progress);
+}
+
+sim::Task RequestQueue::DispatchRqList(sim::Cpu& cpu, Hctx* hctx, RequestList& list,
+                                       bool* progress) {
+  // blk_mq_dispatch_rq_list
+  const auto& c = kernel_.costs();
+  BlkStatus last_status = BlkStatus::kOk;
+  uint32_t queued = 0;
+  while (!list.empty()) {
+    Request* rq = list.pop_front();
+    cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list, c.dispatch_rq_list_per_rq);
+    co_await cpu.Sync();
+    kernel_.Count(Counter::k_queue_rq);
+    last_status = driver_->QueueRq(cpu, hctx, rq, list.empty());
+    if (last_status == BlkStatus::kResource || last_status == BlkStatus::kDevResource) {
+      kernel_.Count(Counter::k_queue_rq_busy);
+      list.push_front(rq);
+      break;
+    }
+    if (last_status != BlkStatus::kOk) {
+      EndRequest(cpu, rq, last_status);
+    }
+    ++queued;
+  }
+  *progress = queued > 0;
+  if (list.empty()) {
+    UpdateDispatchBusy(hctx, false);
+    co_return;
+  }
+  // Leftovers: commit what was queued, park the rest on hctx->dispatch and
+  // decide who runs the queue again.
+  if (queued > 0) driver_->CommitRqs(cpu, hctx);
+  co_await hctx->lock_.Lock(cpu);
+  cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list,
+             hctx->dispatch_line_.Write(kernel_.machine(), cpu.id(), c.atomic_local));
+  hctx->dispatch_.splice_head(list);
+  kernel_.Count(Counter::k_dispatch_list_insert);
+  co_await cpu.Sync();
+  hctx->lock_.Unlock(cpu);
+  UpdateDispatchBusy(hctx, true);
+  const bool needs_restart = !hctx->sched_restart_;
+  if (needs_restart) {
+    // Somebody cleared SCHED_RESTART while we dispatched: run again now.
+    RunHwQueueAsync(cpu, hctx);
+  } else if (last_status == BlkStatus::kResource) {
+    DelayRunHwQueue(&cpu, hctx, kResourceDelayNs);
+  }
+  // BLK_STS_DEV_RESOURCE: the driver promises a re-run when it frees resources.
+}
+
+// --- completion ---------------------------------------------------------------
+
+void RequestQueue::StartRequest(sim::Cpu& cpu, Request* rq) {
+  // blk_mq_start_request: IN_FLIGHT, blk_add_timer (timeout armed lazily).
+  rq->state = Request::State::kInFlight;
+  rq->io_start_time_ns = cpu.now();
+}
+
+void RequestQueue::CompleteRequest(sim::Cpu& cpu, Request* rq) {
+  // blk_mq_complete_request -> blk_mq_complete_request_remote
+  const auto& c = kernel_.costs();
+  const int submit_cpu = rq->mq_ctx->cpu();
+  const bool single_ctx = rq->mq_hctx->ctxs_.size() == 1;
+  if (rq->bio != nullptr && rq->bio->polled) {
+    cpu.Charge(kernel_.fn.blk_mq_complete_request, c.complete_request_local);
+    driver_->Complete(cpu, rq);
+    return;
+  }
+  if (single_ctx && submit_cpu == cpu.id()) {
+    cpu.Charge(kernel_.fn.blk_mq_complete_request, c.complete_request_local);
+    driver_->Complete(cpu, rq);
+    return;
+  }
+  bool need_ipi = false;
+  if (config_.rq_affinity > 0 && submit_cpu != cpu.id()) {
+    const sim::Machine& m = kernel_.machine();
+    const bool shares_cache = m.placement(submit_cpu).llc == m.placement(cpu.id()).llc;
+    need_ipi = config_.rq_affinity == 2 || !shares_cache;
+  }
+  if (need_ipi) {
+    cpu.Charge(kernel_.fn.smp_call_function_single_async, c.ipi_send);
+    kernel_.Count(Counter::k_ipi);
+    kernel_.machine().cpu(submit_cpu).RaiseHardirq(cpu.now() + c.ipi_delivery_latency,
+                                                   &completion_ipi_,
+                                                   reinterpret_cast<uint64_t>(rq));
+    return;
+  }
+  if (set_.nr_hw_queues() == 1) {
+    cpu.Charge(kernel_.fn.blk_mq_raise_softirq, c.raise_softirq);
+    cpu.RaiseSoftirq(&done_softirq_, reinterpret_cast<uint64_t>(rq));
+    return;
+  }
+  cpu.Charge(kernel_.fn.blk_mq_complete_request, c.complete_request_local);
+  driver_->Complete(cpu, rq);
+}
+
+sim::Task RequestQueue::CompletionIpi::Handle(sim::Cpu& cpu, uint64_t arg) {
+  Kernel& k = q_->kernel_;
+  k.Count(Counter::k_hardirq);
+  cpu.Charge(k.fn.generic_smp_call_function_single_interrupt, k.costs().ipi_receive / 2);
+  cpu.RaiseSoftirq(&q_->done_softirq_, arg);
+  co_return;
+}
+
+sim::Task RequestQueue::DoneSoftirq::Handle(sim::Cpu& cpu, uint64_t arg) {
+  Kernel& k = q_->kernel_;
+  k.Count(Counter::k_block_softirq);
+  cpu.Charge(k.fn.blk_done_softirq, k.costs().softirq_entry_exit);
+  co_await cpu.Sync();
+  q_->driver_->Complete(cpu, reinterpret_cast<Request*>(arg));
+}
+
+void RequestQueue::EndRequest(sim::Cpu& cpu, Request* rq, BlkStatus status) {
+  // blk_mq_end_request -> blk_update_request (bio_endio) -> __blk_mq_end_request
+  const auto& c = kernel_.costs();
+  cpu.Charge(kernel_.fn.blk_mq_end_request, c.end_request_single);
+  Bio* bio = rq->bio;
+  while (bio != nullptr) {
+    Bio* next = bio->bi_next;
+    bio->bi_next = nullptr;
+    bio->owner->BioEndio(cpu, bio, status);
+    bio = next;
+  }
+  rq->bio = rq->biotail = nullptr;
+  sim::SimTime now = cpu.now();
+  if (NeedTimestamp()) now = kernel_.Ktime(cpu);
+  AccountDone(cpu, rq, now);
+  FreeRequest(cpu, rq);
+  kernel_.Count(Counter::k_requests_completed);
+}
+
+void RequestQueue::FreeRequest(sim::Cpu& cpu, Request* rq) {
+  // blk_mq_free_request -> __blk_mq_free_request: tag put, restart, queue exit.
+  Hctx* hctx = rq->mq_hctx;
+  Tags& tags = hctx->tags();
+  rq->state = Request::State::kIdle;
+  tags.set_rq(rq->tag, nullptr);
+  ++ended_;
+  tags.bitmap_tags().Clear(cpu, rq->tag);
+  // blk_mq_sched_restart: test SCHED_RESTART on the hctx state line.
+  cpu.Charge(kernel_.fn.blk_mq_sched_restart,
+             hctx->state_line_.Read(kernel_.machine(), cpu.id(), kernel_.costs().line_read_hit));
+  if (hctx->sched_restart_) {
+    hctx->sched_restart_ = false;
+    kernel_.Count(Counter::k_sched_restart);
+    RunHwQueueAsync(cpu, hctx);
+  }
+  cpu.Charge(kernel_.fn.percpu_ref_get, kernel_.costs().percpu_ref);  // blk_queue_exit
+}
+
+}  // namespace blklab::model

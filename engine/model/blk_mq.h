@@ -1,0 +1,254 @@
+// engine/model/blk_mq.h
+//
+// The multi-queue block layer (block/blk-mq.c, blk-mq-sched.c, blk-core.c):
+// per-CPU software queues (Ctx = blk_mq_ctx), hardware contexts (Hctx =
+// blk_mq_hw_ctx) with their dispatch list, SCHED_RESTART bit and run work,
+// the request queue, the plug, and the paths between them
+// (KERNEL_MODEL.md §2.2–§2.8):
+//
+//   SubmitBio          submit_bio -> submit_bio_noacct -> blk_mq_submit_bio
+//   FlushPlug          blk_finish_plug -> blk_mq_flush_plug_list
+//   RunHwQueue(Async)  blk_mq_run_hw_queue(hctx, async)
+//   DispatchRequests   blk_mq_sched_dispatch_requests (scheduler none)
+//   DispatchRqList     blk_mq_dispatch_rq_list
+//   StartRequest       blk_mq_start_request (called by drivers)
+//   CompleteRequest    blk_mq_complete_request (placement by rq_affinity)
+//   EndRequest         blk_mq_end_request -> bio_endio, tag put, restart
+//
+// Each function charges the cost-table entries of the kernel functions it
+// stands for, under those functions' names. Shared state (sbitmap words,
+// locks, lists other CPUs read) is touched only after Sync().
+//
+// Invariants: every request that is allocated is eventually ended (no lost
+//  request): it is always in exactly one of plug list, sw queue,
+//  hctx->dispatch, the driver, or being ended. Tags are returned exactly
+//  once. A request parked on hctx->dispatch has SCHED_RESTART set or a run
+//  scheduled.
+// Thread-safety: thread-compatible; part of one simulation.
+// Cost: no allocation per I/O; one coroutine frame per SubmitBio.
+#ifndef BLKLAB_ENGINE_MODEL_BLK_MQ_H_
+#define BLKLAB_ENGINE_MODEL_BLK_MQ_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/model/kernel.h"
+#include "engine/model/request.h"
+#include "engine/model/tag_set.h"
+#include "engine/sim/cacheline.h"
+#include "engine/sim/spinlock.h"
+#include "engine/sim/task.h"
+#include "engine/sim/workqueue.h"
+
+namespace blklab::model {
+
+class Hctx;
+class RequestQueue;
+
+// blk_mq_ops: what a driver provides.
+class BlkMqDriver {
+ public:
+  virtual ~BlkMqDriver() = default;
+  // ->queue_rq. The driver calls q->StartRequest(rq) when it accepts it.
+  virtual BlkStatus QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last) = 0;
+  // ->commit_rqs: ring a deferred doorbell.
+  virtual void CommitRqs(sim::Cpu& cpu, Hctx* hctx) {}
+  // ->complete: runs where blk_mq_complete_request placed the completion.
+  virtual void Complete(sim::Cpu& cpu, Request* rq) = 0;
+};
+
+enum class Elevator : uint8_t { kNone, kMqDeadline };
+
+// /sys/block/X/queue attributes the model honours.
+struct QueueConfig {
+  Elevator scheduler = Elevator::kNone;
+  uint32_t nr_requests = 0;  // 0: the tag depth (none)
+  bool iostats = true;
+  int rq_affinity = 1;       // 0, 1 (SAME_COMP), 2 (SAME_FORCE)
+  int nomerges = 0;          // 0, 1 (no complex merges), 2 (no merges)
+};
+
+// blk_mq_ctx: one per CPU per queue.
+class Ctx {
+ public:
+  Ctx(Kernel& kernel, const std::string& qname, int cpu);
+  int cpu() const { return cpu_; }
+  Hctx* hctx() const { return hctx_; }
+
+ private:
+  friend class RequestQueue;
+  friend class Hctx;
+  int cpu_;
+  Hctx* hctx_ = nullptr;
+  uint32_t index_hw_ = 0;     // bit in hctx->ctx_map
+  sim::SpinLock lock_;        // ctx->lock
+  RequestList rq_list_;       // ctx->rq_lists[HCTX_TYPE_DEFAULT]
+  sim::CacheLine list_line_;
+};
+
+// blk_mq_hw_ctx.
+class Hctx {
+ public:
+  Hctx(Kernel& kernel, RequestQueue* q, uint32_t queue_num, Tags* tags);
+  uint32_t queue_num() const { return queue_num_; }
+  RequestQueue* queue() const { return q_; }
+  Tags& tags() { return *tags_; }
+  bool stopped() const { return stopped_; }
+  bool sched_restart() const { return sched_restart_; }
+  size_t dispatch_len() const { return dispatch_.size(); }
+  uint32_t dispatch_busy() const { return dispatch_busy_; }
+  uint32_t wait_index = 0;  // bt_wait_ptr rotation
+
+ private:
+  friend class RequestQueue;
+  class RunWork final : public sim::WorkItem {
+   public:
+    explicit RunWork(Hctx* hctx) : hctx_(hctx) {}
+    sim::Task Run(sim::Cpu& cpu) override;  // blk_mq_run_work_fn
+
+   private:
+    Hctx* hctx_;
+  };
+
+  RequestQueue* q_;
+  uint32_t queue_num_;
+  Tags* tags_;
+  bool stopped_ = false;        // BLK_MQ_S_STOPPED
+  bool sched_restart_ = false;  // BLK_MQ_S_SCHED_RESTART
+  uint32_t dispatch_busy_ = 0;  // EWMA (blk_mq_update_dispatch_busy)
+  sim::SpinLock lock_;          // hctx->lock
+  RequestList dispatch_;        // hctx->dispatch
+  sim::CacheLine state_line_;   // hctx->state
+  sim::CacheLine dispatch_line_;
+  std::vector<Ctx*> ctxs_;
+  std::vector<uint64_t> ctx_map_;           // pending ctx bits, 8 per word
+  std::vector<sim::CacheLine> ctx_map_lines_;
+  std::vector<int> cpumask_;
+  int next_cpu_index_ = 0;
+  int next_cpu_batch_ = 0;
+  uint32_t dispatch_from_ = 0;
+  RunWork run_work_;
+};
+
+// blk_plug (per submitting task, on its stack in the kernel).
+struct Plug {
+  RequestList mq_list;
+  RequestList cached_rqs;  // plug->cached_rq (5.16+ batched allocation)
+  uint32_t rq_count = 0;
+  uint32_t nr_ios = 1;
+  RequestQueue* q = nullptr;    // queue of the last request added
+  bool multiple_queues = false;
+};
+
+// Per-direction disk statistics (/proc/diskstats, fio's "Disk stats").
+struct DiskStats {
+  uint64_t ios[2] = {};
+  uint64_t merges[2] = {};
+  uint64_t sectors[2] = {};
+  int64_t ticks_ns[2] = {};
+  int64_t io_ticks_ns = 0;  // time with at least one request in flight
+  int64_t in_queue_ns = 0;  // sum of request lifetimes
+  uint32_t in_flight = 0;
+  sim::SimTime busy_since = 0;
+};
+
+class RequestQueue {
+ public:
+  RequestQueue(Kernel& kernel, std::string name, TagSet& set, BlkMqDriver* driver,
+               const QueueConfig& config);
+  RequestQueue(const RequestQueue&) = delete;
+  RequestQueue& operator=(const RequestQueue&) = delete;
+
+  const std::string& name() const { return name_; }
+  const QueueConfig& config() const { return config_; }
+  Kernel& kernel() { return kernel_; }
+  TagSet& tag_set() { return set_; }
+  int nr_hw_queues() const { return static_cast<int>(hctxs_.size()); }
+  Hctx* hctx(int i) { return hctxs_[i].get(); }
+  Ctx* ctx(int cpu) { return ctxs_[cpu].get(); }
+  const DiskStats& disk_stats() const { return disk_; }
+  // Closes the io_ticks busy interval at `t` (end of run).
+  void FinishDiskStats(sim::SimTime t);
+  // Requests allocated and not yet ended.
+  uint64_t requests_outstanding() const { return allocated_ - ended_; }
+  uint64_t requests_ended() const { return ended_; }
+  // The allocated requests whose age at `now` exceeds `age_ns` (stall check).
+  std::vector<const Request*> StuckRequests(sim::SimTime now, int64_t age_ns) const;
+
+  // submit_bio(): the whole submission path of one bio. `plug` may be null.
+  sim::Task SubmitBio(sim::Cpu& cpu, Bio* bio, Plug* plug);
+  // blk_finish_plug / blk_flush_plug: issue what the plug holds.
+  static sim::Task FlushPlug(sim::Cpu& cpu, Plug* plug, bool from_schedule);
+
+  sim::Task RunHwQueue(sim::Cpu& cpu, Hctx* hctx);        // async = false
+  void RunHwQueueAsync(sim::Cpu& cpu, Hctx* hctx);        // async = true
+  void DelayRunHwQueue(sim::Cpu* cpu, Hctx* hctx, int64_t delay_ns);
+  void RunHwQueuesAsync(sim::Cpu& cpu);                   // blk_mq_run_hw_queues(q, true)
+  void StopHwQueues();                                     // blk_mq_stop_hw_queues
+  void StartStoppedHwQueues(sim::Cpu* cpu);                // blk_mq_start_stopped_hw_queues(q, true)
+
+  // Driver-facing.
+  void StartRequest(sim::Cpu& cpu, Request* rq);
+  void CompleteRequest(sim::Cpu& cpu, Request* rq);
+  void EndRequest(sim::Cpu& cpu, Request* rq, BlkStatus status);
+
+ private:
+  friend class Hctx;
+  class DoneSoftirq final : public sim::IrqHandler {
+   public:
+    explicit DoneSoftirq(RequestQueue* q) : q_(q) {}
+    sim::Task Handle(sim::Cpu& cpu, uint64_t arg) override;  // blk_done_softirq
+
+   private:
+    RequestQueue* q_;
+  };
+  class CompletionIpi final : public sim::IrqHandler {
+   public:
+    explicit CompletionIpi(RequestQueue* q) : q_(q) {}
+    sim::Task Handle(sim::Cpu& cpu, uint64_t arg) override;  // __blk_mq_complete_request_remote
+
+   private:
+    RequestQueue* q_;
+  };
+
+  Hctx* MapQueue(int cpu) { return ctxs_[cpu]->hctx_; }
+  bool NeedTimestamp() const { return config_.iostats || config_.scheduler != Elevator::kNone; }
+  sim::Task GetRequest(sim::Cpu& cpu, Bio* bio, Plug* plug, Request** out);
+  void InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx);
+  bool AttemptPlugMerge(sim::Cpu& cpu, Plug* plug, Bio* bio);
+  sim::Task TryIssueDirectly(sim::Cpu& cpu, Request* rq, bool last, BlkStatus* status);
+  sim::Task InsertAndRun(sim::Cpu& cpu, Request* rq, bool run_async);
+  sim::Task BypassInsert(sim::Cpu& cpu, Request* rq, bool at_head);
+  sim::Task DispatchRequests(sim::Cpu& cpu, Hctx* hctx);
+  sim::Task DispatchRqList(sim::Cpu& cpu, Hctx* hctx, RequestList& list, bool* progress);
+  sim::Task FlushBusyCtxs(sim::Cpu& cpu, Hctx* hctx, RequestList& out);
+  bool HasPending(sim::Cpu& cpu, Hctx* hctx);
+  void MarkCtxPending(sim::Cpu& cpu, Ctx* ctx);
+  void UpdateDispatchBusy(Hctx* hctx, bool busy);
+  int NextCpu(sim::Cpu& cpu, Hctx* hctx);
+  void FreeRequest(sim::Cpu& cpu, Request* rq);
+  void FreeCachedRequests(sim::Cpu& cpu, Plug* plug);
+  void AccountStart(sim::Cpu& cpu, Request* rq);
+  void AccountDone(sim::Cpu& cpu, Request* rq, sim::SimTime now);
+
+  Kernel& kernel_;
+  std::string name_;
+  TagSet& set_;
+  BlkMqDriver* driver_;
+  QueueConfig config_;
+  std::vector<std::unique_ptr<Hctx>> hctxs_;
+  std::vector<std::unique_ptr<Ctx>> ctxs_;
+  DoneSoftirq done_softirq_;
+  CompletionIpi completion_ipi_;
+  DiskStats disk_;
+  sim::CacheLine part_stamp_line_;
+  sim::SimTime part_stamp_ = -1;
+  uint64_t allocated_ = 0;
+  uint64_t ended_ = 0;
+};
+
+}  // namespace blklab::model
+
+#endif  // BLKLAB_ENGINE_MODEL_BLK_MQ_H_

@@ -1,0 +1,93 @@
+#include "engine/model/drivers/null_blk.h"
+
+#include <utility>
+
+namespace blklab::model {
+
+namespace {
+constexpr int64_t kBwTimerIntervalNs = sim::kNsPerMs;  // null_blk TIMER_INTERVAL
+}
+
+NullBlk::NullBlk(Kernel& kernel, std::string name, const NullBlkConfig& config,
+                 const QueueConfig& queue)
+    : kernel_(kernel), name_(std::move(name)), config_(config), timer_irq_(this), bw_timer_(this) {
+  TagSetConfig ts;
+  ts.nr_hw_queues = config.submit_queues;
+  ts.queue_depth = config.hw_queue_depth;
+  ts.blocking = config.blocking;
+  set_ = std::make_unique<TagSet>(kernel, name_, ts);
+  q_ = std::make_unique<RequestQueue>(kernel, name_, *set_, this, queue);
+  cmd_timers_.resize(static_cast<size_t>(config.submit_queues) * config.hw_queue_depth);
+  for (size_t i = 0; i < cmd_timers_.size(); ++i) {
+    cmd_timers_[i].Init(&kernel.machine(), 0, &timer_irq_, 0);
+  }
+  fn_queue_rq_ = kernel.Intern("null_queue_rq");
+  fn_complete_rq_ = kernel.Intern("null_complete_rq");
+  fn_timer_expired_ = kernel.Intern("null_cmd_timer_expired");
+  bw_budget_bytes_ = static_cast<int64_t>(config.mbps) * 1024 * 1024 / 1000;  // per ms
+}
+
+BlkStatus NullBlk::QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last) {
+  cpu.Charge(fn_queue_rq_, kernel_.costs().null_queue_rq);
+  if (config_.mbps > 0) {
+    // null_handle_throttled: the budget refills every 1 ms (nullb_bwtimer_fn);
+    // out of budget -> stop the queues and return DEV_RESOURCE.
+    const int64_t window = cpu.now() / kBwTimerIntervalNs;
+    if (window != bw_window_) {
+      bw_window_ = window;
+      bw_budget_bytes_ = static_cast<int64_t>(config_.mbps) * 1024 * 1024 / 1000;
+    }
+    if (bw_budget_bytes_ <= 0) {
+      q_->StopHwQueues();
+      if (!bw_timer_armed_) {
+        bw_timer_armed_ = true;
+        kernel_.machine().sim().Schedule(
+            (cpu.now() / kBwTimerIntervalNs + 1) * kBwTimerIntervalNs, &bw_timer_, 0, 0);
+      }
+      return BlkStatus::kDevResource;
+    }
+    bw_budget_bytes_ -= rq->bytes;
+  }
+  q_->StartRequest(cpu, rq);
+  switch (config_.irqmode) {
+    case 0:
+      q_->EndRequest(cpu, rq, BlkStatus::kOk);
+      break;
+    case 1:
+      q_->CompleteRequest(cpu, rq);
+      break;
+    default: {
+      // null_cmd_end_timer: hrtimer on this CPU, completion_nsec from now.
+      cpu.Charge(kernel_.fn.hrtimer_start, kernel_.costs().hrtimer_arm);
+      const size_t idx = static_cast<size_t>(hctx->queue_num()) * config_.hw_queue_depth + rq->tag;
+      sim::HrTimer& t = cmd_timers_[idx];
+      t.Init(&kernel_.machine(), cpu.id(), &timer_irq_, reinterpret_cast<uint64_t>(rq));
+      t.Start(cpu.now() + config_.completion_nsec);
+      break;
+    }
+  }
+  return BlkStatus::kOk;
+}
+
+void NullBlk::Complete(sim::Cpu& cpu, Request* rq) {
+  // null_complete_rq -> end_cmd
+  cpu.Charge(fn_complete_rq_, kernel_.costs().line_read_hit);
+  q_->EndRequest(cpu, rq, BlkStatus::kOk);
+}
+
+sim::Task NullBlk::TimerIrq::Handle(sim::Cpu& cpu, uint64_t arg) {
+  Kernel& k = nb_->kernel_;
+  k.Count(Counter::k_hardirq);
+  cpu.Charge(k.fn.hrtimer_interrupt, k.costs().hrtimer_fire);
+  co_await cpu.Sync();
+  cpu.Charge(nb_->fn_timer_expired_, k.costs().line_read_hit);
+  nb_->q_->EndRequest(cpu, reinterpret_cast<Request*>(arg), BlkStatus::kOk);
+}
+
+void NullBlk::BwTimer::OnEvent(uint32_t, uint64_t) {
+  // nullb_bwtimer_fn: refill, restart the stopped queues.
+  nb_->bw_timer_armed_ = false;
+  nb_->q_->StartStoppedHwQueues(nullptr);
+}
+
+}  // namespace blklab::model

@@ -1,0 +1,97 @@
+// engine/model/drivers/null_blk.h
+//
+// NullBlk models drivers/block/null_blk (Documentation/block/null_blk.rst)
+// in queue_mode=2 (blk-mq): a device that does no I/O and completes each
+// command according to `irqmode` (KERNEL_MODEL.md §3.7):
+//   0 (none):    the request ends inline in ->queue_rq, in the submitter's
+//                context;
+//   1 (softirq): ->queue_rq calls blk_mq_complete_request, which places the
+//                completion by rq_affinity (local, BLOCK_SOFTIRQ, or an IPI
+//                to the submitting CPU);
+//   2 (timer):   an hrtimer fires `completion_nsec` later on the CPU that
+//                queued the command and ends it in hardirq context.
+// `mbps` caps bandwidth the way null_blk does: when the budget of the current
+// 1 ms window is used up the hardware queues are stopped and ->queue_rq
+// returns BLK_STS_DEV_RESOURCE; a timer refills the budget and restarts them.
+//
+// Invariants: every accepted command completes exactly once.
+// Thread-safety: thread-compatible.
+// Cost: one HrTimer per tag (preallocated); irqmode 2 costs one event per I/O.
+#ifndef BLKLAB_ENGINE_MODEL_DRIVERS_NULL_BLK_H_
+#define BLKLAB_ENGINE_MODEL_DRIVERS_NULL_BLK_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/model/blk_mq.h"
+#include "engine/model/kernel.h"
+#include "engine/model/tag_set.h"
+#include "engine/sim/timer.h"
+
+namespace blklab::model {
+
+struct NullBlkConfig {
+  uint32_t submit_queues = 1;
+  uint32_t hw_queue_depth = 64;
+  int irqmode = 1;
+  int64_t completion_nsec = 10000;
+  int home_node = -1;
+  bool blocking = false;
+  uint64_t size_bytes = 250ULL << 30;  // gb=250
+  uint32_t block_size = 512;            // bs
+  uint64_t mbps = 0;                    // 0: no cap
+};
+
+class NullBlk final : public BlkMqDriver {
+ public:
+  NullBlk(Kernel& kernel, std::string name, const NullBlkConfig& config, const QueueConfig& queue);
+  NullBlk(const NullBlk&) = delete;
+  NullBlk& operator=(const NullBlk&) = delete;
+
+  RequestQueue& queue() { return *q_; }
+  TagSet& tag_set() { return *set_; }
+  const std::string& name() const { return name_; }
+  const NullBlkConfig& config() const { return config_; }
+
+  BlkStatus QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last) override;
+  void Complete(sim::Cpu& cpu, Request* rq) override;
+
+ private:
+  class TimerIrq final : public sim::IrqHandler {
+   public:
+    explicit TimerIrq(NullBlk* nb) : nb_(nb) {}
+    sim::Task Handle(sim::Cpu& cpu, uint64_t arg) override;  // null_cmd_timer_expired
+
+   private:
+    NullBlk* nb_;
+  };
+  class BwTimer final : public sim::EventHandler {
+   public:
+    explicit BwTimer(NullBlk* nb) : nb_(nb) {}
+    void OnEvent(uint32_t kind, uint64_t arg) override;  // nullb_bwtimer_fn
+
+   private:
+    NullBlk* nb_;
+  };
+
+  Kernel& kernel_;
+  std::string name_;
+  NullBlkConfig config_;
+  std::unique_ptr<TagSet> set_;
+  std::unique_ptr<RequestQueue> q_;
+  TimerIrq timer_irq_;
+  std::vector<sim::HrTimer> cmd_timers_;  // per (hctx tags, tag)
+  BwTimer bw_timer_;
+  int64_t bw_budget_bytes_ = 0;
+  bool bw_timer_armed_ = false;
+  int64_t bw_window_ = -1;
+  sim::FnId fn_queue_rq_;
+  sim::FnId fn_complete_rq_;
+  sim::FnId fn_timer_expired_;
+};
+
+}  // namespace blklab::model
+
+#endif  // BLKLAB_ENGINE_MODEL_DRIVERS_NULL_BLK_H_

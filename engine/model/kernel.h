@@ -1,0 +1,117 @@
+// engine/model/kernel.h
+//
+// Kernel holds what the simulated kernel shares across devices: the cost
+// table and model knobs it runs with, the interned profile names of the
+// functions the block layer charges, the kblockd workqueue, and event
+// counters (timestamps read, queue runs, IPIs, tag sleeps ...). It is not a
+// god object: per-device state lives in RequestQueue, TagSet and drivers.
+//
+// Thread-safety: thread-compatible; one per simulation.
+// Cost: Ktime is one Charge and one counter increment.
+#ifndef BLKLAB_ENGINE_MODEL_KERNEL_H_
+#define BLKLAB_ENGINE_MODEL_KERNEL_H_
+
+#include <cstdint>
+#include <string>
+
+#include "engine/host/cost_table.h"
+#include "engine/sim/cpu.h"
+#include "engine/sim/machine.h"
+#include "engine/sim/spinlock.h"
+#include "engine/sim/workqueue.h"
+
+namespace blklab::model {
+
+// Kernel-wide switches (Kconfig and the reference-case patches that touch
+// the common path). Defaults describe a current 6.x kernel.
+struct KernelKnobs {
+  int hz = 1000;
+  bool config_blk_cgroup = false;               // CONFIG_BLK_CGROUP
+  bool throttle_fast_path_inline = true;        // RC2 patch 1
+  bool cgroup_inherit_bio_start_time = true;    // RC2 patch 2
+  bool bio_alloc_cache = true;                  // per-CPU bio cache (5.15+)
+  bool plug_cache_time = false;                 // blk_time_get_ns (6.8+): not modelled yet
+};
+
+#define BLKLAB_KERNEL_COUNTERS(X) \
+  X(ktime_get_ns)                 \
+  X(submit_bio)                   \
+  X(direct_issue)                 \
+  X(queue_rq)                     \
+  X(queue_rq_busy)                \
+  X(run_hw_queue)                 \
+  X(run_hw_queue_async)           \
+  X(run_hw_queue_delayed)         \
+  X(dispatch_list_insert)         \
+  X(sw_queue_insert)              \
+  X(sched_restart)                \
+  X(tag_sleep)                    \
+  X(tag_wakeup)                   \
+  X(plug_flush)                   \
+  X(plug_merge)                   \
+  X(ipi)                          \
+  X(block_softirq)                \
+  X(hardirq)                      \
+  X(requests_completed)
+
+enum class Counter : int {
+#define BLKLAB_COUNTER_ENUM(name) k_##name,
+  BLKLAB_KERNEL_COUNTERS(BLKLAB_COUNTER_ENUM)
+#undef BLKLAB_COUNTER_ENUM
+      kNumCounters
+};
+
+const char* CounterName(Counter c);
+
+class Kernel {
+ public:
+  Kernel(sim::Machine& machine, const host::CostTable& costs, const KernelKnobs& knobs);
+  Kernel(const Kernel&) = delete;
+  Kernel& operator=(const Kernel&) = delete;
+
+  sim::Machine& machine() { return machine_; }
+  const host::CostTable& costs() const { return costs_; }
+  const KernelKnobs& knobs() const { return knobs_; }
+  sim::WorkQueue& kblockd() { return kblockd_; }
+
+  // ktime_get_ns(): charges one timestamp read and returns the time.
+  sim::SimTime Ktime(sim::Cpu& cpu) {
+    cpu.Charge(fn.ktime_get_ns, costs_.ktime_get_ns);
+    Count(Counter::k_ktime_get_ns);
+    return cpu.now();
+  }
+
+  void Count(Counter c, uint64_t n = 1) { counters_[static_cast<int>(c)] += n; }
+  uint64_t counter(Counter c) const { return counters_[static_cast<int>(c)]; }
+
+  sim::SpinLockCosts lock_costs() const {
+    return sim::SpinLockCosts{costs_.spin_lock_uncontended, costs_.lock_handoff_permille};
+  }
+  sim::FnId Intern(const std::string& name) { return machine_.functions().Intern(name); }
+
+  // Profile names charged by the block layer.
+  struct Fns {
+    sim::FnId ktime_get_ns, submit_bio_noacct, blk_mq_submit_bio, bio_alloc_bioset,
+        bio_associate_blkg, blk_cgroup_bio_start, blk_throtl_bio, blk_attempt_plug_merge,
+        blk_mq_attempt_bio_merge, sbitmap_queue_get, sbitmap_queue_clear, blk_account_io_start,
+        blk_account_io_done, blk_add_rq_to_plug, blk_mq_flush_plug_list, blk_mq_run_hw_queue,
+        sbitmap_any_bit_set, blk_mq_dispatch_rq_list, blk_mq_end_request,
+        blk_mq_complete_request, blk_mq_raise_softirq, smp_call_function_single_async,
+        generic_smp_call_function_single_interrupt, blk_done_softirq, try_to_wake_up,
+        percpu_ref_get, rcu_read_lock, io_schedule, raw_spin_lock, raw_spin_lock_irqsave,
+        native_queued_spin_lock_slowpath, blk_mq_sched_restart, blk_mq_get_tag,
+        blk_mq_insert_request, blk_mq_try_issue_directly, hrtimer_start,
+        hrtimer_interrupt, irq_exit_rcu;
+  } fn;
+
+ private:
+  sim::Machine& machine_;
+  const host::CostTable& costs_;
+  KernelKnobs knobs_;
+  sim::WorkQueue kblockd_;
+  uint64_t counters_[static_cast<int>(Counter::kNumCounters)] = {};
+};
+
+}  // namespace blklab::model
+
+#endif  // BLKLAB_ENGINE_MODEL_KERNEL_H_

@@ -1,0 +1,92 @@
+// engine/model/sbitmap.h
+//
+// SbitmapQueue models lib/sbitmap.c's sbitmap_queue, the tag allocator of
+// blk-mq (KERNEL_MODEL.md §3.3): `depth` bits split into words of
+// 2^shift bits (64, lowered until there are at least 4 words), each word and
+// its `cleared` mask on their own cachelines; a per-CPU allocation hint;
+// deferred clear (a freed bit goes to `cleared` and is folded back into the
+// word only when an allocation finds the word full); and 8 wait queues with
+// batched wake-ups (`wake_batch` = clamp(depth/8, 1, 8)).
+//
+// Invariants: a bit is allocated at most once; busy() = set bits not yet
+//  cleared; every sleeper on a wait queue is woken by some later Clear as
+//  long as frees continue (batches of wake_batch per queue).
+// Thread-safety: thread-compatible; callers Sync() before Get/Clear because
+//  the words are shared state.
+// Cost: O(words scanned) per Get, O(1) per Clear plus wake-ups.
+#ifndef BLKLAB_ENGINE_MODEL_SBITMAP_H_
+#define BLKLAB_ENGINE_MODEL_SBITMAP_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/model/kernel.h"
+#include "engine/sim/cacheline.h"
+#include "engine/sim/cpu.h"
+#include "engine/sim/waitqueue.h"
+
+namespace blklab::model {
+
+inline constexpr int kSbqWaitQueues = 8;
+inline constexpr int kSbqWakeBatch = 8;
+
+class SbitmapQueue {
+ public:
+  SbitmapQueue(Kernel& kernel, uint32_t depth);
+  SbitmapQueue(const SbitmapQueue&) = delete;
+  SbitmapQueue& operator=(const SbitmapQueue&) = delete;
+
+  // __sbitmap_queue_get: a free bit, or -1 when none. Charges the CPU.
+  int Get(sim::Cpu& cpu);
+  // __sbitmap_queue_get_batch: up to `nr` contiguous free bits of one word
+  // with one atomic; returns how many were taken (into out[0..]).
+  uint32_t GetBatch(sim::Cpu& cpu, uint32_t nr, uint32_t* out);
+  // sbitmap_queue_clear: frees `bit` (deferred) and runs wake-up accounting.
+  void Clear(sim::Cpu& cpu, uint32_t bit);
+  // sbitmap_any_bit_set: scans words until one has a bit set that is not
+  // cleared; charges per word.
+  bool AnyBitSet(sim::Cpu& cpu);
+
+  // Wait-queue side (bt_wait_ptr / sbitmap_prepare_to_wait / finish_wait).
+  sim::WaitQueue& NextWaitQueue(uint32_t& wait_index);
+  void PrepareToWait() { ++ws_active_; }
+  void FinishWait() { --ws_active_; }
+
+  uint32_t depth() const { return depth_; }
+  uint32_t busy() const { return busy_; }
+  uint32_t wake_batch() const { return wake_batch_; }
+  int words() const { return static_cast<int>(words_.size()); }
+  uint64_t wakeups() const { return wakeups_; }
+
+ private:
+  struct Word {
+    uint64_t word = 0;
+    uint64_t cleared = 0;
+    uint32_t depth = 0;  // bits used in this word
+    sim::CacheLine word_line;
+    sim::CacheLine cleared_line;
+  };
+  struct WaitState {
+    int wait_cnt = 0;
+    sim::WaitQueue wait;
+    sim::CacheLine line;
+  };
+  int FindInWord(Word& w, uint32_t hint) const;
+  void WakeUp(sim::Cpu& cpu);
+
+  Kernel& kernel_;
+  uint32_t depth_;
+  int shift_;
+  uint32_t busy_ = 0;
+  uint32_t wake_batch_;
+  uint32_t wake_index_ = 0;
+  int ws_active_ = 0;
+  uint64_t wakeups_ = 0;
+  std::vector<Word> words_;
+  std::vector<uint32_t> alloc_hint_;  // per CPU
+  WaitState ws_[kSbqWaitQueues];
+};
+
+}  // namespace blklab::model
+
+#endif  // BLKLAB_ENGINE_MODEL_SBITMAP_H_

@@ -1,0 +1,78 @@
+// engine/model/tag_set.h
+//
+// Tags and TagSet model block/blk-mq-tag.c (KERNEL_MODEL.md §3.1, §3.3):
+// a Tags object is one tag space (an SbitmapQueue over `nr_tags` bits, the
+// tag -> request map `rqs[]`, the preallocated requests `static_rqs`, and
+// `tags->lock`). A TagSet is what a driver registers (blk_mq_tag_set): the
+// number of hardware queues, their depth, flags, the CPU -> hardware queue
+// map, and one Tags per hardware queue (or one shared Tags for the whole set
+// with BLK_MQ_F_TAG_HCTX_SHARED).
+//
+// Invariants: rqs[tag] is set exactly while the tag is allocated;
+//  static_rqs are never reallocated (requests are referred to by pointer).
+// Thread-safety: thread-compatible.
+// Cost: construction allocates `nr_tags` requests once; nothing per I/O.
+#ifndef BLKLAB_ENGINE_MODEL_TAG_SET_H_
+#define BLKLAB_ENGINE_MODEL_TAG_SET_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/model/kernel.h"
+#include "engine/model/request.h"
+#include "engine/model/sbitmap.h"
+#include "engine/sim/spinlock.h"
+
+namespace blklab::model {
+
+class Tags {
+ public:
+  Tags(Kernel& kernel, std::string name, uint32_t nr_tags);
+
+  SbitmapQueue& bitmap_tags() { return bitmap_tags_; }
+  uint32_t nr_tags() const { return nr_tags_; }
+  Request* static_rq(uint32_t tag) { return &static_rqs_[tag]; }
+  Request* rq(uint32_t tag) const { return rqs_[tag]; }
+  void set_rq(uint32_t tag, Request* rq) { rqs_[tag] = rq; }
+  sim::SpinLock& lock() { return lock_; }
+
+ private:
+  uint32_t nr_tags_;
+  SbitmapQueue bitmap_tags_;
+  std::vector<Request> static_rqs_;
+  std::vector<Request*> rqs_;
+  sim::SpinLock lock_;
+};
+
+struct TagSetConfig {
+  uint32_t nr_hw_queues = 1;
+  uint32_t queue_depth = 64;
+  bool blocking = false;        // BLK_MQ_F_BLOCKING
+  bool hctx_shared = false;     // BLK_MQ_F_TAG_HCTX_SHARED (one Tags for all hctx)
+};
+
+class TagSet {
+ public:
+  TagSet(Kernel& kernel, std::string name, const TagSetConfig& config);
+
+  const TagSetConfig& config() const { return config_; }
+  uint32_t nr_hw_queues() const { return config_.nr_hw_queues; }
+  // blk_mq_map_queues: the hardware queue that CPU `cpu` submits to.
+  uint32_t MapQueue(int cpu) const { return mq_map_[cpu]; }
+  Tags& tags(uint32_t hctx) { return *tags_[config_.hctx_shared ? 0 : hctx]; }
+  // Number of request queues using this set (> 1 means TAG_QUEUE_SHARED).
+  int nr_queues() const { return nr_queues_; }
+  void AddQueue() { ++nr_queues_; }
+
+ private:
+  TagSetConfig config_;
+  std::vector<uint32_t> mq_map_;
+  std::vector<std::unique_ptr<Tags>> tags_;
+  int nr_queues_ = 0;
+};
+
+}  // namespace blklab::model
+
+#endif  // BLKLAB_ENGINE_MODEL_TAG_SET_H_
