@@ -1,0 +1,152 @@
+// engine/workload/io_generator.h
+//
+// IoGenerator produces the I/O stream of one job clone, as fio's
+// get_io_u()/get_next_offset()/get_next_buflen() (io_u.c) do: the direction
+// of each I/O (rw pattern and rwmixread), its length (bs, bsrange or
+// bssplit) and its offset (sequential with wrap and `:N` gaps, or random:
+// uniform through a random map that touches every block once per pass unless
+// norandommap, or zipf / pareto / normal / zoned distributions, mixed with
+// sequential I/O by percentage_random).
+//
+// The generator does not decide when to stop: the engine stops a clone on
+// ClonePlan::io_limit_bytes, number_ios, runtime or loops.
+//
+// Determinism: every random decision draws from its own sim::RngStream,
+// seeded from (seed, decision, thread number); the same inputs give the same
+// sequence, a different seed a different one.
+// Invariants: every I/O lies inside [region_start, region_start + region_bytes)
+//   and its offset is a multiple of the block alignment from region_start.
+// Thread-safety: thread-compatible; one generator per clone.
+// Cost: Next() does not allocate. The random map is a hierarchical bitmap
+//   (one bit per minimum block, ~1.016 bits per block in all) allocated once
+//   in Create(); finding a free block is O(levels).
+#ifndef BLKLAB_ENGINE_WORKLOAD_IO_GENERATOR_H_
+#define BLKLAB_ENGINE_WORKLOAD_IO_GENERATOR_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/sim/rng.h"
+#include "engine/workload/job_spec.h"
+
+namespace blklab::workload {
+
+// What a clone works on once the device size is known (percentages,
+// offset_increment and defaults resolved).
+struct ClonePlan {
+  uint64_t region_start = 0;   // bytes from the start of the device
+  uint64_t region_bytes = 0;   // multiple of the minimum block size
+  uint64_t io_limit_bytes = 0; // bytes to transfer per loop (io_size, else size)
+  uint64_t number_ios = 0;     // 0: no limit
+  uint64_t min_block = 0;      // smallest I/O of any active direction
+  uint64_t max_block = 0;
+};
+
+// Resolves `spec` for clone `clone_index` on a device of `device_bytes`.
+// Errors (InvalidArgument) when the region is empty, beyond the device, or
+// smaller than one maximal block.
+absl::StatusOr<ClonePlan> ResolveClone(const JobSpec& spec, uint32_t clone_index,
+                                       uint64_t device_bytes);
+
+// One generated I/O.
+struct GeneratedIo {
+  uint64_t offset = 0;  // bytes from the start of the device
+  uint64_t length = 0;
+  Direction direction = Direction::kRead;
+};
+
+// Hierarchical bitmap over `nbits` (fio's lib/axmap idea): level 0 has one
+// bit per block, each higher level one bit per full word below.
+class BlockMap {
+ public:
+  explicit BlockMap(uint64_t nbits = 0);
+  uint64_t size() const { return nbits_; }
+  uint64_t set_count() const { return set_count_; }
+  bool Test(uint64_t bit) const;
+  void Set(uint64_t bit);  // REQUIRES: bit < size()
+  // First clear bit at or after `from`, wrapping to 0; size() if all set.
+  uint64_t FindClear(uint64_t from) const;
+  void Clear();
+
+ private:
+  uint64_t FindClearFrom(uint64_t from) const;  // no wrap; size() if none
+  uint64_t nbits_ = 0;
+  uint64_t set_count_ = 0;
+  std::vector<std::vector<uint64_t>> levels_;
+};
+
+class IoGenerator {
+ public:
+  // Largest random map allocated (in blocks); larger regions run as if
+  // norandommap were set (random_map_enabled() tells).
+  static constexpr uint64_t kMaxRandomMapBlocks = uint64_t{1} << 31;
+
+  // `seed`: the run's seed, used when the job has randrepeat=0 and no
+  // randseed; otherwise the job's own seed is used (randseed, else fio's
+  // fixed default), so runs repeat. `thread_number` separates clones.
+  static absl::StatusOr<IoGenerator> Create(const JobSpec& spec, const ClonePlan& plan,
+                                            uint32_t thread_number, uint64_t seed);
+
+  IoGenerator(IoGenerator&&) = default;
+  IoGenerator& operator=(IoGenerator&&) = default;
+  IoGenerator(const IoGenerator&) = delete;
+  IoGenerator& operator=(const IoGenerator&) = delete;
+
+  // The next I/O. Never fails.
+  GeneratedIo Next();
+
+  bool random_map_enabled() const { return use_map_; }
+  // Completed passes over the region (random map resets, sequential wraps).
+  uint64_t passes() const { return passes_; }
+
+ private:
+  IoGenerator() = default;
+  Direction NextDirection();
+  uint64_t NextLength(Direction d);
+  uint64_t NextSequentialOffset(Direction d, uint64_t len);
+  uint64_t NextRandomOffset(Direction d, uint64_t len);
+  uint64_t DistributionBlock(Direction d, uint64_t nblocks);
+  uint64_t ZipfRank(uint64_t n);  // 1-based rank
+
+  // Copied configuration (no reference to the JobSpec is kept).
+  RwPattern rw_ = RwPattern::kRead;
+  int64_t rw_modifier_ = 0;
+  RwSequencer rw_sequencer_ = RwSequencer::kSequential;
+  uint32_t rwmixread_ = 50;
+  PerDir<uint64_t> bs_{};
+  PerDir<SizeRange> bs_range_{};
+  PerDir<std::vector<BsSplitEntry>> bssplit_;
+  PerDir<uint32_t> bssplit_total_{};
+  bool bs_unaligned_ = false;
+  PerDir<uint32_t> percentage_random_{};
+  DistributionKind dist_ = DistributionKind::kRandom;
+  double dist_param_ = 0;
+  double dist_center_ = -1;
+  PerDir<std::vector<DistributionZone>> zones_;
+  ClonePlan plan_;
+  uint64_t align_ = 0;  // offset granularity (random map block)
+
+  sim::RngStream rng_offset_;
+  sim::RngStream rng_bs_;
+  sim::RngStream rng_mix_;
+  sim::RngStream rng_pct_;
+
+  bool use_map_ = false;
+  BlockMap map_;
+  PerDir<uint64_t> seq_pos_{};  // next sequential offset, relative to region
+  uint64_t passes_ = 0;
+  uint64_t modifier_count_ = 0;  // I/Os since the last random offset (`:N`)
+  uint64_t last_random_end_ = 0;
+  uint64_t last_random_off_ = 0;
+  bool pending_trim_write_ = false;
+  GeneratedIo last_trim_{};
+  uint64_t scatter_mult_ = 1;  // permutation of ranks for zipf/pareto
+  // Zipf rejection-inversion constants (Hörmann & Derflinger).
+  double zipf_hx1_ = 0, zipf_hn_ = 0, zipf_s_ = 0;
+  uint64_t zipf_n_ = 0;
+};
+
+}  // namespace blklab::workload
+
+#endif  // BLKLAB_ENGINE_WORKLOAD_IO_GENERATOR_H_

@@ -1,0 +1,269 @@
+// engine/workload/job_spec.h
+//
+// JobSpec is one fio job definition in typed form: what fio keeps in
+// `struct thread_options` (thread_options.h), reduced to what a block-layer
+// simulator uses, with enums instead of strings. It is produced by the job
+// parser (job_parser.h) and read by the engine and the I/O generators.
+//
+// Invariants (established by the parser):
+//  - bs, bs range and bssplit sizes are > 0; bs_range.lo <= bs_range.hi.
+//  - iodepth >= 1, numjobs >= 1, rwmixread in [0,100].
+//  - SizeSpec fields may still hold a percentage; the engine resolves them
+//    against the device size (see io_generator.h, ResolveJob()).
+//  - options_written lists the job section's own option lines in file order,
+//    with the option name as written and the value as written ("" if bare).
+// Thread-safety: plain value type.
+// Cost: copying allocates (strings, vectors); never copied on the I/O path.
+#ifndef BLKLAB_ENGINE_WORKLOAD_JOB_SPEC_H_
+#define BLKLAB_ENGINE_WORKLOAD_JOB_SPEC_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/workload/value_syntax.h"
+
+namespace blklab::workload {
+
+// Data direction, indexing every PerDir array (fio's DDIR_READ/WRITE/TRIM).
+enum class Direction : uint8_t { kRead = 0, kWrite = 1, kTrim = 2 };
+inline constexpr int kNumDirections = 3;
+template <typename T>
+using PerDir = std::array<T, kNumDirections>;
+
+// `rw=` / `readwrite=`.
+enum class RwPattern : uint8_t {
+  kRead,
+  kWrite,
+  kTrim,
+  kRandRead,
+  kRandWrite,
+  kRandTrim,
+  kReadWrite,  // `rw` or `readwrite`: sequential mix
+  kRandRw,
+  kTrimWrite,
+  kRandTrimWrite,
+};
+bool IsRandom(RwPattern p);
+bool IsMixed(RwPattern p);  // two directions in one job
+const char* RwPatternName(RwPattern p);
+
+enum class RwSequencer : uint8_t { kSequential, kIdentical };
+
+// Engines blklab models. kUnmodelled: any other engine name (kept in
+// JobSpec::ioengine_name); only accepted with ParseOptions::accept_unmodelled.
+enum class IoEngine : uint8_t {
+  kPsync,
+  kSync,
+  kVsync,
+  kPvsync,
+  kPvsync2,
+  kIoUring,
+  kIoUringCmd,
+  kLibaio,
+  kPosixaio,
+  kNull,
+  kUnmodelled,
+};
+// True for engines that keep at most one I/O in flight per job.
+bool IsSynchronous(IoEngine e);
+
+// Engine-private flags (io_uring, pvsync2, libaio).
+struct EngineFlags {
+  bool hipri = false;
+  uint32_t hipri_percentage = 100;  // pvsync2
+  bool fixedbufs = false;
+  bool registerfiles = false;
+  bool sqthread_poll = false;
+  int32_t sqthread_poll_cpu = -1;  // -1: not pinned
+  bool nonvectored = false;
+  bool nowait = false;
+  bool uncached = false;
+  uint32_t force_async = 0;
+  uint32_t cmdprio_percentage = 0;
+  bool userspace_reap = false;  // libaio
+};
+
+enum class DistributionKind : uint8_t { kRandom, kZipf, kPareto, kNormal, kZoned, kZonedAbs };
+
+// One zone of `zoned` / `zoned_abs`: access_percent of the I/O goes to the
+// next range (range_percent of the region, or range_bytes for zoned_abs).
+struct DistributionZone {
+  uint32_t access_percent = 0;
+  double range_percent = 0.0;
+  uint64_t range_bytes = 0;
+};
+
+struct RandomDistribution {
+  DistributionKind kind = DistributionKind::kRandom;
+  double param = 0.0;    // zipf theta, pareto h, normal sigma (percent)
+  double center = -1.0;  // -1: none given; else in [0,1]
+  PerDir<std::vector<DistributionZone>> zones;
+};
+
+enum class RateProcess : uint8_t { kLinear, kPoisson };
+enum class ThinktimeBlocksType : uint8_t { kComplete, kIssue };
+enum class UnifiedRwReporting : uint8_t { kNone, kMixed, kBoth };
+enum class CpusAllowedPolicy : uint8_t { kShared, kSplit };
+enum class RandomGenerator : uint8_t { kTausworthe, kLfsr, kTausworthe64 };
+enum class FileServiceType : uint8_t { kRoundRobin, kRandom, kSequential, kZipf, kPareto, kNormal, kGauss };
+enum class ZoneMode : uint8_t { kNone, kStrided, kZbd };
+
+// write_*_log: enabled with an optional file-name prefix.
+struct LogSpec {
+  bool enabled = false;
+  std::string prefix;  // empty: the job name
+};
+
+// An option line exactly as written (for fio's JSON options echo).
+struct WrittenOption {
+  std::string name;
+  std::string value;
+};
+
+inline constexpr int64_t kNsPerSec = 1000000000;
+
+struct JobSpec {
+  // --- identity ---
+  std::string name;
+  std::string description;
+
+  // --- pattern ---
+  RwPattern rw = RwPattern::kRead;
+  int64_t rw_modifier = 0;  // `:N`: random → new offset every N I/Os; sequential → gap bytes (may be < 0)
+  RwSequencer rw_sequencer = RwSequencer::kSequential;
+  uint32_t rwmixread = 50;  // percent of reads in mixed patterns
+
+  // --- block sizes ---
+  PerDir<uint64_t> bs = {4096, 4096, 4096};
+  PerDir<SizeRange> bs_range = {};  // lo == 0: not set (bs is used)
+  PerDir<std::vector<BsSplitEntry>> bssplit;  // empty: not set
+  bool bs_unaligned = false;
+  bool bs_is_seq_rand = false;
+  PerDir<uint64_t> blockalign = {0, 0, 0};  // 0: = min bs
+
+  // --- region and amount ---
+  SizeSpec size;              // 0 bytes and no percent: whole target
+  SizeSpec offset;
+  SizeSpec offset_increment;
+  SizeSpec io_size;           // 0: = size
+  uint64_t offset_align = 0;  // 0: min bs
+  uint64_t number_ios = 0;    // 0: off
+  SizeRange filesize;         // lo == 0: not set
+  uint32_t nrfiles = 1;
+  FileServiceType file_service_type = FileServiceType::kRoundRobin;
+  std::vector<std::string> filenames;  // from `filename=` (`:` list, `\:` escapes)
+  std::string directory;
+  ZoneMode zonemode = ZoneMode::kNone;
+
+  // --- queueing ---
+  uint32_t iodepth = 1;
+  uint32_t iodepth_batch_submit = 1;        // 0: = iodepth
+  uint32_t iodepth_batch_complete_min = 1;  // 0: poll without waiting
+  uint32_t iodepth_batch_complete_max = 0;  // 0: = iodepth_batch_complete_min
+  uint32_t iodepth_low = 0;                 // 0: = iodepth
+
+  // --- engine ---
+  IoEngine ioengine = IoEngine::kPsync;
+  std::string ioengine_name = "psync";
+  EngineFlags engine_flags;
+  bool direct = false;
+  std::string ioscheduler;  // empty: leave the device's
+  uint32_t prio = 0;        // 0-7
+  uint32_t prioclass = 0;   // 0: none
+
+  // --- clones and timing ---
+  uint32_t numjobs = 1;
+  int64_t runtime_ns = 0;  // 0: no limit
+  bool time_based = false;
+  int64_t ramp_time_ns = 0;
+  int64_t startdelay_min_ns = 0;
+  int64_t startdelay_max_ns = 0;  // > min: random per job
+  uint64_t loops = 1;
+  int64_t thinktime_ns = 0;
+  int64_t thinktime_spin_ns = 0;
+  uint64_t thinktime_blocks = 1;
+  ThinktimeBlocksType thinktime_blocks_type = ThinktimeBlocksType::kComplete;
+
+  // --- rate limits (0: none) ---
+  PerDir<uint64_t> rate_bps = {0, 0, 0};
+  PerDir<uint64_t> rate_min_bps = {0, 0, 0};
+  PerDir<uint64_t> rate_iops = {0, 0, 0};
+  PerDir<uint64_t> rate_iops_min = {0, 0, 0};
+  RateProcess rate_process = RateProcess::kLinear;
+
+  // --- randomness ---
+  RandomDistribution random_distribution;
+  PerDir<uint32_t> percentage_random = {100, 100, 100};
+  bool norandommap = false;
+  bool randrepeat = true;
+  uint64_t randseed = 0x89;
+  bool randseed_set = false;
+  RandomGenerator random_generator = RandomGenerator::kTausworthe;
+
+  // --- sync ---
+  uint32_t fsync_blocks = 0;
+  uint32_t fdatasync_blocks = 0;
+  bool end_fsync = false;
+  uint32_t trim_percentage = 0;
+  std::string verify;  // "" or "0": off
+
+  // --- groups ---
+  bool thread = false;
+  bool stonewall = false;
+  bool new_group = false;
+  std::string wait_for;
+  bool group_reporting = false;
+  bool exitall = false;
+
+  // --- reporting ---
+  uint32_t kb_base = 1024;
+  uint32_t unit_base = 0;  // 0 auto(bytes), 8 bytes, 1 bits
+  bool clat_percentiles = true;
+  bool lat_percentiles = false;
+  bool slat_percentiles = false;
+  std::vector<double> percentile_list = {1,  5,  10, 20, 30,   40,   50,    60,   70,
+                                         80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99};
+  UnifiedRwReporting unified_rw_reporting = UnifiedRwReporting::kNone;
+  bool disk_util = true;
+  uint32_t sig_figs = 4;
+  uint64_t bwavgtime_ms = 500;
+  uint64_t iopsavgtime_ms = 500;
+  bool gtod_reduce = false;
+  bool disable_lat = false;
+  bool disable_clat = false;
+  bool disable_slat = false;
+
+  // --- logs ---
+  LogSpec write_bw_log;
+  LogSpec write_iops_log;
+  LogSpec write_lat_log;
+  LogSpec write_hist_log;
+  uint64_t log_avg_msec = 0;
+  uint64_t log_hist_msec = 0;
+  uint32_t log_hist_coarseness = 0;
+  bool per_job_logs = true;
+  bool log_offset = false;
+
+  // --- placement ---
+  std::vector<uint32_t> cpus_allowed;  // empty: all
+  CpusAllowedPolicy cpus_allowed_policy = CpusAllowedPolicy::kShared;
+  std::vector<uint32_t> numa_cpu_nodes;
+  std::string numa_mem_policy;
+
+  // --- bookkeeping ---
+  std::vector<WrittenOption> options_written;
+  std::string source_file;  // job file, or "<command line>"
+  int source_line = 0;      // line of the section header
+  uint32_t group_id = 0;    // set when jobs are formed (a.7)
+};
+
+// Smallest and largest block size the job can issue in direction `d`
+// (bs, bsrange or bssplit, whichever is in effect).
+uint64_t MinBlockSize(const JobSpec& spec, Direction d);
+uint64_t MaxBlockSize(const JobSpec& spec, Direction d);
+
+}  // namespace blklab::workload
+
+#endif  // BLKLAB_ENGINE_WORKLOAD_JOB_SPEC_H_

@@ -1,0 +1,201 @@
+// engine/workload/option_table.h
+//
+// The declarative table of fio 3.33 job options (fio's `fio_option[]` in
+// options.c, here re-described): every option name and alias fio knows, its
+// value kind, default, tier (FIO_COMPAT.md b: 1 = modelled faithfully,
+// 2 = accepted and typed where cheap, 3 = accepted with a warning), whether it
+// may appear bare, and for engine-private options the engines that own it.
+// ApplyOption() converts one option line into typed JobSpec fields; it is the
+// only place where option strings are interpreted.
+//
+// Invariants: names and aliases are unique across the table; entries with
+//   OptionId::kGeneric are validated for their kind but set no typed field.
+// Thread-safety: the table is immutable after static initialisation.
+// Cost: FindOption is a hash lookup; ApplyOption is linear in the value.
+#ifndef BLKLAB_ENGINE_WORKLOAD_OPTION_TABLE_H_
+#define BLKLAB_ENGINE_WORKLOAD_OPTION_TABLE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "engine/workload/job_spec.h"
+
+namespace blklab::workload {
+
+enum class OptionKind : uint8_t {
+  kString,         // any text
+  kBool,           // 0 or 1, value required
+  kFlag,           // bare (= 1) or 0/1
+  kInt,            // integer (fio accepts size suffixes)
+  kSize,           // size with suffix
+  kTime,           // time with suffix
+  kChoice,         // one of `choices`, optional `:param`
+  kFloatList,      // `:`-separated floats
+  kFlagOrString,   // bare, or a string (log file prefix)
+};
+
+// Options with a typed JobSpec field; everything else is kGeneric.
+enum class OptionId : uint16_t {
+  kBlockalign,
+  kBs,
+  kBsIsSeqRand,
+  kBsUnaligned,
+  kBsrange,
+  kBssplit,
+  kBuffered,
+  kBwavgtime,
+  kClatPercentiles,
+  kCmdprioPercentage,
+  kCpusAllowed,
+  kCpusAllowedPolicy,
+  kDescription,
+  kDirect,
+  kDirectory,
+  kDisableClat,
+  kDisableLat,
+  kDisableSlat,
+  kDiskUtil,
+  kEndFsync,
+  kExitall,
+  kFdatasync,
+  kFileServiceType,
+  kFilename,
+  kFilesize,
+  kFixedbufs,
+  kForceAsync,
+  kFsync,
+  kGroupReporting,
+  kGtodReduce,
+  kHipri,
+  kHipriPercentage,
+  kIoSize,
+  kIodepth,
+  kIodepthBatchCompleteMax,
+  kIodepthBatchCompleteMin,
+  kIodepthBatchSubmit,
+  kIodepthLow,
+  kIoengine,
+  kIopsavgtime,
+  kIoscheduler,
+  kKbBase,
+  kLatPercentiles,
+  kLogAvgMsec,
+  kLogHistCoarseness,
+  kLogHistMsec,
+  kLogOffset,
+  kLoops,
+  kName,
+  kNewGroup,
+  kNonvectored,
+  kNorandommap,
+  kNowait,
+  kNrfiles,
+  kNumaCpuNodes,
+  kNumaMemPolicy,
+  kNumberIos,
+  kNumjobs,
+  kOffset,
+  kOffsetAlign,
+  kOffsetIncrement,
+  kPerJobLogs,
+  kPercentageRandom,
+  kPercentileList,
+  kPrio,
+  kPrioclass,
+  kRampTime,
+  kRandomDistribution,
+  kRandomGenerator,
+  kRandrepeat,
+  kRandseed,
+  kRate,
+  kRateIops,
+  kRateIopsMin,
+  kRateMin,
+  kRateProcess,
+  kRegisterfiles,
+  kRuntime,
+  kRw,
+  kRwSequencer,
+  kRwmixread,
+  kRwmixwrite,
+  kSignificantFigures,
+  kSize,
+  kSlatPercentiles,
+  kSqthreadPoll,
+  kSqthreadPollCpu,
+  kStartdelay,
+  kStonewall,
+  kThinktime,
+  kThinktimeBlocks,
+  kThinktimeBlocksType,
+  kThinktimeSpin,
+  kThread,
+  kTimeBased,
+  kTrimPercentage,
+  kUncached,
+  kUnifiedRwReporting,
+  kUnitBase,
+  kUserspaceReap,
+  kVerify,
+  kWaitFor,
+  kWriteBwLog,
+  kWriteHistLog,
+  kWriteIopsLog,
+  kWriteLatLog,
+  kZonemode,
+  kGeneric,
+};
+
+struct OptionDef {
+  const char* name;
+  const char* aliases;   // space separated; "" if none
+  OptionId id;
+  OptionKind kind;
+  int tier;              // 1, 2 or 3
+  const char* default_value;
+  const char* choices;   // space separated (kChoice)
+  const char* engines;   // space separated owner engines; "" = general option
+  const char* help;
+
+  bool bare_allowed() const { return kind == OptionKind::kFlag || kind == OptionKind::kFlagOrString; }
+  bool is_engine_private() const { return engines[0] != '\0'; }
+  bool EngineHasIt(const std::string& engine_name) const;
+};
+
+// The whole table, in a stable order.
+const std::vector<OptionDef>& AllOptions();
+
+// Finds an option by name or alias (exact, case-sensitive); nullptr if none.
+const OptionDef* FindOption(const std::string& name);
+
+// The closest general option name by edit distance (for "did you mean"),
+// or "" when nothing is close enough.
+std::string SuggestOption(const std::string& name);
+
+// Context for ApplyOption.
+struct ApplyContext {
+  // Accept engines blklab does not model (IoEngine::kUnmodelled); otherwise
+  // `ioengine=X` fails with "ioengine=X is not modelled by blklab".
+  bool accept_unmodelled_engines = false;
+  // Receives human-readable warnings (quirks). May be null.
+  std::vector<std::string>* warnings = nullptr;
+};
+
+// Applies one option line to `spec`. `value` is nullopt for a bare option.
+// Errors are InvalidArgument and name the option and value, e.g.
+// "failed parsing bs=abc: bad value 'abc': not a number". The caller adds
+// file and line. Engine-private options are checked against the spec's
+// current engine.
+absl::Status ApplyOption(const OptionDef& def, const std::optional<std::string>& value,
+                         JobSpec* spec, const ApplyContext& ctx);
+
+// Engine names fio 3.33 knows (for `ioengine=`), and the subset blklab models.
+bool IsKnownFioEngine(const std::string& name);
+std::optional<IoEngine> ModelledEngine(const std::string& name);
+
+}  // namespace blklab::workload
+
+#endif  // BLKLAB_ENGINE_WORKLOAD_OPTION_TABLE_H_
