@@ -1,0 +1,238 @@
+// engine/report/json_writer.cc
+//
+// fio's JSON / JSON+ output (FIO_COMPAT.md c.3, c.4) and blklab's "blklab"
+// top-level key.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/report/json.h"
+#include "engine/report/report.h"
+#include "engine/report/report_internal.h"
+
+namespace blklab::report {
+
+namespace {
+
+Json Options(const OptionList& options) {
+  Json o = Json::Object();
+  for (const auto& [name, value] : options) o.Add(name, value);
+  return o;
+}
+
+// {min, max, mean, stddev, N[, percentile[, bins]]}
+Json LatObject(const stats::RunningStat& s, const stats::LatencyHistogram& hist,
+               bool percentiles, const JobDisplay& display, bool json_plus) {
+  Json o = Json::Object();
+  o.AddUint("min", s.min());
+  o.AddUint("max", s.max());
+  o.AddDouble("mean", s.mean());
+  o.AddDouble("stddev", s.stddev());
+  o.AddUint("N", s.n());
+  if (percentiles && s.n() > 0 && hist.total() > 0) {
+    const std::vector<double> list = internal::SortedPercentiles(display);
+    const std::vector<uint64_t> values = hist.Percentiles(list);
+    Json p = Json::Object();
+    for (size_t i = 0; i < values.size(); ++i) {
+      p.AddUint(absl::StrFormat("%f", list[i]), values[i]);
+    }
+    o.Add("percentile", std::move(p));
+    if (json_plus) {
+      Json bins = Json::Object();
+      for (int i = 0; i < stats::LatencyHistogram::kNumBuckets; ++i) {
+        if (hist.count(i) == 0) continue;
+        bins.AddUint(absl::StrCat(stats::LatencyHistogram::BucketValue(i)), hist.count(i));
+      }
+      o.Add("bins", std::move(bins));
+    }
+  }
+  return o;
+}
+
+Json DirObject(const ReportEntry& e, const internal::DirBlock& b, bool json_plus) {
+  const stats::DirResult& d = b.result;
+  const JobDisplay& disp = e.display;
+  Json o = Json::Object();
+  const uint64_t bw_bytes = d.bw_bytes_per_sec();
+  o.AddUint("io_bytes", d.io_bytes);
+  o.AddUint("io_kbytes", d.io_bytes >> 10);
+  o.AddUint("bw_bytes", bw_bytes);
+  o.AddUint("bw", bw_bytes / 1024);
+  o.AddDouble("iops", d.iops());
+  o.AddInt("runtime", d.runtime_ms);
+  o.AddUint("total_ios", d.total_ios);
+  o.AddUint("short_ios", d.short_ios);
+  o.AddUint("drop_ios", d.drop_ios);
+  o.Add("slat_ns", LatObject(d.slat, d.slat_hist, disp.slat_percentiles, disp, json_plus));
+  o.Add("clat_ns", LatObject(d.clat, d.clat_hist, disp.clat_percentiles, disp, json_plus));
+  o.Add("lat_ns", LatObject(d.lat, d.lat_hist, disp.lat_percentiles, disp, json_plus));
+  o.AddUint("bw_min", d.bw_samples.min());
+  o.AddUint("bw_max", d.bw_samples.max());
+  o.AddDouble("bw_agg", d.bw_samples.n() > 0
+                            ? internal::BwShare(d.bw_samples.mean(), b.group_agg_bw, 0.0)
+                            : 0.0);
+  o.AddDouble("bw_mean", d.bw_samples.mean());
+  o.AddDouble("bw_dev", d.bw_samples.stddev());
+  o.AddUint("bw_samples", d.bw_samples.n());
+  o.AddUint("iops_min", d.iops_samples.min());
+  o.AddUint("iops_max", d.iops_samples.max());
+  o.AddDouble("iops_mean", d.iops_samples.mean());
+  o.AddDouble("iops_stddev", d.iops_samples.stddev());
+  o.AddUint("iops_samples", d.iops_samples.n());
+  return o;
+}
+
+template <size_t N>
+Json ShareObject(const char* const* labels, const std::array<double, N>& shares) {
+  Json o = Json::Object();
+  for (size_t i = 0; i < N; ++i) o.AddDouble(labels[i], shares[i]);
+  return o;
+}
+
+template <size_t N>
+std::array<double, N> BatchShares(const std::array<uint64_t, N>& counts) {
+  uint64_t total = 0;
+  for (uint64_t c : counts) total += c;
+  std::array<double, N> out{};
+  for (size_t i = 0; i < N; ++i) {
+    if (total == 0 || counts[i] == 0) continue;
+    out[i] = 100.0 * static_cast<double>(counts[i]) / static_cast<double>(total);
+    if (out[i] < 0.1) out[i] = 0.1;
+  }
+  return out;
+}
+
+Json JobObject(const ReportInput& input, const ReportEntry& e, bool json_plus) {
+  const stats::JobResult& r = e.result;
+  Json j = Json::Object();
+  j.Add("jobname", e.name);
+  j.AddInt("groupid", e.groupid);
+  j.AddInt("error", e.error);
+  j.AddInt("eta", 0);
+  j.AddInt("elapsed", e.elapsed_sec);
+  if (!e.job_options.empty()) j.Add("job options", Options(e.job_options));
+  const std::vector<internal::DirBlock> blocks = internal::DirBlocks(input, e);
+  for (const internal::DirBlock& b : blocks) {
+    if (b.dir_index < 0) continue;  // mixed goes after sync
+    j.Add(b.label, DirObject(e, b, json_plus));
+  }
+  if (e.display.unified == UnifiedRw::kMixed) {
+    j.Add("mixed", DirObject(e, blocks.back(), json_plus));
+  }
+  Json sync = Json::Object();
+  sync.AddUint("total_ios", r.sync.total_ios);
+  sync.Add("lat_ns", LatObject(r.sync.lat, r.sync.lat_hist, e.display.clat_percentiles,
+                               e.display, json_plus));
+  j.Add("sync", std::move(sync));
+  if (e.display.unified == UnifiedRw::kBoth) {
+    j.Add("mixed", DirObject(e, blocks.back(), json_plus));
+  }
+  j.AddInt("job_runtime", r.job_runtime_ms);
+  j.AddDouble("usr_cpu", r.cpu.usr_pct);
+  j.AddDouble("sys_cpu", r.cpu.sys_pct);
+  j.AddUint("ctx", r.cpu.ctx);
+  j.AddUint("majf", r.cpu.majf);
+  j.AddUint("minf", r.cpu.minf);
+  j.Add("iodepth_level", ShareObject(stats::kDepthLabels, stats::DepthShares(r.iodepth)));
+  j.Add("iodepth_submit", ShareObject(stats::kBatchLabels, BatchShares(r.submit)));
+  j.Add("iodepth_complete", ShareObject(stats::kBatchLabels, BatchShares(r.complete)));
+  const stats::LatencyShares lat = stats::ComputeLatencyShares(r.lat_dist);
+  j.Add("latency_ns", ShareObject(stats::kLatLabels, lat.ns));
+  j.Add("latency_us", ShareObject(stats::kLatLabels, lat.us));
+  j.Add("latency_ms", ShareObject(stats::kLatLabels, lat.ms));
+  j.AddUint("latency_depth", e.display.latency_depth);
+  j.AddUint("latency_target", e.display.latency_target);
+  j.AddDouble("latency_percentile", e.display.latency_percentile);
+  j.AddUint("latency_window", e.display.latency_window);
+  if (!e.display.description.empty()) j.Add("desc", e.display.description);
+  return j;
+}
+
+Json KernelObject(const stats::KernelReport& k) {
+  Json o = Json::Object();
+  o.Add("host", k.host_name);
+  o.AddInt("elapsed_ns", k.elapsed_ns);
+  o.AddInt("busy_ns", k.busy_ns);
+  o.AddDouble("sys_pct", k.sys_pct);
+  o.AddDouble("contention_pct", k.contention_pct);
+  o.AddUint("total_ios", k.total_ios);
+  o.AddUint("events", k.events);
+  Json cpus = Json::Array();
+  for (const stats::CpuRow& c : k.cpus) {
+    Json row = Json::Object();
+    row.AddInt("cpu", c.cpu);
+    for (int m = 0; m < stats::kNumCpuModes; ++m) {
+      row.AddInt(absl::StrCat(stats::CpuModeName(static_cast<stats::CpuMode>(m)), "_ns"),
+                 c.mode_ns[m]);
+    }
+    cpus.Push(std::move(row));
+  }
+  o.Add("cpus", std::move(cpus));
+  Json profile = Json::Array();
+  for (const stats::ProfileRow& p : k.profile) {
+    Json row = Json::Object();
+    row.Add("function", p.function);
+    row.Add("mode", stats::CpuModeName(p.mode));
+    row.AddInt("self_ns", p.self_ns);
+    row.AddDouble("share_pct", p.share_pct);
+    profile.Push(std::move(row));
+  }
+  o.Add("profile", std::move(profile));
+  Json locks = Json::Array();
+  for (const stats::LockRow& l : k.locks) {
+    Json row = Json::Object();
+    row.Add("name", l.name);
+    row.AddUint("acquisitions", l.acquisitions);
+    row.AddUint("contended", l.contended);
+    row.AddInt("wait_ns", l.wait_ns);
+    row.AddInt("hold_ns", l.hold_ns);
+    row.AddUint("max_waiters", l.max_waiters);
+    locks.Push(std::move(row));
+  }
+  o.Add("locks", std::move(locks));
+  Json counters = Json::Array();
+  for (const stats::CounterRow& c : k.counters) {
+    Json row = Json::Object();
+    row.Add("name", c.name);
+    row.AddUint("count", c.count);
+    counters.Push(std::move(row));
+  }
+  o.Add("counters", std::move(counters));
+  return o;
+}
+
+}  // namespace
+
+std::string WriteJson(const ReportInput& input, bool json_plus) {
+  Json root = Json::Object();
+  root.Add("fio version", input.fio_version);
+  root.AddInt("timestamp", input.timestamp_sec);
+  root.AddInt("timestamp_ms", input.timestamp_ms);
+  root.Add("time", input.time_string);
+  if (!input.global_options.empty()) root.Add("global options", Options(input.global_options));
+  Json jobs = Json::Array();
+  for (const ReportEntry& e : input.entries) jobs.Push(JobObject(input, e, json_plus));
+  root.Add("jobs", std::move(jobs));
+  if (!input.disk_util.empty()) {
+    Json disks = Json::Array();
+    for (const stats::DeviceRow& d : input.disk_util) {
+      Json o = Json::Object();
+      o.Add("name", d.name);
+      o.AddUint("read_ios", d.read_ios);
+      o.AddUint("write_ios", d.write_ios);
+      o.AddUint("read_merges", d.read_merges);
+      o.AddUint("write_merges", d.write_merges);
+      o.AddInt("read_ticks", d.read_ticks_ms);
+      o.AddInt("write_ticks", d.write_ticks_ms);
+      o.AddInt("in_queue", d.in_queue_ms);
+      o.AddDouble("util", d.util_pct);
+      disks.Push(std::move(o));
+    }
+    root.Add("disk_util", std::move(disks));
+  }
+  if (input.kernel.has_value()) root.Add("blklab", KernelObject(*input.kernel));
+  return root.Print() + "\n";
+}
+
+}  // namespace blklab::report

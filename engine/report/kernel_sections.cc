@@ -1,0 +1,95 @@
+// engine/report/kernel_sections.cc
+//
+// blklab's extra normal-output sections: CPU time by mode, a perf-top-style
+// profile ("[k]" kernel symbols, "[.]" user-space ones, as perf marks them)
+// and a lockstat-style lock table.
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/report/report.h"
+
+namespace blklab::report {
+
+namespace {
+
+double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+void ProfileRows(const stats::KernelReport& k, int top_n, std::string* out) {
+  absl::StrAppend(out, "  Overhead  Mode     Shared Object  Symbol\n");
+  const size_t n = top_n > 0 ? std::min<size_t>(k.profile.size(), static_cast<size_t>(top_n))
+                             : k.profile.size();
+  for (size_t i = 0; i < n; ++i) {
+    const stats::ProfileRow& p = k.profile[i];
+    const bool user = p.mode == stats::CpuMode::kUser;
+    absl::StrAppend(out, absl::StrFormat("  %7.2f%%  %-7s  %-13s  %s %s\n", p.share_pct,
+                                         stats::CpuModeName(p.mode), user ? "fio" : "[kernel]",
+                                         user ? "[.]" : "[k]", p.function));
+  }
+}
+
+}  // namespace
+
+std::string WriteKernelSections(const stats::KernelReport& k) {
+  std::string out;
+  absl::StrAppend(&out, "\nblklab CPU modes (virtual time, host ", k.host_name,
+                  absl::StrFormat(", elapsed %.3f ms):\n", Ms(k.elapsed_ns)));
+  out.append("  cpu      usr%      sys%      irq%  softirq%     idle%\n");
+  for (const stats::CpuRow& c : k.cpus) {
+    int64_t total = 0;
+    for (int64_t v : c.mode_ns) total += v;
+    absl::StrAppend(&out, absl::StrFormat("  %3d", c.cpu));
+    for (int m = 0; m < stats::kNumCpuModes; ++m) {
+      const double pct = total > 0 ? 100.0 * static_cast<double>(c.mode_ns[m]) /
+                                         static_cast<double>(total)
+                                   : 0.0;
+      absl::StrAppend(&out, absl::StrFormat("  %8.2f", pct));
+    }
+    out.push_back('\n');
+  }
+  absl::StrAppend(&out, absl::StrFormat("  sys=%.2f%%, contention=%.2f%%, busy=%.3f ms, ios=%d, "
+                                        "events=%d\n",
+                                        k.sys_pct, k.contention_pct, Ms(k.busy_ns), k.total_ios,
+                                        k.events));
+  if (!k.profile.empty()) {
+    out.append("\nblklab profile (perf top style, self time over busy CPU time):\n");
+    ProfileRows(k, 0, &out);
+  }
+  if (!k.locks.empty()) {
+    out.append("\nblklab lock statistics (lockstat style):\n");
+    absl::StrAppend(&out, absl::StrFormat("  %-32s %12s %10s %9s %14s %12s %14s %8s\n", "class name",
+                                          "acquisitions", "contended", "cont%", "waittime-total",
+                                          "waittime-avg", "holdtime-total", "waiters"));
+    for (const stats::LockRow& l : k.locks) {
+      const double cont_pct = l.acquisitions > 0 ? 100.0 * static_cast<double>(l.contended) /
+                                                       static_cast<double>(l.acquisitions)
+                                                 : 0.0;
+      const double wait_avg =
+          l.contended > 0 ? static_cast<double>(l.wait_ns) / static_cast<double>(l.contended) : 0.0;
+      absl::StrAppend(&out, absl::StrFormat("  %-32s %12d %10d %8.2f%% %12.3fus %10.1fns %12.3fus "
+                                            "%8d\n",
+                                            l.name, l.acquisitions, l.contended, cont_pct,
+                                            static_cast<double>(l.wait_ns) / 1e3, wait_avg,
+                                            static_cast<double>(l.hold_ns) / 1e3, l.max_waiters));
+    }
+  }
+  if (!k.counters.empty()) {
+    out.append("\nblklab counters:\n");
+    for (const stats::CounterRow& c : k.counters) {
+      absl::StrAppend(&out, absl::StrFormat("  %-32s %d\n", c.name, c.count));
+    }
+  }
+  return out;
+}
+
+std::string WritePerfTop(const stats::KernelReport& k, int top_n) {
+  std::string out = absl::StrFormat(
+      "   PerfTop: virtual %.3f ms on %d CPUs, busy %.3f ms, %d IOs [blklab, self time]\n",
+      Ms(k.elapsed_ns), static_cast<int>(k.cpus.size()), Ms(k.busy_ns), k.total_ios);
+  out.append(std::string(80, '-')).append("\n\n");
+  ProfileRows(k, top_n, &out);
+  return out;
+}
+
+}  // namespace blklab::report
