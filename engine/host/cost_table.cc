@@ -1,6 +1,7 @@
 #include "engine/host/cost_table.h"
 
 #include <array>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 
@@ -23,13 +24,13 @@ absl::Status SetCost(CostTable& table, std::string_view name, int64_t value_ns) 
     if (e.name == name) {
       if (value_ns < 0) {
         return absl::InvalidArgumentError(
-            absl::StrCat("costs.", name, ": must be >= 0 ns, got ", value_ns));
+            absl::StrCat("costs.", std::string(name), ": must be >= 0 ns, got ", value_ns));
       }
       table.*(e.field) = value_ns;
       return absl::OkStatus();
     }
   }
-  return absl::InvalidArgumentError(absl::StrCat("costs.", name, ": unknown cost table entry"));
+  return absl::InvalidArgumentError(absl::StrCat("costs.", std::string(name), ": unknown cost table entry"));
 }
 
 std::string_view CostSourceTag(CostSource source) {

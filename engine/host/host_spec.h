@@ -1,0 +1,299 @@
+// engine/host/host_spec.h
+//
+// HostSpec is the typed description of one simulated machine: its CPU
+// topology, kernel (HZ, Kconfig options, era knobs), block devices with their
+// driver parameters and /sys/block/<dev>/queue settings, and cost-table
+// overrides. It is what a user writes as YAML or JSON (ARCHITECTURE.md, "Host
+// specs"), what presets are made of (presets.h), and what the topology builder
+// wires into a simulation. Field names are the kernel's: null_blk and
+// scsi_debug module parameters, nvme-pci module parameters, sysfs queue
+// attributes and Kconfig names.
+//
+// Every field has a default, so a document only names what it changes. The
+// defaults describe a modern 6.x kernel (6.9 or later) and the drivers' own
+// module-parameter defaults. Era knobs (`knobs`) switch single mechanisms back
+// to what older kernels did; the reference cases (REFERENCE_CASES.md) flip
+// them one at a time.
+//
+// Invariants (after ParseHostSpec / ValidateHostSpec succeed): every field is
+//   within its documented range, device names are unique, each device has
+//   exactly one driver, knobs.config_blk_cgroup == kernel.config.blk_cgroup,
+//   and the whole host fits HostLimits (CPUs, devices, hw queues, tags), so a
+//   server can accept specs from untrusted clients.
+// Thread-safety: plain value types.
+// Cost: parsing and validation are O(document size); nothing here is on the
+//   simulation hot path.
+#ifndef BLKLAB_ENGINE_HOST_HOST_SPEC_H_
+#define BLKLAB_ENGINE_HOST_HOST_SPEC_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "engine/host/cost_table.h"
+#include "engine/util/doc_node.h"
+
+namespace blklab::host {
+
+// Field lists. Each entry: (field, default, min, max, meaning). INT fields are
+// `int`, INT64 fields `int64_t`, BOOL fields `bool` (min/max unused). The
+// same lists drive decoding, range validation and JSON output, so the header
+// is the reference for every key a document may use.
+
+// cpus: logical CPU topology. Logical CPUs are numbered as Linux on x86 does:
+// cpu c is physical core (c % cores) thread (c / cores), so cpu i and
+// i + cores are SMT siblings; cores are numbered socket by socket, LLC group
+// (CCX) by LLC group.
+#define BLKLAB_CPU_FIELDS(INT, INT64, BOOL)                                                        \
+  INT(count, 1, 1, 65536, "logical CPUs, all threads of all sockets (HostLimits caps it)")               \
+  INT(threads_per_core, 1, 1, 8, "SMT threads per physical core")                                   \
+  INT(cores_per_ccx, 0, 0, 1024, "physical cores sharing one LLC (a CCX); 0 = the whole socket")    \
+  INT(ccx_per_die, 1, 1, 64, "LLC groups per die (CCD); dies matter for reporting only")            \
+  INT(sockets, 1, 1, 16, "sockets")                                                                 \
+  INT(numa_nodes_per_socket, 1, 1, 16, "NUMA nodes per socket (NPS); splits a socket's cores evenly")
+
+// kernel.config: Kconfig options of the block layer. Defaults are a typical
+// distribution 6.x config. Options that depend on BLK_CGROUP are forced off
+// when a document turns BLK_CGROUP off without naming them.
+#define BLKLAB_KCONFIG_FIELDS(INT, INT64, BOOL)                                                    \
+  BOOL(BLK_CGROUP, true, 0, 0, "block cgroup support: blkg association and per-cgroup stats per IO") \
+  BOOL(BLK_DEV_THROTTLING, true, 0, 0, "blk-throttle (depends on BLK_CGROUP)")                      \
+  BOOL(BLK_CGROUP_IOCOST, true, 0, 0, "io.cost controller, inactive unless configured (BLK_CGROUP)") \
+  BOOL(BLK_WBT, true, 0, 0, "writeback throttling (rq_qos)")                                        \
+  BOOL(BLK_DEBUG_FS, true, 0, 0, "blk-mq debugfs")
+
+// knobs: model switches, one per mechanism a kernel patch changed. Defaults
+// are what a 6.9+ kernel does.
+#define BLKLAB_KNOB_FIELDS(INT, INT64, BOOL)                                                          \
+  BOOL(tag_busy_iter_shared_once, true, 0, 0,                                                         \
+       "RC1: with host-shared tags the busy iterator walks the bitmap once per queue (5.16+)")        \
+  BOOL(busy_iter_takes_tags_lock, true, 0, 0,                                                         \
+       "RC1: blk_mq_find_and_get_req takes tags->lock per busy bit (5.14+)")                          \
+  BOOL(config_blk_cgroup, true, 0, 0, "RC2: mirrors kernel.config.BLK_CGROUP (set either, not both differently)") \
+  BOOL(throttle_fast_path_inline, true, 0, 0, "RC2: blk_throtl_bio fast-path test inlined (5.16+)")   \
+  BOOL(cgroup_inherit_bio_start_time, true, 0, 0,                                                     \
+       "RC2: request start time taken from bio->bi_issue, saving a ktime_get_ns (5.16+)")             \
+  BOOL(run_all_hw_queues_on_completion, false, 0, 0,                                                  \
+       "RC3: scsi_end_request always runs all hw queues (true before the ~5.10 sdev->restarts fix)")  \
+  BOOL(skip_run_queues_without_elevator, false, 0, 0,                                                 \
+       "RC3: rejected shortcut, blk_mq_run_hw_queues returns early without an elevator (stalls)")     \
+  BOOL(dd_serialize_dispatch, true, 0, 0, "RC4: DD_DISPATCHING, one mq-deadline dispatcher at a time (6.9)") \
+  BOOL(dd_insert_buckets, false, 0, 0, "RC4: Jens's per-CPU insertion buckets (not merged)")           \
+  BOOL(dd_insert_side_lists, true, 0, 0, "RC4: Bart's insert side lists drained by the dispatcher (6.9)") \
+  BOOL(dd_skip_merge_if_contended, true, 0, 0, "RC4: dd_bio_merge trylocks and skips when busy (6.9)") \
+  BOOL(restart_walks_shared_tag_queues, false, 0, 0,                                                  \
+       "RC5: blk_mq_sched_restart walks every queue on a shared tag set (4.14)")                       \
+  BOOL(scsi_budget_idle_delay_run, true, 0, 0,                                                        \
+       "RC5: budget failure with nothing in flight re-runs the queue after SCSI_QUEUE_DELAY")         \
+  BOOL(scsi_atomic_device_busy, false, 0, 0, "RC5 era: atomic sdev->device_busy instead of budget_map") \
+  BOOL(scsi_atomic_host_busy, false, 0, 0, "RC5 era: atomic shost->host_busy checked per command")    \
+  BOOL(sbitmap_deferred_clear, true, 0, 0, "sbitmap deferred clear (4.20+)")                          \
+  BOOL(plug_request_cache, true, 0, 0, "plug->cached_rq + batched tag allocation (5.16+)")            \
+  BOOL(batched_completion, true, 0, 0, "io_comp_batch / blk_mq_end_request_batch (5.16+)")            \
+  BOOL(plug_cache_time, true, 0, 0, "timestamp cached in struct blk_plug (6.9)")                      \
+  BOOL(bio_alloc_cache, true, 0, 0, "per-CPU bio cache for non-polled IO (5.16+)")
+
+// devices[].null_blk: module parameters, defaults as in drivers/block/null_blk.
+#define BLKLAB_NULL_BLK_FIELDS(INT, INT64, BOOL)                                                    \
+  INT(queue_mode, 2, 0, 2, "0 = bio, 1 = legacy request (pre-5.0), 2 = blk-mq")                      \
+  INT(submit_queues, 1, 1, 1024, "submission hw queues")                                             \
+  INT(poll_queues, 1, 0, 1024, "IOPOLL hw queues (null_blk's default is 1)")                          \
+  INT(hw_queue_depth, 64, 1, 4096, "tags per hw queue")                                               \
+  INT(irqmode, 1, 0, 2, "0 = complete inline in queue_rq, 1 = softirq, 2 = hrtimer after completion_nsec") \
+  INT64(completion_nsec, 10000, 0, 10000000000, "irqmode=2 completion delay, ns")                    \
+  INT(home_node, -1, -1, 1023, "NUMA node of the device, -1 = NUMA_NO_NODE")                          \
+  BOOL(use_per_node_hctx, false, 0, 0, "one hw queue per NUMA node")                                  \
+  BOOL(no_sched, false, 0, 0, "no IO scheduler (BLK_MQ_F_NO_SCHED)")                                  \
+  BOOL(blocking, false, 0, 0, "BLK_MQ_F_BLOCKING: SRCU, queue runs from kworkers")                    \
+  BOOL(shared_tags, false, 0, 0, "one tag set for all nr_devices (TAG_QUEUE_SHARED)")                 \
+  BOOL(shared_tag_bitmap, false, 0, 0, "host-wide tags across hw queues (BLK_MQ_F_TAG_HCTX_SHARED)")  \
+  INT(nr_devices, 1, 1, 256, "identical devices created from this entry")                            \
+  INT64(gb, 250, 1, 1048576, "device size, GiB")                                                      \
+  INT(bs, 512, 512, 4096, "logical block size, bytes (power of two)")                                \
+  BOOL(memory_backed, false, 0, 0, "store data in memory (copy under a per-device lock)")             \
+  INT64(mbps, 0, 0, 1000000, "bandwidth cap, MB/s (0 = none)")
+
+// devices[].nvme: nvme-pci parameters plus a simple media model (placeholder
+// until the NVMe driver model lands).
+#define BLKLAB_NVME_FIELDS(INT, INT64, BOOL)                                                        \
+  INT(nr_io_queues, 0, 0, 1024, "default-map IO queues; 0 = one per CPU, capped by max_queues")      \
+  INT(max_queues, 128, 1, 1024, "controller limit on IO queues")                                     \
+  INT(io_queue_depth, 1024, 2, 4095, "entries per IO queue (tag depth = io_queue_depth - 1)")         \
+  INT(write_queues, 0, 0, 1024, "extra queues for writes")                                           \
+  INT(poll_queues, 0, 0, 1024, "IOPOLL queues")                                                      \
+  INT64(latency_nsec, 10000, 0, 1000000000, "media read latency, ns [guess]")                       \
+  INT64(max_iops, 0, 0, 1000000000, "drive IOPS ceiling (0 = none)")                                  \
+  INT(bs, 512, 512, 4096, "logical block size, bytes (power of two)")                                \
+  INT64(gb, 1000, 1, 1048576, "namespace size, GiB")
+
+// devices[].scsi_debug: module parameters, defaults as in drivers/scsi/scsi_debug.c (2020+).
+#define BLKLAB_SCSI_DEBUG_FIELDS(INT, INT64, BOOL)                                                  \
+  INT(delay, 1, 0, 1000, "response delay in jiffies (0 = inline in the submitter)")                  \
+  INT64(ndelay, 0, 0, 999999999, "response delay in ns via hrtimer; > 0 overrides delay")           \
+  INT(max_queue, 192, 1, 192, "queued commands per submit queue (SDEBUG_CANQUEUE = 192)")            \
+  INT(host_max_queue, 0, 0, 192, "host-wide queue depth; > 0 sets host_tagset")                      \
+  INT(submit_queues, 1, 1, 1024, "hw queues")                                                        \
+  INT(poll_queues, 0, 0, 1024, "IOPOLL hw queues")                                                   \
+  INT(num_tgts, 1, 1, 256, "targets per host")                                                       \
+  INT(max_luns, 1, 1, 256, "LUNs per target")                                                        \
+  INT(add_host, 1, 1, 16, "hosts")                                                                   \
+  INT(every_nth, 0, 0, 1000000, "error injection period (with opts)")                                \
+  INT(opts, 0, 0, 2147483647, "SDEBUG_OPT_* bits")                                                   \
+  BOOL(fake_rw, false, 0, 0, "skip data transfer")                                                   \
+  BOOL(statistics, false, 0, 0, "collect statistics")                                                \
+  INT(sector_size, 512, 512, 4096, "logical block size, bytes (power of two)")                      \
+  INT64(dev_size_mb, 8, 1, 1048576, "size of the shared ram disk, MiB")
+
+// devices[].queue.iosched: mq-deadline tunables (/sys/block/X/queue/iosched).
+#define BLKLAB_DEADLINE_FIELDS(INT, INT64, BOOL)                                                    \
+  INT(read_expire, 500, 0, 3600000, "read deadline, ms")                                             \
+  INT(write_expire, 5000, 0, 3600000, "write deadline, ms")                                          \
+  INT(prio_aging_expire, 10000, 0, 3600000, "priority aging, ms")                                    \
+  INT(writes_starved, 2, 0, 1024, "read batches before a write batch")                              \
+  INT(fifo_batch, 16, 1, 1024, "requests per batch")                                                 \
+  BOOL(front_merges, true, 0, 0, "try front merges")                                                 \
+  INT(async_depth, 0, 0, 4096, "async request depth; 0 = the kernel's (3/4 of nr_requests)")
+
+// devices[].queue: /sys/block/X/queue attributes (scheduler handled apart).
+#define BLKLAB_QUEUE_FIELDS(INT, INT64, BOOL)                                                       \
+  INT(nr_requests, 0, 0, 4096, "scheduler/queue depth; 0 = kernel default (resolved), else >= 4")    \
+  BOOL(iostats, true, 0, 0, "per-IO disk statistics (blk_account_io_*)")                             \
+  INT(rq_affinity, 1, 0, 2, "0 = complete where the IRQ lands, 1 = same LLC group, 2 = same CPU")   \
+  INT(nomerges, 0, 0, 2, "0 = all merges, 1 = simple one-hit merges only, 2 = none")               \
+  BOOL(io_poll, false, 0, 0, "polled IO enabled (needs poll queues)")
+
+#define BLKLAB_DECLARE_INT(name, def, lo, hi, doc) int name = def;
+#define BLKLAB_DECLARE_INT64(name, def, lo, hi, doc) int64_t name = def;
+#define BLKLAB_DECLARE_BOOL(name, def, lo, hi, doc) bool name = def;
+#define BLKLAB_DECLARE_FIELDS(LIST) LIST(BLKLAB_DECLARE_INT, BLKLAB_DECLARE_INT64, BLKLAB_DECLARE_BOOL)
+
+struct CpuSpec {
+  BLKLAB_DECLARE_FIELDS(BLKLAB_CPU_FIELDS)
+  friend bool operator==(const CpuSpec&, const CpuSpec&) = default;
+};
+
+// Kconfig options keep their kernel spelling (an exception to member naming,
+// so the document key and the field read the same).
+struct KernelConfig {
+  BLKLAB_DECLARE_FIELDS(BLKLAB_KCONFIG_FIELDS)
+  friend bool operator==(const KernelConfig&, const KernelConfig&) = default;
+};
+
+struct KernelSpec {
+  int hz = 1000;          // CONFIG_HZ: 100, 250, 300 or 1000
+  std::string version;    // optional, informational: "6.8", "5.16-rc5"
+  KernelConfig config;
+  friend bool operator==(const KernelSpec&, const KernelSpec&) = default;
+};
+
+struct Knobs {
+  BLKLAB_DECLARE_FIELDS(BLKLAB_KNOB_FIELDS)
+  friend bool operator==(const Knobs&, const Knobs&) = default;
+};
+
+struct NullBlkSpec {
+  BLKLAB_DECLARE_FIELDS(BLKLAB_NULL_BLK_FIELDS)
+  friend bool operator==(const NullBlkSpec&, const NullBlkSpec&) = default;
+};
+
+struct NvmeSpec {
+  BLKLAB_DECLARE_FIELDS(BLKLAB_NVME_FIELDS)
+  friend bool operator==(const NvmeSpec&, const NvmeSpec&) = default;
+};
+
+struct ScsiDebugSpec {
+  BLKLAB_DECLARE_FIELDS(BLKLAB_SCSI_DEBUG_FIELDS)
+  friend bool operator==(const ScsiDebugSpec&, const ScsiDebugSpec&) = default;
+};
+
+struct DeadlineTunables {
+  BLKLAB_DECLARE_FIELDS(BLKLAB_DEADLINE_FIELDS)
+  friend bool operator==(const DeadlineTunables&, const DeadlineTunables&) = default;
+};
+
+// /sys/block/X/queue/scheduler. kDefault is replaced by ResolveDefaults with
+// the kernel's choice (elevator_get_default): none for no_sched devices and
+// for devices with several hw queues and no host-wide tags, else mq-deadline.
+enum class Scheduler { kDefault, kNone, kMqDeadline };
+absl::string_view SchedulerName(Scheduler s);  // "default", "none", "mq-deadline"
+
+struct QueueSpec {
+  Scheduler scheduler = Scheduler::kDefault;
+  BLKLAB_DECLARE_FIELDS(BLKLAB_QUEUE_FIELDS)
+  DeadlineTunables iosched;
+  friend bool operator==(const QueueSpec&, const QueueSpec&) = default;
+};
+
+using DriverSpec = std::variant<NullBlkSpec, NvmeSpec, ScsiDebugSpec>;
+
+struct DeviceSpec {
+  std::string name;  // [a-z0-9_-]{1,32}, unique within the host
+  DriverSpec driver;  // exactly one driver block in a document
+  QueueSpec queue;
+  friend bool operator==(const DeviceSpec&, const DeviceSpec&) = default;
+};
+
+struct HostSpec {
+  std::string name;         // [A-Za-z0-9._-]{1,64}; required in documents
+  std::string description;  // optional, one line, <= 200 bytes
+  CpuSpec cpus;
+  KernelSpec kernel;
+  Knobs knobs;
+  std::vector<DeviceSpec> devices;      // at least one
+  std::map<std::string, int64_t> costs;  // CostTable overrides by entry name, ns
+  friend bool operator==(const HostSpec&, const HostSpec&) = default;
+};
+
+// What a server accepts; ValidateHostSpec returns ResourceExhausted beyond it.
+struct HostLimits {
+  int max_cpus = 1024;
+  int max_devices = 256;               // block devices after nr_devices / LUN expansion
+  int max_hw_queues = 1024;            // per device
+  int max_queue_depth = 4096;          // tags per hw queue, and nr_requests
+  int64_t max_total_requests = 1 << 21;  // sum over devices of hw queues x (tags + nr_requests)
+  size_t max_document_bytes = 256 * 1024;
+};
+
+// Number of block devices one entry creates (null_blk nr_devices, scsi_debug
+// add_host x num_tgts x max_luns, 1 for nvme).
+int DeviceInstances(const DeviceSpec& device);
+// Hardware queues of one instance (all maps: default + read/write + poll).
+int HardwareQueues(const DeviceSpec& device, const CpuSpec& cpus);
+// Tags per hardware queue of one instance.
+int TagDepth(const DeviceSpec& device);
+
+// Replaces Scheduler::kDefault and nr_requests == 0 with the kernel's choice
+// (nr_requests: tag depth without a scheduler, 2 x min(depth, 128) with one).
+void ResolveDefaults(HostSpec& spec);
+
+// Checks every invariant above. InvalidArgument names the field path, e.g.
+// "devices[1].null_blk.irqmode: must be 0, 1 or 2, got 3"; ResourceExhausted
+// names the limit. Accepts specs with unresolved defaults.
+absl::Status ValidateHostSpec(const HostSpec& spec, const HostLimits& limits = {});
+
+enum class SpecFormat { kAuto, kYaml, kJson };
+
+// Parses (YAML or JSON; kAuto picks JSON when the text starts with '{'),
+// decodes (unknown keys and wrong types are errors naming the path and the
+// line:column), resolves defaults and validates.
+absl::StatusOr<HostSpec> ParseHostSpec(absl::string_view text, SpecFormat format = SpecFormat::kAuto,
+                                       const HostLimits& limits = {});
+// The same from an already parsed document.
+absl::StatusOr<HostSpec> HostSpecFromDoc(const util::DocNode& doc, const HostLimits& limits = {});
+
+// Canonical form: every field, in declaration order, defaults resolved.
+// ParseHostSpec(HostSpecToJson(s)) == s for any valid, resolved s.
+util::DocNode HostSpecToDoc(const HostSpec& spec);
+std::string HostSpecToJson(const HostSpec& spec, int indent = 2);
+
+// The default cost table with spec.costs applied (SetCost).
+absl::StatusOr<CostTable> BuildCostTable(const HostSpec& spec);
+
+}  // namespace blklab::host
+
+#endif  // BLKLAB_ENGINE_HOST_HOST_SPEC_H_
