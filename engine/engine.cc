@@ -1,1 +1,542 @@
 #include "engine/engine.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
+#include "engine/host/cpu_topology.h"
+#include "engine/host/presets.h"
+#include "engine/job/job_thread.h"
+#include "engine/model/drivers/null_blk.h"
+#include "engine/model/kernel.h"
+#include "engine/sim/machine.h"
+#include "engine/sim/spinlock.h"
+#include "engine/util/status_macros.h"
+#include "engine/workload/io_generator.h"
+
+namespace blklab {
+namespace {
+
+using workload::IoEngine;
+using workload::JobSpec;
+
+// One simulated block device instance of the host.
+struct DeviceInstance {
+  std::string name;
+  const host::DeviceSpec* spec = nullptr;
+  host::Scheduler scheduler = host::Scheduler::kNone;
+  uint64_t size_bytes = 0;
+  bool has_poll_queues = false;
+};
+
+std::string InstanceName(const std::string& base, int index, int count) {
+  if (count == 1) return base;
+  return absl::StrCat(base, "-", index);
+}
+
+std::vector<DeviceInstance> ListDevices(const host::HostSpec& host) {
+  std::vector<DeviceInstance> out;
+  for (const host::DeviceSpec& d : host.devices) {
+    const int n = host::DeviceInstances(d);
+    for (int i = 0; i < n; ++i) {
+      DeviceInstance inst;
+      inst.name = InstanceName(d.name, i, n);
+      inst.spec = &d;
+      inst.scheduler = d.queue.scheduler;
+      if (const auto* nb = std::get_if<host::NullBlkSpec>(&d.driver)) {
+        inst.size_bytes = static_cast<uint64_t>(nb->gb) << 30;
+        inst.has_poll_queues = nb->poll_queues > 0;
+      } else if (const auto* nv = std::get_if<host::NvmeSpec>(&d.driver)) {
+        inst.size_bytes = static_cast<uint64_t>(nv->gb) << 30;
+      } else if (const auto* sd = std::get_if<host::ScsiDebugSpec>(&d.driver)) {
+        inst.size_bytes = static_cast<uint64_t>(sd->dev_size_mb) << 20;
+      }
+      out.push_back(inst);
+    }
+  }
+  return out;
+}
+
+std::string DeviceNames(const std::vector<DeviceInstance>& devices) {
+  std::vector<std::string> names;
+  for (const auto& d : devices) names.push_back(d.name);
+  return absl::StrJoin(names, ", ");
+}
+
+// filename= -> device instance index, or -1 for the null engine.
+absl::StatusOr<int> TargetDevice(const JobSpec& spec, const std::vector<DeviceInstance>& devices) {
+  if (spec.ioengine == IoEngine::kNull) return -1;
+  if (spec.filenames.empty()) return 0;  // no filename: the host's first device
+  if (spec.filenames.size() > 1) {
+    return absl::UnimplementedError(absl::StrCat(
+        "job '", spec.name, "': filename lists several targets (",
+        absl::StrJoin(spec.filenames, ":"), "); blklab runs a job against one device so far"));
+  }
+  std::string name = spec.filenames[0];
+  if (absl::StartsWith(name, "/dev/")) name = name.substr(5);
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (devices[i].name == name) return static_cast<int>(i);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("job '", spec.name, "': filename=",
+                                                 spec.filenames[0], " is not a device of this host; ",
+                                                 "devices: ", DeviceNames(devices)));
+}
+
+absl::StatusOr<host::Scheduler> SchedulerFromName(const std::string& name) {
+  if (name == "none") return host::Scheduler::kNone;
+  if (name == "mq-deadline") return host::Scheduler::kMqDeadline;
+  return absl::InvalidArgumentError(absl::StrCat("ioscheduler=", name,
+                                                 ": not a scheduler of this kernel (none, mq-deadline)"));
+}
+
+// The CPUs a clone may run on, and the one the model pins it to.
+absl::StatusOr<int> CloneCpu(const JobSpec& spec, const workload::JobClone& clone, int ncpus) {
+  std::vector<int> allowed;
+  for (uint32_t c : spec.cpus_allowed) {
+    if (static_cast<int>(c) >= ncpus) {
+      return absl::InvalidArgumentError(absl::StrCat("job '", spec.name, "': cpus_allowed names CPU ",
+                                                     c, " but the host has ", ncpus, " CPUs"));
+    }
+    allowed.push_back(static_cast<int>(c));
+  }
+  if (allowed.empty()) {
+    for (int c = 0; c < ncpus; ++c) allowed.push_back(c);
+  }
+  // split: clone k gets the k-th CPU (round robin). shared: the scheduler
+  // would spread the clones; the model pins them round robin by thread number.
+  const uint32_t k = spec.cpus_allowed_policy == workload::CpusAllowedPolicy::kSplit
+                         ? clone.clone_index
+                         : clone.thread_number - 1;
+  return allowed[k % allowed.size()];
+}
+
+model::KernelKnobs KernelKnobsFor(const host::HostSpec& h) {
+  model::KernelKnobs k;
+  k.hz = h.kernel.hz;
+  k.config_blk_cgroup = h.knobs.config_blk_cgroup;
+  k.throttle_fast_path_inline = h.knobs.throttle_fast_path_inline;
+  k.cgroup_inherit_bio_start_time = h.knobs.cgroup_inherit_bio_start_time;
+  k.bio_alloc_cache = h.knobs.bio_alloc_cache;
+  k.plug_cache_time = h.knobs.plug_cache_time;
+  k.batched_completion = h.knobs.batched_completion;
+  return k;
+}
+
+// Everything one run owns.
+struct Simulation {
+  std::unique_ptr<sim::Machine> machine;
+  host::CostTable costs;
+  std::unique_ptr<model::Kernel> kernel;
+  std::vector<DeviceInstance> devices;
+  std::vector<std::unique_ptr<model::NullBlk>> null_blks;  // by device index (null if unused)
+  std::vector<std::unique_ptr<job::JobThread>> clones;
+  std::vector<int> clone_device;
+  std::vector<uint32_t> wave;        // stonewall wave per clone
+  uint32_t next_wave = 1;
+  uint32_t done = 0;
+};
+
+absl::Status CheckModelled(const host::DeviceSpec& d, const std::string& path) {
+  if (const auto* nb = std::get_if<host::NullBlkSpec>(&d.driver)) {
+    if (nb->queue_mode != 2) {
+      return absl::UnimplementedError(absl::StrCat(path, ".null_blk.queue_mode=", nb->queue_mode,
+                                                   ": only blk-mq (2) is modelled"));
+    }
+    if (nb->shared_tags || nb->shared_tag_bitmap) {
+      return absl::UnimplementedError(
+          absl::StrCat(path, ".null_blk: shared_tags / shared_tag_bitmap are not modelled yet"));
+    }
+    if (nb->memory_backed) {
+      return absl::UnimplementedError(absl::StrCat(path, ".null_blk.memory_backed is not modelled"));
+    }
+    if (nb->use_per_node_hctx) {
+      return absl::UnimplementedError(absl::StrCat(path, ".null_blk.use_per_node_hctx is not modelled"));
+    }
+    return absl::OkStatus();
+  }
+  if (std::holds_alternative<host::NvmeSpec>(d.driver)) {
+    return absl::UnimplementedError(absl::StrCat(path, ": the nvme driver is not modelled yet"));
+  }
+  return absl::UnimplementedError(absl::StrCat(path, ": the scsi_debug driver is not modelled yet"));
+}
+
+// Resolves every clone's target device and the schedulers fio's ioscheduler=
+// asks for; checks what the model cannot run.
+absl::Status PlanDevices(const RunRequest& req, std::vector<DeviceInstance>& devices,
+                         std::vector<int>& clone_device) {
+  const auto& jobs = req.jobs.jobs;
+  std::vector<int> job_device(jobs.size(), -1);
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    BLKLAB_ASSIGN_OR_RETURN(job_device[j], TargetDevice(jobs[j], devices));
+    const int dev = job_device[j];
+    if (dev < 0) continue;
+    if (!jobs[j].ioscheduler.empty()) {
+      BLKLAB_ASSIGN_OR_RETURN(devices[dev].scheduler, SchedulerFromName(jobs[j].ioscheduler));
+    }
+    if (jobs[j].engine_flags.hipri && !devices[dev].has_poll_queues) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "job '", jobs[j].name, "': hipri needs poll queues, but device ", devices[dev].name,
+          " has none (null_blk poll_queues=0)"));
+    }
+  }
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const int dev = job_device[j];
+    if (dev < 0) continue;
+    size_t spec_index = 0;
+    for (size_t k = 0; k < req.host.devices.size(); ++k) {
+      if (&req.host.devices[k] == devices[dev].spec) spec_index = k;
+    }
+    const std::string path = absl::StrCat("devices[", spec_index, "]");
+    BLKLAB_RETURN_IF_ERROR(CheckModelled(*devices[dev].spec, path));
+    if (devices[dev].scheduler == host::Scheduler::kMqDeadline) {
+      return absl::UnimplementedError(absl::StrCat(
+          "device ", devices[dev].name,
+          ": scheduler mq-deadline is not modelled yet; use --ioscheduler=none or queue.scheduler: none"));
+    }
+  }
+  clone_device.clear();
+  for (const auto& c : req.jobs.clones) clone_device.push_back(job_device[c.job_index]);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ParsedFio> ParseFio(const std::vector<std::string>& args, const host::HostSpec& host,
+                                   workload::FileReader read_file, workload::VarLookup lookup_var) {
+  ParsedFio out;
+  BLKLAB_ASSIGN_OR_RETURN(out.invocation, workload::ParseFioArgs(args));
+  workload::ParseOptions opts;
+  opts.read_file = std::move(read_file);
+  opts.lookup_var = std::move(lookup_var);
+  opts.host.ncpus = static_cast<uint32_t>(host.cpus.count);
+  opts.sections = out.invocation.sections;
+  if (out.invocation.parse_only) opts.accept_unmodelled_engines = true;
+  BLKLAB_ASSIGN_OR_RETURN(out.jobs, workload::BuildJobs(out.invocation, opts));
+  return out;
+}
+
+absl::StatusOr<host::HostSpec> ResolveHost(const std::string& preset_or_text) {
+  if (preset_or_text.find_first_of(":{\n") == std::string::npos) {
+    return host::GetPreset(preset_or_text);
+  }
+  return host::ParseHostSpec(preset_or_text);
+}
+
+absl::Status ValidateRun(const RunRequest& req) {
+  BLKLAB_RETURN_IF_ERROR(host::ValidateHostSpec(req.host));
+  if (req.jobs.clones.empty()) return absl::InvalidArgumentError("no jobs to run");
+  std::vector<DeviceInstance> devices = ListDevices(req.host);
+  std::vector<int> clone_device;
+  BLKLAB_RETURN_IF_ERROR(PlanDevices(req, devices, clone_device));
+  for (size_t i = 0; i < req.jobs.clones.size(); ++i) {
+    const auto& c = req.jobs.clones[i];
+    const JobSpec& spec = req.jobs.jobs[c.job_index];
+    BLKLAB_RETURN_IF_ERROR(CloneCpu(spec, c, req.host.cpus.count).status());
+    if (spec.ioengine == IoEngine::kUnmodelled) {
+      return absl::UnimplementedError(
+          absl::StrCat("ioengine=", spec.ioengine_name, " is not modelled by blklab"));
+    }
+    const bool bounded = spec.runtime_ns > 0 || (!spec.time_based);
+    if (!bounded) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "job '", spec.name, "': time_based needs runtime= (the run would never end)"));
+    }
+    if (spec.runtime_ns + spec.ramp_time_ns > req.limits.max_virtual_ns) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "job '", spec.name, "': runtime+ramp_time exceeds the virtual-time limit of ",
+          req.limits.max_virtual_ns / 1000000000, " s"));
+    }
+    const uint64_t dev_bytes =
+        clone_device[i] >= 0 ? devices[clone_device[i]].size_bytes
+                             : std::max<uint64_t>(spec.size.bytes, uint64_t{1} << 30);
+    BLKLAB_RETURN_IF_ERROR(workload::ResolveClone(spec, c.clone_index, dev_bytes).status());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_snapshot,
+                                 const std::atomic<bool>* cancel) {
+  BLKLAB_RETURN_IF_ERROR(ValidateRun(req));
+  Simulation s;
+  RunResult result;
+  result.warnings = req.jobs.warnings;
+
+  // Machine: CPUs with their topology and the machine-level prices.
+  BLKLAB_ASSIGN_OR_RETURN(host::CpuTopology topo, host::CpuTopology::Create(req.host.cpus));
+  BLKLAB_ASSIGN_OR_RETURN(s.costs, host::BuildCostTable(req.host));
+  std::vector<sim::CpuPlacement> placement(topo.num_cpus());
+  for (int c = 0; c < topo.num_cpus(); ++c) {
+    const host::CpuInfo& info = topo.cpu(c);
+    placement[c] = sim::CpuPlacement{info.core, info.llc, info.die, info.socket, info.numa_node};
+  }
+  sim::MachineCosts mc;
+  mc.same_core_ns = s.costs.line_read_hit;
+  mc.llc_ns = s.costs.line_transfer_llc;
+  mc.die_ns = s.costs.line_transfer_die;
+  mc.socket_ns = s.costs.line_transfer_socket;
+  mc.context_switch_ns = s.costs.context_switch;
+  s.machine = std::make_unique<sim::Machine>(std::move(placement), mc);
+  s.kernel = std::make_unique<model::Kernel>(*s.machine, s.costs, KernelKnobsFor(req.host));
+
+  // Devices the jobs use.
+  s.devices = ListDevices(req.host);
+  BLKLAB_RETURN_IF_ERROR(PlanDevices(req, s.devices, s.clone_device));
+  s.null_blks.resize(s.devices.size());
+  for (int dev : s.clone_device) {
+    if (dev < 0 || s.null_blks[dev] != nullptr) continue;
+    const DeviceInstance& d = s.devices[dev];
+    const auto& nb = std::get<host::NullBlkSpec>(d.spec->driver);
+    model::NullBlkConfig cfg;
+    cfg.submit_queues = static_cast<uint32_t>(nb.submit_queues);
+    cfg.poll_queues = static_cast<uint32_t>(nb.poll_queues);
+    cfg.hw_queue_depth = static_cast<uint32_t>(nb.hw_queue_depth);
+    cfg.irqmode = nb.irqmode;
+    cfg.completion_nsec = nb.completion_nsec;
+    cfg.home_node = nb.home_node;
+    cfg.blocking = nb.blocking;
+    cfg.size_bytes = d.size_bytes;
+    cfg.block_size = static_cast<uint32_t>(nb.bs);
+    cfg.mbps = static_cast<uint64_t>(nb.mbps);
+    model::QueueConfig qc;
+    qc.scheduler = model::Elevator::kNone;
+    qc.iostats = d.spec->queue.iostats;
+    qc.rq_affinity = d.spec->queue.rq_affinity;
+    qc.nomerges = d.spec->queue.nomerges;
+    s.null_blks[dev] = std::make_unique<model::NullBlk>(*s.kernel, d.name, cfg, qc);
+  }
+
+  // Clones: one simulated fio thread each; stonewall opens a new wave.
+  uint32_t wave = 0;
+  const auto& jobs = req.jobs.jobs;
+  for (size_t i = 0; i < req.jobs.clones.size(); ++i) {
+    const workload::JobClone& c = req.jobs.clones[i];
+    const JobSpec& spec = jobs[c.job_index];
+    if (i > 0 && c.clone_index == 0 && spec.stonewall) ++wave;
+    s.wave.push_back(wave);
+    const int dev = s.clone_device[i];
+    const uint64_t dev_bytes = dev >= 0 ? s.devices[dev].size_bytes
+                                        : std::max<uint64_t>(spec.size.bytes, uint64_t{1} << 30);
+    BLKLAB_ASSIGN_OR_RETURN(workload::ClonePlan plan,
+                            workload::ResolveClone(spec, c.clone_index, dev_bytes));
+    BLKLAB_ASSIGN_OR_RETURN(workload::IoGenerator gen,
+                            workload::IoGenerator::Create(spec, plan, c.thread_number, req.seed));
+    BLKLAB_ASSIGN_OR_RETURN(int cpu, CloneCpu(spec, c, topo.num_cpus()));
+    job::JobThreadConfig jc;
+    jc.spec = &spec;
+    jc.plan = plan;
+    jc.thread_number = c.thread_number;
+    jc.cpu = cpu;
+    jc.queue = dev >= 0 ? &s.null_blks[dev]->queue() : nullptr;
+    jc.start_at = spec.startdelay_min_ns;
+    jc.ramp_end = jc.start_at + spec.ramp_time_ns;
+    jc.end_at = spec.runtime_ns > 0 ? jc.ramp_end + spec.runtime_ns : sim::kSimTimeNever;
+    s.clones.push_back(std::make_unique<job::JobThread>(*s.kernel, jc, std::move(gen)));
+  }
+  const uint32_t last_wave = wave;
+  Simulation* sp = &s;
+  for (size_t i = 0; i < s.clones.size(); ++i) {
+    s.clones[i]->set_on_done([sp](job::JobThread* t) {
+      ++sp->done;
+      // Start the next wave when every clone of the earlier ones is done.
+      while (sp->next_wave <= sp->wave.back()) {
+        bool earlier_done = true;
+        for (size_t k = 0; k < sp->clones.size(); ++k) {
+          if (sp->wave[k] < sp->next_wave && !sp->clones[k]->done()) earlier_done = false;
+        }
+        if (!earlier_done) break;
+        const sim::SimTime now = t->finished_at();
+        for (size_t k = 0; k < sp->clones.size(); ++k) {
+          if (sp->wave[k] == sp->next_wave) {
+            sp->clones[k]->StartAt(now + sp->clones[k]->config().start_at);
+          }
+        }
+        ++sp->next_wave;
+      }
+    });
+    if (s.wave[i] == 0) s.clones[i]->Start();
+  }
+  (void)last_wave;
+
+  // Run virtual time in slices: between slices the caller may cancel, and
+  // progress and stalls are checked.
+  sim::Machine& m = *s.machine;
+  const int64_t slice_ns = req.snapshot_interval_ns > 0 ? req.snapshot_interval_ns : 100 * sim::kNsPerMs;
+  sim::SimTime horizon = 0;
+  uint64_t last_ios = 0;
+  sim::SimTime last_progress = 0;
+  while (s.done < s.clones.size()) {
+    horizon += slice_ns;
+    m.set_horizon(horizon);
+    m.sim().Run(horizon);
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+      return absl::CancelledError("the run was cancelled");
+    }
+    uint64_t ios = 0, bytes = 0;
+    uint32_t running = 0;
+    for (const auto& c : s.clones) {
+      ios += c->ios_completed();
+      if (!c->done()) ++running;
+    }
+    if (on_snapshot) {
+      Snapshot snap;
+      snap.virtual_ns = horizon;
+      snap.ios_completed = ios;
+      snap.bytes_completed = bytes;
+      snap.clones_running = running;
+      snap.events = m.sim().events_delivered();
+      on_snapshot(snap);
+    }
+    if (s.done >= s.clones.size()) break;
+    if (ios != last_ios) {
+      last_ios = ios;
+      last_progress = horizon;
+    }
+    const bool idle = m.sim().pending_events() == 0;
+    if (idle || horizon - last_progress > req.limits.stall_ns) {
+      // Nothing can ever happen again (or nothing has for too long): stalled.
+      std::vector<std::string> stuck;
+      for (size_t dev = 0; dev < s.null_blks.size(); ++dev) {
+        if (!s.null_blks[dev]) continue;
+        for (const model::Request* rq : s.null_blks[dev]->queue().StuckRequests(horizon, 0)) {
+          stuck.push_back(absl::StrCat(s.devices[dev].name, " tag ", rq->tag, " sector ", rq->sector,
+                                       " (allocated at ", rq->alloc_time_ns, " ns, hctx ",
+                                       rq->mq_hctx->queue_num(), ")"));
+          if (stuck.size() >= 16) break;
+        }
+      }
+      return absl::DeadlineExceededError(absl::StrCat(
+          "simulated I/O stalled at ", horizon / 1000, " us of virtual time: ", running,
+          " job(s) still waiting, no I/O completed for ", (horizon - last_progress) / 1000000,
+          " ms; stuck requests: ", stuck.empty() ? "none allocated" : absl::StrJoin(stuck, "; ")));
+    }
+    if (horizon > req.limits.max_virtual_ns + slice_ns) {
+      return absl::ResourceExhaustedError(absl::StrCat("virtual-time limit of ",
+                                                       req.limits.max_virtual_ns / 1000000000,
+                                                       " s reached"));
+    }
+    if (ios > req.limits.max_ios) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("simulated-IO limit of ", req.limits.max_ios, " reached"));
+    }
+  }
+
+  // Results per clone.
+  sim::SimTime end = 0;
+  for (size_t i = 0; i < s.clones.size(); ++i) {
+    const job::JobThread& t = *s.clones[i];
+    const workload::JobClone& c = req.jobs.clones[i];
+    CloneResult cr;
+    cr.job_index = c.job_index;
+    cr.clone_index = c.clone_index;
+    cr.thread_number = c.thread_number;
+    cr.group_id = c.group_id;
+    cr.cpu = t.config().cpu;
+    cr.device = s.clone_device[i] >= 0 ? s.devices[s.clone_device[i]].name : "";
+    cr.start_ns = t.config().start_at;
+    cr.end_ns = t.finished_at();
+    cr.result = t.result();
+    end = std::max(end, t.finished_at());
+    result.clones.push_back(std::move(cr));
+  }
+  result.virtual_ns = end;
+  result.events = m.sim().events_delivered();
+
+  // blklab's kernel report: CPU modes, profile, locks, counters, devices.
+  stats::KernelReport& k = result.kernel;
+  k.host_name = req.host.name;
+  k.elapsed_ns = end;
+  k.events = result.events;
+  int64_t sys_ns = 0;
+  int used = 0;
+  for (int c = 0; c < m.num_cpus(); ++c) {
+    sim::Cpu& cpu = m.cpu(c);
+    cpu.AccountIdleUntil(end);
+    if (cpu.busy_ns() == 0) continue;
+    ++used;
+    stats::CpuRow row;
+    row.cpu = c;
+    for (int mode = 0; mode < sim::kNumModes; ++mode) {
+      row.mode_ns[mode] = cpu.mode_ns(static_cast<sim::Mode>(mode));
+    }
+    k.busy_ns += cpu.busy_ns();
+    sys_ns += cpu.mode_ns(sim::Mode::kSys) + cpu.mode_ns(sim::Mode::kIrq) +
+              cpu.mode_ns(sim::Mode::kSoftirq);
+    k.cpus.push_back(row);
+  }
+  k.sys_pct = end > 0 && used > 0 ? 100.0 * static_cast<double>(sys_ns) / (static_cast<double>(end) * used) : 0;
+  const auto& fns = m.functions();
+  int64_t slowpath = 0;
+  for (sim::FnId fn = 0; fn < fns.size(); ++fn) {
+    for (int mode = 0; mode < 4; ++mode) {
+      int64_t ns = 0;
+      for (int c = 0; c < m.num_cpus(); ++c) ns += m.cpu(c).fn_ns(fn, static_cast<sim::Mode>(mode));
+      if (ns == 0) continue;
+      stats::ProfileRow row;
+      row.function = fns.name(fn);
+      row.mode = static_cast<stats::CpuMode>(mode);
+      row.self_ns = ns;
+      row.share_pct = k.busy_ns > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(k.busy_ns) : 0;
+      if (row.function == "native_queued_spin_lock_slowpath") slowpath += ns;
+      k.profile.push_back(std::move(row));
+    }
+  }
+  std::stable_sort(k.profile.begin(), k.profile.end(),
+                   [](const stats::ProfileRow& a, const stats::ProfileRow& b) {
+                     if (a.self_ns != b.self_ns) return a.self_ns > b.self_ns;
+                     if (a.function != b.function) return a.function < b.function;
+                     return a.mode < b.mode;
+                   });
+  k.contention_pct = k.busy_ns > 0 ? 100.0 * static_cast<double>(slowpath) / k.busy_ns : 0;
+  std::map<std::string, stats::LockRow> locks;  // ordered by name: deterministic
+  for (const sim::SpinLock* l : m.locks()) {
+    const sim::LockStats& st = l->stats();
+    if (st.acquisitions == 0) continue;
+    stats::LockRow& row = locks[l->name()];
+    row.name = l->name();
+    row.acquisitions += st.acquisitions;
+    row.contended += st.contended;
+    row.wait_ns += st.wait_ns;
+    row.hold_ns += st.hold_ns;
+    row.max_waiters = std::max<uint64_t>(row.max_waiters, st.max_waiters);
+  }
+  for (auto& [name, row] : locks) k.locks.push_back(row);
+  for (int c = 0; c < static_cast<int>(model::Counter::kNumCounters); ++c) {
+    const uint64_t v = s.kernel->counter(static_cast<model::Counter>(c));
+    if (v == 0) continue;
+    k.counters.push_back(stats::CounterRow{model::CounterName(static_cast<model::Counter>(c)), v});
+  }
+  k.counters.push_back(stats::CounterRow{"sim_events", result.events});
+  std::sort(k.counters.begin(), k.counters.end(),
+            [](const stats::CounterRow& a, const stats::CounterRow& b) { return a.name < b.name; });
+  for (auto& c : result.clones) k.total_ios += c.result.dirs[0].total_ios + c.result.dirs[1].total_ios +
+                                               c.result.dirs[2].total_ios;
+  for (size_t dev = 0; dev < s.null_blks.size(); ++dev) {
+    if (!s.null_blks[dev]) continue;
+    model::RequestQueue& q = s.null_blks[dev]->queue();
+    q.FinishDiskStats(end);
+    const model::DiskStats& ds = q.disk_stats();
+    stats::DeviceRow row;
+    row.name = s.devices[dev].name;
+    row.read_ios = ds.ios[0];
+    row.write_ios = ds.ios[1];
+    row.read_merges = ds.merges[0];
+    row.write_merges = ds.merges[1];
+    row.read_ticks_ms = ds.ticks_ns[0] / 1000000;
+    row.write_ticks_ms = ds.ticks_ns[1] / 1000000;
+    row.in_queue_ms = ds.in_queue_ns / 1000000;
+    row.util_pct = end > 0 ? 100.0 * static_cast<double>(ds.io_ticks_ns) / static_cast<double>(end) : 0;
+    k.devices.push_back(row);
+    // Invariant: no request is lost.
+    if (q.requests_outstanding() != 0) {
+      return absl::InternalError(absl::StrCat("device ", row.name, ": ", q.requests_outstanding(),
+                                              " request(s) never completed"));
+    }
+  }
+  return result;
+}
+
+}  // namespace blklab

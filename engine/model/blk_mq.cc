@@ -44,14 +44,23 @@ RequestQueue::RequestQueue(Kernel& kernel, std::string name, TagSet& set, BlkMqD
   for (uint32_t i = 0; i < set.nr_hw_queues(); ++i) {
     hctxs_.push_back(std::make_unique<Hctx>(kernel, this, i, &set.tags(i)));
   }
+  for (uint32_t i = set.config().nr_hw_queues; i < set.nr_hw_queues(); ++i) {
+    hctxs_[i]->is_poll_ = true;
+  }
   for (int c = 0; c < ncpus; ++c) {
     auto ctx = std::make_unique<Ctx>(kernel, name_, c);
-    Hctx* h = hctxs_[set.MapQueue(c)].get();
-    ctx->hctx_ = h;
-    ctx->index_hw_ = static_cast<uint32_t>(h->ctxs_.size());
-    h->ctxs_.push_back(ctx.get());
-    h->cpumask_.push_back(c);
+    for (int type = 0; type < 2; ++type) {
+      Hctx* h = hctxs_[set.MapQueue(c, type == 1)].get();
+      ctx->hctx_[type] = h;
+      if (type == 1 && h == ctx->hctx_[0]) break;  // no poll queues: one map
+      ctx->index_hw_[type] = static_cast<uint32_t>(h->ctxs_.size());
+      h->ctxs_.push_back(ctx.get());
+      h->cpumask_.push_back(c);
+    }
     ctxs_.push_back(std::move(ctx));
+  }
+  for (auto& h : hctxs_) {
+    if (h->cpumask_.empty()) h->cpumask_.push_back(0);
   }
   for (auto& h : hctxs_) {
     const size_t words = (h->ctxs_.size() + kCtxPerMapWord - 1) / kCtxPerMapWord;
@@ -111,7 +120,7 @@ std::vector<const Request*> RequestQueue::StuckRequests(sim::SimTime now, int64_
 
 // --- submission -------------------------------------------------------------
 
-void RequestQueue::InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx) {
+void RequestQueue::InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx, Plug* plug) {
   // blk_mq_rq_ctx_init + blk_mq_bio_to_request
   rq->state = Request::State::kAllocated;
   rq->q = this;
@@ -128,6 +137,10 @@ void RequestQueue::InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx)
   if (NeedTimestamp()) {
     if (kernel_.knobs().config_blk_cgroup && kernel_.knobs().cgroup_inherit_bio_start_time) {
       rq->start_time_ns = bio->bi_issue;  // RC2 patch 2: no extra timestamp
+    } else if (plug != nullptr && kernel_.knobs().plug_cache_time) {
+      // blk_time_get_ns: one clock read per plug, reused while plugged.
+      if (plug->cached_time_ns < 0) plug->cached_time_ns = kernel_.Ktime(cpu);
+      rq->start_time_ns = plug->cached_time_ns;
     } else {
       rq->start_time_ns = kernel_.Ktime(cpu);
     }
@@ -154,11 +167,11 @@ bool RequestQueue::AttemptPlugMerge(sim::Cpu& cpu, Plug* plug, Bio* bio) {
 }
 
 sim::Task RequestQueue::GetRequest(sim::Cpu& cpu, Bio* bio, Plug* plug, Request** out) {
-  Hctx* hctx = MapQueue(cpu.id());
+  Hctx* hctx = MapQueue(cpu.id(), bio->polled);
   // A request cached in the plug by an earlier batched allocation.
   if (plug != nullptr && !plug->cached_rqs.empty() && plug->cached_rqs.front()->mq_hctx == hctx) {
     Request* rq = plug->cached_rqs.pop_front();
-    InitRequest(cpu, rq, bio, hctx);
+    InitRequest(cpu, rq, bio, hctx, plug);
     *out = rq;
     co_return;
   }
@@ -187,7 +200,7 @@ sim::Task RequestQueue::GetRequest(sim::Cpu& cpu, Bio* bio, Plug* plug, Request*
       }
       Request* rq = tags.static_rq(bits[0]);
       tags.set_rq(rq->tag, rq);
-      InitRequest(cpu, rq, bio, hctx);
+      InitRequest(cpu, rq, bio, hctx, plug);
       *out = rq;
       co_return;
     }
@@ -196,7 +209,7 @@ sim::Task RequestQueue::GetRequest(sim::Cpu& cpu, Bio* bio, Plug* plug, Request*
     if (bit >= 0) {
       Request* rq = tags.static_rq(static_cast<uint32_t>(bit));
       tags.set_rq(rq->tag, rq);
-      InitRequest(cpu, rq, bio, hctx);
+      InitRequest(cpu, rq, bio, hctx, plug);
       *out = rq;
       co_return;
     }
@@ -236,7 +249,7 @@ sim::Task RequestQueue::GetRequest(sim::Cpu& cpu, Bio* bio, Plug* plug, Request*
     }
     Request* rq = tags.static_rq(static_cast<uint32_t>(bit));
     tags.set_rq(rq->tag, rq);
-    InitRequest(cpu, rq, bio, hctx);
+    InitRequest(cpu, rq, bio, hctx, plug);
     *out = rq;
     co_return;
   }
@@ -260,7 +273,7 @@ sim::Task RequestQueue::SubmitBio(sim::Cpu& cpu, Bio* bio, Plug* plug) {
 
   // Merges: the plug's last request, then the software queue (none).
   if (AttemptPlugMerge(cpu, plug, bio)) co_return;
-  Hctx* hctx = MapQueue(cpu.id());
+  Hctx* hctx = MapQueue(cpu.id(), bio->polled);
   Ctx* ctx = ctxs_[cpu.id()].get();
   if (config_.nomerges == 0 && config_.scheduler == Elevator::kNone) {
     co_await cpu.Sync();
@@ -314,7 +327,7 @@ sim::Task RequestQueue::InsertAndRun(sim::Cpu& cpu, Request* rq, bool run_async)
   cpu.Charge(kernel_.fn.blk_mq_insert_request,
              ctx->list_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
   ctx->rq_list_.push_back(rq);
-  MarkCtxPending(cpu, ctx);
+  MarkCtxPending(cpu, ctx, rq->mq_hctx);
   kernel_.Count(Counter::k_sw_queue_insert);
   co_await cpu.Sync();
   ctx->lock_.Unlock(cpu);
@@ -325,10 +338,10 @@ sim::Task RequestQueue::InsertAndRun(sim::Cpu& cpu, Request* rq, bool run_async)
   }
 }
 
-void RequestQueue::MarkCtxPending(sim::Cpu& cpu, Ctx* ctx) {
-  Hctx* h = ctx->hctx_;
-  const uint32_t w = ctx->index_hw_ / kCtxPerMapWord;
-  const uint64_t b = uint64_t{1} << (ctx->index_hw_ % kCtxPerMapWord);
+void RequestQueue::MarkCtxPending(sim::Cpu& cpu, Ctx* ctx, Hctx* h) {
+  const int type = h == ctx->hctx_[0] ? 0 : 1;
+  const uint32_t w = ctx->index_hw_[type] / kCtxPerMapWord;
+  const uint64_t b = uint64_t{1} << (ctx->index_hw_[type] % kCtxPerMapWord);
   if (h->ctx_map_[w] & b) return;
   cpu.Charge(kernel_.fn.blk_mq_insert_request,
              h->ctx_map_lines_[w].Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
@@ -550,7 +563,17 @@ sim::Task RequestQueue::FlushBusyCtxs(sim::Cpu& cpu, Hctx* hctx, RequestList& ou
       co_await ctx->lock_.Lock(cpu);
       cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list,
                  ctx->list_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
-      out.splice_tail(ctx->rq_list_);
+      // Only this hctx's requests (a ctx may also hold poll-queue requests).
+      RequestList keep;
+      while (!ctx->rq_list_.empty()) {
+        Request* r = ctx->rq_list_.pop_front();
+        if (r->mq_hctx == hctx) {
+          out.push_back(r);
+        } else {
+          keep.push_back(r);
+        }
+      }
+      ctx->rq_list_.splice_tail(keep);
       hctx->ctx_map_[w] &= ~(uint64_t{1} << b);
       cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list,
                  hctx->ctx_map_lines_[w].Write(kernel_.machine(), cpu.id(),
@@ -721,10 +744,20 @@ sim::Task RequestQueue::DoneSoftirq::Handle(sim::Cpu& cpu, uint64_t arg) {
   q_->driver_->Complete(cpu, reinterpret_cast<Request*>(arg));
 }
 
-void RequestQueue::EndRequest(sim::Cpu& cpu, Request* rq, BlkStatus status) {
+int RequestQueue::Poll(sim::Cpu& cpu) {
+  // blk_hctx_poll -> ->poll on the poll queue this CPU maps to.
+  Hctx* hctx = MapQueue(cpu.id(), /*polled=*/true);
+  cpu.Charge(kernel_.fn.blk_hctx_poll, kernel_.costs().io_poll_per_call);
+  return driver_->Poll(cpu, hctx);
+}
+
+void RequestQueue::EndRequest(sim::Cpu& cpu, Request* rq, BlkStatus status, bool batched) {
   // blk_mq_end_request -> blk_update_request (bio_endio) -> __blk_mq_end_request
+  // (or blk_mq_end_request_batch for an io_comp_batch).
   const auto& c = kernel_.costs();
-  cpu.Charge(kernel_.fn.blk_mq_end_request, c.end_request_single);
+  const bool batch = batched && kernel_.knobs().batched_completion;
+  cpu.Charge(batch ? kernel_.fn.blk_mq_end_request_batch : kernel_.fn.blk_mq_end_request,
+             batch ? c.end_request_batch : c.end_request_single);
   Bio* bio = rq->bio;
   while (bio != nullptr) {
     Bio* next = bio->bi_next;

@@ -57,6 +57,8 @@ class BlkMqDriver {
   virtual void CommitRqs(sim::Cpu& cpu, Hctx* hctx) {}
   // ->complete: runs where blk_mq_complete_request placed the completion.
   virtual void Complete(sim::Cpu& cpu, Request* rq) = 0;
+  // ->poll: completes what a poll queue has finished; returns the count.
+  virtual int Poll(sim::Cpu& cpu, Hctx* hctx) { return 0; }
 };
 
 enum class Elevator : uint8_t { kNone, kMqDeadline };
@@ -75,14 +77,14 @@ class Ctx {
  public:
   Ctx(Kernel& kernel, const std::string& qname, int cpu);
   int cpu() const { return cpu_; }
-  Hctx* hctx() const { return hctx_; }
+  Hctx* hctx(bool polled = false) const { return hctx_[polled ? 1 : 0]; }
 
  private:
   friend class RequestQueue;
   friend class Hctx;
   int cpu_;
-  Hctx* hctx_ = nullptr;
-  uint32_t index_hw_ = 0;     // bit in hctx->ctx_map
+  Hctx* hctx_[2] = {nullptr, nullptr};  // ctx->hctxs[HCTX_TYPE_DEFAULT / _POLL]
+  uint32_t index_hw_[2] = {0, 0};       // bit in that hctx's ctx_map
   sim::SpinLock lock_;        // ctx->lock
   RequestList rq_list_;       // ctx->rq_lists[HCTX_TYPE_DEFAULT]
   sim::CacheLine list_line_;
@@ -93,6 +95,7 @@ class Hctx {
  public:
   Hctx(Kernel& kernel, RequestQueue* q, uint32_t queue_num, Tags* tags);
   uint32_t queue_num() const { return queue_num_; }
+  bool is_poll() const { return is_poll_; }
   RequestQueue* queue() const { return q_; }
   Tags& tags() { return *tags_; }
   bool stopped() const { return stopped_; }
@@ -114,6 +117,7 @@ class Hctx {
 
   RequestQueue* q_;
   uint32_t queue_num_;
+  bool is_poll_ = false;
   Tags* tags_;
   bool stopped_ = false;        // BLK_MQ_S_STOPPED
   bool sched_restart_ = false;  // BLK_MQ_S_SCHED_RESTART
@@ -140,6 +144,7 @@ struct Plug {
   uint32_t nr_ios = 1;
   RequestQueue* q = nullptr;    // queue of the last request added
   bool multiple_queues = false;
+  sim::SimTime cached_time_ns = -1;  // blk_time_get_ns cache (plug_cache_time)
 };
 
 // Per-direction disk statistics (/proc/diskstats, fio's "Disk stats").
@@ -192,7 +197,11 @@ class RequestQueue {
   // Driver-facing.
   void StartRequest(sim::Cpu& cpu, Request* rq);
   void CompleteRequest(sim::Cpu& cpu, Request* rq);
-  void EndRequest(sim::Cpu& cpu, Request* rq, BlkStatus status);
+  // `batched`: ended through an io_comp_batch (blk_mq_end_request_batch).
+  void EndRequest(sim::Cpu& cpu, Request* rq, BlkStatus status, bool batched = false);
+  // blk_hctx_poll: polls the poll queue CPU `cpu` maps to; returns completions.
+  int Poll(sim::Cpu& cpu);
+  bool has_poll_queues() const { return set_.config().nr_poll_queues > 0; }
 
  private:
   friend class Hctx;
@@ -213,10 +222,10 @@ class RequestQueue {
     RequestQueue* q_;
   };
 
-  Hctx* MapQueue(int cpu) { return ctxs_[cpu]->hctx_; }
+  Hctx* MapQueue(int cpu, bool polled = false) { return ctxs_[cpu]->hctx(polled); }
   bool NeedTimestamp() const { return config_.iostats || config_.scheduler != Elevator::kNone; }
   sim::Task GetRequest(sim::Cpu& cpu, Bio* bio, Plug* plug, Request** out);
-  void InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx);
+  void InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx, Plug* plug);
   bool AttemptPlugMerge(sim::Cpu& cpu, Plug* plug, Bio* bio);
   sim::Task TryIssueDirectly(sim::Cpu& cpu, Request* rq, bool last, BlkStatus* status);
   sim::Task InsertAndRun(sim::Cpu& cpu, Request* rq, bool run_async);
@@ -225,7 +234,7 @@ class RequestQueue {
   sim::Task DispatchRqList(sim::Cpu& cpu, Hctx* hctx, RequestList& list, bool* progress);
   sim::Task FlushBusyCtxs(sim::Cpu& cpu, Hctx* hctx, RequestList& out);
   bool HasPending(sim::Cpu& cpu, Hctx* hctx);
-  void MarkCtxPending(sim::Cpu& cpu, Ctx* ctx);
+  void MarkCtxPending(sim::Cpu& cpu, Ctx* ctx, Hctx* hctx);
   void UpdateDispatchBusy(Hctx* hctx, bool busy);
   int NextCpu(sim::Cpu& cpu, Hctx* hctx);
   void FreeRequest(sim::Cpu& cpu, Request* rq);

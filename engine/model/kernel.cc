@@ -61,6 +61,8 @@ Kernel::Kernel(sim::Machine& machine, const host::CostTable& costs, const Kernel
   fn.hrtimer_start = r.Intern("hrtimer_start_range_ns");
   fn.hrtimer_interrupt = r.Intern("hrtimer_interrupt");
   fn.irq_exit_rcu = r.Intern("irq_exit_rcu");
+  fn.blk_hctx_poll = r.Intern("blk_hctx_poll");
+  fn.blk_mq_end_request_batch = r.Intern("blk_mq_end_request_batch");
 }
 
 }  // namespace blklab::model

@@ -30,7 +30,8 @@ struct KernelKnobs {
   bool throttle_fast_path_inline = true;        // RC2 patch 1
   bool cgroup_inherit_bio_start_time = true;    // RC2 patch 2
   bool bio_alloc_cache = true;                  // per-CPU bio cache (5.15+)
-  bool plug_cache_time = false;                 // blk_time_get_ns (6.8+): not modelled yet
+  bool plug_cache_time = false;                 // blk_time_get_ns: timestamps cached per plug (6.9)
+  bool batched_completion = true;               // blk_mq_end_request_batch (5.16+)
 };
 
 #define BLKLAB_KERNEL_COUNTERS(X) \
@@ -101,7 +102,7 @@ class Kernel {
         percpu_ref_get, rcu_read_lock, io_schedule, raw_spin_lock, raw_spin_lock_irqsave,
         native_queued_spin_lock_slowpath, blk_mq_sched_restart, blk_mq_get_tag,
         blk_mq_insert_request, blk_mq_try_issue_directly, hrtimer_start,
-        hrtimer_interrupt, irq_exit_rcu;
+        hrtimer_interrupt, irq_exit_rcu, blk_hctx_poll, blk_mq_end_request_batch;
   } fn;
 
  private:

@@ -24,7 +24,12 @@ TagSet::TagSet(Kernel& kernel, std::string name, const TagSetConfig& config) : c
   for (int c = 0; c < ncpus; ++c) {
     mq_map_[c] = static_cast<uint32_t>(static_cast<uint64_t>(c) * config.nr_hw_queues / ncpus);
   }
-  const uint32_t nr_tags_objs = config.hctx_shared ? 1 : config.nr_hw_queues;
+  poll_map_.resize(ncpus);
+  for (int c = 0; c < ncpus && config.nr_poll_queues > 0; ++c) {
+    poll_map_[c] = config.nr_hw_queues +
+                   static_cast<uint32_t>(static_cast<uint64_t>(c) * config.nr_poll_queues / ncpus);
+  }
+  const uint32_t nr_tags_objs = config.hctx_shared ? 1 : nr_hw_queues();
   for (uint32_t i = 0; i < nr_tags_objs; ++i) {
     tags_.push_back(std::make_unique<Tags>(kernel, name + ":tags->lock", config.queue_depth));
   }

@@ -47,7 +47,8 @@ class Tags {
 };
 
 struct TagSetConfig {
-  uint32_t nr_hw_queues = 1;
+  uint32_t nr_hw_queues = 1;    // default-map queues
+  uint32_t nr_poll_queues = 0;  // HCTX_TYPE_POLL queues, after the default ones
   uint32_t queue_depth = 64;
   bool blocking = false;        // BLK_MQ_F_BLOCKING
   bool hctx_shared = false;     // BLK_MQ_F_TAG_HCTX_SHARED (one Tags for all hctx)
@@ -58,9 +59,13 @@ class TagSet {
   TagSet(Kernel& kernel, std::string name, const TagSetConfig& config);
 
   const TagSetConfig& config() const { return config_; }
-  uint32_t nr_hw_queues() const { return config_.nr_hw_queues; }
-  // blk_mq_map_queues: the hardware queue that CPU `cpu` submits to.
-  uint32_t MapQueue(int cpu) const { return mq_map_[cpu]; }
+  // All hardware queues, default and poll (q->nr_hw_queues).
+  uint32_t nr_hw_queues() const { return config_.nr_hw_queues + config_.nr_poll_queues; }
+  // blk_mq_map_queues: the hardware queue that CPU `cpu` submits to, in the
+  // default map or (polled I/O) the poll map.
+  uint32_t MapQueue(int cpu, bool polled = false) const {
+    return polled && config_.nr_poll_queues > 0 ? poll_map_[cpu] : mq_map_[cpu];
+  }
   Tags& tags(uint32_t hctx) { return *tags_[config_.hctx_shared ? 0 : hctx]; }
   // Number of request queues using this set (> 1 means TAG_QUEUE_SHARED).
   int nr_queues() const { return nr_queues_; }
@@ -69,6 +74,7 @@ class TagSet {
  private:
   TagSetConfig config_;
   std::vector<uint32_t> mq_map_;
+  std::vector<uint32_t> poll_map_;
   std::vector<std::unique_ptr<Tags>> tags_;
   int nr_queues_ = 0;
 };

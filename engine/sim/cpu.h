@@ -93,9 +93,13 @@ class Thread {
   State state() const { return state_; }
   bool sleeping() const { return state_ == State::kSleeping; }
   uint64_t context_switches() const { return context_switches_; }
+  // CPU time this thread used in user and kernel mode (its rusage).
+  int64_t user_ns() const { return mode_ns_[0]; }
+  int64_t sys_ns() const { return mode_ns_[1]; }
 
  private:
   friend class Cpu;
+  int64_t mode_ns_[2] = {};
   Machine& machine_;
   std::string name_;
   int cpu_;
@@ -125,13 +129,17 @@ class Cpu final : public EventHandler {
     if (slot >= fn_ns_.size()) fn_ns_.resize(machine_.functions().size() * kNumModes + kNumModes);
     fn_ns_[slot] += ns;
     mode_ns_[mode] += ns;
+    if (mode <= static_cast<int>(Mode::kSys) && current_thread_ != nullptr) {
+      current_thread_->mode_ns_[mode] += ns;
+    }
     now_ += ns;
   }
 
   // True when the running context may touch shared state at now() without
   // first letting other events run.
   bool CanRunInline() const {
-    return now_ < machine_.sim().NextEventTime() && (!preempt_pending_ || lock_depth_ > 0);
+    return now_ < machine_.sim().NextEventTime() && now_ < machine_.horizon() &&
+           (!preempt_pending_ || lock_depth_ > 0);
   }
 
   // Spinlock bookkeeping: no pre-emption of the running context while > 0.

@@ -26,6 +26,7 @@
 namespace blklab::sim {
 
 class Cpu;
+class SpinLock;
 
 using FnId = uint32_t;
 
@@ -80,6 +81,15 @@ class Machine {
   const CpuPlacement& placement(int id) const { return placement_[id]; }
   const MachineCosts& costs() const { return costs_; }
 
+  // Contexts run ahead inline only up to the horizon; past it they yield so
+  // the driver of the simulation regains control (cancellation, snapshots).
+  void set_horizon(SimTime t) { horizon_ = t; }
+  SimTime horizon() const { return horizon_; }
+
+  // Every SpinLock of the simulation registers itself (lockstat's list).
+  void RegisterLock(SpinLock* lock) { locks_.push_back(lock); }
+  const std::vector<SpinLock*>& locks() const { return locks_; }
+
   // Price of moving a cacheline last written on `from` to `to`.
   int64_t TransferCost(int from, int to) const {
     if (from == to) return 0;
@@ -97,6 +107,8 @@ class Machine {
   std::vector<CpuPlacement> placement_;
   MachineCosts costs_;
   std::vector<std::unique_ptr<Cpu>> cpus_;
+  std::vector<SpinLock*> locks_;
+  SimTime horizon_ = kSimTimeNever;
 };
 
 }  // namespace blklab::sim

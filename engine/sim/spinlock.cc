@@ -7,7 +7,9 @@ namespace blklab::sim {
 SpinLock::SpinLock(Machine& machine, std::string name, FnId fast_fn, FnId slow_fn,
                    SpinLockCosts costs)
     : machine_(machine), name_(std::move(name)), fast_fn_(fast_fn), slow_fn_(slow_fn),
-      costs_(costs) {}
+      costs_(costs) {
+  machine.RegisterLock(this);
+}
 
 void SpinLock::Acquired(Cpu& cpu) {
   holder_ = cpu.id();

@@ -15,9 +15,11 @@ NullBlk::NullBlk(Kernel& kernel, std::string name, const NullBlkConfig& config,
   ts.nr_hw_queues = config.submit_queues;
   ts.queue_depth = config.hw_queue_depth;
   ts.blocking = config.blocking;
+  ts.nr_poll_queues = config.poll_queues;
   set_ = std::make_unique<TagSet>(kernel, name_, ts);
   q_ = std::make_unique<RequestQueue>(kernel, name_, *set_, this, queue);
-  cmd_timers_.resize(static_cast<size_t>(config.submit_queues) * config.hw_queue_depth);
+  cmd_timers_.resize(static_cast<size_t>(set_->nr_hw_queues()) * config.hw_queue_depth);
+  poll_lists_.resize(set_->nr_hw_queues());
   for (size_t i = 0; i < cmd_timers_.size(); ++i) {
     cmd_timers_[i].Init(&kernel.machine(), 0, &timer_irq_, 0);
   }
@@ -49,6 +51,11 @@ BlkStatus NullBlk::QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last) {
     bw_budget_bytes_ -= rq->bytes;
   }
   q_->StartRequest(cpu, rq);
+  if (hctx->is_poll()) {
+    // Poll queue: the command is done at once and waits for ->poll.
+    poll_lists_[hctx->queue_num()].push_back(rq);
+    return BlkStatus::kOk;
+  }
   switch (config_.irqmode) {
     case 0:
       q_->EndRequest(cpu, rq, BlkStatus::kOk);
@@ -73,6 +80,20 @@ void NullBlk::Complete(sim::Cpu& cpu, Request* rq) {
   // null_complete_rq -> end_cmd
   cpu.Charge(fn_complete_rq_, kernel_.costs().line_read_hit);
   q_->EndRequest(cpu, rq, BlkStatus::kOk);
+}
+
+int NullBlk::Poll(sim::Cpu& cpu, Hctx* hctx) {
+  // null_poll: everything done on this poll queue ends through one
+  // io_comp_batch (blk_mq_end_request_batch).
+  RequestList& list = poll_lists_[hctx->queue_num()];
+  int n = 0;
+  while (!list.empty()) {
+    Request* rq = list.pop_front();
+    cpu.Charge(fn_complete_rq_, kernel_.costs().line_read_hit);
+    q_->EndRequest(cpu, rq, BlkStatus::kOk, /*batched=*/true);
+    ++n;
+  }
+  return n;
 }
 
 sim::Task NullBlk::TimerIrq::Handle(sim::Cpu& cpu, uint64_t arg) {

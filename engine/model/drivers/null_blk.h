@@ -42,6 +42,7 @@ struct NullBlkConfig {
   uint64_t size_bytes = 250ULL << 30;  // gb=250
   uint32_t block_size = 512;            // bs
   uint64_t mbps = 0;                    // 0: no cap
+  uint32_t poll_queues = 0;             // HCTX_TYPE_POLL queues
 };
 
 class NullBlk final : public BlkMqDriver {
@@ -57,6 +58,7 @@ class NullBlk final : public BlkMqDriver {
 
   BlkStatus QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last) override;
   void Complete(sim::Cpu& cpu, Request* rq) override;
+  int Poll(sim::Cpu& cpu, Hctx* hctx) override;
 
  private:
   class TimerIrq final : public sim::IrqHandler {
@@ -83,6 +85,7 @@ class NullBlk final : public BlkMqDriver {
   std::unique_ptr<RequestQueue> q_;
   TimerIrq timer_irq_;
   std::vector<sim::HrTimer> cmd_timers_;  // per (hctx tags, tag)
+  std::vector<RequestList> poll_lists_;    // per hctx: polled commands done, not yet reaped
   BwTimer bw_timer_;
   int64_t bw_budget_bytes_ = 0;
   bool bw_timer_armed_ = false;

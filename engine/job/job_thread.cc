@@ -1,0 +1,406 @@
+#include "engine/job/job_thread.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace blklab::job {
+
+using workload::IoEngine;
+
+namespace {
+stats::Dir ToStatsDir(workload::Direction d) {
+  switch (d) {
+    case workload::Direction::kRead:
+      return stats::Dir::kRead;
+    case workload::Direction::kWrite:
+      return stats::Dir::kWrite;
+    case workload::Direction::kTrim:
+      return stats::Dir::kTrim;
+  }
+  return stats::Dir::kRead;
+}
+model::ReqOp ToOp(workload::Direction d) {
+  switch (d) {
+    case workload::Direction::kRead:
+      return model::ReqOp::kRead;
+    case workload::Direction::kWrite:
+      return model::ReqOp::kWrite;
+    case workload::Direction::kTrim:
+      return model::ReqOp::kDiscard;
+  }
+  return model::ReqOp::kRead;
+}
+}  // namespace
+
+JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, workload::IoGenerator gen)
+    : kernel_(kernel),
+      config_(config),
+      spec_(*config.spec),
+      gen_(std::move(gen)),
+      cpu_(kernel.machine().cpu(config.cpu)),
+      collector_(stats::CollectorConfig{
+          static_cast<int64_t>(config.spec->bwavgtime_ms) * sim::kNsPerMs,
+          static_cast<int64_t>(config.spec->iopsavgtime_ms) * sim::kNsPerMs}) {
+  const uint32_t depth =
+      workload::IsSynchronous(spec_.ioengine) ? 1 : std::max<uint32_t>(spec_.iodepth, 1);
+  io_us_.resize(depth);
+  for (uint32_t i = 0; i < depth; ++i) {
+    io_us_[i].bio.owner = this;
+    io_us_[i].bio.cookie = i;
+    free_.push_back(&io_us_[depth - 1 - i]);
+  }
+  batch_submit_ = spec_.iodepth_batch_submit == 0 ? depth : std::min(spec_.iodepth_batch_submit, depth);
+  batch_complete_min_ = spec_.iodepth_batch_complete_min;
+  batch_complete_max_ = spec_.iodepth_batch_complete_max == 0
+                            ? std::max<uint32_t>(batch_complete_min_, 1)
+                            : spec_.iodepth_batch_complete_max;
+  const uint64_t loops = std::max<uint64_t>(spec_.loops, 1);
+  bytes_limit_ = config.plan.io_limit_bytes * loops;
+  thread_ = std::make_unique<sim::Thread>(kernel.machine(), "fio/" + spec_.name, config.cpu);
+
+  auto& r = kernel.machine().functions();
+  fn_get_io_u_ = r.Intern("fio:get_io_u");
+  fn_io_completed_ = r.Intern("fio:io_completed");
+  fn_syscall_ = r.Intern("entry_SYSCALL_64");
+  fn_io_uring_enter_ = r.Intern("__x64_sys_io_uring_enter");
+  fn_io_submit_sqes_ = r.Intern("io_submit_sqes");
+  fn_fget_ = r.Intern("fget");
+  fn_pin_ = r.Intern("bio_iov_iter_get_pages");
+  fn_io_req_complete_post_ = r.Intern("io_req_complete_post");
+  fn_tctx_task_work_ = r.Intern("tctx_task_work");
+  fn_io_submit_ = r.Intern("__x64_sys_io_submit");
+  fn_io_submit_one_ = r.Intern("io_submit_one");
+  fn_io_getevents_ = r.Intern("__x64_sys_io_getevents");
+  fn_aio_complete_ = r.Intern("aio_complete");
+  fn_read_events_ = r.Intern("read_events");
+  fn_pread_ = r.Intern("__x64_sys_pread64");
+  fn_blkdev_read_iter_ = r.Intern("blkdev_read_iter");
+  fn_io_schedule_ = r.Intern("io_schedule");
+  fn_try_to_wake_up_ = r.Intern("try_to_wake_up");
+}
+
+void JobThread::Start() { thread_->Start(Main(), config_.start_at); }
+
+void JobThread::StartAt(sim::SimTime at) {
+  const sim::SimTime shift = at - config_.start_at;
+  config_.start_at = at;
+  config_.ramp_end += shift;
+  if (config_.end_at != sim::kSimTimeNever) config_.end_at += shift;
+  thread_->Start(Main(), at);
+}
+
+int64_t JobThread::PinCost(uint32_t bytes) const {
+  return static_cast<int64_t>((bytes + 4095) / 4096) * kernel_.costs().page_pin_4k;
+}
+
+void JobThread::MaybeStartStats() {
+  if (stats_started_at_ >= 0 || cpu_.now() < config_.ramp_end) return;
+  stats_started_at_ = cpu_.now();
+  collector_.Start(stats_started_at_);
+  user_ns_at_start_ = thread_->user_ns();
+  sys_ns_at_start_ = thread_->sys_ns();
+  ctx_at_start_ = thread_->context_switches();
+}
+
+bool JobThread::Stopping() {
+  if (stopping_) return true;
+  if (cpu_.now() >= config_.end_at) stopping_ = true;
+  if (!spec_.time_based) {
+    if (spec_.number_ios > 0 && ios_issued_ >= spec_.number_ios) stopping_ = true;
+    if (bytes_limit_ > 0 && bytes_issued_ >= bytes_limit_) stopping_ = true;
+  }
+  return stopping_;
+}
+
+bool JobThread::PrepareIo(IoU* u) {
+  // get_io_u + fill_io_u: fio's own per-I/O user-space work (half here, half
+  // at completion).
+  const workload::GeneratedIo io = gen_.Next();
+  cpu_.Charge(fn_get_io_u_, kernel_.costs().fio_user_per_io / 2);
+  u->dir = ToStatsDir(io.direction);
+  u->bio.op = ToOp(io.direction);
+  u->bio.sector = io.offset >> model::kSectorShift;
+  u->bio.bytes = static_cast<uint32_t>(io.length);
+  u->bio.bi_next = nullptr;
+  u->bio.polled = spec_.engine_flags.hipri && spec_.ioengine == IoEngine::kIoUring;
+  u->start_time = cpu_.now();
+  u->state = IoState::kQueued;
+  u->error = false;
+  ++cur_depth_;
+  ++ios_issued_;
+  bytes_issued_ += io.length;
+  if (collector_.started()) collector_.RecordIssue(u->dir, cur_depth_);
+  return true;
+}
+
+sim::Task JobThread::Main() {
+  co_await cpu_.Sync();
+  MaybeStartStats();
+  if (workload::IsSynchronous(spec_.ioengine)) {
+    co_await SyncLoop();
+  } else {
+    co_await AsyncLoop();
+  }
+  co_await cpu_.Sync();
+  FinishStats();
+}
+
+void JobThread::FinishStats() {
+  finished_at_ = cpu_.now();
+  MaybeStartStats();
+  const int64_t window = std::max<int64_t>(finished_at_ - stats_started_at_, 1);
+  stats::CpuUsage usage;
+  usage.usr_pct = 100.0 * static_cast<double>(thread_->user_ns() - user_ns_at_start_) / window;
+  usage.sys_pct = 100.0 * static_cast<double>(thread_->sys_ns() - sys_ns_at_start_) / window;
+  usage.ctx = thread_->context_switches() - ctx_at_start_;
+  collector_.SetCpuUsage(usage);
+  result_ = collector_.Finish(finished_at_);
+  done_ = true;
+  if (on_done_) on_done_(this);
+}
+
+sim::Task JobThread::AsyncLoop() {
+  const uint32_t depth = static_cast<uint32_t>(io_us_.size());
+  for (;;) {
+    co_await cpu_.Sync();
+    MaybeStartStats();
+    if (Stopping()) break;
+    IoU* u = free_.back();
+    free_.pop_back();
+    PrepareIo(u);
+    queued_.push_back(u);
+    if (queued_.size() >= batch_submit_ || cur_depth_ >= depth) co_await Commit();
+    if (cur_depth_ >= depth) {
+      // wait_for_completions: the queue is full, reap at least one.
+      const uint32_t min = std::max<uint32_t>(1, std::min(batch_complete_min_, cur_depth_));
+      co_await Reap(min, std::max(batch_complete_max_, min));
+    }
+  }
+  // Drain: submit what is queued, reap everything in flight.
+  if (!queued_.empty()) co_await Commit();
+  while (cur_depth_ > 0) co_await Reap(1, cur_depth_);
+}
+
+sim::Task JobThread::SubmitOne(IoU* u, model::Plug* plug) {
+  const auto& c = kernel_.costs();
+  const bool io_uring = spec_.ioengine == IoEngine::kIoUring || spec_.ioengine == IoEngine::kIoUringCmd;
+  if (io_uring) {
+    cpu_.Charge(fn_io_submit_sqes_, c.io_uring_issue_sqe);
+    if (!spec_.engine_flags.registerfiles) cpu_.Charge(fn_fget_, c.fget_fput);
+    if (!spec_.engine_flags.fixedbufs) cpu_.Charge(fn_pin_, PinCost(u->bio.bytes));
+  } else {
+    cpu_.Charge(fn_io_submit_one_, c.libaio_submit_iocb);
+    cpu_.Charge(fn_pin_, PinCost(u->bio.bytes));
+  }
+  const bool cached = io_uring && kernel_.knobs().bio_alloc_cache;
+  cpu_.Charge(kernel_.fn.bio_alloc_bioset, cached ? c.bio_alloc_cached : c.bio_alloc_slab);
+  u->state = IoState::kInFlight;
+  co_await config_.queue->SubmitBio(cpu_, &u->bio, plug);
+}
+
+sim::Task JobThread::Commit() {
+  const auto& c = kernel_.costs();
+  const uint32_t n = static_cast<uint32_t>(queued_.size());
+  if (n == 0) co_return;
+  if (spec_.ioengine == IoEngine::kNull) {
+    // fio's null engine: commit "completes" everything queued.
+    for (IoU* u : queued_) {
+      u->issue_time = cpu_.now();
+      u->state = IoState::kCompleted;
+      completed_.push_back(u);
+    }
+    collector_.RecordSubmitCall(n);
+    queued_.clear();
+    co_return;
+  }
+  const bool io_uring = spec_.ioengine == IoEngine::kIoUring || spec_.ioengine == IoEngine::kIoUringCmd;
+  cpu_.Charge(io_uring ? fn_io_uring_enter_ : fn_io_submit_, c.syscall_entry_exit);
+  // io_submit_state_start / io_submit: a plug around batches of more than two.
+  model::Plug plug;
+  model::Plug* p = nullptr;
+  if (n > 2) {
+    plug.nr_ios = n;
+    p = &plug;
+  }
+  // Submission may complete I/O inline and so change queued_'s io_us; iterate a copy.
+  IoU* batch[256];
+  uint32_t nb = 0;
+  std::vector<IoU*> big;
+  if (n > 256) big = queued_;
+  for (IoU* u : queued_) {
+    if (n <= 256) batch[nb++] = u;
+  }
+  queued_.clear();
+  for (uint32_t i = 0; i < n; ++i) {
+    IoU* u = n <= 256 ? batch[i] : big[i];
+    co_await SubmitOne(u, p);
+  }
+  if (p != nullptr) co_await model::RequestQueue::FlushPlug(cpu_, p, false);
+  if (io_uring) RunTaskWork();
+  const sim::SimTime now = cpu_.now();
+  for (uint32_t i = 0; i < n; ++i) {
+    IoU* u = n <= 256 ? batch[i] : big[i];
+    u->issue_time = now;
+  }
+  collector_.RecordSubmitCall(n);
+}
+
+void JobThread::RunTaskWork() {
+  // tctx_task_work: post the CQEs of completions that ran elsewhere.
+  const auto& c = kernel_.costs();
+  for (IoU* u : task_work_) {
+    cpu_.Charge(fn_tctx_task_work_, c.io_uring_task_work);
+    cpu_.Charge(fn_io_req_complete_post_, c.io_uring_cqe_post);
+    u->state = IoState::kCompleted;
+    completed_.push_back(u);
+  }
+  task_work_.clear();
+}
+
+void JobThread::BioEndio(sim::Cpu& cpu, model::Bio* bio, model::BlkStatus status) {
+  IoU* u = &io_us_[bio->cookie];
+  u->error = status != model::BlkStatus::kOk;
+  const auto& c = kernel_.costs();
+  const bool own_context = &cpu == &cpu_ && cpu.level() == sim::Level::kTask &&
+                           cpu.current_thread() == thread_.get();
+  switch (spec_.ioengine) {
+    case IoEngine::kIoUring:
+    case IoEngine::kIoUringCmd:
+      if (own_context) {
+        cpu.Charge(fn_io_req_complete_post_, c.io_uring_cqe_post);
+        u->state = IoState::kCompleted;
+        completed_.push_back(u);
+        return;
+      }
+      // io_req_task_work_add: queue to the submitter and notify it.
+      cpu.Charge(fn_io_req_complete_post_, c.atomic_local);
+      task_work_.push_back(u);
+      break;
+    case IoEngine::kLibaio:
+    case IoEngine::kPosixaio:
+      cpu.Charge(fn_aio_complete_, c.libaio_event / 2);
+      u->state = IoState::kCompleted;
+      completed_.push_back(u);
+      if (waiting_ && completed_.size() < wait_for_) return;
+      break;
+    default:
+      u->state = IoState::kCompleted;
+      completed_.push_back(u);
+      break;
+  }
+  if (waiting_ && thread_->sleeping()) {
+    waiting_ = false;
+    cpu.Charge(fn_try_to_wake_up_, c.try_to_wake_up);
+    thread_->Wake(cpu.now());
+  }
+}
+
+void JobThread::ReapCompleted(uint32_t max) {
+  const uint32_t n = std::min<uint32_t>(max, static_cast<uint32_t>(completed_.size()));
+  if (n == 0) return;
+  const sim::SimTime now = cpu_.now();
+  for (uint32_t i = 0; i < n; ++i) {
+    IoU* u = completed_.front();
+    completed_.pop_front();
+    cpu_.Charge(fn_io_completed_, kernel_.costs().fio_user_per_io - kernel_.costs().fio_user_per_io / 2);
+    if (collector_.started() && u->start_time >= stats_started_at_) {
+      const int64_t slat = workload::IsSynchronous(spec_.ioengine) ? stats::kNoSlat
+                                                                   : u->issue_time - u->start_time;
+      collector_.RecordCompletion(now, u->dir, u->bio.bytes, slat, now - u->issue_time,
+                                  u->bio.sector << model::kSectorShift);
+    }
+    ++ios_completed_;
+    u->state = IoState::kFree;
+    free_.push_back(u);
+    --cur_depth_;
+  }
+  collector_.RecordReapCall(n);
+}
+
+sim::Task JobThread::Reap(uint32_t min, uint32_t max) {
+  const auto& c = kernel_.costs();
+  switch (spec_.ioengine) {
+    case IoEngine::kNull:
+      break;
+    case IoEngine::kIoUring:
+    case IoEngine::kIoUringCmd:
+      if (spec_.engine_flags.hipri && completed_.size() < min) {
+        // IOPOLL: io_uring_enter(GETEVENTS) -> io_iopoll_check: spin on the
+        // poll queue until enough completions, no interrupt, no sleep.
+        cpu_.Charge(fn_io_uring_enter_, c.syscall_entry_exit);
+        while (completed_.size() < min) {
+          co_await cpu_.Sync();
+          const int n = config_.queue->Poll(cpu_);
+          if (n == 0 && completed_.size() < min && cur_depth_ == completed_.size()) break;
+        }
+        break;
+      }
+      // The CQ ring is read from user space; enter the kernel only to wait.
+      if (completed_.size() < min) {
+        cpu_.Charge(fn_io_uring_enter_, c.syscall_entry_exit);
+        co_await cpu_.Sync();
+        RunTaskWork();
+        while (completed_.size() < min) {
+          waiting_ = true;
+          wait_for_ = min;
+          co_await cpu_.Sleep();  // io_cqring_wait
+          co_await cpu_.Sync();
+          waiting_ = false;
+          RunTaskWork();
+        }
+      }
+      break;
+    default:
+      // io_getevents: always a syscall; read_events per event.
+      cpu_.Charge(fn_io_getevents_, c.syscall_entry_exit);
+      co_await cpu_.Sync();
+      while (completed_.size() < min) {
+        waiting_ = true;
+        wait_for_ = min;
+        co_await cpu_.Sleep();
+        co_await cpu_.Sync();
+        waiting_ = false;
+      }
+      cpu_.Charge(fn_read_events_,
+                  static_cast<int64_t>(std::min<size_t>(max, completed_.size())) * (c.libaio_event / 2));
+      break;
+  }
+  ReapCompleted(max);
+}
+
+sim::Task JobThread::SyncLoop() {
+  const auto& c = kernel_.costs();
+  for (;;) {
+    co_await cpu_.Sync();
+    MaybeStartStats();
+    if (Stopping()) break;
+    IoU* u = free_.back();
+    free_.pop_back();
+    PrepareIo(u);
+    u->issue_time = cpu_.now();
+    if (spec_.ioengine == IoEngine::kNull) {
+      u->state = IoState::kCompleted;
+      completed_.push_back(u);
+    } else {
+      // pread64 -> blkdev_read_iter -> __blkdev_direct_IO_simple -> submit_bio
+      cpu_.Charge(fn_pread_, c.syscall_entry_exit);
+      cpu_.Charge(fn_blkdev_read_iter_, c.psync_per_io);
+      cpu_.Charge(fn_pin_, PinCost(u->bio.bytes));
+      cpu_.Charge(kernel_.fn.bio_alloc_bioset, c.bio_alloc_slab);
+      u->state = IoState::kInFlight;
+      co_await config_.queue->SubmitBio(cpu_, &u->bio, nullptr);
+      co_await cpu_.Sync();
+      while (u->state != IoState::kCompleted) {
+        waiting_ = true;
+        cpu_.Charge(fn_io_schedule_, c.line_read_hit);
+        co_await cpu_.Sleep();
+        co_await cpu_.Sync();
+        waiting_ = false;
+      }
+    }
+    collector_.RecordSubmitCall(1);
+    ReapCompleted(1);
+  }
+}
+
+}  // namespace blklab::job

@@ -1,0 +1,154 @@
+// engine/job/job_thread.h
+//
+// JobThread is one fio job clone running on a simulated CPU: fio's main loop
+// (do_io: get an io_u, queue it, commit a batch, reap when the queue is
+// full) driving one of the I/O engine models against a simulated request
+// queue (KERNEL_MODEL.md §2.1, §3.8):
+//
+//  * io_uring: io_uring_enter per submitted batch (a plug when more than two
+//    SQEs go in at once, plug->nr_ios = batch), per-SQE issue cost, fget/fput
+//    unless registerfiles, page pinning unless fixedbufs, the per-CPU bio
+//    cache; completions in the submitter's own context post their CQE at
+//    once, others go through task_work and wake the submitter if it waits in
+//    io_cqring_wait. Reaping reads the CQ ring without a syscall when enough
+//    CQEs are there.
+//  * libaio: io_submit (per-iocb cost, plug above two iocbs) and
+//    io_getevents (a syscall per reap; aio_complete on the completing CPU).
+//  * psync/sync/pvsync/pvsync2/vsync: one syscall per I/O that sleeps until
+//    the bio ends unless it ended inline; no slat, as fio reports none.
+//  * null: fio's own null engine: no kernel at all, only fio's user work.
+//
+// User-space work is charged to `fio:*` functions (usr time), kernel work to
+// kernel names (sys time). Statistics go to a stats::JobStatsCollector in
+// virtual time: slat = prep -> end of the submitting syscall, clat = end of
+// the submitting syscall -> reap, lat = slat + clat, as fio measures them.
+//
+// Invariants: at most `iodepth` io_us exist; every issued I/O is reaped
+//  before the thread ends (fio drains its queue).
+// Thread-safety: thread-compatible; part of one simulation.
+// Cost: no allocation per I/O; one coroutine frame per bio submission.
+#ifndef BLKLAB_ENGINE_JOB_JOB_THREAD_H_
+#define BLKLAB_ENGINE_JOB_JOB_THREAD_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/model/blk_mq.h"
+#include "engine/model/kernel.h"
+#include "engine/model/request.h"
+#include "engine/sim/cpu.h"
+#include "engine/stats/job_stats.h"
+#include "engine/workload/io_generator.h"
+#include "engine/workload/job_spec.h"
+
+namespace blklab::job {
+
+struct JobThreadConfig {
+  const workload::JobSpec* spec = nullptr;
+  workload::ClonePlan plan;
+  uint32_t thread_number = 1;   // fio's thread number (1-based)
+  int cpu = 0;
+  model::RequestQueue* queue = nullptr;  // the target device (nullptr for ioengine=null)
+  sim::SimTime start_at = 0;
+  sim::SimTime ramp_end = 0;             // stats start here
+  sim::SimTime end_at = sim::kSimTimeNever;  // runtime limit (time_based or runtime=)
+};
+
+class JobThread final : public model::BioOwner {
+ public:
+  JobThread(model::Kernel& kernel, const JobThreadConfig& config, workload::IoGenerator gen);
+  JobThread(const JobThread&) = delete;
+  JobThread& operator=(const JobThread&) = delete;
+
+  void Start();
+  // Starts at `at` instead of config().start_at (stonewall / wait_for).
+  void StartAt(sim::SimTime at);
+  // Called once, in simulated context, when the clone has finished.
+  void set_on_done(std::function<void(JobThread*)> fn) { on_done_ = std::move(fn); }
+  bool done() const { return done_; }
+  sim::SimTime finished_at() const { return finished_at_; }
+  sim::SimTime stats_started_at() const { return stats_started_at_; }
+  const sim::Thread& thread() const { return *thread_; }
+  const JobThreadConfig& config() const { return config_; }
+  uint64_t ios_completed() const { return ios_completed_; }
+  uint64_t ios_issued() const { return ios_issued_; }
+  uint32_t in_flight() const { return cur_depth_; }
+
+  // The result; valid once done().
+  const stats::JobResult& result() const { return result_; }
+  // Running figures for interval snapshots.
+  stats::JobStatsCollector& collector() { return collector_; }
+
+  void BioEndio(sim::Cpu& cpu, model::Bio* bio, model::BlkStatus status) override;
+
+ private:
+  enum class IoState : uint8_t { kFree, kQueued, kInFlight, kCompleted };
+  struct IoU {
+    model::Bio bio;
+    IoState state = IoState::kFree;
+    stats::Dir dir = stats::Dir::kRead;
+    sim::SimTime start_time = 0;   // prepared (fio's io_u->start_time)
+    sim::SimTime issue_time = 0;   // the submitting syscall returned
+    bool error = false;
+  };
+
+  sim::Task Main();
+  sim::Task AsyncLoop();
+  sim::Task SyncLoop();
+  sim::Task Commit();                         // submit the queued io_us
+  sim::Task SubmitOne(IoU* u, model::Plug* plug);
+  sim::Task Reap(uint32_t min, uint32_t max);
+  void RunTaskWork();                         // io_uring: post CQEs queued by other contexts
+  void ReapCompleted(uint32_t max);
+  bool Stopping();
+  bool PrepareIo(IoU* u);
+  void MaybeStartStats();
+  void FinishStats();
+  int64_t PinCost(uint32_t bytes) const;
+
+  model::Kernel& kernel_;
+  JobThreadConfig config_;
+  const workload::JobSpec& spec_;
+  workload::IoGenerator gen_;
+  sim::Cpu& cpu_;
+  std::unique_ptr<sim::Thread> thread_;
+  stats::JobStatsCollector collector_;
+  stats::JobResult result_;
+
+  std::vector<IoU> io_us_;
+  std::vector<IoU*> free_;
+  std::vector<IoU*> queued_;        // prepared, not yet submitted
+  std::deque<IoU*> completed_;      // CQ ring / aio ring / done, in completion order
+  std::vector<IoU*> task_work_;     // io_uring completions waiting for task_work
+  uint32_t cur_depth_ = 0;          // fio's td->cur_depth
+  uint32_t batch_submit_ = 1;
+  uint32_t batch_complete_min_ = 1;
+  uint32_t batch_complete_max_ = 1;
+  bool waiting_ = false;            // sleeping in io_cqring_wait / read_events / sync I/O
+  uint32_t wait_for_ = 0;
+  bool done_ = false;
+  std::function<void(JobThread*)> on_done_;
+  bool stopping_ = false;
+  sim::SimTime finished_at_ = 0;
+  sim::SimTime stats_started_at_ = -1;
+  int64_t user_ns_at_start_ = 0;
+  int64_t sys_ns_at_start_ = 0;
+  uint64_t ctx_at_start_ = 0;
+  uint64_t bytes_issued_ = 0;
+  uint64_t bytes_limit_ = 0;
+  uint64_t ios_issued_ = 0;
+  uint64_t ios_completed_ = 0;
+
+  sim::FnId fn_get_io_u_, fn_io_completed_, fn_syscall_, fn_io_uring_enter_, fn_io_submit_sqes_,
+      fn_fget_, fn_pin_, fn_io_req_complete_post_, fn_tctx_task_work_, fn_io_submit_,
+      fn_io_submit_one_, fn_io_getevents_, fn_aio_complete_, fn_read_events_, fn_pread_,
+      fn_blkdev_read_iter_, fn_io_schedule_, fn_try_to_wake_up_;
+};
+
+}  // namespace blklab::job
+
+#endif  // BLKLAB_ENGINE_JOB_JOB_THREAD_H_
