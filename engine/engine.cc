@@ -123,6 +123,7 @@ model::KernelKnobs KernelKnobsFor(const host::HostSpec& h) {
   k.bio_alloc_cache = h.knobs.bio_alloc_cache;
   k.plug_cache_time = h.knobs.plug_cache_time;
   k.batched_completion = h.knobs.batched_completion;
+  k.plug_request_cache = h.knobs.plug_request_cache;
   return k;
 }
 

@@ -44,6 +44,8 @@ JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, workl
   const uint32_t depth =
       workload::IsSynchronous(spec_.ioengine) ? 1 : std::max<uint32_t>(spec_.iodepth, 1);
   io_us_.resize(depth);
+  queued_.reserve(depth);
+  submitting_.reserve(depth);
   for (uint32_t i = 0; i < depth; ++i) {
     io_us_[i].bio.owner = this;
     io_us_[i].bio.cookie = i;
@@ -57,6 +59,7 @@ JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, workl
   const uint64_t loops = std::max<uint64_t>(spec_.loops, 1);
   bytes_limit_ = config.plan.io_limit_bytes * loops;
   thread_ = std::make_unique<sim::Thread>(kernel.machine(), "fio/" + spec_.name, config.cpu);
+  rate_rng_ = sim::RngStream(spec_.randseed, sim::RngStreamId::kRate, config.thread_number);
 
   auto& r = kernel.machine().functions();
   fn_get_io_u_ = r.Intern("fio:get_io_u");
@@ -77,6 +80,8 @@ JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, workl
   fn_blkdev_read_iter_ = r.Intern("blkdev_read_iter");
   fn_io_schedule_ = r.Intern("io_schedule");
   fn_try_to_wake_up_ = r.Intern("try_to_wake_up");
+  fn_usec_spin_ = r.Intern("fio:usec_spin");
+  for (int d = 0; d < 3; ++d) has_rate_ |= spec_.rate_iops[d] > 0 || spec_.rate_bps[d] > 0;
 }
 
 void JobThread::Start() { thread_->Start(Main(), config_.start_at); }
@@ -159,6 +164,61 @@ void JobThread::FinishStats() {
   if (on_done_) on_done_(this);
 }
 
+void JobThread::OnEvent(uint32_t, uint64_t gen) {
+  if (gen == wake_gen_ && thread_->sleeping()) thread_->Wake(kernel_.machine().sim().Now());
+}
+
+sim::Task JobThread::SleepUntil(sim::SimTime t) {
+  co_await cpu_.Sync();
+  if (t <= cpu_.now()) co_return;
+  ++wake_gen_;
+  kernel_.machine().sim().Schedule(t, this, 0, wake_gen_);
+  while (cpu_.now() < t) {
+    co_await cpu_.Sleep();
+    co_await cpu_.Sync();
+  }
+}
+
+sim::Task JobThread::Quiesce() {
+  if (!queued_.empty()) co_await Commit();
+  if (workload::IsSynchronous(spec_.ioengine)) co_return;
+  while (cur_depth_ > 0) co_await Reap(1, cur_depth_);
+}
+
+sim::Task JobThread::Throttle(IoU* u) {
+  // rate / rate_iops (fio's rate_ddir): each direction may issue its next IO
+  // only after 1/rate has passed, evenly (linear) or exponentially
+  // distributed (poisson).
+  const int d = static_cast<int>(u->dir);
+  const uint64_t iops = spec_.rate_iops[d];
+  const uint64_t bps = spec_.rate_bps[d];
+  if (iops == 0 && bps == 0) co_return;
+  double gap_ns = 0;
+  if (iops > 0) gap_ns = 1e9 / static_cast<double>(iops);
+  if (bps > 0) gap_ns = std::max(gap_ns, 1e9 * u->bio.bytes / static_cast<double>(bps));
+  if (spec_.rate_process == workload::RateProcess::kPoisson) gap_ns = rate_rng_.Exponential(gap_ns);
+  if (rate_next_[d] == 0) rate_next_[d] = config_.start_at;
+  const sim::SimTime slot = rate_next_[d];
+  rate_next_[d] = slot + static_cast<int64_t>(gap_ns);
+  if (slot > cpu_.now()) {
+    // Let what is in flight complete meanwhile, then sleep to the slot.
+    co_await SleepUntil(slot);
+    u->start_time = cpu_.now();
+  }
+}
+
+sim::Task JobThread::ThinkTime(bool issued) {
+  // handle_thinktime: every thinktime_blocks IOs, quiesce, spin, then sleep.
+  const bool counts = issued == (spec_.thinktime_blocks_type == workload::ThinktimeBlocksType::kIssue);
+  if (spec_.thinktime_ns <= 0 || !counts) co_return;
+  if (++think_count_ < std::max<uint64_t>(spec_.thinktime_blocks, 1)) co_return;
+  think_count_ = 0;
+  co_await Quiesce();
+  if (spec_.thinktime_spin_ns > 0) cpu_.Charge(fn_usec_spin_, spec_.thinktime_spin_ns);
+  const int64_t left = spec_.thinktime_ns - spec_.thinktime_spin_ns;
+  if (left > 0) co_await SleepUntil(cpu_.now() + left);
+}
+
 sim::Task JobThread::AsyncLoop() {
   const uint32_t depth = static_cast<uint32_t>(io_us_.size());
   for (;;) {
@@ -168,12 +228,15 @@ sim::Task JobThread::AsyncLoop() {
     IoU* u = free_.back();
     free_.pop_back();
     PrepareIo(u);
+    if (has_rate_) co_await Throttle(u);
     queued_.push_back(u);
     if (queued_.size() >= batch_submit_ || cur_depth_ >= depth) co_await Commit();
+    if (spec_.thinktime_ns > 0) co_await ThinkTime(/*issued=*/true);
     if (cur_depth_ >= depth) {
       // wait_for_completions: the queue is full, reap at least one.
       const uint32_t min = std::max<uint32_t>(1, std::min(batch_complete_min_, cur_depth_));
       co_await Reap(min, std::max(batch_complete_max_, min));
+      if (spec_.thinktime_ns > 0) co_await ThinkTime(/*issued=*/false);
     }
   }
   // Drain: submit what is queued, reap everything in flight.
@@ -181,7 +244,8 @@ sim::Task JobThread::AsyncLoop() {
   while (cur_depth_ > 0) co_await Reap(1, cur_depth_);
 }
 
-sim::Task JobThread::SubmitOne(IoU* u, model::Plug* plug) {
+void JobThread::ChargeSubmitOne(IoU* u) {
+  // Per-SQE / per-iocb work before submit_bio.
   const auto& c = kernel_.costs();
   const bool io_uring = spec_.ioengine == IoEngine::kIoUring || spec_.ioengine == IoEngine::kIoUringCmd;
   if (io_uring) {
@@ -195,7 +259,6 @@ sim::Task JobThread::SubmitOne(IoU* u, model::Plug* plug) {
   const bool cached = io_uring && kernel_.knobs().bio_alloc_cache;
   cpu_.Charge(kernel_.fn.bio_alloc_bioset, cached ? c.bio_alloc_cached : c.bio_alloc_slab);
   u->state = IoState::kInFlight;
-  co_await config_.queue->SubmitBio(cpu_, &u->bio, plug);
 }
 
 sim::Task JobThread::Commit() {
@@ -222,26 +285,18 @@ sim::Task JobThread::Commit() {
     plug.nr_ios = n;
     p = &plug;
   }
-  // Submission may complete I/O inline and so change queued_'s io_us; iterate a copy.
-  IoU* batch[256];
-  uint32_t nb = 0;
-  std::vector<IoU*> big;
-  if (n > 256) big = queued_;
-  for (IoU* u : queued_) {
-    if (n <= 256) batch[nb++] = u;
-  }
+  // Submission may complete I/O inline and reuse nothing of queued_ (io_us
+  // are freed only when reaped), so the batch is stable; move it aside.
+  submitting_.swap(queued_);
   queued_.clear();
-  for (uint32_t i = 0; i < n; ++i) {
-    IoU* u = n <= 256 ? batch[i] : big[i];
-    co_await SubmitOne(u, p);
+  for (IoU* u : submitting_) {
+    ChargeSubmitOne(u);
+    co_await config_.queue->SubmitBio(cpu_, &u->bio, p);
   }
   if (p != nullptr) co_await model::RequestQueue::FlushPlug(cpu_, p, false);
   if (io_uring) RunTaskWork();
   const sim::SimTime now = cpu_.now();
-  for (uint32_t i = 0; i < n; ++i) {
-    IoU* u = n <= 256 ? batch[i] : big[i];
-    u->issue_time = now;
-  }
+  for (IoU* u : submitting_) u->issue_time = now;
   collector_.RecordSubmitCall(n);
 }
 
@@ -377,6 +432,7 @@ sim::Task JobThread::SyncLoop() {
     IoU* u = free_.back();
     free_.pop_back();
     PrepareIo(u);
+    if (has_rate_) co_await Throttle(u);
     u->issue_time = cpu_.now();
     if (spec_.ioengine == IoEngine::kNull) {
       u->state = IoState::kCompleted;
@@ -400,6 +456,10 @@ sim::Task JobThread::SyncLoop() {
     }
     collector_.RecordSubmitCall(1);
     ReapCompleted(1);
+    // One IO is both issued and completed here: it counts for either type.
+    if (spec_.thinktime_ns > 0) {
+      co_await ThinkTime(spec_.thinktime_blocks_type == workload::ThinktimeBlocksType::kIssue);
+    }
   }
 }
 

@@ -41,6 +41,7 @@
 #include "engine/model/kernel.h"
 #include "engine/model/request.h"
 #include "engine/sim/cpu.h"
+#include "engine/sim/rng.h"
 #include "engine/stats/job_stats.h"
 #include "engine/workload/io_generator.h"
 #include "engine/workload/job_spec.h"
@@ -58,7 +59,7 @@ struct JobThreadConfig {
   sim::SimTime end_at = sim::kSimTimeNever;  // runtime limit (time_based or runtime=)
 };
 
-class JobThread final : public model::BioOwner {
+class JobThread final : public model::BioOwner, public sim::EventHandler {
  public:
   JobThread(model::Kernel& kernel, const JobThreadConfig& config, workload::IoGenerator gen);
   JobThread(const JobThread&) = delete;
@@ -84,6 +85,7 @@ class JobThread final : public model::BioOwner {
   stats::JobStatsCollector& collector() { return collector_; }
 
   void BioEndio(sim::Cpu& cpu, model::Bio* bio, model::BlkStatus status) override;
+  void OnEvent(uint32_t kind, uint64_t arg) override;  // timed wake-up (rate, thinktime)
 
  private:
   enum class IoState : uint8_t { kFree, kQueued, kInFlight, kCompleted };
@@ -100,8 +102,12 @@ class JobThread final : public model::BioOwner {
   sim::Task AsyncLoop();
   sim::Task SyncLoop();
   sim::Task Commit();                         // submit the queued io_us
-  sim::Task SubmitOne(IoU* u, model::Plug* plug);
+  void ChargeSubmitOne(IoU* u);
   sim::Task Reap(uint32_t min, uint32_t max);
+  sim::Task SleepUntil(sim::SimTime t);       // usec_sleep: the CPU is free meanwhile
+  sim::Task Throttle(IoU* u);                 // rate / rate_iops: wait for the IO's slot
+  sim::Task ThinkTime(bool issued);           // thinktime after thinktime_blocks IOs
+  sim::Task Quiesce();                        // io_u_quiesce: reap everything in flight
   void RunTaskWork();                         // io_uring: post CQEs queued by other contexts
   void ReapCompleted(uint32_t max);
   bool Stopping();
@@ -122,6 +128,7 @@ class JobThread final : public model::BioOwner {
   std::vector<IoU> io_us_;
   std::vector<IoU*> free_;
   std::vector<IoU*> queued_;        // prepared, not yet submitted
+  std::vector<IoU*> submitting_;    // the batch of the Commit in progress
   std::deque<IoU*> completed_;      // CQ ring / aio ring / done, in completion order
   std::vector<IoU*> task_work_;     // io_uring completions waiting for task_work
   uint32_t cur_depth_ = 0;          // fio's td->cur_depth
@@ -142,11 +149,16 @@ class JobThread final : public model::BioOwner {
   uint64_t bytes_limit_ = 0;
   uint64_t ios_issued_ = 0;
   uint64_t ios_completed_ = 0;
+  uint64_t think_count_ = 0;               // IOs since the last think time
+  sim::SimTime rate_next_[3] = {0, 0, 0};  // earliest issue time per direction
+  sim::RngStream rate_rng_;
+  uint64_t wake_gen_ = 0;
 
   sim::FnId fn_get_io_u_, fn_io_completed_, fn_syscall_, fn_io_uring_enter_, fn_io_submit_sqes_,
       fn_fget_, fn_pin_, fn_io_req_complete_post_, fn_tctx_task_work_, fn_io_submit_,
       fn_io_submit_one_, fn_io_getevents_, fn_aio_complete_, fn_read_events_, fn_pread_,
-      fn_blkdev_read_iter_, fn_io_schedule_, fn_try_to_wake_up_;
+      fn_blkdev_read_iter_, fn_io_schedule_, fn_try_to_wake_up_, fn_usec_spin_;
+  bool has_rate_ = false;
 };
 
 }  // namespace blklab::job

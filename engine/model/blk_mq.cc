@@ -166,24 +166,23 @@ bool RequestQueue::AttemptPlugMerge(sim::Cpu& cpu, Plug* plug, Bio* bio) {
   return true;
 }
 
-sim::Task RequestQueue::GetRequest(sim::Cpu& cpu, Bio* bio, Plug* plug, Request** out) {
+Request* RequestQueue::AllocRequestFast(sim::Cpu& cpu, Bio* bio, Plug* plug) {
+  // blk_mq_get_cached_request, then __blk_mq_alloc_requests with a free tag.
+  // REQUIRES: the caller has Synced (the sbitmap words are shared).
   Hctx* hctx = MapQueue(cpu.id(), bio->polled);
-  // A request cached in the plug by an earlier batched allocation.
   if (plug != nullptr && !plug->cached_rqs.empty() && plug->cached_rqs.front()->mq_hctx == hctx) {
     Request* rq = plug->cached_rqs.pop_front();
     InitRequest(cpu, rq, bio, hctx, plug);
-    *out = rq;
-    co_return;
+    return rq;
   }
   const auto& c = kernel_.costs();
   cpu.Charge(kernel_.fn.percpu_ref_get, c.percpu_ref);  // bio_queue_enter
   Tags& tags = hctx->tags();
   SbitmapQueue& bt = tags.bitmap_tags();
-  co_await cpu.Sync();
   // Batched allocation (5.16+): with a plug expecting several IOs, no
-  // scheduler and no shared tags, take several tags at once.
-  if (plug != nullptr && plug->nr_ios > 1 && config_.scheduler == Elevator::kNone &&
-      set_.nr_queues() == 1 && !set_.config().hctx_shared) {
+  // scheduler and no shared tags, take several tags with one atomic.
+  if (plug != nullptr && plug->nr_ios > 1 && kernel_.knobs().plug_request_cache &&
+      config_.scheduler == Elevator::kNone && set_.nr_queues() == 1 && !set_.config().hctx_shared) {
     uint32_t want = std::min<uint32_t>(plug->nr_ios, 64);
     plug->nr_ios = 1;
     uint32_t bits[64];
@@ -201,25 +200,27 @@ sim::Task RequestQueue::GetRequest(sim::Cpu& cpu, Bio* bio, Plug* plug, Request*
       Request* rq = tags.static_rq(bits[0]);
       tags.set_rq(rq->tag, rq);
       InitRequest(cpu, rq, bio, hctx, plug);
-      *out = rq;
-      co_return;
+      return rq;
     }
-  } else {
-    int bit = bt.Get(cpu);
-    if (bit >= 0) {
-      Request* rq = tags.static_rq(static_cast<uint32_t>(bit));
-      tags.set_rq(rq->tag, rq);
-      InitRequest(cpu, rq, bio, hctx, plug);
-      *out = rq;
-      co_return;
-    }
+    return nullptr;
   }
-  if (bio->nowait) {
-    *out = nullptr;
-    co_return;
-  }
+  const int bit = bt.Get(cpu);
+  if (bit < 0) return nullptr;
+  Request* rq = tags.static_rq(static_cast<uint32_t>(bit));
+  tags.set_rq(rq->tag, rq);
+  InitRequest(cpu, rq, bio, hctx, plug);
+  return rq;
+}
+
+sim::Task RequestQueue::GetRequestSlow(sim::Cpu& cpu, Bio* bio, Plug* plug, Request** out) {
   // blk_mq_get_tag slow path: kick the hardware queue, retry, then sleep on
   // one of the sbitmap wait queues until a batch of tags is freed.
+  *out = nullptr;
+  if (bio->nowait) co_return;
+  const auto& c = kernel_.costs();
+  Hctx* hctx = MapQueue(cpu.id(), bio->polled);
+  Tags& tags = hctx->tags();
+  SbitmapQueue& bt = tags.bitmap_tags();
   for (;;) {
     cpu.Charge(kernel_.fn.blk_mq_get_tag, c.sbitmap_get);
     sim::WaitQueue& wq = bt.NextWaitQueue(hctx->wait_index);
@@ -234,6 +235,7 @@ sim::Task RequestQueue::GetRequest(sim::Cpu& cpu, Bio* bio, Plug* plug, Request*
         if (plug != nullptr && !plug->mq_list.empty()) {
           bt.FinishWait();
           co_await FlushPlug(cpu, plug, /*from_schedule=*/true);
+          co_await cpu.Sync();
           continue;
         }
         kernel_.Count(Counter::k_tag_sleep);
@@ -288,8 +290,9 @@ sim::Task RequestQueue::SubmitBio(sim::Cpu& cpu, Bio* bio, Plug* plug) {
     }
   }
 
-  Request* rq = nullptr;
-  co_await GetRequest(cpu, bio, plug, &rq);
+  co_await cpu.Sync();
+  Request* rq = AllocRequestFast(cpu, bio, plug);
+  if (rq == nullptr) co_await GetRequestSlow(cpu, bio, plug, &rq);
   if (rq == nullptr) {
     // REQ_NOWAIT and no tag: the bio ends with BLK_STS_AGAIN.
     bio->owner->BioEndio(cpu, bio, BlkStatus::kAgain);
@@ -316,8 +319,14 @@ sim::Task RequestQueue::SubmitBio(sim::Cpu& cpu, Bio* bio, Plug* plug) {
     co_await InsertAndRun(cpu, rq, /*run_async=*/true);
     co_return;
   }
-  BlkStatus status;
-  co_await TryIssueDirectly(cpu, rq, /*last=*/true, &status);
+  if (!hctx->stopped_) {
+    const BlkStatus status = IssueDirectly(cpu, rq, /*last=*/true);
+    if (status == BlkStatus::kResource || status == BlkStatus::kDevResource) {
+      co_await IssueDirectlyBusy(cpu, rq);
+    }
+    co_return;
+  }
+  co_await InsertAndRun(cpu, rq, /*run_async=*/false);
 }
 
 sim::Task RequestQueue::InsertAndRun(sim::Cpu& cpu, Request* rq, bool run_async) {
@@ -375,20 +384,16 @@ void RequestQueue::UpdateDispatchBusy(Hctx* hctx, bool busy) {
   hctx->dispatch_busy_ = ewma;
 }
 
-sim::Task RequestQueue::TryIssueDirectly(sim::Cpu& cpu, Request* rq, bool last, BlkStatus* status) {
-  // blk_mq_try_issue_directly
+BlkStatus RequestQueue::IssueDirectly(sim::Cpu& cpu, Request* rq, bool last) {
+  // blk_mq_try_issue_directly -> __blk_mq_issue_directly -> ->queue_rq.
+  // REQUIRES: the caller has Synced and the hctx is not stopped.
   Hctx* hctx = rq->mq_hctx;
   cpu.Charge(kernel_.fn.rcu_read_lock, kernel_.costs().rcu_read_section);
-  if (hctx->stopped_) {
-    *status = BlkStatus::kOk;
-    co_await InsertAndRun(cpu, rq, /*run_async=*/false);
-    co_return;
-  }
   kernel_.Count(Counter::k_direct_issue);
   cpu.Charge(kernel_.fn.blk_mq_try_issue_directly, kernel_.costs().line_read_hit);
   kernel_.Count(Counter::k_queue_rq);
-  *status = driver_->QueueRq(cpu, hctx, rq, last);
-  switch (*status) {
+  const BlkStatus status = driver_->QueueRq(cpu, hctx, rq, last);
+  switch (status) {
     case BlkStatus::kOk:
       UpdateDispatchBusy(hctx, false);
       break;
@@ -396,19 +401,25 @@ sim::Task RequestQueue::TryIssueDirectly(sim::Cpu& cpu, Request* rq, bool last, 
     case BlkStatus::kDevResource:
       kernel_.Count(Counter::k_queue_rq_busy);
       UpdateDispatchBusy(hctx, true);
-      co_await BypassInsert(cpu, rq, /*at_head=*/false);
-      co_await RunHwQueue(cpu, hctx);
       break;
     default:
-      EndRequest(cpu, rq, *status);
+      EndRequest(cpu, rq, status);
       break;
   }
+  return status;
+}
+
+sim::Task RequestQueue::IssueDirectlyBusy(sim::Cpu& cpu, Request* rq) {
+  // The driver was busy: park the request on hctx->dispatch and run the queue.
+  co_await BypassInsert(cpu, rq, /*at_head=*/false);
+  co_await RunHwQueue(cpu, rq->mq_hctx);
 }
 
 sim::Task RequestQueue::FlushPlug(sim::Cpu& cpu, Plug* plug, bool from_schedule) {
   // blk_mq_flush_plug_list
   if (plug->mq_list.empty()) {
     if (!from_schedule && !plug->cached_rqs.empty() && plug->q != nullptr) {
+      co_await cpu.Sync();
       plug->q->FreeCachedRequests(cpu, plug);
     }
     co_return;
@@ -427,10 +438,14 @@ sim::Task RequestQueue::FlushPlug(sim::Cpu& cpu, Plug* plug, bool from_schedule)
     while (!list.empty()) {
       Request* rq = list.pop_front();
       cpu.Charge(kernel.fn.blk_add_rq_to_plug, kernel.costs().plug_add_flush_per_rq);
-      BlkStatus st;
       co_await cpu.Sync();
-      co_await q->TryIssueDirectly(cpu, rq, list.empty(), &st);
+      if (rq->mq_hctx->stopped_) {
+        co_await q->InsertAndRun(cpu, rq, /*run_async=*/false);
+        continue;
+      }
+      const BlkStatus st = q->IssueDirectly(cpu, rq, list.empty());
       if (st == BlkStatus::kResource || st == BlkStatus::kDevResource) {
+        co_await q->IssueDirectlyBusy(cpu, rq);
         // The rest goes through the software queues.
         while (!list.empty()) {
           Request* r = list.pop_front();
@@ -447,6 +462,7 @@ sim::Task RequestQueue::FlushPlug(sim::Cpu& cpu, Plug* plug, bool from_schedule)
     }
   }
   if (!from_schedule && !plug->cached_rqs.empty() && plug->q != nullptr) {
+    co_await cpu.Sync();
     plug->q->FreeCachedRequests(cpu, plug);
   }
 }

@@ -224,10 +224,12 @@ class RequestQueue {
 
   Hctx* MapQueue(int cpu, bool polled = false) { return ctxs_[cpu]->hctx(polled); }
   bool NeedTimestamp() const { return config_.iostats || config_.scheduler != Elevator::kNone; }
-  sim::Task GetRequest(sim::Cpu& cpu, Bio* bio, Plug* plug, Request** out);
+  Request* AllocRequestFast(sim::Cpu& cpu, Bio* bio, Plug* plug);
+  sim::Task GetRequestSlow(sim::Cpu& cpu, Bio* bio, Plug* plug, Request** out);
   void InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx, Plug* plug);
   bool AttemptPlugMerge(sim::Cpu& cpu, Plug* plug, Bio* bio);
-  sim::Task TryIssueDirectly(sim::Cpu& cpu, Request* rq, bool last, BlkStatus* status);
+  BlkStatus IssueDirectly(sim::Cpu& cpu, Request* rq, bool last);
+  sim::Task IssueDirectlyBusy(sim::Cpu& cpu, Request* rq);
   sim::Task InsertAndRun(sim::Cpu& cpu, Request* rq, bool run_async);
   sim::Task BypassInsert(sim::Cpu& cpu, Request* rq, bool at_head);
   sim::Task DispatchRequests(sim::Cpu& cpu, Hctx* hctx);

@@ -32,6 +32,7 @@ struct KernelKnobs {
   bool bio_alloc_cache = true;                  // per-CPU bio cache (5.15+)
   bool plug_cache_time = false;                 // blk_time_get_ns: timestamps cached per plug (6.9)
   bool batched_completion = true;               // blk_mq_end_request_batch (5.16+)
+  bool plug_request_cache = true;               // plug->cached_rq, batched tag allocation (5.16+)
 };
 
 #define BLKLAB_KERNEL_COUNTERS(X) \

@@ -43,6 +43,7 @@ class CacheLine {
   // Returns the ns a write / atomic RMW by `cpu` costs: `local_ns` when `cpu`
   // owns the only copy, else the transfer from the last writer plus local_ns.
   int64_t Write(const Machine& m, int cpu, int64_t local_ns) {
+    if (owner_ == cpu && nr_sharers_ == 1) return local_ns;  // exclusive already
     int64_t cost = local_ns;
     if (owner_ >= 0 && (owner_ != cpu || nr_sharers_ > 1)) {
       const int64_t t = m.TransferCost(owner_, cpu);

@@ -31,6 +31,17 @@ Cpu::Cpu(Machine& machine, int id) : machine_(machine), id_(id) {
   fn_schedule_ = machine.functions().Intern("__schedule");
 }
 
+void Cpu::GrowAccounts(FnId fn) {
+  const FunctionRegistry& r = machine_.functions();
+  const FnId n = static_cast<FnId>(std::max<size_t>(r.size(), fn + 1));
+  fn_ns_.resize(static_cast<size_t>(n) * kNumModes, 0);
+  user_flags_.resize(n);
+  for (FnId i = 0; i < n; ++i) {
+    user_flags_[i] = static_cast<uint8_t>(i < r.size() && r.is_user(i) ? Mode::kUser : Mode::kSys);
+  }
+  nr_fns_ = n;
+}
+
 void Cpu::Suspend(std::coroutine_handle<> h, SuspendReason reason) {
   switch (level_) {
     case Level::kHardirq:
@@ -133,6 +144,7 @@ void Cpu::OnEvent(uint32_t kind, uint64_t arg) {
     case kSpinGranted:
       BLKLAB_CHECK(spinning_);
       spinning_ = false;
+      UpdateThreadAccount();
       Charge(spin_fn_, t - spin_since_);
       break;
   }
@@ -156,6 +168,7 @@ void Cpu::Loop() {
       hardirq_pending_.pop_front();
       hardirq_.active = true;
       level_ = Level::kHardirq;  // the handler's first steps are charged as irq
+      UpdateThreadAccount();
       hardirq_.task = w.handler->Handle(*this, w.arg);
       hardirq_.resume = hardirq_.task.handle();
       run_level = Level::kHardirq;
@@ -168,6 +181,7 @@ void Cpu::Loop() {
       softirq_pending_.pop_front();
       softirq_.active = true;
       level_ = Level::kSoftirq;
+      UpdateThreadAccount();
       softirq_.task = w.handler->Handle(*this, w.arg);
       softirq_.resume = softirq_.task.handle();
       run_level = Level::kSoftirq;
@@ -201,11 +215,12 @@ void Cpu::Loop() {
         Thread* next = *best;
         runqueue_.erase(best);
         idle_ = false;
+        current_thread_ = next;
+        UpdateThreadAccount();
         if (next != last_thread_) {
           Charge(fn_schedule_, machine_.costs().context_switch_ns);
           ++next->context_switches_;
         }
-        current_thread_ = next;
         last_thread_ = next;
         next->state_ = Thread::State::kRunning;
       }
@@ -214,6 +229,7 @@ void Cpu::Loop() {
     idle_ = false;
     level_ = run_level;
     UpdatePreempt();
+    UpdateThreadAccount();
     reason_ = SuspendReason::kNone;
     h.resume();
 

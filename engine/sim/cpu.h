@@ -99,7 +99,7 @@ class Thread {
 
  private:
   friend class Cpu;
-  int64_t mode_ns_[2] = {};
+  int64_t mode_ns_[kNumModes] = {};
   Machine& machine_;
   std::string name_;
   int cpu_;
@@ -124,14 +124,12 @@ class Cpu final : public EventHandler {
 
   // Charges `ns` of CPU time at the current level to function `fn`.
   void Charge(FnId fn, int64_t ns) {
-    const int mode = ModeFor(fn);
-    const size_t slot = static_cast<size_t>(fn) * kNumModes + mode;
-    if (slot >= fn_ns_.size()) fn_ns_.resize(machine_.functions().size() * kNumModes + kNumModes);
-    fn_ns_[slot] += ns;
+    if (fn >= nr_fns_) [[unlikely]] GrowAccounts(fn);
+    // Task level: usr or sys by the function; irq levels: their own mode.
+    const int mode = level_ == Level::kTask ? user_flags_[fn] : level_mode_;
+    fn_ns_[static_cast<size_t>(fn) * kNumModes + mode] += ns;
     mode_ns_[mode] += ns;
-    if (mode <= static_cast<int>(Mode::kSys) && current_thread_ != nullptr) {
-      current_thread_->mode_ns_[mode] += ns;
-    }
+    thread_ns_[mode] += ns;  // the running thread's rusage (a scratch array at irq level)
     now_ += ns;
   }
 
@@ -208,11 +206,14 @@ class Cpu final : public EventHandler {
     std::coroutine_handle<> resume;
   };
 
-  int ModeFor(FnId fn) const {
-    if (level_ == Level::kHardirq) return static_cast<int>(Mode::kIrq);
-    if (level_ == Level::kSoftirq) return static_cast<int>(Mode::kSoftirq);
-    return machine_.functions().is_user(fn) ? static_cast<int>(Mode::kUser)
-                                            : static_cast<int>(Mode::kSys);
+  void GrowAccounts(FnId fn);
+  // Points thread_ns_ at the running thread's counters when at task level.
+  void UpdateThreadAccount() {
+    level_mode_ = level_ == Level::kHardirq   ? static_cast<int>(Mode::kIrq)
+                  : level_ == Level::kSoftirq ? static_cast<int>(Mode::kSoftirq)
+                                              : static_cast<int>(Mode::kSys);
+    thread_ns_ = level_ == Level::kTask && current_thread_ != nullptr ? current_thread_->mode_ns_
+                                                                      : scratch_ns_;
   }
   void Suspend(std::coroutine_handle<> h, SuspendReason reason);
   void Kick(SimTime at);  // make sure the CPU looks at its work at `at`
@@ -245,6 +246,11 @@ class Cpu final : public EventHandler {
   std::vector<Thread*> threads_by_index_;
 
   std::vector<int64_t> fn_ns_;
+  std::vector<uint8_t> user_flags_;  // per function: Mode::kUser or Mode::kSys
+  FnId nr_fns_ = 0;
+  int level_mode_ = static_cast<int>(Mode::kSys);
+  int64_t* thread_ns_ = scratch_ns_;
+  int64_t scratch_ns_[kNumModes] = {};
   int64_t mode_ns_[kNumModes] = {};
 
   int lock_depth_ = 0;  // spinlocks held by the running context (no pre-emption while > 0)

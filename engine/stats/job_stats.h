@@ -20,7 +20,7 @@
 //   total_ios; slat is only recorded when the engine reports one
 //   (kNoSlat marks synchronous engines, as fio has no slat for them).
 // Thread-safety: thread-compatible; one collector per simulated job.
-// Cost: RecordCompletion() is three Welford updates, three histogram
+// Cost: RecordCompletion() is three moment updates, three histogram
 //   increments, one distribution increment and one predictable branch for
 //   the bandwidth windows (a slow path every 500 ms of virtual time); it
 //   never allocates. With no JobLogger attached logging costs one

@@ -1,14 +1,16 @@
 // engine/stats/running_stat.h
 //
-// RunningStat models fio's `struct io_stat` (min, max, running mean and sum
-// of squared deviations): Welford's online algorithm over non-negative
-// integer samples (ns for latencies, KiB/s or IO/s for bandwidth samples).
+// RunningStat models fio's `struct io_stat` (min, max, mean and sum of
+// squared deviations) over non-negative integer samples (ns for latencies,
+// KiB/s or IO/s for bandwidth samples). Where fio runs Welford's update in
+// doubles, this keeps the exact integer sum and sum of squares in 128 bits:
+// no division per sample, and pooled results are exact.
 // stddev() is the sample standard deviation sqrt(S / (N - 1)), 0 when N <= 1,
 // as fio reports it (FIO_COMPAT.md c.6).
 //
 // Two merges exist, as in fio's group_reporting:
 //  - Merge(): pools two populations (latencies): min of mins, max of maxes,
-//    combined mean and S (Chan et al. parallel formula).
+//    sums and sums of squares added.
 //  - MergeSum(): adds bandwidth/IOPS sample statistics to get aggregate
 //    throughput: mins, maxes, means, S and sample counts are summed.
 //
@@ -26,52 +28,52 @@ namespace blklab::stats {
 
 class RunningStat {
  public:
+  // Exact integer moments (sum and sum of squares in 128 bits): no division
+  // on the hot path, and pooling is exact. mean/stddev are derived on read.
   void Add(uint64_t x) {
     if (x < min_) min_ = x;
     if (x > max_) max_ = x;
     ++n_;
-    const double v = static_cast<double>(x);
-    const double delta = v - mean_;
-    mean_ += delta / static_cast<double>(n_);
-    s_ += delta * (v - mean_);
+    sum_ += x;
+    sumsq_ += static_cast<unsigned __int128>(x) * x;
   }
 
   // Pools `other` into this (latency statistics of merged jobs/directions).
   void Merge(const RunningStat& other) {
     if (other.n_ == 0) return;
-    if (n_ == 0) {
-      *this = other;
-      return;
-    }
-    const double n1 = static_cast<double>(n_), n2 = static_cast<double>(other.n_);
-    const double delta = other.mean_ - mean_;
-    const double n = n1 + n2;
-    mean_ += delta * n2 / n;
-    s_ += other.s_ + delta * delta * n1 * n2 / n;
     n_ += other.n_;
+    sum_ += other.sum_;
+    sumsq_ += other.sumsq_;
     if (other.min_ < min_) min_ = other.min_;
     if (other.max_ > max_) max_ = other.max_;
   }
 
-  // Sums `other` into this (bandwidth/IOPS samples of merged jobs).
+  // Sums `other` into this (bandwidth/IOPS samples of merged jobs, as fio's
+  // group_reporting adds them): min, max, mean and the squared deviations
+  // add, sample counts add.
   void MergeSum(const RunningStat& other) {
     if (other.n_ == 0) return;
     if (n_ == 0) {
       *this = other;
       return;
     }
+    const long double sum_mean = static_cast<long double>(mean()) + other.mean();
+    const long double s = SquaredDeviations() + other.SquaredDeviations();
     min_ += other.min_;
     max_ += other.max_;
-    mean_ += other.mean_;
-    s_ += other.s_;
     n_ += other.n_;
+    SetMoments(sum_mean, s);
   }
 
   uint64_t n() const { return n_; }
   uint64_t min() const { return n_ == 0 ? 0 : min_; }
   uint64_t max() const { return n_ == 0 ? 0 : max_; }
-  double mean() const { return n_ == 0 ? 0.0 : mean_; }
-  double variance() const { return n_ <= 1 ? 0.0 : s_ / static_cast<double>(n_ - 1); }
+  double mean() const {
+    return n_ == 0 ? 0.0 : static_cast<double>(static_cast<long double>(sum_) / n_);
+  }
+  double variance() const {
+    return n_ <= 1 ? 0.0 : static_cast<double>(SquaredDeviations() / static_cast<long double>(n_ - 1));
+  }
   double stddev() const { return std::sqrt(variance()); }
 
   // Rebuilds a stat from exported figures (tests, remote snapshots).
@@ -82,17 +84,30 @@ class RunningStat {
     s.n_ = n;
     s.min_ = min;
     s.max_ = max;
-    s.mean_ = mean;
-    s.s_ = n > 1 ? stddev * stddev * static_cast<double>(n - 1) : 0.0;
+    s.SetMoments(mean, n > 1 ? static_cast<long double>(stddev) * stddev * (n - 1) : 0.0L);
     return s;
   }
 
  private:
+  // Sum of squared deviations from the mean: sumsq - sum^2 / n.
+  long double SquaredDeviations() const {
+    if (n_ == 0) return 0;
+    const long double sum = static_cast<long double>(sum_);
+    const long double s = static_cast<long double>(sumsq_) - sum * sum / n_;
+    return s < 0 ? 0 : s;
+  }
+  void SetMoments(long double mean, long double s) {
+    const long double sum = mean * n_;
+    sum_ = static_cast<unsigned __int128>(sum + 0.5L);
+    const long double sumsq = s + sum * sum / n_;
+    sumsq_ = static_cast<unsigned __int128>(sumsq + 0.5L);
+  }
+
   uint64_t min_ = std::numeric_limits<uint64_t>::max();
   uint64_t max_ = 0;
   uint64_t n_ = 0;
-  double mean_ = 0;
-  double s_ = 0;  // sum of squared deviations from the mean
+  unsigned __int128 sum_ = 0;
+  unsigned __int128 sumsq_ = 0;
 };
 
 }  // namespace blklab::stats

@@ -1,0 +1,159 @@
+// engine_bench: how fast blklab simulates, against fio's own null engine
+// measured on the same machine in the same run.
+//
+// Reference scenario (the speed target): host null-1cpu (one
+// simulated CPU, null_blk irqmode=0, one hardware queue, scheduler none),
+// fio job io_uring, 4 KiB random reads, iodepth 32. Reported:
+//   * simulated IOs per second of host CPU time (the simulation is single
+//     threaded, so this is per host core), and per wall-clock second;
+//   * events per simulated IO (the temporal-decoupling figure of merit);
+//   * the same job on fio's null engine (a real fio process, its IOPS per
+//     CPU-second of its one job thread) and the ratio of the two.
+// Both are run over a 1 GiB region (--size=1g), with and without fio's
+// random map (norandommap).
+//
+// Usage: engine_bench [--virtual_seconds=S] [--no_fio]
+#include <sys/resource.h>
+#include <time.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/host/presets.h"
+#include "engine/util/doc_node.h"
+#include "engine/util/json_reader.h"
+
+namespace {
+
+double Seconds(clockid_t clock) {
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+struct SimFigures {
+  uint64_t ios = 0;
+  uint64_t events = 0;
+  double cpu_s = 0;
+  double wall_s = 0;
+  double simulated_iops = 0;
+};
+
+bool RunSim(const std::string& preset, const std::vector<std::string>& args, SimFigures* out) {
+  auto host = blklab::host::GetPreset(preset);
+  if (!host.ok()) {
+    std::fprintf(stderr, "preset %s: %s\n", preset.c_str(), std::string(host.status().message()).c_str());
+    return false;
+  }
+  auto parsed = blklab::ParseFio(args, *host, nullptr, nullptr);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "parse: %s\n", std::string(parsed.status().message()).c_str());
+    return false;
+  }
+  blklab::RunRequest req;
+  req.host = *host;
+  req.jobs = parsed->jobs;
+  const double c0 = Seconds(CLOCK_THREAD_CPUTIME_ID), w0 = Seconds(CLOCK_MONOTONIC);
+  auto run = blklab::RunFio(req);
+  const double c1 = Seconds(CLOCK_THREAD_CPUTIME_ID), w1 = Seconds(CLOCK_MONOTONIC);
+  if (!run.ok()) {
+    std::fprintf(stderr, "run: %s\n", std::string(run.status().message()).c_str());
+    return false;
+  }
+  out->ios = run->kernel.total_ios;
+  out->events = run->events;
+  out->cpu_s = c1 - c0;
+  out->wall_s = w1 - w0;
+  out->simulated_iops = run->virtual_ns > 0 ? out->ios * 1e9 / run->virtual_ns : 0;
+  return true;
+}
+
+double AsD(const blklab::util::DocNode* n) {
+  if (n == nullptr) return 0;
+  auto v = n->AsDouble();
+  return v.ok() ? *v : 0;
+}
+
+// Runs the real fio with the null engine; returns IOPS per CPU-second of fio.
+bool RunFioNull(const std::vector<std::string>& args, double seconds, double* iops_per_cpu_s,
+                double* iops) {
+  std::string cmd = "fio --output-format=json --ioengine=null --size=1g --time_based --runtime=" +
+                    std::to_string(static_cast<int>(seconds + 0.5));
+  for (const auto& a : args) cmd += " " + a;
+  cmd += " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return false;
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) text.append(buf, n);
+  if (pclose(p) != 0) return false;
+  auto doc = blklab::util::ParseJson(text);
+  if (!doc.ok()) return false;
+  const auto* jobs = doc->Find("jobs");
+  if (jobs == nullptr || jobs->items().empty()) return false;
+  const auto& job = jobs->items()[0];
+  const auto* read = job.Find("read");
+  const auto* usr = job.Find("usr_cpu");
+  const auto* sys = job.Find("sys_cpu");
+  if (read == nullptr || usr == nullptr || sys == nullptr) return false;
+  const double r_iops = AsD(read->Find("iops"));
+  const double cpu = (AsD(usr) + AsD(sys)) / 100.0;
+  *iops = r_iops;
+  *iops_per_cpu_s = cpu > 0 ? r_iops / cpu : r_iops;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double virtual_seconds = 2;
+  bool with_fio = true;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--virtual_seconds=", 18) == 0) virtual_seconds = std::atof(argv[i] + 18);
+    if (std::strcmp(argv[i], "--no_fio") == 0) with_fio = false;
+  }
+  const std::string runtime = "--runtime=" + std::to_string(static_cast<int64_t>(virtual_seconds * 1000)) + "ms";
+  struct Case {
+    const char* label;
+    std::vector<std::string> extra;
+  };
+  const std::vector<Case> cases = {
+      {"norandommap", {"--norandommap"}},
+      {"random map", {}},
+  };
+  std::printf("blklab engine benchmark: null_blk irqmode=0, scheduler none, 1 simulated CPU,\n"
+              "io_uring QD32 4 KiB random reads, %.1f s of virtual time per case\n\n",
+              virtual_seconds);
+  std::printf("%-12s %14s %14s %12s %10s %16s %12s\n", "case", "sim IO/s/core", "sim IO/s wall",
+              "events/IO", "sim IOPS", "fio null IO/s/core", "ratio");
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"--name=bench", "--ioengine=io_uring", "--rw=randread", "--bs=4k",
+                                     "--iodepth=32", "--size=1g", "--time_based", runtime};
+    args.insert(args.end(), c.extra.begin(), c.extra.end());
+    SimFigures f;
+    if (!RunSim("null-1cpu", args, &f)) return 1;
+    const double per_core = f.ios / f.cpu_s;
+    double fio_per_core = 0, fio_iops = 0;
+    bool fio_ok = false;
+    if (with_fio) {
+      std::vector<std::string> fio_args = {"--name=bench", "--rw=randread", "--bs=4k", "--iodepth=32"};
+      fio_args.insert(fio_args.end(), c.extra.begin(), c.extra.end());
+      fio_ok = RunFioNull(fio_args, std::max(2.0, virtual_seconds), &fio_per_core, &fio_iops);
+    }
+    std::printf("%-12s %14.0f %14.0f %12.6f %10.0f", c.label, per_core, f.ios / f.wall_s,
+                static_cast<double>(f.events) / f.ios, f.simulated_iops);
+    if (fio_ok) {
+      std::printf(" %16.0f %11.2fx\n", fio_per_core, per_core / fio_per_core);
+    } else {
+      std::printf(" %16s %12s\n", "n/a", "n/a");
+    }
+  }
+  std::printf("\nsim IO/s/core: simulated IOs per second of the simulating thread's CPU time.\n"
+              "fio null IO/s/core: fio 3.33's null engine, IOPS / (usr+sys share of its job).\n");
+  return 0;
+}
