@@ -102,6 +102,8 @@ void JobThread::MaybeStartStats() {
   if (stats_started_at_ >= 0 || cpu_.now() < config_.ramp_end) return;
   stats_started_at_ = cpu_.now();
   collector_.Start(stats_started_at_);
+  // runtime= counts from the end of ramp_time, i.e. from here.
+  if (spec_.runtime_ns > 0) config_.end_at = stats_started_at_ + spec_.runtime_ns;
   user_ns_at_start_ = thread_->user_ns();
   sys_ns_at_start_ = thread_->sys_ns();
   ctx_at_start_ = thread_->context_switches();
@@ -321,6 +323,14 @@ void JobThread::BioEndio(sim::Cpu& cpu, model::Bio* bio, model::BlkStatus status
   switch (spec_.ioengine) {
     case IoEngine::kIoUring:
     case IoEngine::kIoUringCmd:
+      if (bio->polled) {
+        // IOPOLL: ki_complete only marks the request done (iopoll_completed);
+        // the owning ring's io_do_iopoll posts the CQE when it polls next.
+        cpu.Charge(fn_io_req_complete_post_, c.io_uring_cqe_post);
+        u->state = IoState::kCompleted;
+        completed_.push_back(u);
+        return;
+      }
       if (own_context) {
         cpu.Charge(fn_io_req_complete_post_, c.io_uring_cqe_post);
         u->state = IoState::kCompleted;
@@ -442,7 +452,9 @@ sim::Task JobThread::SyncLoop() {
       cpu_.Charge(fn_pread_, c.syscall_entry_exit);
       cpu_.Charge(fn_blkdev_read_iter_, c.psync_per_io);
       cpu_.Charge(fn_pin_, PinCost(u->bio.bytes));
-      cpu_.Charge(kernel_.fn.bio_alloc_bioset, c.bio_alloc_slab);
+      // __blkdev_direct_IO_simple uses an on-stack bio up to DIO_INLINE_BIO_VECS
+      // (4) pages; larger IOs allocate one.
+      if (u->bio.bytes > 4 * 4096) cpu_.Charge(kernel_.fn.bio_alloc_bioset, c.bio_alloc_slab);
       u->state = IoState::kInFlight;
       co_await config_.queue->SubmitBio(cpu_, &u->bio, nullptr);
       co_await cpu_.Sync();

@@ -747,7 +747,10 @@ void RequestQueue::CompleteRequest(sim::Cpu& cpu, Request* rq) {
 sim::Task RequestQueue::CompletionIpi::Handle(sim::Cpu& cpu, uint64_t arg) {
   Kernel& k = q_->kernel_;
   k.Count(Counter::k_hardirq);
-  cpu.Charge(k.fn.generic_smp_call_function_single_interrupt, k.costs().ipi_receive / 2);
+  // ipi_receive covers the hardirq and the BLOCK_SOFTIRQ it raises; the
+  // softirq charges its own entry/exit, the hardirq the rest.
+  cpu.Charge(k.fn.generic_smp_call_function_single_interrupt,
+             std::max<int64_t>(k.costs().ipi_receive - k.costs().softirq_entry_exit, 0));
   cpu.RaiseSoftirq(&q_->done_softirq_, arg);
   co_return;
 }
@@ -785,18 +788,18 @@ void RequestQueue::EndRequest(sim::Cpu& cpu, Request* rq, BlkStatus status, bool
   sim::SimTime now = cpu.now();
   if (NeedTimestamp()) now = kernel_.Ktime(cpu);
   AccountDone(cpu, rq, now);
-  FreeRequest(cpu, rq);
+  FreeRequest(cpu, rq, batch);
   kernel_.Count(Counter::k_requests_completed);
 }
 
-void RequestQueue::FreeRequest(sim::Cpu& cpu, Request* rq) {
+void RequestQueue::FreeRequest(sim::Cpu& cpu, Request* rq, bool bulk) {
   // blk_mq_free_request -> __blk_mq_free_request: tag put, restart, queue exit.
   Hctx* hctx = rq->mq_hctx;
   Tags& tags = hctx->tags();
   rq->state = Request::State::kIdle;
   tags.set_rq(rq->tag, nullptr);
   ++ended_;
-  tags.bitmap_tags().Clear(cpu, rq->tag);
+  tags.bitmap_tags().Clear(cpu, rq->tag, bulk);
   // blk_mq_sched_restart: test SCHED_RESTART on the hctx state line.
   cpu.Charge(kernel_.fn.blk_mq_sched_restart,
              hctx->state_line_.Read(kernel_.machine(), cpu.id(), kernel_.costs().line_read_hit));

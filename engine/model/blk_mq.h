@@ -239,7 +239,7 @@ class RequestQueue {
   void MarkCtxPending(sim::Cpu& cpu, Ctx* ctx, Hctx* hctx);
   void UpdateDispatchBusy(Hctx* hctx, bool busy);
   int NextCpu(sim::Cpu& cpu, Hctx* hctx);
-  void FreeRequest(sim::Cpu& cpu, Request* rq);
+  void FreeRequest(sim::Cpu& cpu, Request* rq, bool bulk);
   void FreeCachedRequests(sim::Cpu& cpu, Plug* plug);
   void AccountStart(sim::Cpu& cpu, Request* rq);
   void AccountDone(sim::Cpu& cpu, Request* rq, sim::SimTime now);

@@ -116,13 +116,14 @@ uint32_t SbitmapQueue::GetBatch(sim::Cpu& cpu, uint32_t nr, uint32_t* out) {
   return got;
 }
 
-void SbitmapQueue::Clear(sim::Cpu& cpu, uint32_t bit) {
+void SbitmapQueue::Clear(sim::Cpu& cpu, uint32_t bit, bool bulk) {
   const sim::Machine& m = kernel_.machine();
   Word& w = words_[bit >> shift_];
   const uint64_t b = uint64_t{1} << (bit & ((1u << shift_) - 1));
   BLKLAB_CHECK((w.word & b) && !(w.cleared & b));
   w.cleared |= b;
-  int64_t cost = w.cleared_line.Write(m, cpu.id(), kernel_.costs().sbitmap_clear);
+  int64_t cost = w.cleared_line.Write(
+      m, cpu.id(), bulk ? kernel_.costs().sbitmap_clear_bulk_per_tag : kernel_.costs().sbitmap_clear);
   alloc_hint_[cpu.id()] = bit;
   cpu.Charge(kernel_.fn.sbitmap_queue_clear, cost);
   if (ws_active_ > 0) WakeUp(cpu);

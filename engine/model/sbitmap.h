@@ -42,7 +42,8 @@ class SbitmapQueue {
   // with one atomic; returns how many were taken (into out[0..]).
   uint32_t GetBatch(sim::Cpu& cpu, uint32_t nr, uint32_t* out);
   // sbitmap_queue_clear: frees `bit` (deferred) and runs wake-up accounting.
-  void Clear(sim::Cpu& cpu, uint32_t bit);
+  // `bulk`: part of a batched put (blk_mq_put_tags), priced per tag.
+  void Clear(sim::Cpu& cpu, uint32_t bit, bool bulk = false);
   // sbitmap_any_bit_set: scans words until one has a bit set that is not
   // cleared; charges per word.
   bool AnyBitSet(sim::Cpu& cpu);

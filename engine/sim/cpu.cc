@@ -121,6 +121,9 @@ void Cpu::ArriveHardirq(IrqWork w) {
 
 void Cpu::EnqueueRunnable(Thread* t) {
   runqueue_.push_back(t);
+  if (current_thread_ != nullptr && slice_end_ == kSimTimeNever) {
+    slice_end_ = std::max(now_, machine_.sim().Now()) + machine_.costs().sched_slice_ns;
+  }
   UpdatePreempt();
   Kick(machine_.sim().Now());
 }
@@ -190,14 +193,19 @@ void Cpu::Loop() {
       run_level = Level::kTask;
       level_ = Level::kTask;
       if (current_thread_ != nullptr && lock_depth_ == 0) {
-        // Wake-up pre-emption by a higher-priority (lower nice) thread.
+        // Wake-up pre-emption by a higher-priority (lower nice) thread, or
+        // the end of the time slice with an equal one waiting.
+        const bool slice_over = now_ >= slice_end_;
         for (Thread* t : runqueue_) {
-          if (t->nice_ < current_thread_->nice_) {
+          if (t->nice_ < current_thread_->nice_ || (slice_over && t->nice_ == current_thread_->nice_)) {
             current_thread_->state_ = Thread::State::kRunnable;
             runqueue_.push_back(current_thread_);
             current_thread_ = nullptr;
             break;
           }
+        }
+        if (current_thread_ != nullptr && slice_over) {
+          slice_end_ = runqueue_.empty() ? kSimTimeNever : now_ + machine_.costs().sched_slice_ns;
         }
       }
       if (current_thread_ == nullptr) {
@@ -216,6 +224,7 @@ void Cpu::Loop() {
         runqueue_.erase(best);
         idle_ = false;
         current_thread_ = next;
+        slice_end_ = runqueue_.empty() ? kSimTimeNever : now_ + machine_.costs().sched_slice_ns;
         UpdateThreadAccount();
         if (next != last_thread_) {
           Charge(fn_schedule_, machine_.costs().context_switch_ns);

@@ -25,6 +25,9 @@
 //  * now() never decreases; busy time + idle time = now() for every CPU.
 //  * At most one context per level is active; a higher level pre-empts a
 //    lower one only at Sync() points.
+//  * Threads of equal priority share a CPU in time slices of
+//    MachineCosts::sched_slice_ns (a CFS-like round robin); a lower nice
+//    value pre-empts at the next Sync.
 //  * A context spinning on a lock keeps its CPU busy and holds back its
 //    interrupts until the lock is granted (the irq-off spin of
 //    spin_lock_irqsave; plain spin_lock is treated the same, a documented
@@ -137,7 +140,7 @@ class Cpu final : public EventHandler {
   // first letting other events run.
   bool CanRunInline() const {
     return now_ < machine_.sim().NextEventTime() && now_ < machine_.horizon() &&
-           (!preempt_pending_ || lock_depth_ > 0);
+           ((!preempt_pending_ && now_ < slice_end_) || lock_depth_ > 0);
   }
 
   // Spinlock bookkeeping: no pre-emption of the running context while > 0.
@@ -254,6 +257,9 @@ class Cpu final : public EventHandler {
   int64_t mode_ns_[kNumModes] = {};
 
   int lock_depth_ = 0;  // spinlocks held by the running context (no pre-emption while > 0)
+  // End of the running thread's time slice while others wait to run
+  // (kSimTimeNever when nobody waits).
+  SimTime slice_end_ = kSimTimeNever;
   Thread* last_thread_ = nullptr;
   SimTime spin_since_ = 0;
   FnId spin_fn_ = 0;

@@ -61,6 +61,7 @@ struct MachineCosts {
   int64_t die_ns = 100;
   int64_t socket_ns = 180;
   int64_t context_switch_ns = 1070;  // charged to __schedule when a CPU switches threads
+  int64_t sched_slice_ns = 3000000;  // time slice when threads share a CPU (CFS-like)
 };
 
 class Machine {

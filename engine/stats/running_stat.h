@@ -44,6 +44,8 @@ class RunningStat {
     n_ += other.n_;
     sum_ += other.sum_;
     sumsq_ += other.sumsq_;
+    extra_sum_ += other.extra_sum_;
+    extra_sumsq_ += other.extra_sumsq_;
     if (other.min_ < min_) min_ = other.min_;
     if (other.max_ > max_) max_ = other.max_;
   }
@@ -68,9 +70,7 @@ class RunningStat {
   uint64_t n() const { return n_; }
   uint64_t min() const { return n_ == 0 ? 0 : min_; }
   uint64_t max() const { return n_ == 0 ? 0 : max_; }
-  double mean() const {
-    return n_ == 0 ? 0.0 : static_cast<double>(static_cast<long double>(sum_) / n_);
-  }
+  double mean() const { return n_ == 0 ? 0.0 : static_cast<double>(Sum() / n_); }
   double variance() const {
     return n_ <= 1 ? 0.0 : static_cast<double>(SquaredDeviations() / static_cast<long double>(n_ - 1));
   }
@@ -90,17 +90,21 @@ class RunningStat {
 
  private:
   // Sum of squared deviations from the mean: sumsq - sum^2 / n.
+  long double Sum() const { return static_cast<long double>(sum_) + extra_sum_; }
   long double SquaredDeviations() const {
     if (n_ == 0) return 0;
-    const long double sum = static_cast<long double>(sum_);
-    const long double s = static_cast<long double>(sumsq_) - sum * sum / n_;
+    const long double sum = Sum();
+    const long double s = static_cast<long double>(sumsq_) + extra_sumsq_ - sum * sum / n_;
     return s < 0 ? 0 : s;
   }
+  // Moments that are not sums of integer samples (imported or summed
+  // statistics) live in the long double parts, so they stay exact enough.
   void SetMoments(long double mean, long double s) {
     const long double sum = mean * n_;
-    sum_ = static_cast<unsigned __int128>(sum + 0.5L);
-    const long double sumsq = s + sum * sum / n_;
-    sumsq_ = static_cast<unsigned __int128>(sumsq + 0.5L);
+    sum_ = 0;
+    sumsq_ = 0;
+    extra_sum_ = sum;
+    extra_sumsq_ = s + sum * sum / n_;
   }
 
   uint64_t min_ = std::numeric_limits<uint64_t>::max();
@@ -108,6 +112,8 @@ class RunningStat {
   uint64_t n_ = 0;
   unsigned __int128 sum_ = 0;
   unsigned __int128 sumsq_ = 0;
+  long double extra_sum_ = 0;
+  long double extra_sumsq_ = 0;
 };
 
 }  // namespace blklab::stats

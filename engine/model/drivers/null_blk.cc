@@ -5,7 +5,10 @@
 namespace blklab::model {
 
 namespace {
-constexpr int64_t kBwTimerIntervalNs = sim::kNsPerMs;  // null_blk TIMER_INTERVAL
+constexpr int64_t kTicksPerSec = 50;                                  // null_blk TICKS_PER_SEC
+constexpr int64_t kBwTimerIntervalNs = sim::kNsPerSec / kTicksPerSec;  // TIMER_INTERVAL: 20 ms
+// mb_per_tick(): bytes the device may move per tick.
+int64_t BytesPerTick(uint64_t mbps) { return (int64_t{1} << 20) / kTicksPerSec * static_cast<int64_t>(mbps); }
 }
 
 NullBlk::NullBlk(Kernel& kernel, std::string name, const NullBlkConfig& config,
@@ -26,20 +29,22 @@ NullBlk::NullBlk(Kernel& kernel, std::string name, const NullBlkConfig& config,
   fn_queue_rq_ = kernel.Intern("null_queue_rq");
   fn_complete_rq_ = kernel.Intern("null_complete_rq");
   fn_timer_expired_ = kernel.Intern("null_cmd_timer_expired");
-  bw_budget_bytes_ = static_cast<int64_t>(config.mbps) * 1024 * 1024 / 1000;  // per ms
+  bw_budget_bytes_ = BytesPerTick(config.mbps);
 }
 
 BlkStatus NullBlk::QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last) {
   cpu.Charge(fn_queue_rq_, kernel_.costs().null_queue_rq);
   if (config_.mbps > 0) {
-    // null_handle_throttled: the budget refills every 1 ms (nullb_bwtimer_fn);
-    // out of budget -> stop the queues and return DEV_RESOURCE.
+    // null_handle_throttled: the budget refills every tick (nullb_bwtimer_fn);
+    // the request's bytes are taken first, and a negative budget stops the
+    // queues and returns DEV_RESOURCE (the bytes stay taken until the refill).
     const int64_t window = cpu.now() / kBwTimerIntervalNs;
     if (window != bw_window_) {
       bw_window_ = window;
-      bw_budget_bytes_ = static_cast<int64_t>(config_.mbps) * 1024 * 1024 / 1000;
+      bw_budget_bytes_ = BytesPerTick(config_.mbps);
     }
-    if (bw_budget_bytes_ <= 0) {
+    bw_budget_bytes_ -= rq->bytes;
+    if (bw_budget_bytes_ < 0) {
       q_->StopHwQueues();
       if (!bw_timer_armed_) {
         bw_timer_armed_ = true;
@@ -48,7 +53,6 @@ BlkStatus NullBlk::QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last) {
       }
       return BlkStatus::kDevResource;
     }
-    bw_budget_bytes_ -= rq->bytes;
   }
   q_->StartRequest(cpu, rq);
   if (hctx->is_poll()) {

@@ -10,9 +10,10 @@
 //                to the submitting CPU);
 //   2 (timer):   an hrtimer fires `completion_nsec` later on the CPU that
 //                queued the command and ends it in hardirq context.
-// `mbps` caps bandwidth the way null_blk does: when the budget of the current
-// 1 ms window is used up the hardware queues are stopped and ->queue_rq
-// returns BLK_STS_DEV_RESOURCE; a timer refills the budget and restarts them.
+// `mbps` caps bandwidth the way null_blk does: a budget of mbps MiB/50 per
+// 20 ms tick; when a request drives it negative the hardware queues are
+// stopped and ->queue_rq returns BLK_STS_DEV_RESOURCE; the tick timer refills
+// the budget and restarts them.
 //
 // Invariants: every accepted command completes exactly once.
 // Thread-safety: thread-compatible.

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# tests/cli_test.sh BLKLAB_BINARY SOURCE_DIR
+#
+# Smoke test of the `blklab fio` command line (registered as ctest cli.smoke):
+#  - the demo job's JSON output parses (python3's json module) and has fio's
+#    top-level keys plus blklab's;
+#  - with SOURCE_DATE_EPOCH set, two runs are byte-identical;
+#  - a bad option exits non-zero and names the option on stderr;
+#  - --output=FILE writes the report to FILE and nothing to stdout;
+#  - fio's own fio_jsonplus_clat2csv --validate accepts json+ output (skipped
+#    when the tool is not installed).
+set -u
+
+BLKLAB=${1:?usage: cli_test.sh BLKLAB_BINARY SOURCE_DIR}
+SRC=${2:?usage: cli_test.sh BLKLAB_BINARY SOURCE_DIR}
+JOB="$SRC/examples/jobs/demo.fio"
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/blklab-cli-test.XXXXXX") || exit 1
+trap 'rm -rf "$TMP"' EXIT
+
+failures=0
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+pass() { echo "ok: $*"; }
+
+export SOURCE_DATE_EPOCH=1700000000
+export TZ=UTC
+
+[ -x "$BLKLAB" ] || { echo "FAIL: $BLKLAB is not executable" >&2; exit 1; }
+[ -f "$JOB" ] || { echo "FAIL: $JOB not found" >&2; exit 1; }
+
+# 1. JSON output parses and has fio's structure.
+if "$BLKLAB" fio "$JOB" --output-format=json >"$TMP/a.json" 2>"$TMP/a.err"; then
+  if python3 - "$TMP/a.json" <<'EOF'
+import json, sys
+with open(sys.argv[1]) as f:
+    d = json.load(f)
+want = ["fio version", "timestamp", "timestamp_ms", "time", "global options", "jobs"]
+keys = list(d.keys())
+assert keys[:len(want)] == want, keys
+assert d["timestamp"] == 1700000000, d["timestamp"]
+assert d["fio version"] == "fio-3.33", d["fio version"]
+assert len(d["jobs"]) == 1 and d["jobs"][0]["jobname"] == "randread-qd32", d["jobs"][0].get("jobname")
+assert d["jobs"][0]["read"]["total_ios"] > 0
+assert "blklab" in d and any(r["function"] == "blk_mq_submit_bio" for r in d["blklab"]["profile"])
+EOF
+  then
+    pass "json output parses with fio's keys"
+  else
+    fail "json output does not parse or lacks fio's keys"
+  fi
+else
+  fail "blklab fio $JOB --output-format=json exited $? ($(head -c 500 "$TMP/a.err"))"
+fi
+
+# 2. Two runs with SOURCE_DATE_EPOCH are byte-identical.
+if "$BLKLAB" fio "$JOB" --output-format=json >"$TMP/b.json" 2>/dev/null && cmp -s "$TMP/a.json" "$TMP/b.json"; then
+  pass "two runs are byte-identical"
+else
+  fail "two runs differ: $(cmp "$TMP/a.json" "$TMP/b.json" 2>&1 | head -1)"
+fi
+[ -s "$TMP/a.json" ] || fail "empty json output"
+
+# 3. A bad option: non-zero exit, the option named on stderr.
+"$BLKLAB" fio "$JOB" --output-format=json --no_such_option=3 >"$TMP/bad.out" 2>"$TMP/bad.err"
+rc=$?
+if [ "$rc" -ne 0 ] && grep -q "no_such_option" "$TMP/bad.err"; then
+  pass "bad option exits $rc and is named on stderr"
+else
+  fail "bad option: exit $rc, stderr: $(head -c 300 "$TMP/bad.err")"
+fi
+# A bad option inside a job file too.
+printf '[global]\nioengine=io_uring\nruntime=10ms\ntime_based=1\n[j]\nbogus_knob=1\n' >"$TMP/bad.fio"
+"$BLKLAB" fio "$TMP/bad.fio" >/dev/null 2>"$TMP/bad2.err"
+rc=$?
+if [ "$rc" -ne 0 ] && grep -q "bogus_knob" "$TMP/bad2.err"; then
+  pass "bad job-file option exits $rc and is named on stderr"
+else
+  fail "bad job-file option: exit $rc, stderr: $(head -c 300 "$TMP/bad2.err")"
+fi
+
+# 4. --output=FILE writes the file (and not stdout).
+"$BLKLAB" fio "$JOB" --output-format=json --output="$TMP/out.json" >"$TMP/out.stdout" 2>"$TMP/out.err"
+rc=$?
+if [ "$rc" -eq 0 ] && [ -s "$TMP/out.json" ] && [ ! -s "$TMP/out.stdout" ] && cmp -s "$TMP/out.json" "$TMP/a.json"; then
+  pass "--output=FILE writes the report to the file"
+else
+  fail "--output=FILE: exit $rc, file $(wc -c <"$TMP/out.json" 2>/dev/null || echo missing) bytes, stdout $(wc -c <"$TMP/out.stdout") bytes"
+fi
+
+# 5. fio's json+ checker accepts json+ output: first write the CSV files,
+# then --validate rebuilds the bins from them and compares with the json+
+# (it prints "stub_job0 validated", or "mismatch:"/an AssertionError).
+if command -v fio_jsonplus_clat2csv >/dev/null 2>&1; then
+  if "$BLKLAB" fio "$JOB" --output-format=json+ --output="$TMP/plus.json" 2>"$TMP/plus.err"; then
+    mkdir -p "$TMP/csv"
+    (cd "$TMP/csv" &&
+      fio_jsonplus_clat2csv "$TMP/plus.json" "$TMP/csv/stub" &&
+      fio_jsonplus_clat2csv --validate "$TMP/plus.json" "$TMP/csv/stub") >"$TMP/validate.log" 2>&1
+    rc=$?
+    if [ "$rc" -eq 0 ] && grep -q "stub_job0 validated" "$TMP/validate.log" &&
+       ! grep -qi "mismatch\|traceback" "$TMP/validate.log"; then
+      pass "fio_jsonplus_clat2csv --validate accepts json+ output"
+    else
+      fail "fio_jsonplus_clat2csv --validate (exit $rc): $(head -c 500 "$TMP/validate.log")"
+    fi
+  else
+    fail "json+ run failed: $(head -c 300 "$TMP/plus.err")"
+  fi
+else
+  echo "skip: fio_jsonplus_clat2csv not installed"
+fi
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures check(s) failed" >&2
+  exit 1
+fi
+echo "all CLI checks passed"
