@@ -43,10 +43,41 @@
 #include "engine/sim/cpu.h"
 #include "engine/sim/rng.h"
 #include "engine/stats/job_stats.h"
+#include "engine/util/check.h"
 #include "engine/workload/io_generator.h"
 #include "engine/workload/job_spec.h"
 
 namespace blklab::job {
+
+// Fixed-capacity FIFO of pointers (the CQ ring / aio ring / done list): an
+// io_u is in it at most once, so capacity = iodepth suffices.
+template <typename T>
+class PtrRing {
+ public:
+  void Reset(size_t capacity) {
+    slots_.assign(capacity == 0 ? 1 : capacity, nullptr);
+    head_ = size_ = 0;
+  }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  void push_back(T* p) {
+    BLKLAB_DCHECK(size_ < slots_.size());
+    size_t i = head_ + size_;
+    if (i >= slots_.size()) i -= slots_.size();
+    slots_[i] = p;
+    ++size_;
+  }
+  T* front() const { return slots_[head_]; }
+  void pop_front() {
+    if (++head_ == slots_.size()) head_ = 0;
+    --size_;
+  }
+
+ private:
+  std::vector<T*> slots_;
+  size_t head_ = 0;
+  size_t size_ = 0;
+};
 
 struct JobThreadConfig {
   const workload::JobSpec* spec = nullptr;
@@ -104,6 +135,7 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   sim::Task Commit();                         // submit the queued io_us
   void ChargeSubmitOne(IoU* u);
   sim::Task Reap(uint32_t min, uint32_t max);
+  bool TryReapFromRing(uint32_t min, uint32_t max);  // Reap without suspending, if possible
   sim::Task SleepUntil(sim::SimTime t);       // usec_sleep: the CPU is free meanwhile
   sim::Task Throttle(IoU* u);                 // rate / rate_iops: wait for the IO's slot
   sim::Task ThinkTime(bool issued);           // thinktime after thinktime_blocks IOs
@@ -129,7 +161,7 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   std::vector<IoU*> free_;
   std::vector<IoU*> queued_;        // prepared, not yet submitted
   std::vector<IoU*> submitting_;    // the batch of the Commit in progress
-  std::deque<IoU*> completed_;      // CQ ring / aio ring / done, in completion order
+  PtrRing<IoU> completed_;          // CQ ring / aio ring / done, in completion order
   std::vector<IoU*> task_work_;     // io_uring completions waiting for task_work
   uint32_t cur_depth_ = 0;          // fio's td->cur_depth
   uint32_t batch_submit_ = 1;

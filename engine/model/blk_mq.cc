@@ -75,10 +75,9 @@ void RequestQueue::AccountStart(sim::Cpu& cpu, Request* rq) {
   if (config_.iostats) {
     cpu.Charge(kernel_.fn.blk_account_io_start, kernel_.costs().blk_account_io_start);
     // update_io_ticks: a cmpxchg on the shared part stamp, at most once per jiffy.
-    const int64_t jiffy = sim::kNsPerSec / kernel_.knobs().hz;
-    const sim::SimTime j = cpu.now() / jiffy;
-    if (j != part_stamp_) {
-      part_stamp_ = j;
+    if (cpu.now() >= next_part_stamp_) {
+      const int64_t jiffy = sim::kNsPerSec / kernel_.knobs().hz;
+      next_part_stamp_ = (cpu.now() / jiffy + 1) * jiffy;
       cpu.Charge(kernel_.fn.blk_account_io_start,
                  part_stamp_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
     }

@@ -255,7 +255,7 @@ class RequestQueue {
   CompletionIpi completion_ipi_;
   DiskStats disk_;
   sim::CacheLine part_stamp_line_;
-  sim::SimTime part_stamp_ = -1;
+  sim::SimTime next_part_stamp_ = 0;  // the next jiffy boundary
   uint64_t allocated_ = 0;
   uint64_t ended_ = 0;
 };

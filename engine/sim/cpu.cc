@@ -83,9 +83,18 @@ void Cpu::RaiseSoftirq(IrqHandler* handler, uint64_t arg) {
   UpdatePreempt();
 }
 
+int64_t Cpu::mode_ns(Mode m) const {
+  if (m == Mode::kIdle) return idle_ns_;
+  int64_t total = 0;
+  for (size_t slot = static_cast<size_t>(m); slot < fn_ns_.size(); slot += kNumModes) {
+    total += fn_ns_[slot];
+  }
+  return total;
+}
+
 void Cpu::AccountIdleUntil(SimTime t) {
   if (t > now_) {
-    if (idle_) mode_ns_[static_cast<int>(Mode::kIdle)] += t - now_;
+    if (idle_) idle_ns_ += t - now_;
     now_ = t;
   }
 }
@@ -151,9 +160,7 @@ void Cpu::OnEvent(uint32_t kind, uint64_t arg) {
       Charge(spin_fn_, t - spin_since_);
       break;
   }
-  if (idle_ && t > now_) {
-    mode_ns_[static_cast<int>(Mode::kIdle)] += t - now_;
-  }
+  if (idle_ && t > now_) idle_ns_ += t - now_;
   if (t > now_) now_ = t;
   Loop();
 }

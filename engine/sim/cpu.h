@@ -131,7 +131,6 @@ class Cpu final : public EventHandler {
     // Task level: usr or sys by the function; irq levels: their own mode.
     const int mode = level_ == Level::kTask ? user_flags_[fn] : level_mode_;
     fn_ns_[static_cast<size_t>(fn) * kNumModes + mode] += ns;
-    mode_ns_[mode] += ns;
     thread_ns_[mode] += ns;  // the running thread's rusage (a scratch array at irq level)
     now_ += ns;
   }
@@ -181,10 +180,9 @@ class Cpu final : public EventHandler {
   Thread* current_thread() const { return current_thread_; }
 
   // Accounting.
-  int64_t mode_ns(Mode m) const { return mode_ns_[static_cast<int>(m)]; }
-  int64_t busy_ns() const {
-    return mode_ns_[0] + mode_ns_[1] + mode_ns_[2] + mode_ns_[3];
-  }
+  // Derived from the per-function table (not kept per charge).
+  int64_t mode_ns(Mode m) const;
+  int64_t busy_ns() const { return now_ - idle_ns_; }
   // ns charged to (fn, mode); 0 if never charged.
   int64_t fn_ns(FnId fn, Mode m) const {
     const size_t slot = static_cast<size_t>(fn) * kNumModes + static_cast<int>(m);
@@ -254,7 +252,7 @@ class Cpu final : public EventHandler {
   int level_mode_ = static_cast<int>(Mode::kSys);
   int64_t* thread_ns_ = scratch_ns_;
   int64_t scratch_ns_[kNumModes] = {};
-  int64_t mode_ns_[kNumModes] = {};
+  int64_t idle_ns_ = 0;
 
   int lock_depth_ = 0;  // spinlocks held by the running context (no pre-emption while > 0)
   // End of the running thread's time slice while others wait to run

@@ -372,8 +372,14 @@ uint64_t IoGenerator::DistributionBlock(Direction d, uint64_t nblocks) {
 }
 
 uint64_t IoGenerator::NextRandomOffset(Direction d, uint64_t len) {
-  const uint64_t nblocks = plan_.region_bytes / align_;
-  const uint64_t len_blocks = std::max<uint64_t>(1, (len + align_ - 1) / align_);
+  // Divisions only when the length changes (fixed bs: once).
+  if (len != cached_len_) {
+    cached_len_ = len;
+    cached_nblocks_ = plan_.region_bytes / align_;
+    cached_len_blocks_ = std::max<uint64_t>(1, (len + align_ - 1) / align_);
+  }
+  const uint64_t nblocks = cached_nblocks_;
+  const uint64_t len_blocks = cached_len_blocks_;
   const uint64_t fit = nblocks >= len_blocks ? nblocks - len_blocks + 1 : 1;
   uint64_t block;
   if (use_map_) {

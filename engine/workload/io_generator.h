@@ -126,6 +126,9 @@ class IoGenerator {
   PerDir<std::vector<DistributionZone>> zones_;
   ClonePlan plan_;
   uint64_t align_ = 0;  // offset granularity (random map block)
+  uint64_t cached_len_ = 0;         // NextRandomOffset's per-length divisions
+  uint64_t cached_nblocks_ = 0;
+  uint64_t cached_len_blocks_ = 0;
 
   sim::RngStream rng_offset_;
   sim::RngStream rng_bs_;
