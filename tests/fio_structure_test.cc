@@ -12,12 +12,16 @@
 // so the run has a disk and fio would print a "disk_util" section: its
 // structure is checked against reference 07 (psync on a real disk), the only
 // one that has it.
+#include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -270,6 +274,196 @@ TEST_F(FioStructureTest, BlklabKeyHasAKernelProfile) {
   ASSERT_NE(blk->Find("locks"), nullptr);
   EXPECT_EQ(*blk->Find("total_ios")->AsInt64(), static_cast<int64_t>(out_->run.kernel.total_ios));
 }
+
+
+// --- the seven reference jobs, run as they are ------------------------------
+//
+// Each job file of fio-reference/jobs runs unchanged in blklab on the default
+// host (01-06 use fio's null engine; 07's file is replaced by the simulated
+// /dev/nullb0, the only change), and its outputs must have the structure of
+// fio 3.33's outputs for the same job: the same JSON and JSON+ key trees
+// (option and "bins" contents aside), the same terse field count, and the
+// same sequence of lines in the normal output (numbers masked; blklab's own
+// sections after fio's are left out).
+
+// A line's shape: digits and number-like tokens masked, runs of spaces
+// folded, so "  read: IOPS=1512k, BW=5906MiB/s" and "  read: IOPS=87.2k,
+// BW=340MiB/s" compare equal.
+std::string LineShape(const std::string& line) {
+  std::string out;
+  bool in_number = false;
+  bool in_space = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    const bool digit = (c >= '0' && c <= '9') ||
+                       (in_number && (c == '.' || c == 'k' || c == 'M' || c == 'G' || c == 'T'));
+    if (digit) {
+      if (!in_number) out += '#';
+      in_number = true;
+      in_space = false;
+      continue;
+    }
+    in_number = false;
+    if (c == ' ') {
+      // Padding inside "avg= 5.12" or "[  201]" depends on the value's width.
+      size_t next = i;
+      while (next < line.size() && line[next] == ' ') ++next;
+      const bool pads_number = !out.empty() && (out.back() == '=' || out.back() == '[') &&
+                               next < line.size() && line[next] >= '0' && line[next] <= '9';
+      if (pads_number) continue;
+      if (!in_space && !out.empty()) out += ' ';
+      in_space = true;
+      continue;
+    }
+    in_space = false;
+    out += c;
+  }
+  // Units that follow the magnitude (KiB/MiB, nsec/usec/msec) are data too.
+  for (const char* unit : {"KiB", "MiB", "GiB", "kB", "MB", "GB", "nsec", "usec", "msec"}) {
+    size_t pos;
+    while ((pos = out.find(unit)) != std::string::npos) out.replace(pos, strlen(unit), "U");
+  }
+  // A magnitude letter joined to the number ("11.5GiB" -> "#iB") or a bare
+  // byte count ("4096B") is a unit choice too.
+  for (const char* unit : {"#iB", "#B"}) {
+    size_t pos;
+    while ((pos = out.find(unit)) != std::string::npos) out.replace(pos, strlen(unit), "#U");
+  }
+  return out;
+}
+
+// The shapes of fio's part of a normal output. Data-dependent rows are
+// folded: consecutive latency-distribution rows ("lat (U) :") and percentile
+// rows ("|") become one entry each.
+std::vector<std::string> NormalShapes(const std::string& text) {
+  std::vector<std::string> shapes;
+  bool disk_stats = false;
+  for (const std::string& raw : std::vector<std::string>(absl::StrSplit(text, '\n'))) {
+    if (absl::StartsWith(raw, "blklab ")) break;  // blklab's sections follow fio's
+    std::string shape = LineShape(raw);
+    // Device rows: the device's name is the host's (vda there, nullb0 here).
+    if (disk_stats && shape.find(':') != std::string::npos) {
+      shape = "  DEV" + shape.substr(shape.find(':'));
+    }
+    if (absl::StartsWith(raw, "Disk stats")) disk_stats = true;
+    const std::string trimmed(absl::StripLeadingAsciiWhitespace(shape));
+    if (absl::StartsWith(trimmed, "lat (U) :")) shape = "  lat (U) : <rows>";
+    if (absl::StartsWith(trimmed, "|")) shape = "     | <rows>";
+    if (!shapes.empty() && shapes.back() == shape &&
+        (shape == "  lat (U) : <rows>" || shape == "     | <rows>")) {
+      continue;
+    }
+    shapes.push_back(shape);
+  }
+  while (!shapes.empty() && shapes.back().empty()) shapes.pop_back();
+  return shapes;
+}
+
+// fio's null engine is an infinitely fast device: a 2 s run simulates
+// hundreds of millions of IOs. The structure does not depend on the length,
+// so the jobs run for 20 ms with 5 ms bandwidth/IOPS windows instead.
+const std::pair<std::string, std::string> kShort = {"runtime=2\n",
+                                                    "runtime=20ms\nbwavgtime=5\niopsavgtime=5\n"};
+
+struct RefJob {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> edits;  // job-file text replacements
+  int terse_fields;
+};
+
+class ReferenceJobTest : public ::testing::TestWithParam<RefJob> {
+ protected:
+  void SetUp() override {
+    std::string job;
+    if (!ReadFile(kRefDir + "/jobs/" + GetParam().name + ".fio", &job)) {
+      GTEST_SKIP() << "fio reference jobs not found under " << kRefDir;
+    }
+    for (const auto& [from, to] : GetParam().edits) {
+      ASSERT_THAT(job, HasSubstr(from));
+      job = absl::StrReplaceAll(job, {{from, to}});
+    }
+    absl::StatusOr<host::HostSpec> host = host::GetPreset("default");
+    ASSERT_TRUE(host.ok()) << host.status();
+    const std::string file = GetParam().name + ".fio";
+    auto read = [job, file](const std::string& path) -> absl::StatusOr<std::string> {
+      if (path == file) return job;
+      return absl::NotFoundError(path);
+    };
+    absl::StatusOr<ParsedFio> parsed = ParseFio({file}, *host, read, nullptr);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    req_.host = *host;
+    req_.jobs = parsed->jobs;
+    absl::StatusOr<RunResult> run = RunFio(req_);
+    ASSERT_TRUE(run.ok()) << run.status();
+    WallClock clock;  // the date of the reference outputs
+    clock.timestamp_sec = 1796004705;
+    clock.timestamp_ms = 1796004705000;
+    clock.time_string = "Mon Nov 30 02:11:45 2026";
+    input_ = BuildReport(req_, *run, clock, /*with_kernel_report=*/true);
+  }
+  std::string Ref(const std::string& suffix) {
+    std::string text;
+    EXPECT_TRUE(ReadFile(kRefDir + "/out/" + GetParam().name + suffix, &text)) << suffix;
+    return text;
+  }
+
+  RunRequest req_;
+  report::ReportInput input_;
+};
+
+TEST_P(ReferenceJobTest, JsonAndJsonPlusKeyTreesMatchFio) {
+  const std::vector<std::string> opaque = {"global options", "job options", "bins"};
+  for (const bool plus : {false, true}) {
+    const std::vector<std::string> got = Filter(
+        KeyPaths(MustParseJson(report::WriteJson(input_, plus), "blklab"), opaque), "blklab", false);
+    const std::vector<std::string> want = KeyPaths(
+        MustParseJson(Ref(plus ? ".jsonplus.json" : ".json"), "fio"), opaque);
+    EXPECT_EQ(got, want) << (plus ? "json+: " : "json: ") << FirstDifference(got, want);
+  }
+}
+
+TEST_P(ReferenceJobTest, TerseHasFiosFieldCount) {
+  const std::string terse = report::WriteTerse(input_);
+  const std::string ref = Ref(".terse.txt");
+  std::vector<std::string> got_lines = absl::StrSplit(terse, '\n', absl::SkipEmpty());
+  std::vector<std::string> want_lines = absl::StrSplit(ref, '\n', absl::SkipEmpty());
+  ASSERT_EQ(got_lines.size(), want_lines.size());
+  for (size_t i = 0; i < got_lines.size(); ++i) {
+    const size_t got = std::vector<std::string>(absl::StrSplit(got_lines[i], ';')).size();
+    const size_t want = std::vector<std::string>(absl::StrSplit(want_lines[i], ';')).size();
+    EXPECT_EQ(got, want) << "line " << i;
+    EXPECT_EQ(static_cast<int>(got), GetParam().terse_fields) << "line " << i;
+  }
+}
+
+TEST_P(ReferenceJobTest, NormalOutputHasFiosLinesInFiosOrder) {
+  const std::vector<std::string> got = NormalShapes(report::WriteNormal(input_));
+  std::vector<std::string> want = NormalShapes(Ref(".normal.txt"));
+  // fio prints "Laying out IO file" for a real file (07); a block device has none.
+  want.erase(std::remove_if(want.begin(), want.end(),
+                            [](const std::string& l) { return l.find("Laying out IO file") != std::string::npos; }),
+             want.end());
+  EXPECT_EQ(got, want) << FirstDifference(got, want);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllSeven, ReferenceJobTest,
+    ::testing::Values(RefJob{"01-randread-4k-qd32", {kShort}, 121},
+                      RefJob{"02-randrw-70-30", {kShort}, 121},
+                      RefJob{"03-two-jobs-group-reporting", {kShort}, 121},
+                      RefJob{"04-numjobs4-split", {kShort}, 121},
+                      RefJob{"05-randrw-unified-latpct", {kShort}, 162},
+                      RefJob{"06-logs", {kShort}, 121},
+                      RefJob{"07-psync-disk-util",
+                             {kShort, {"filename=/tmp/fio-ref-disk-util.dat", "filename=/dev/nullb0"}},
+                             130}),
+    [](const ::testing::TestParamInfo<RefJob>& info) {
+      std::string n = info.param.name;
+      for (char& c : n) {
+        if (c == '-') c = '_';
+      }
+      return n;
+    });
 
 }  // namespace
 }  // namespace blklab

@@ -168,7 +168,11 @@ const std::vector<OptionDef>& Table() {
     {"exitall_on_error", "", OptionId::kGeneric, OptionKind::kFlag, 2, "", "", "", ""},
     {"stonewall", "wait_for_previous", OptionId::kStonewall, OptionKind::kFlag, 1, "", "", "", "wait for previous jobs, new group"},
     {"new_group", "", OptionId::kNewGroup, OptionKind::kFlag, 1, "", "", "", ""},
-    {"thread", "threads", OptionId::kThread, OptionKind::kFlag, 1, "", "", "", ""},
+    {"thread", "", OptionId::kThread, OptionKind::kFlag, 1, "", "", "", "use threads instead of processes"},
+    // fio 3.33 registers the tiobench profile's `threads` as a general option
+    // (an integer; it does not mean `thread`): `threads=1` is accepted and
+    // printed as `--threads=1` by --showcmd.
+    {"threads", "", OptionId::kGeneric, OptionKind::kInt, 3, "", "", "", "tiobench profile: number of threads"},
     {"per_job_logs", "", OptionId::kPerJobLogs, OptionKind::kBool, 1, "1", "", "", ""},
     {"write_bw_log", "", OptionId::kWriteBwLog, OptionKind::kFlagOrString, 1, "", "", "", ""},
     {"bwavgtime", "", OptionId::kBwavgtime, OptionKind::kInt, 1, "500", "", "", ""},
@@ -503,6 +507,10 @@ std::string SuggestOption(const std::string& name) {
   std::string best;
   size_t best_d = 3;  // suggest only close names
   for (const auto& [key, def] : Index()) {
+    // The distance is at least the length difference: skip hopeless keys
+    // (keeps "did you mean" cheap on long garbage names).
+    const size_t diff = name.size() > key.size() ? name.size() - key.size() : key.size() - name.size();
+    if (diff > best_d) continue;
     const size_t d = EditDistance(name, key);
     if (d < best_d || (d == best_d && !best.empty() && key < best)) {
       if (d < best_d || key < best) {
@@ -513,6 +521,8 @@ std::string SuggestOption(const std::string& name) {
   }
   return best;
 }
+
+const char* KnownFioEngines() { return kFioEngines; }
 
 bool IsKnownFioEngine(const std::string& name) {
   return WordIn(kFioEngines, name) || name.rfind("external:", 0) == 0;

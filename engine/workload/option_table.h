@@ -194,6 +194,8 @@ absl::Status ApplyOption(const OptionDef& def, const std::optional<std::string>&
 
 // Engine names fio 3.33 knows (for `ioengine=`), and the subset blklab models.
 bool IsKnownFioEngine(const std::string& name);
+// The engine names of IsKnownFioEngine, space separated (for --enghelp).
+const char* KnownFioEngines();
 std::optional<IoEngine> ModelledEngine(const std::string& name);
 
 }  // namespace blklab::workload
