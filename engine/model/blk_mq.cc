@@ -108,7 +108,7 @@ std::vector<const Request*> RequestQueue::StuckRequests(sim::SimTime now, int64_
   std::vector<const Request*> out;
   const uint32_t nr_tag_objs = set_.config().hctx_shared ? 1 : set_.nr_hw_queues();
   for (uint32_t i = 0; i < nr_tag_objs; ++i) {
-    Tags& t = const_cast<TagSet&>(set_).tags(i);
+    const Tags& t = set_.tags(i);
     for (uint32_t tag = 0; tag < t.nr_tags(); ++tag) {
       const Request* rq = t.rq(tag);
       if (rq != nullptr && rq->q == this && now - rq->alloc_time_ns > age_ns) out.push_back(rq);

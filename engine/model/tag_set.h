@@ -67,6 +67,7 @@ class TagSet {
     return polled && config_.nr_poll_queues > 0 ? poll_map_[cpu] : mq_map_[cpu];
   }
   Tags& tags(uint32_t hctx) { return *tags_[config_.hctx_shared ? 0 : hctx]; }
+  const Tags& tags(uint32_t hctx) const { return *tags_[config_.hctx_shared ? 0 : hctx]; }
   // Number of request queues using this set (> 1 means TAG_QUEUE_SHARED).
   int nr_queues() const { return nr_queues_; }
   void AddQueue() { ++nr_queues_; }

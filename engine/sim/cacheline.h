@@ -4,8 +4,10 @@
 // (KERNEL_MODEL.md §1.3): it remembers which CPU wrote it last and which CPUs
 // hold a current copy. A read by a CPU holding a copy is a hit; otherwise the
 // line moves from its last writer (price by topology, Machine::TransferCost).
-// A write or atomic by the owner with no other copies is local; otherwise it
-// pays the transfer and invalidates the other copies.
+// A write or atomic by the owner with no other copies is local; by another
+// CPU it pays the transfer from the last writer; by the owner while others
+// hold copies it pays the farthest invalidation. The other copies are
+// invalidated either way.
 //
 // Invariants: after Write(c), c is the only holder.
 // Thread-safety: thread-compatible. Callers Sync() before touching a line so
@@ -14,6 +16,7 @@
 #ifndef BLKLAB_ENGINE_SIM_CACHELINE_H_
 #define BLKLAB_ENGINE_SIM_CACHELINE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -45,10 +48,12 @@ class CacheLine {
   int64_t Write(const Machine& m, int cpu, int64_t local_ns) {
     if (owner_ == cpu && nr_sharers_ == 1) return local_ns;  // exclusive already
     int64_t cost = local_ns;
-    if (owner_ >= 0 && (owner_ != cpu || nr_sharers_ > 1)) {
-      const int64_t t = m.TransferCost(owner_, cpu);
-      if (owner_ != cpu || t == 0) ++transfers_;
-      cost += owner_ != cpu ? t : 0;
+    if (owner_ >= 0 && owner_ != cpu) {
+      cost += m.TransferCost(owner_, cpu);  // read-for-ownership from the last writer
+      ++transfers_;
+    } else if (owner_ == cpu) {
+      // Shared copies elsewhere: the upgrade waits for the farthest invalidation.
+      cost += FarthestSharer(m, cpu);
     }
     ClearSharers();
     owner_ = cpu;
@@ -60,6 +65,16 @@ class CacheLine {
   uint64_t transfers() const { return transfers_; }
 
  private:
+  int64_t FarthestSharer(const Machine& m, int cpu) const {
+    int64_t worst = 0;
+    for (size_t w = 0; w < sharers_.size(); ++w) {
+      for (uint64_t bits = sharers_[w]; bits != 0; bits &= bits - 1) {
+        const int other = static_cast<int>(w * 64 + __builtin_ctzll(bits));
+        if (other != cpu) worst = std::max(worst, m.TransferCost(cpu, other));
+      }
+    }
+    return worst;
+  }
   bool IsSharer(int cpu) const {
     const size_t w = static_cast<size_t>(cpu) >> 6;
     return w < sharers_.size() && (sharers_[w] >> (cpu & 63)) & 1;
