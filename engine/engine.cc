@@ -204,6 +204,131 @@ absl::Status PlanDevices(const RunRequest& req, std::vector<DeviceInstance>& dev
   return absl::OkStatus();
 }
 
+// Fills result.clones (and virtual_ns, events) at virtual time `end`: the
+// final results, or (final=false) each clone's running figures.
+void CollectResults(const RunRequest& req, const Simulation& s, sim::SimTime end, bool final,
+                    RunResult& result) {
+  result.clones.clear();
+  for (size_t i = 0; i < s.clones.size(); ++i) {
+    const job::JobThread& t = *s.clones[i];
+    const workload::JobClone& c = req.jobs.clones[i];
+    CloneResult cr;
+    cr.job_index = c.job_index;
+    cr.clone_index = c.clone_index;
+    cr.thread_number = c.thread_number;
+    cr.group_id = c.group_id;
+    cr.cpu = t.config().cpu;
+    cr.device = s.clone_device[i] >= 0 ? s.devices[s.clone_device[i]].name : "";
+    cr.start_ns = t.config().start_at;
+    cr.end_ns = t.done() ? t.finished_at() : end;
+    cr.result = final ? t.result() : t.PeekResult(end);
+    result.clones.push_back(std::move(cr));
+  }
+  result.virtual_ns = end;
+  result.events = s.machine->sim().events_delivered();
+}
+
+// blklab's kernel report at `end`: CPU modes, profile, locks, counters,
+// devices. final=false builds it from a running simulation without changing
+// it (CPU idle time is not advanced; disk busy time is added on a copy).
+absl::Status BuildKernelReport(const RunRequest& req, Simulation& s, sim::SimTime end, bool final,
+                               RunResult& result) {
+  sim::Machine& m = *s.machine;
+  // blklab's kernel report: CPU modes, profile, locks, counters, devices.
+  stats::KernelReport& k = result.kernel;
+  k.host_name = req.host.name;
+  k.elapsed_ns = end;
+  k.events = result.events;
+  int64_t sys_ns = 0;
+  int used = 0;
+  for (int c = 0; c < m.num_cpus(); ++c) {
+    sim::Cpu& cpu = m.cpu(c);
+    if (final) cpu.AccountIdleUntil(end);
+    if (cpu.busy_ns() == 0) continue;
+    ++used;
+    stats::CpuRow row;
+    row.cpu = c;
+    for (int mode = 0; mode < sim::kNumModes; ++mode) {
+      row.mode_ns[mode] = cpu.mode_ns(static_cast<sim::Mode>(mode));
+    }
+    k.busy_ns += cpu.busy_ns();
+    sys_ns += cpu.mode_ns(sim::Mode::kSys) + cpu.mode_ns(sim::Mode::kIrq) +
+              cpu.mode_ns(sim::Mode::kSoftirq);
+    k.cpus.push_back(row);
+  }
+  k.sys_pct = end > 0 && used > 0 ? 100.0 * static_cast<double>(sys_ns) / (static_cast<double>(end) * used) : 0;
+  const auto& fns = m.functions();
+  int64_t slowpath = 0;
+  for (sim::FnId fn = 0; fn < fns.size(); ++fn) {
+    for (int mode = 0; mode < 4; ++mode) {
+      int64_t ns = 0;
+      for (int c = 0; c < m.num_cpus(); ++c) ns += m.cpu(c).fn_ns(fn, static_cast<sim::Mode>(mode));
+      if (ns == 0) continue;
+      stats::ProfileRow row;
+      row.function = fns.name(fn);
+      row.mode = static_cast<stats::CpuMode>(mode);
+      row.self_ns = ns;
+      row.share_pct = k.busy_ns > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(k.busy_ns) : 0;
+      if (row.function == "native_queued_spin_lock_slowpath") slowpath += ns;
+      k.profile.push_back(std::move(row));
+    }
+  }
+  std::stable_sort(k.profile.begin(), k.profile.end(),
+                   [](const stats::ProfileRow& a, const stats::ProfileRow& b) {
+                     if (a.self_ns != b.self_ns) return a.self_ns > b.self_ns;
+                     if (a.function != b.function) return a.function < b.function;
+                     return a.mode < b.mode;
+                   });
+  k.contention_pct = k.busy_ns > 0 ? 100.0 * static_cast<double>(slowpath) / k.busy_ns : 0;
+  std::map<std::string, stats::LockRow> locks;  // ordered by name: deterministic
+  for (const sim::SpinLock* l : m.locks()) {
+    const sim::LockStats& st = l->stats();
+    if (st.acquisitions == 0) continue;
+    stats::LockRow& row = locks[l->name()];
+    row.name = l->name();
+    row.acquisitions += st.acquisitions;
+    row.contended += st.contended;
+    row.wait_ns += st.wait_ns;
+    row.hold_ns += st.hold_ns;
+    row.max_waiters = std::max<uint64_t>(row.max_waiters, st.max_waiters);
+  }
+  for (auto& [name, row] : locks) k.locks.push_back(row);
+  for (int c = 0; c < static_cast<int>(model::Counter::kNumCounters); ++c) {
+    const uint64_t v = s.kernel->counter(static_cast<model::Counter>(c));
+    if (v == 0) continue;
+    k.counters.push_back(stats::CounterRow{model::CounterName(static_cast<model::Counter>(c)), v});
+  }
+  k.counters.push_back(stats::CounterRow{"sim_events", result.events});
+  std::sort(k.counters.begin(), k.counters.end(),
+            [](const stats::CounterRow& a, const stats::CounterRow& b) { return a.name < b.name; });
+  for (auto& c : result.clones) k.total_ios += c.result.dirs[0].total_ios + c.result.dirs[1].total_ios +
+                                               c.result.dirs[2].total_ios;
+  for (size_t dev = 0; dev < s.null_blks.size(); ++dev) {
+    if (!s.null_blks[dev]) continue;
+    model::RequestQueue& q = s.null_blks[dev]->queue();
+    if (final) q.FinishDiskStats(end);
+    model::DiskStats ds = q.disk_stats();
+    if (!final && ds.in_flight > 0 && end > ds.busy_since) ds.io_ticks_ns += end - ds.busy_since;
+    stats::DeviceRow row;
+    row.name = s.devices[dev].name;
+    row.read_ios = ds.ios[0];
+    row.write_ios = ds.ios[1];
+    row.read_merges = ds.merges[0];
+    row.write_merges = ds.merges[1];
+    row.read_ticks_ms = ds.ticks_ns[0] / 1000000;
+    row.write_ticks_ms = ds.ticks_ns[1] / 1000000;
+    row.in_queue_ms = ds.in_queue_ns / 1000000;
+    row.util_pct = end > 0 ? 100.0 * static_cast<double>(ds.io_ticks_ns) / static_cast<double>(end) : 0;
+    k.devices.push_back(row);
+    // Invariant: no request is lost.
+    if (final && q.requests_outstanding() != 0) {
+      return absl::InternalError(absl::StrCat("device ", row.name, ": ", q.requests_outstanding(),
+                                              " request(s) never completed"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ParsedFio> ParseFio(const std::vector<std::string>& args, const host::HostSpec& host,
@@ -376,7 +501,7 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
     if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
       return absl::CancelledError("the run was cancelled");
     }
-    uint64_t ios = 0, bytes = 0;
+    uint64_t ios = 0;
     uint32_t running = 0;
     for (const auto& c : s.clones) {
       ios += c->ios_completed();
@@ -384,11 +509,38 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
     }
     if (on_snapshot) {
       Snapshot snap;
+      bool eta_known = true;
       snap.virtual_ns = horizon;
-      snap.ios_completed = ios;
-      snap.bytes_completed = bytes;
-      snap.clones_running = running;
       snap.events = m.sim().events_delivered();
+      for (const auto& c : s.clones) {
+        for (int d = 0; d < stats::kNumDirs; ++d) {
+          snap.dir_ios[d] += c->dir_ios_completed()[d];
+          snap.dir_bytes[d] += c->dir_bytes_completed()[d];
+        }
+        const char state = c->RunStateChar(horizon);
+        snap.run_states.push_back(state);
+        if (state == '_') {
+          ++snap.clones_done;
+        } else if (state != 'P') {
+          ++snap.clones_running;
+        }
+        const int64_t remaining = c->EstimateRemainingNs(horizon);
+        if (remaining < 0) eta_known = false;
+        snap.eta_ns = std::max(snap.eta_ns, remaining);
+      }
+      if (!eta_known) snap.eta_ns = -1;
+      for (int d = 0; d < stats::kNumDirs; ++d) {
+        snap.ios_completed += snap.dir_ios[d];
+        snap.bytes_completed += snap.dir_bytes[d];
+      }
+      snap.virtual_total_ns = snap.eta_ns >= 0 ? horizon + snap.eta_ns : 0;
+      snap.interim = [&req, &s, horizon]() {
+        RunResult r;
+        r.warnings = req.jobs.warnings;
+        CollectResults(req, s, horizon, /*final=*/false, r);
+        BuildKernelReport(req, s, horizon, /*final=*/false, r).IgnoreError();
+        return r;
+      };
       on_snapshot(snap);
     }
     if (s.done >= s.clones.size()) break;
@@ -425,118 +577,24 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
     }
   }
 
-  // Results per clone.
+  // Results per clone, logs, and blklab's kernel report.
   sim::SimTime end = 0;
+  for (const auto& c : s.clones) end = std::max(end, c->finished_at());
+  CollectResults(req, s, end, /*final=*/true, result);
   for (size_t i = 0; i < s.clones.size(); ++i) {
-    const job::JobThread& t = *s.clones[i];
-    const workload::JobClone& c = req.jobs.clones[i];
-    CloneResult cr;
-    cr.job_index = c.job_index;
-    cr.clone_index = c.clone_index;
-    cr.thread_number = c.thread_number;
-    cr.group_id = c.group_id;
-    cr.cpu = t.config().cpu;
-    cr.device = s.clone_device[i] >= 0 ? s.devices[s.clone_device[i]].name : "";
-    cr.start_ns = t.config().start_at;
-    cr.end_ns = t.finished_at();
-    cr.result = t.result();
-    end = std::max(end, t.finished_at());
-    result.clones.push_back(std::move(cr));
-  }
-  result.virtual_ns = end;
-  result.events = m.sim().events_delivered();
-
-  // blklab's kernel report: CPU modes, profile, locks, counters, devices.
-  stats::KernelReport& k = result.kernel;
-  k.host_name = req.host.name;
-  k.elapsed_ns = end;
-  k.events = result.events;
-  int64_t sys_ns = 0;
-  int used = 0;
-  for (int c = 0; c < m.num_cpus(); ++c) {
-    sim::Cpu& cpu = m.cpu(c);
-    cpu.AccountIdleUntil(end);
-    if (cpu.busy_ns() == 0) continue;
-    ++used;
-    stats::CpuRow row;
-    row.cpu = c;
-    for (int mode = 0; mode < sim::kNumModes; ++mode) {
-      row.mode_ns[mode] = cpu.mode_ns(static_cast<sim::Mode>(mode));
-    }
-    k.busy_ns += cpu.busy_ns();
-    sys_ns += cpu.mode_ns(sim::Mode::kSys) + cpu.mode_ns(sim::Mode::kIrq) +
-              cpu.mode_ns(sim::Mode::kSoftirq);
-    k.cpus.push_back(row);
-  }
-  k.sys_pct = end > 0 && used > 0 ? 100.0 * static_cast<double>(sys_ns) / (static_cast<double>(end) * used) : 0;
-  const auto& fns = m.functions();
-  int64_t slowpath = 0;
-  for (sim::FnId fn = 0; fn < fns.size(); ++fn) {
-    for (int mode = 0; mode < 4; ++mode) {
-      int64_t ns = 0;
-      for (int c = 0; c < m.num_cpus(); ++c) ns += m.cpu(c).fn_ns(fn, static_cast<sim::Mode>(mode));
-      if (ns == 0) continue;
-      stats::ProfileRow row;
-      row.function = fns.name(fn);
-      row.mode = static_cast<stats::CpuMode>(mode);
-      row.self_ns = ns;
-      row.share_pct = k.busy_ns > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(k.busy_ns) : 0;
-      if (row.function == "native_queued_spin_lock_slowpath") slowpath += ns;
-      k.profile.push_back(std::move(row));
+    for (stats::LogFile& f : s.clones[i]->TakeLogFiles()) {
+      // per_job_logs=0: jobs with the same prefix share one file, appended
+      // to in thread-number order.
+      auto same = std::find_if(result.logs.begin(), result.logs.end(),
+                               [&f](const stats::LogFile& l) { return l.name == f.name; });
+      if (same != result.logs.end()) {
+        same->contents += f.contents;
+      } else {
+        result.logs.push_back(std::move(f));
+      }
     }
   }
-  std::stable_sort(k.profile.begin(), k.profile.end(),
-                   [](const stats::ProfileRow& a, const stats::ProfileRow& b) {
-                     if (a.self_ns != b.self_ns) return a.self_ns > b.self_ns;
-                     if (a.function != b.function) return a.function < b.function;
-                     return a.mode < b.mode;
-                   });
-  k.contention_pct = k.busy_ns > 0 ? 100.0 * static_cast<double>(slowpath) / k.busy_ns : 0;
-  std::map<std::string, stats::LockRow> locks;  // ordered by name: deterministic
-  for (const sim::SpinLock* l : m.locks()) {
-    const sim::LockStats& st = l->stats();
-    if (st.acquisitions == 0) continue;
-    stats::LockRow& row = locks[l->name()];
-    row.name = l->name();
-    row.acquisitions += st.acquisitions;
-    row.contended += st.contended;
-    row.wait_ns += st.wait_ns;
-    row.hold_ns += st.hold_ns;
-    row.max_waiters = std::max<uint64_t>(row.max_waiters, st.max_waiters);
-  }
-  for (auto& [name, row] : locks) k.locks.push_back(row);
-  for (int c = 0; c < static_cast<int>(model::Counter::kNumCounters); ++c) {
-    const uint64_t v = s.kernel->counter(static_cast<model::Counter>(c));
-    if (v == 0) continue;
-    k.counters.push_back(stats::CounterRow{model::CounterName(static_cast<model::Counter>(c)), v});
-  }
-  k.counters.push_back(stats::CounterRow{"sim_events", result.events});
-  std::sort(k.counters.begin(), k.counters.end(),
-            [](const stats::CounterRow& a, const stats::CounterRow& b) { return a.name < b.name; });
-  for (auto& c : result.clones) k.total_ios += c.result.dirs[0].total_ios + c.result.dirs[1].total_ios +
-                                               c.result.dirs[2].total_ios;
-  for (size_t dev = 0; dev < s.null_blks.size(); ++dev) {
-    if (!s.null_blks[dev]) continue;
-    model::RequestQueue& q = s.null_blks[dev]->queue();
-    q.FinishDiskStats(end);
-    const model::DiskStats& ds = q.disk_stats();
-    stats::DeviceRow row;
-    row.name = s.devices[dev].name;
-    row.read_ios = ds.ios[0];
-    row.write_ios = ds.ios[1];
-    row.read_merges = ds.merges[0];
-    row.write_merges = ds.merges[1];
-    row.read_ticks_ms = ds.ticks_ns[0] / 1000000;
-    row.write_ticks_ms = ds.ticks_ns[1] / 1000000;
-    row.in_queue_ms = ds.in_queue_ns / 1000000;
-    row.util_pct = end > 0 ? 100.0 * static_cast<double>(ds.io_ticks_ns) / static_cast<double>(end) : 0;
-    k.devices.push_back(row);
-    // Invariant: no request is lost.
-    if (q.requests_outstanding() != 0) {
-      return absl::InternalError(absl::StrCat("device ", row.name, ": ", q.requests_outstanding(),
-                                              " request(s) never completed"));
-    }
-  }
+  BLKLAB_RETURN_IF_ERROR(BuildKernelReport(req, s, end, /*final=*/true, result));
   return result;
 }
 

@@ -9,7 +9,9 @@
 //   RunFio      builds the topology (CPUs, kernel, devices) from the host
 //               spec, starts one simulated fio thread per job clone, runs
 //               virtual time until every clone is done, and returns the
-//               per-clone fio statistics and blklab's kernel report
+//               per-clone fio statistics, fio's log files and blklab's
+//               kernel report; snapshots of progress (and interim results)
+//               go to a callback between slices of virtual time
 //   BuildReport turns a run into fio's report input (report/report.h)
 //
 // Determinism: RunFio's result depends only on (host spec, jobs, seed); it
@@ -20,6 +22,7 @@
 #ifndef BLKLAB_ENGINE_ENGINE_H_
 #define BLKLAB_ENGINE_ENGINE_H_
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -29,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "engine/host/host_spec.h"
 #include "engine/report/report.h"
+#include "engine/stats/job_log.h"
 #include "engine/stats/job_stats.h"
 #include "engine/stats/kernel_report.h"
 #include "engine/workload/job_parser.h"
@@ -52,14 +56,30 @@ struct RunRequest {
   int64_t snapshot_interval_ns = 0;    // 0: no snapshots
 };
 
-// Progress at an interval of virtual time (for status output and streams).
+struct RunResult;
+
+// Progress at an interval of virtual time (for status output and streams),
+// passed to the SnapshotFn after each slice of snapshot_interval_ns (100 ms
+// of virtual time when 0), the last one at or after the end of the run.
 struct Snapshot {
-  int64_t virtual_ns = 0;
-  int64_t virtual_total_ns = 0;   // expected end (0 when unknown)
-  uint64_t ios_completed = 0;
+  int64_t virtual_ns = 0;         // the slice's end
+  int64_t virtual_total_ns = 0;   // expected end: virtual_ns + eta_ns (0 when unknown)
+  int64_t eta_ns = -1;            // fio's ETA: the longest remaining clone (-1 unknown)
+  uint64_t ios_completed = 0;     // all clones, ramp_time included
   uint64_t bytes_completed = 0;
-  uint32_t clones_running = 0;
+  std::array<uint64_t, stats::kNumDirs> dir_ios{};    // the same per direction
+  std::array<uint64_t, stats::kNumDirs> dir_bytes{};
+  uint32_t clones_running = 0;    // started and not done
+  uint32_t clones_done = 0;
+  // One fio run-state character per clone in thread-number order ('P' not
+  // started, '/' ramp, 'r'/'R'/'w'/'W'/'m'/'M'/'d'/'D' running, '_' done).
+  std::string run_states;
   uint64_t events = 0;
+  // Builds the run's results as they stand at virtual_ns without disturbing
+  // the simulation (per-clone running figures, kernel report; no logs):
+  // feed it to BuildReport for fio's --status-interval reports. Valid only
+  // during the callback. Cost: one copy of every clone's statistics.
+  std::function<RunResult()> interim;
 };
 using SnapshotFn = std::function<void(const Snapshot&)>;
 
@@ -78,6 +98,12 @@ struct CloneResult {
 struct RunResult {
   std::vector<CloneResult> clones;   // thread-number order
   stats::KernelReport kernel;
+  // fio's log files (write_bw_log, write_iops_log, write_lat_log,
+  // write_hist_log): names as fio makes them (PREFIX_TYPE.N.log, or
+  // PREFIX_TYPE.log with per_job_logs=0, jobs sharing a name appended in
+  // thread order) and contents. The engine writes no file: the CLI writes
+  // them to its current directory, the server returns them.
+  std::vector<stats::LogFile> logs;
   int64_t virtual_ns = 0;            // end of the run
   uint64_t events = 0;
   std::vector<std::string> warnings;

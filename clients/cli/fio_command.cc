@@ -7,11 +7,20 @@
 #include <iostream>
 #include <sstream>
 #include <sys/time.h>
+#include <unistd.h>
+
+#include <array>
+#include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "engine/engine.h"
 #include "engine/host/presets.h"
+#include "engine/report/num2str.h"
 #include "engine/report/report.h"
 
 namespace blklab::cli {
@@ -53,6 +62,110 @@ WallClock Now() {
 int Fail(const absl::Status& s) {
   std::cerr << "blklab fio: " << s.message() << "\n";
   return 1;
+}
+
+// fio's condensed run string: "rr_" -> "r(2),_(1)".
+std::string CondenseRunStates(const std::string& states) {
+  std::string out;
+  for (size_t i = 0; i < states.size();) {
+    size_t j = i;
+    while (j < states.size() && states[j] == states[i]) ++j;
+    if (!out.empty()) out += ',';
+    absl::StrAppend(&out, std::string(1, states[i]), "(", j - i, ")");
+    i = j;
+  }
+  return out;
+}
+
+// fio's ETA format: "01m:05s", "02h:01m:05s", "1d:02h:01m:05s".
+std::string EtaString(int64_t sec) {
+  const int64_t d = sec / 86400, h = (sec / 3600) % 24, m = (sec / 60) % 60, s = sec % 60;
+  if (d > 0) return absl::StrFormat("%dd:%02dh:%02dm:%02ds", d, h, m, s);
+  if (h > 0) return absl::StrFormat("%02dh:%02dm:%02ds", h, m, s);
+  return absl::StrFormat("%02dm:%02ds", m, s);
+}
+
+// fio's progress line ("Jobs: 1 (f=1): [r(1)][45.0%][r=7346MiB/s][r=1881k
+// IOPS][eta 00m:01s]"), in virtual time: percent done and ETA from the
+// engine's estimate, rates over the interval since the previous snapshot.
+class EtaPrinter {
+ public:
+  explicit EtaPrinter(std::ostream& out) : out_(out) {}
+
+  void Print(const Snapshot& snap) {
+    const bool finished = snap.clones_done == snap.run_states.size();
+    // The snapshot after the end only shows the drain: keep the last line
+    // of the run (unless the run was too short for one).
+    if (finished && printed_) return;
+    std::string line = absl::StrCat("Jobs: ", snap.clones_running, " (f=", snap.clones_running,
+                                    "): [", CondenseRunStates(snap.run_states), "]");
+    if (snap.eta_ns >= 0 || finished) {
+      const int64_t eta_ns = finished ? 0 : snap.eta_ns;
+      const double pct = snap.virtual_ns + eta_ns > 0
+                             ? 100.0 * static_cast<double>(snap.virtual_ns) /
+                                   static_cast<double>(snap.virtual_ns + eta_ns)
+                             : 0.0;
+      absl::StrAppend(&line, absl::StrFormat("[%3.1f%%]", pct));
+      const int64_t dt = snap.virtual_ns - last_ns_;
+      std::vector<std::string> bw, iops;
+      static const char* const kDir[] = {"r", "w", "t"};
+      for (int d = 0; d < stats::kNumDirs && dt > 0; ++d) {
+        const uint64_t db = snap.dir_bytes[d] - last_bytes_[d];
+        const uint64_t di = snap.dir_ios[d] - last_ios_[d];
+        if (db == 0 && di == 0) continue;
+        const auto per_sec = [dt](uint64_t v) {
+          return static_cast<uint64_t>(static_cast<long double>(v) * 1e9L / dt);
+        };
+        bw.push_back(absl::StrCat(kDir[d], "=",
+                                  report::Num2Str(per_sec(db), 4, true, report::NumUnit::kBytesPerSec)));
+        iops.push_back(
+            absl::StrCat(kDir[d], "=", report::Num2Str(per_sec(di), 4, false, report::NumUnit::kNone)));
+      }
+      if (!bw.empty()) {
+        absl::StrAppend(&line, "[", absl::StrJoin(bw, ","), "][", absl::StrJoin(iops, ","), " IOPS]");
+      }
+      absl::StrAppend(&line, "[eta ", EtaString((eta_ns + 999000000) / 1000000000), "]");
+    }
+    last_ns_ = snap.virtual_ns;
+    last_bytes_ = snap.dir_bytes;
+    last_ios_ = snap.dir_ios;
+    // Rewritten in place: pad over a longer previous line, return the cursor.
+    const size_t len = line.size();
+    if (len < last_len_) line.append(last_len_ - len, ' ');
+    last_len_ = len;
+    out_ << line << '\r' << std::flush;
+    printed_ = true;
+  }
+  bool printed() const { return printed_; }
+
+ private:
+  std::ostream& out_;
+  int64_t last_ns_ = 0;
+  std::array<uint64_t, stats::kNumDirs> last_bytes_{};
+  std::array<uint64_t, stats::kNumDirs> last_ios_{};
+  size_t last_len_ = 0;
+  bool printed_ = false;
+};
+
+int64_t Gcd(int64_t a, int64_t b) {
+  while (b != 0) {
+    const int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+// Writes fio's log files to the current directory (names may carry a path,
+// as fio's write_*_log=PREFIX may). Each file is written afresh.
+absl::Status WriteLogFiles(const std::vector<stats::LogFile>& logs) {
+  for (const stats::LogFile& f : logs) {
+    std::ofstream out(f.name, std::ios::binary | std::ios::trunc);
+    if (!out) return absl::InvalidArgumentError("cannot write log file " + f.name);
+    out << f.contents;
+    if (!out.flush()) return absl::InvalidArgumentError("cannot write log file " + f.name);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -110,13 +223,6 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   for (const std::string& w : parsed->jobs.warnings) std::cerr << "blklab fio: warning: " << w << "\n";
   if (inv.parse_only) return 0;
 
-  RunRequest req;
-  req.host = *host;
-  req.jobs = parsed->jobs;
-  req.seed = seed;
-  absl::StatusOr<RunResult> run = RunFio(req);
-  if (!run.ok()) return Fail(run.status());
-
   report::OutputFormats formats;
   for (workload::OutputFormat f : inv.output_formats) {
     switch (f) {
@@ -134,16 +240,70 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
         break;
     }
   }
-  report::ReportInput input = BuildReport(req, *run, Now(), /*with_kernel_report=*/true);
-  std::string out = report::WriteReport(input, formats);
-  if (perf_top > 0) out += report::WritePerfTop(run->kernel, perf_top);
+
+  // Everything (the preamble, interim and final reports) goes to --output
+  // or stdout.
+  std::ofstream file;
   if (!inv.output.empty()) {
-    std::ofstream f(inv.output, std::ios::binary | std::ios::trunc);
-    if (!f) return Fail(absl::InvalidArgumentError("--output: cannot write " + inv.output));
-    f << out;
-  } else {
-    std::cout << out;
+    file.open(inv.output, std::ios::binary | std::ios::trunc);
+    if (!file) return Fail(absl::InvalidArgumentError("--output: cannot write " + inv.output));
   }
+  std::ostream& out = inv.output.empty() ? std::cout : file;
+
+  RunRequest req;
+  req.host = *host;
+  req.jobs = parsed->jobs;
+  req.seed = seed;
+
+  // fio's progress line: --eta=always, or auto when stdout is a terminal;
+  // never when stdout carries only terse/json output (it would corrupt it).
+  const bool eta = (inv.eta == "always" || (inv.eta == "auto" && isatty(STDOUT_FILENO) == 1)) &&
+                   (formats.normal || !inv.output.empty());
+  const int64_t status_ns = inv.status_interval_ns;
+  constexpr int64_t kEtaIntervalNs = 100'000'000;  // 100 ms of virtual time
+  if (status_ns > 0 && eta) {
+    req.snapshot_interval_ns = Gcd(status_ns, kEtaIntervalNs);
+  } else if (status_ns > 0) {
+    req.snapshot_interval_ns = status_ns;
+  } else if (eta) {
+    req.snapshot_interval_ns = kEtaIntervalNs;
+  }
+
+  // With progress output, fio prints the normal preamble when the jobs
+  // start and the reports after it without.
+  const bool early_preamble = formats.normal && (eta || status_ns > 0);
+  if (early_preamble) {
+    out << report::WriteNormalPreamble(BuildReport(req, RunResult(), Now(), false)) << std::flush;
+  }
+  EtaPrinter eta_printer(std::cout);
+  SnapshotFn on_snapshot;
+  if (req.snapshot_interval_ns > 0) {
+    on_snapshot = [&](const Snapshot& snap) {
+      if (eta) eta_printer.Print(snap);
+      const bool finished = snap.clones_done == snap.run_states.size();
+      if (status_ns > 0 && !finished && snap.virtual_ns % status_ns == 0) {
+        report::ReportInput input = BuildReport(req, snap.interim(), Now(), /*with_kernel_report=*/true);
+        input.with_preamble = !early_preamble;
+        out << report::WriteReport(input, formats) << std::flush;
+      }
+    };
+  }
+  absl::StatusOr<RunResult> run = RunFio(req, on_snapshot);
+  // End the progress line unless the normal report that follows on stdout
+  // does (it starts with a newline).
+  if (eta_printer.printed() && (!run.ok() || !formats.normal || !inv.output.empty())) {
+    std::cout << "\n" << std::flush;
+  }
+  if (!run.ok()) return Fail(run.status());
+  // fio writes each job's logs when the job ends, before the final report.
+  if (absl::Status s = WriteLogFiles(run->logs); !s.ok()) return Fail(s);
+
+  report::ReportInput input = BuildReport(req, *run, Now(), /*with_kernel_report=*/true);
+  input.with_preamble = !early_preamble;
+  std::string text = report::WriteReport(input, formats);
+  if (perf_top > 0) text += report::WritePerfTop(run->kernel, perf_top);
+  out << text << std::flush;
+  if (!out) return Fail(absl::InvalidArgumentError("cannot write the report"));
   return 0;
 }
 

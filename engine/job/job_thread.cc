@@ -1,6 +1,8 @@
 #include "engine/job/job_thread.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
 #include <utility>
 
 namespace blklab::job {
@@ -19,6 +21,31 @@ stats::Dir ToStatsDir(workload::Direction d) {
   }
   return stats::Dir::kRead;
 }
+// The JobLogger configuration for a spec's write_*_log options; nullopt
+// when it asks for no log.
+std::optional<stats::JobLogConfig> LogConfigFor(const workload::JobSpec& spec,
+                                                uint32_t thread_number) {
+  auto prefix = [&spec](const workload::LogSpec& l) {
+    if (!l.enabled) return std::string();
+    return l.prefix.empty() ? spec.name : l.prefix;  // bare write_*_log: the job name
+  };
+  stats::JobLogConfig c;
+  c.bw_prefix = prefix(spec.write_bw_log);
+  c.iops_prefix = prefix(spec.write_iops_log);
+  c.lat_prefix = prefix(spec.write_lat_log);
+  c.hist_prefix = prefix(spec.write_hist_log);
+  c.avg_msec = static_cast<int64_t>(spec.log_avg_msec);
+  c.hist_msec = static_cast<int64_t>(spec.log_hist_msec);
+  c.log_offset = spec.log_offset;
+  c.per_job_logs = spec.per_job_logs;
+  c.thread_number = static_cast<int>(thread_number);
+  const bool hist = !c.hist_prefix.empty() && c.hist_msec > 0;
+  if (c.bw_prefix.empty() && c.iops_prefix.empty() && c.lat_prefix.empty() && !hist) {
+    return std::nullopt;
+  }
+  return c;
+}
+
 model::ReqOp ToOp(workload::Direction d) {
   switch (d) {
     case workload::Direction::kRead:
@@ -83,6 +110,67 @@ JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, workl
   fn_try_to_wake_up_ = r.Intern("try_to_wake_up");
   fn_usec_spin_ = r.Intern("fio:usec_spin");
   for (int d = 0; d < 3; ++d) has_rate_ |= spec_.rate_iops[d] > 0 || spec_.rate_bps[d] > 0;
+  if (std::optional<stats::JobLogConfig> lc = LogConfigFor(spec_, config.thread_number)) {
+    logger_ = std::make_unique<stats::JobLogger>(*std::move(lc));
+    collector_.set_logger(logger_.get());
+  }
+}
+
+stats::JobResult JobThread::PeekResult(sim::SimTime now) const {
+  if (done_) return result_;
+  if (stats_started_at_ < 0 || !collector_.started()) return stats::JobResult();
+  stats::JobResult r = collector_.Peek(now);
+  const int64_t window = std::max<int64_t>(now - stats_started_at_, 1);
+  r.cpu.usr_pct = 100.0 * static_cast<double>(thread_->user_ns() - user_ns_at_start_) / window;
+  r.cpu.sys_pct = 100.0 * static_cast<double>(thread_->sys_ns() - sys_ns_at_start_) / window;
+  r.cpu.ctx = thread_->context_switches() - ctx_at_start_;
+  return r;
+}
+
+int64_t JobThread::EstimateRemainingNs(sim::SimTime now) const {
+  if (done_) return 0;
+  const bool started = now >= config_.start_at && ios_issued_ > 0;
+  if (!started) {
+    if (spec_.runtime_ns <= 0) return -1;
+    return std::max<int64_t>(config_.start_at - now, 0) + spec_.ramp_time_ns + spec_.runtime_ns;
+  }
+  int64_t remaining = -1;
+  if (config_.end_at != sim::kSimTimeNever) {
+    remaining = std::max<int64_t>(config_.end_at - now, 0);
+  } else if (spec_.runtime_ns > 0) {  // still ramping: end_at is set at the stats start
+    remaining = std::max<int64_t>(config_.ramp_end - now, 0) + spec_.runtime_ns;
+  }
+  if (!spec_.time_based && bytes_limit_ > 0 && bytes_issued_ > 0) {
+    const long double done = static_cast<long double>(std::min(bytes_issued_, bytes_limit_)) /
+                             static_cast<long double>(bytes_limit_);
+    const long double elapsed = static_cast<long double>(now - config_.start_at);
+    const int64_t by_size = static_cast<int64_t>(elapsed * (1.0L - done) / done);
+    remaining = remaining < 0 ? by_size : std::min(remaining, by_size);
+  }
+  return remaining;
+}
+
+char JobThread::RunStateChar(sim::SimTime now) const {
+  if (done_) return '_';
+  if (now < config_.start_at || ios_issued_ == 0) return 'P';
+  if (now < config_.ramp_end) return '/';
+  const bool random = workload::IsRandom(spec_.rw);
+  if (workload::IsMixed(spec_.rw)) return random ? 'm' : 'M';
+  switch (spec_.rw) {
+    case workload::RwPattern::kWrite:
+    case workload::RwPattern::kRandWrite:
+      return random ? 'w' : 'W';
+    case workload::RwPattern::kTrim:
+    case workload::RwPattern::kRandTrim:
+      return random ? 'd' : 'D';
+    default:
+      return random ? 'r' : 'R';
+  }
+}
+
+std::vector<stats::LogFile> JobThread::TakeLogFiles() {
+  if (logger_ == nullptr) return {};
+  return logger_->TakeFiles();
 }
 
 void JobThread::Start() { thread_->Start(Main(), config_.start_at); }
@@ -204,7 +292,16 @@ sim::Task JobThread::Throttle(IoU* u) {
   const sim::SimTime slot = rate_next_[d];
   rate_next_[d] = slot + static_cast<int64_t>(gap_ns);
   if (slot > cpu_.now()) {
-    // Let what is in flight complete meanwhile, then sleep to the slot.
+    // fio's rate_ddir quiesces before it sleeps (io_submit_mode=inline):
+    // submit what is queued and reap everything in flight except `u`
+    // (prepared, counted in cur_depth_, not yet queued); then sleep to the
+    // slot.
+    if (!queued_.empty()) co_await Commit();
+    if (!workload::IsSynchronous(spec_.ioengine)) {
+      while (cur_depth_ > 1) {
+        if (!TryReapFromRing(1, cur_depth_ - 1)) co_await Reap(1, cur_depth_ - 1);
+      }
+    }
     co_await SleepUntil(slot);
     u->start_time = cpu_.now();
   }
@@ -377,6 +474,8 @@ void JobThread::ReapCompleted(uint32_t max) {
                                   u->bio.sector << model::kSectorShift);
     }
     ++ios_completed_;
+    ++dir_ios_[static_cast<int>(u->dir)];
+    dir_bytes_[static_cast<int>(u->dir)] += u->bio.bytes;
     u->state = IoState::kFree;
     free_.push_back(u);
     --cur_depth_;

@@ -23,6 +23,11 @@
 // virtual time: slat = prep -> end of the submitting syscall, clat = end of
 // the submitting syscall -> reap, lat = slat + clat, as fio measures them.
 //
+// Logs: when the spec asks for write_bw_log / write_iops_log / write_lat_log
+// / write_hist_log, the thread owns a stats::JobLogger attached to its
+// collector (times in virtual ms since the stats start, `.N` = thread
+// number); TakeLogFiles() hands the files over once the thread is done.
+//
 // Invariants: at most `iodepth` io_us exist; every issued I/O is reaped
 //  before the thread ends (fio drains its queue).
 // Thread-safety: thread-compatible; part of one simulation.
@@ -30,6 +35,7 @@
 #ifndef BLKLAB_ENGINE_JOB_JOB_THREAD_H_
 #define BLKLAB_ENGINE_JOB_JOB_THREAD_H_
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -42,6 +48,7 @@
 #include "engine/model/request.h"
 #include "engine/sim/cpu.h"
 #include "engine/sim/rng.h"
+#include "engine/stats/job_log.h"
 #include "engine/stats/job_stats.h"
 #include "engine/util/check.h"
 #include "engine/workload/io_generator.h"
@@ -114,6 +121,29 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   const stats::JobResult& result() const { return result_; }
   // Running figures for interval snapshots.
   stats::JobStatsCollector& collector() { return collector_; }
+  // The result as it stands at `now` (fio's --status-interval reports):
+  // result() once done, an empty result before the stats started, else the
+  // collector's running figures with the CPU usage so far. Non-destructive.
+  stats::JobResult PeekResult(sim::SimTime now) const;
+
+  // Completed IOs and bytes per direction since the thread started
+  // (ramp_time included), for progress displays.
+  const std::array<uint64_t, stats::kNumDirs>& dir_ios_completed() const { return dir_ios_; }
+  const std::array<uint64_t, stats::kNumDirs>& dir_bytes_completed() const { return dir_bytes_; }
+  // Virtual time this clone still needs as seen at `now` (fio's per-thread
+  // ETA): the rest of runtime= for time-limited jobs, else extrapolated
+  // from the bytes issued so far; 0 once done. Not-yet-started clones count
+  // their start delay, ramp and runtime (or -1 when unknown: size-bound).
+  int64_t EstimateRemainingNs(sim::SimTime now) const;
+  // fio's run-state character (eta line): 'P' not started, '/' ramping,
+  // 'R'/'r' read, 'W'/'w' write, 'D'/'d' trim, 'M'/'m' mixed (upper case
+  // sequential, lower case random), '_' done.
+  char RunStateChar(sim::SimTime now) const;
+
+  // The log files (fio's names and line formats), in the order bw, iops,
+  // lat, slat, clat, clat_hist; empty when the spec asks for none.
+  // Valid once done(); leaves the logger empty.
+  std::vector<stats::LogFile> TakeLogFiles();
 
   void BioEndio(sim::Cpu& cpu, model::Bio* bio, model::BlkStatus status) override;
   void OnEvent(uint32_t kind, uint64_t arg) override;  // timed wake-up (rate, thinktime)
@@ -155,7 +185,10 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   sim::Cpu& cpu_;
   std::unique_ptr<sim::Thread> thread_;
   stats::JobStatsCollector collector_;
+  std::unique_ptr<stats::JobLogger> logger_;  // nullptr: no logs asked for
   stats::JobResult result_;
+  std::array<uint64_t, stats::kNumDirs> dir_ios_{};
+  std::array<uint64_t, stats::kNumDirs> dir_bytes_{};
 
   std::vector<IoU> io_us_;
   std::vector<IoU*> free_;

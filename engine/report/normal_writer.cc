@@ -254,12 +254,18 @@ void WriteGroupLine(const char* name, const GroupDirStatus& g, const GroupStatus
 
 }  // namespace
 
-std::string WriteNormal(const ReportInput& input) {
+std::string WriteNormalPreamble(const ReportInput& input) {
   std::string out;
   for (const JobHeader& h : input.headers) WriteHeaderLine(h, &out);
   absl::StrAppend(&out, input.fio_version, "\n");
   out += StartingLine(input.processes, input.threads);
   for (const std::string& line : input.info_lines) absl::StrAppend(&out, line, "\n");
+  return out;
+}
+
+std::string WriteNormal(const ReportInput& input) {
+  std::string out;
+  if (input.with_preamble) out = WriteNormalPreamble(input);
   out.push_back('\n');
   for (const ReportEntry& e : input.entries) WriteEntry(input, e, &out);
   for (const GroupStatus& g : input.groups) {

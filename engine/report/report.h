@@ -135,9 +135,16 @@ struct ReportInput {
   std::vector<GroupStatus> groups;
   std::vector<stats::DeviceRow> disk_util;
   std::optional<stats::KernelReport> kernel;  // blklab extras
+  // Normal output starts with the preamble (set-up lines, version,
+  // "Starting ...", info lines). fio prints it once, when the jobs start: a
+  // caller that printed it already (WriteNormalPreamble, before a run with
+  // --status-interval or --eta) sets this to false for the reports after.
+  bool with_preamble = true;
 };
 
 std::string WriteNormal(const ReportInput& input);
+// Only the preamble of normal output (see ReportInput::with_preamble).
+std::string WriteNormalPreamble(const ReportInput& input);
 std::string WriteTerse(const ReportInput& input);
 std::string WriteJson(const ReportInput& input, bool json_plus);
 

@@ -190,6 +190,15 @@ void JobStatsCollector::LogCompletion(int64_t now_ns, Dir dir, uint32_t bytes, i
   logger_->OnCompletion(now_ns - start_ns_, dir, bytes, offset, slat_ns, clat_ns);
 }
 
+JobResult JobStatsCollector::Peek(int64_t now_ns) const {
+  if (!started_) return JobResult();
+  JobResult out = result_;
+  const int64_t runtime_ms = std::max<int64_t>(now_ns - start_ns_, 0) / 1'000'000;
+  out.job_runtime_ms = runtime_ms;
+  for (DirResult& d : out.dirs) d.runtime_ms = d.total_ios > 0 ? runtime_ms : 0;
+  return out;
+}
+
 JobResult JobStatsCollector::Finish(int64_t now_ns) {
   BLKLAB_CHECK(started_);
   BLKLAB_CHECK(now_ns >= start_ns_);

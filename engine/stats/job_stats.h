@@ -260,6 +260,13 @@ class JobStatsCollector {
   // idle until the next Start(). REQUIRES: now_ns >= start time.
   JobResult Finish(int64_t now_ns);
 
+  // The running result as Finish(now_ns) would return it (runtimes up to
+  // now_ns), without ending the window, closing bandwidth windows or
+  // touching the logger: for fio's interim reports (--status-interval).
+  // Before Start() it returns an empty result. Cost: one copy of the result
+  // (its histograms, ~130 KiB); not for the hot path.
+  JobResult Peek(int64_t now_ns) const;
+
   bool started() const { return started_; }
 
  private:

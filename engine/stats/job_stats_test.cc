@@ -157,6 +157,27 @@ TEST(CollectorTest, RecordsDirectionsAndWindows) {
   EXPECT_EQ(c.Finish(20).dir(Dir::kRead).total_ios, 1u);
 }
 
+TEST(CollectorTest, PeekIsNonDestructive) {
+  JobStatsCollector c;
+  EXPECT_EQ(c.Peek(5 * kMs).dirs[0].total_ios, 0u);  // not started: empty
+  c.Start(0);
+  for (int i = 0; i < 10; ++i) c.RecordCompletion(i * 100 * kMs, Dir::kRead, 4096, 100, 1000);
+  const JobResult peek = c.Peek(1000 * kMs);
+  EXPECT_EQ(peek.dirs[0].total_ios, 10u);
+  EXPECT_EQ(peek.dirs[0].io_bytes, 40960u);
+  EXPECT_EQ(peek.dirs[0].runtime_ms, 1000);
+  EXPECT_EQ(peek.dirs[1].runtime_ms, 0);
+  EXPECT_EQ(peek.job_runtime_ms, 1000);
+  EXPECT_TRUE(c.started());
+  // Recording goes on; Finish sees everything, Peek's copy is unchanged.
+  c.RecordCompletion(1500 * kMs, Dir::kRead, 4096, 100, 1000);
+  const JobResult fin = c.Finish(2000 * kMs);
+  EXPECT_EQ(fin.dirs[0].total_ios, 11u);
+  EXPECT_EQ(fin.dirs[0].runtime_ms, 2000);
+  EXPECT_EQ(fin.dirs[0].bw_samples.n(), peek.dirs[0].bw_samples.n() + 1);
+  EXPECT_EQ(peek.dirs[0].total_ios, 10u);
+}
+
 TEST(CollectorTest, GroupMergeAndUnified) {
   auto run = [](Dir dir, uint32_t bytes, int64_t clat) {
     JobStatsCollector c;

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# tests/logs_test.sh BLKLAB_BINARY FIO_REFERENCE_DIR
+#
+# fio's per-job logs from `blklab fio` (registered as ctest cli.logs;
+# FIO_COMPAT.md e). Runs job 06-logs.fio (write_bw_log / write_iops_log /
+# write_lat_log / write_hist_log with log_avg_msec=500, log_hist_msec=500)
+# in a temporary directory and checks:
+#  - the six files fio 3.33 writes, by name (as in fio-reference/logs/), and
+#    nothing else;
+#  - every bw/iops/lat/slat/clat line with FIO_COMPAT e item 5's awk check
+#    (5 or 6 ", "-separated fields, integer time, direction 0-2), each file
+#    non-empty with lines stamped on the 500 ms grid;
+#  - the clat_hist lines have fio's 1859 fields (time, dir, bs, 1856 counts);
+#  - fio2gnuplot -b / -i / -p 'logs_clat.1.log' accept them (exit 0, non-empty
+#    result); skipped when fio2gnuplot is not installed. No -g: gnuplot is
+#    absent.
+set -u
+
+BLKLAB=${1:?usage: logs_test.sh BLKLAB_BINARY FIO_REFERENCE_DIR}
+REF=${2:?usage: logs_test.sh BLKLAB_BINARY FIO_REFERENCE_DIR}
+JOB="$REF/jobs/06-logs.fio"
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/blklab-logs-test.XXXXXX") || exit 1
+trap 'rm -rf "$TMP"' EXIT
+
+failures=0
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+pass() { echo "ok: $*"; }
+
+[ -x "$BLKLAB" ] || { echo "FAIL: $BLKLAB is not executable" >&2; exit 1; }
+BLKLAB=$(realpath "$BLKLAB")  # the job runs in another directory
+[ -f "$JOB" ] || { echo "FAIL: $JOB not found" >&2; exit 1; }
+
+mkdir -p "$TMP/run" "$TMP/chk"
+if ! (cd "$TMP/run" && "$BLKLAB" fio "$JOB" >"$TMP/out.txt" 2>"$TMP/err.txt"); then
+  echo "FAIL: blklab fio $JOB exited non-zero: $(head -c 500 "$TMP/err.txt")" >&2
+  exit 1
+fi
+
+# 1. File names: exactly the six fio writes.
+want="logs_bw.1.log logs_clat.1.log logs_clat_hist.1.log logs_iops.1.log logs_lat.1.log logs_slat.1.log"
+got=$(cd "$TMP/run" && ls | sort | tr '\n' ' ' | sed 's/ $//')
+if [ "$got" = "$want" ]; then
+  pass "log file names: $got"
+else
+  fail "log file names: got '$got', want '$want'"
+fi
+
+# 2. Line shapes of the bw/iops/lat logs.
+for f in logs_bw.1.log logs_iops.1.log logs_lat.1.log logs_slat.1.log logs_clat.1.log; do
+  p="$TMP/run/$f"
+  if [ ! -s "$p" ]; then
+    fail "$f is missing or empty"
+    continue
+  fi
+  if awk -F', ' 'NF<5||NF>6||$1!~/^[0-9]+$/||$3!~/^[012]$/{bad++} END{exit bad>0}' "$p"; then
+    pass "$f: every line passes the awk check ($(wc -l <"$p") lines)"
+  else
+    fail "$f: malformed lines: $(awk -F', ' 'NF<5||NF>6||$1!~/^[0-9]+$/||$3!~/^[012]$/' "$p" | head -3)"
+  fi
+  # log_avg_msec=500: stamps on the 500 ms grid, BS and PRIO columns 0.
+  if awk -F', ' '$1%500!=0||$4!=0||$5!=0{bad++} END{exit bad>0}' "$p"; then
+    pass "$f: averaged lines stamped at multiples of 500 ms, bs=0, prio=0"
+  else
+    fail "$f: lines off the 500 ms grid or with non-zero bs/prio: $(head -3 "$p")"
+  fi
+done
+
+# 3. Histogram log: time, dir, bs and 1856 bucket counts per line.
+h="$TMP/run/logs_clat_hist.1.log"
+if [ -s "$h" ] && awk -F', ' 'NF!=1859||$2!~/^[012]$/||$3!=4096{bad++} END{exit bad>0}' "$h"; then
+  pass "logs_clat_hist.1.log: $(wc -l <"$h") lines of 1859 fields"
+else
+  fail "logs_clat_hist.1.log: missing, empty or not 1859 fields per line ($(awk -F', ' '{print NF}' "$h" | sort -u | head -3 | tr '\n' ' '))"
+fi
+
+# 4. fio2gnuplot reads them.
+if command -v fio2gnuplot >/dev/null 2>&1; then
+  check_gnuplot() {  # NAME RESULT_GLOB ARGS...
+    local name=$1 glob=$2
+    shift 2
+    local dir="$TMP/chk/$name/"
+    mkdir -p "$dir"
+    if (cd "$TMP/run" && fio2gnuplot "$@" -d "$dir" >"$TMP/chk/$name.out" 2>&1); then
+      local result
+      result=$(ls "$dir"$glob 2>/dev/null | head -1)
+      if [ -n "$result" ] && [ -s "$result" ] && grep -q 'values_count=[1-9]' "$result"; then
+        pass "fio2gnuplot $*: exit 0, $(basename "$result") has $(grep values_count "$result")"
+      else
+        fail "fio2gnuplot $*: no non-empty $glob in $dir"
+      fi
+    else
+      fail "fio2gnuplot $* exited non-zero: $(tail -3 "$TMP/chk/$name.out")"
+    fi
+  }
+  check_gnuplot bw 'result.global' -b
+  check_gnuplot iops 'result.global' -i
+  check_gnuplot clat '*.global' -p 'logs_clat.1.log'
+else
+  echo "skip: fio2gnuplot is not installed"
+fi
+
+if [ "$failures" -gt 0 ]; then
+  echo "$failures check(s) failed" >&2
+  exit 1
+fi
+echo "all log checks passed"
