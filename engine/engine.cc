@@ -331,16 +331,25 @@ absl::Status BuildKernelReport(const RunRequest& req, Simulation& s, sim::SimTim
 
 }  // namespace
 
-absl::StatusOr<ParsedFio> ParseFio(const std::vector<std::string>& args, const host::HostSpec& host,
-                                   workload::FileReader read_file, workload::VarLookup lookup_var) {
-  ParsedFio out;
-  BLKLAB_ASSIGN_OR_RETURN(out.invocation, workload::ParseFioArgs(args));
+workload::ParseOptions ParseOptionsFor(const workload::FioInvocation& invocation,
+                                       const host::HostSpec& host, workload::FileReader read_file,
+                                       workload::VarLookup lookup_var) {
   workload::ParseOptions opts;
   opts.read_file = std::move(read_file);
   opts.lookup_var = std::move(lookup_var);
   opts.host.ncpus = static_cast<uint32_t>(host.cpus.count);
-  opts.sections = out.invocation.sections;
-  if (out.invocation.parse_only) opts.accept_unmodelled_engines = true;
+  opts.sections = invocation.sections;
+  // --parse-only accepts what fio accepts, as fio --parse-only does.
+  if (invocation.parse_only) opts.accept_unmodelled_engines = true;
+  return opts;
+}
+
+absl::StatusOr<ParsedFio> ParseFio(const std::vector<std::string>& args, const host::HostSpec& host,
+                                   workload::FileReader read_file, workload::VarLookup lookup_var) {
+  ParsedFio out;
+  BLKLAB_ASSIGN_OR_RETURN(out.invocation, workload::ParseFioArgs(args));
+  const workload::ParseOptions opts =
+      ParseOptionsFor(out.invocation, host, std::move(read_file), std::move(lookup_var));
   BLKLAB_ASSIGN_OR_RETURN(out.jobs, workload::BuildJobs(out.invocation, opts));
   return out;
 }

@@ -116,6 +116,11 @@ struct ParsedFio {
   workload::FioInvocation invocation;
   workload::ParsedJobs jobs;
 };
+// The parser options ParseFio uses for `invocation` on `host` (also for
+// --showcmd, which prints rather than runs the jobs).
+workload::ParseOptions ParseOptionsFor(const workload::FioInvocation& invocation,
+                                       const host::HostSpec& host, workload::FileReader read_file,
+                                       workload::VarLookup lookup_var);
 absl::StatusOr<ParsedFio> ParseFio(const std::vector<std::string>& args, const host::HostSpec& host,
                                    workload::FileReader read_file, workload::VarLookup lookup_var);
 

@@ -113,6 +113,33 @@ else
   echo "skip: fio_jsonplus_clat2csv not installed"
 fi
 
+# 6. fio's informational options: --showcmd prints the job file back as fio
+# 3.33 does, --cmdhelp describes an option, --parse-only accepts and exits.
+if "$BLKLAB" fio --showcmd "$JOB" >"$TMP/showcmd.txt" 2>"$TMP/showcmd.err" &&
+   grep -q -- "--name=" "$TMP/showcmd.txt"; then
+  if command -v fio >/dev/null 2>&1; then
+    if fio --showcmd "$JOB" 2>/dev/null | cmp -s - "$TMP/showcmd.txt"; then
+      pass "--showcmd equals fio --showcmd"
+    else
+      fail "--showcmd differs from fio: $(cat "$TMP/showcmd.txt")"
+    fi
+  else
+    pass "--showcmd prints a command line"
+  fi
+else
+  fail "--showcmd: $(head -c 300 "$TMP/showcmd.err")"
+fi
+if "$BLKLAB" fio --cmdhelp=iodepth | grep -q "default: 1"; then
+  pass "--cmdhelp=iodepth"
+else
+  fail "--cmdhelp=iodepth does not show the default"
+fi
+if "$BLKLAB" fio --parse-only "$JOB" >"$TMP/parse.out" 2>&1 && [ ! -s "$TMP/parse.out" ]; then
+  pass "--parse-only accepts the demo job silently"
+else
+  fail "--parse-only: $(head -c 300 "$TMP/parse.out")"
+fi
+
 if [ "$failures" -ne 0 ]; then
   echo "$failures check(s) failed" >&2
   exit 1

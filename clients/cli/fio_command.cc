@@ -22,6 +22,8 @@
 #include "engine/host/presets.h"
 #include "engine/report/num2str.h"
 #include "engine/report/report.h"
+#include "engine/workload/option_help.h"
+#include "engine/workload/show_cmd.h"
 
 namespace blklab::cli {
 namespace {
@@ -213,13 +215,30 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
     if (v == nullptr) return std::nullopt;
     return std::string(v);
   };
-  absl::StatusOr<ParsedFio> parsed = ParseFio(args, *host, read_file, lookup);
-  if (!parsed.ok()) return Fail(parsed.status());
-  const workload::FioInvocation& inv = parsed->invocation;
-  if (inv.version) {
+  // fio's informational options need no job.
+  absl::StatusOr<workload::FioInvocation> pre = workload::ParseFioArgs(args);
+  if (!pre.ok()) return Fail(pre.status());
+  if (pre->version) {
     std::cout << "fio-3.33\n";
     return 0;
   }
+  if (pre->cmdhelp.has_value() || pre->enghelp.has_value()) {
+    absl::StatusOr<std::string> help =
+        pre->cmdhelp.has_value() ? workload::CmdHelp(*pre->cmdhelp) : workload::EngHelp(*pre->enghelp);
+    if (!help.ok()) return Fail(help.status());
+    std::cout << *help;
+    return 0;
+  }
+  if (pre->showcmd) {
+    absl::StatusOr<std::string> line =
+        workload::ShowCmd(*pre, ParseOptionsFor(*pre, *host, read_file, lookup));
+    if (!line.ok()) return Fail(line.status());
+    std::cout << *line;
+    return 0;
+  }
+  absl::StatusOr<ParsedFio> parsed = ParseFio(args, *host, read_file, lookup);
+  if (!parsed.ok()) return Fail(parsed.status());
+  const workload::FioInvocation& inv = parsed->invocation;
   for (const std::string& w : parsed->jobs.warnings) std::cerr << "blklab fio: warning: " << w << "\n";
   if (inv.parse_only) return 0;
 
