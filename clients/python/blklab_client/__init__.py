@@ -1,0 +1,142 @@
+"""A small Python client for blklabd (blklab.v1 over gRPC).
+
+Uses Debian's python3-grpcio and python3-protobuf. The generated stubs are
+not checked in: ensure_stubs() runs ../gen_stubs.sh (system protoc +
+/usr/bin/grpc_python_plugin) into $BLKLAB_PY_GEN, or a cache directory keyed
+by the protos' content, and puts it on sys.path.
+
+    from blklab_client import Client
+    c = Client("127.0.0.1:50051", token=None)
+    job = c.create_job_from_files({"a.fio": text}, ["a.fio"], preset="default")
+    for snap in c.watch(job.name):
+        ...
+"""
+import hashlib
+import os
+import pathlib
+import subprocess
+import sys
+
+_HERE = pathlib.Path(__file__).resolve().parent
+_PROTO_ROOT = _HERE.parent.parent.parent / "proto"
+
+
+def ensure_stubs(gen_dir=None):
+    """Generates the stubs once and makes them importable; returns the dir."""
+    gen_dir = gen_dir or os.environ.get("BLKLAB_PY_GEN")
+    if not gen_dir:
+        h = hashlib.sha256()
+        for p in sorted((_PROTO_ROOT / "blklab" / "v1").glob("*.proto")):
+            h.update(p.read_bytes())
+        cache = pathlib.Path(os.environ.get("XDG_CACHE_HOME", pathlib.Path.home() / ".cache"))
+        gen_dir = str(cache / "blklab" / ("pygen-" + h.hexdigest()[:16]))
+    if not (pathlib.Path(gen_dir) / "blklab" / "v1" / "service_pb2_grpc.py").exists():
+        subprocess.run([str(_HERE.parent / "gen_stubs.sh"), gen_dir, str(_PROTO_ROOT)], check=True)
+    if gen_dir not in sys.path:
+        sys.path.insert(0, gen_dir)
+    return gen_dir
+
+
+ensure_stubs()
+
+import grpc  # noqa: E402
+from blklab.v1 import host_pb2, job_pb2, service_pb2, service_pb2_grpc  # noqa: E402,F401
+import health_pb2  # noqa: E402
+import health_pb2_grpc  # noqa: E402
+import reflection_pb2  # noqa: E402
+import reflection_pb2_grpc  # noqa: E402
+
+FINAL_STATES = (job_pb2.Job.SUCCEEDED, job_pb2.Job.FAILED, job_pb2.Job.CANCELLED)
+
+
+class Client:
+    """Thin wrapper over the generated stubs; every call takes a timeout."""
+
+    def __init__(self, target, token=None, timeout=30.0):
+        self.channel = grpc.insecure_channel(target)
+        self.metadata = [("authorization", "Bearer " + token)] if token else []
+        self.timeout = timeout
+        self.hosts = service_pb2_grpc.HostServiceStub(self.channel)
+        self.jobs = service_pb2_grpc.JobServiceStub(self.channel)
+        self.health = health_pb2_grpc.HealthStub(self.channel)
+        self.reflection = reflection_pb2_grpc.ServerReflectionStub(self.channel)
+
+    def close(self):
+        self.channel.close()
+
+    def _kw(self, timeout=None):
+        return {"metadata": self.metadata, "timeout": timeout or self.timeout}
+
+    # Hosts
+    def create_host(self, host_id, spec_text=None, spec=None, validate_only=False):
+        req = service_pb2.CreateHostRequest(host_id=host_id, validate_only=validate_only)
+        if spec_text is not None:
+            req.spec_text = spec_text
+        if spec is not None:
+            req.host.spec.CopyFrom(spec)
+        return self.hosts.CreateHost(req, **self._kw())
+
+    def get_host(self, name):
+        return self.hosts.GetHost(service_pb2.GetHostRequest(name=name), **self._kw())
+
+    def list_presets(self):
+        return self.hosts.ListPresets(service_pb2.ListPresetsRequest(), **self._kw()).presets
+
+    # Jobs
+    def create_job_from_files(self, files, args, host=None, preset=None, host_spec=None, variables=None,
+                              job_id="", request_id="", pace=None, limits=None, seed=0):
+        job = job_pb2.Job(seed=seed)
+        if host:
+            job.host = host
+        elif host_spec is not None:
+            job.host_spec.CopyFrom(host_spec)
+        else:
+            job.preset = preset or "default"
+        for k, v in files.items():
+            job.fio.files[k] = v
+        job.fio.args.extend(args)
+        for k, v in (variables or {}).items():
+            job.fio.variables[k] = v
+        if pace is not None:
+            job.pace = pace
+        if limits is not None:
+            job.limits.CopyFrom(limits)
+        req = service_pb2.CreateJobRequest(job=job, job_id=job_id, request_id=request_id)
+        return self.jobs.CreateJob(req, **self._kw())
+
+    def get_job(self, name, full=True):
+        view = service_pb2.JOB_VIEW_FULL if full else service_pb2.JOB_VIEW_BASIC
+        return self.jobs.GetJob(service_pb2.GetJobRequest(name=name, view=view), **self._kw())
+
+    def list_jobs(self, filter="", page_size=0, page_token=""):
+        return self.jobs.ListJobs(
+            service_pb2.ListJobsRequest(filter=filter, page_size=page_size, page_token=page_token), **self._kw())
+
+    def cancel_job(self, name):
+        return self.jobs.CancelJob(service_pb2.CancelJobRequest(name=name), **self._kw())
+
+    def delete_job(self, name):
+        return self.jobs.DeleteJob(service_pb2.DeleteJobRequest(name=name), **self._kw())
+
+    def watch(self, name, timeout=600.0, min_wall_interval_s=0.0):
+        """Yields Snapshot messages; the last one carries final_job."""
+        req = service_pb2.WatchJobRequest(name=name)
+        if min_wall_interval_s:
+            req.min_wall_interval.FromNanoseconds(int(min_wall_interval_s * 1e9))
+        return self.jobs.WatchJob(req, **self._kw(timeout))
+
+    def wait(self, name, timeout=600.0):
+        """Watches until the job is final; returns the final Job (FULL)."""
+        for snap in self.watch(name, timeout=timeout):
+            if snap.HasField("final_job"):
+                return snap.final_job
+        return self.get_job(name)
+
+    def health_check(self, service=""):
+        return self.health.Check(health_pb2.HealthCheckRequest(service=service), timeout=self.timeout).status
+
+    def reflection_services(self):
+        req = reflection_pb2.ServerReflectionRequest(list_services="")
+        for resp in self.reflection.ServerReflectionInfo(iter([req]), timeout=self.timeout):
+            return [s.name for s in resp.list_services_response.service]
+        return []

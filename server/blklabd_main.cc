@@ -1,0 +1,214 @@
+// blklabd: the blklab gRPC server. Hosts simulated machines and runs
+// fio-equivalent jobs against them for remote clients (service.proto).
+//
+//   blklabd [--listen=127.0.0.1:50051] [--data_dir=DIR] [--workers=N] ...
+//
+// Shuts down gracefully on SIGTERM / SIGINT: stops accepting calls, ends
+// watch streams (UNAVAILABLE), interrupts running jobs (they re-run on the
+// next start), waits for in-flight calls and closes the store.
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "server/job_manager.h"
+#include "server/log.h"
+#include "server/services.h"
+#include "server/store.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "Address to listen on, host:port. Port 0 picks a free port (printed in the 'listening' log line). "
+          "A non-loopback address needs --auth_token_file unless --insecure_allow_remote.");
+ABSL_FLAG(std::string, data_dir, "",
+          "Directory of the SQLite store (blklab.db). Default: $XDG_DATA_HOME/blklab, else "
+          "~/.local/share/blklab.");
+ABSL_FLAG(int, workers, 0, "Worker threads running jobs, one simulation each. 0: one per core.");
+ABSL_FLAG(int, max_queued_jobs, 1000, "Jobs that may wait for a worker; CreateJob beyond it is RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int, max_streams, 256, "Concurrent WatchJob streams; more are RESOURCE_EXHAUSTED.");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "File holding a bearer token (first line). When set, every blklab.v1 call must send "
+          "'authorization: Bearer <token>' metadata, else UNAUTHENTICATED.");
+ABSL_FLAG(bool, insecure_allow_remote, false,
+          "Allow a non-loopback --listen address without --auth_token_file.");
+ABSL_FLAG(std::string, tls_cert_file, "", "PEM server certificate chain; with --tls_key_file enables TLS.");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file.");
+ABSL_FLAG(int, max_receive_message_bytes, 16 << 20, "Largest request message accepted, bytes.");
+ABSL_FLAG(int, max_send_message_bytes, 64 << 20, "Largest response message sent, bytes.");
+ABSL_FLAG(int, max_cpus, 1024, "Topology limit: logical CPUs of a host.");
+ABSL_FLAG(int, max_devices, 256, "Topology limit: block devices of a host after expansion.");
+ABSL_FLAG(int64_t, max_total_requests, 1 << 21,
+          "Topology limit: preallocated requests of a host (hw queues x (tags + nr_requests), summed).");
+ABSL_FLAG(int64_t, max_virtual_seconds, 3600, "Per-job limit: virtual time a run may cover, seconds.");
+ABSL_FLAG(uint64_t, max_simulated_ios, 10ULL * 1000 * 1000 * 1000, "Per-job limit: simulated IOs completed.");
+ABSL_FLAG(int64_t, max_wall_seconds, 86400, "Per-job limit: wall-clock time a run may take, seconds.");
+ABSL_FLAG(int, shutdown_grace_seconds, 5, "On SIGTERM, how long in-flight calls may take before they are cancelled.");
+
+namespace blklab::server {
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError("cannot read " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string DefaultDataDir() {
+  const char* xdg = std::getenv("XDG_DATA_HOME");
+  if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/blklab";
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr ? home : ".") + "/.local/share/blklab";
+}
+
+bool IsLoopback(const std::string& listen) {
+  return absl::StartsWith(listen, "127.") || absl::StartsWith(listen, "localhost:") ||
+         absl::StartsWith(listen, "[::1]:") || absl::StartsWith(listen, "unix:");
+}
+
+int Run() {
+  const std::string listen = absl::GetFlag(FLAGS_listen);
+  std::string data_dir = absl::GetFlag(FLAGS_data_dir);
+  if (data_dir.empty()) data_dir = DefaultDataDir();
+
+  std::string token;
+  if (!absl::GetFlag(FLAGS_auth_token_file).empty()) {
+    absl::StatusOr<std::string> t = ReadFile(absl::GetFlag(FLAGS_auth_token_file));
+    if (!t.ok()) {
+      Log("error", "bad_flag", {{"flag", "auth_token_file"}, {"error", std::string(t.status().message())}});
+      return 2;
+    }
+    token = std::string(absl::StripAsciiWhitespace(t->substr(0, t->find('\n'))));
+    if (token.empty()) {
+      Log("error", "bad_flag", {{"flag", "auth_token_file"}, {"error", "the token is empty"}});
+      return 2;
+    }
+  }
+  if (!IsLoopback(listen) && token.empty() && !absl::GetFlag(FLAGS_insecure_allow_remote)) {
+    Log("error", "bad_flag",
+        {{"flag", "listen"},
+         {"error", "a non-loopback address needs --auth_token_file (or --insecure_allow_remote)"}});
+    return 2;
+  }
+
+  JobManagerOptions jm;
+  jm.workers = absl::GetFlag(FLAGS_workers);
+  jm.max_queued_jobs = static_cast<size_t>(std::max(0, absl::GetFlag(FLAGS_max_queued_jobs)));
+  jm.limits.host.max_cpus = absl::GetFlag(FLAGS_max_cpus);
+  jm.limits.host.max_devices = absl::GetFlag(FLAGS_max_devices);
+  jm.limits.host.max_total_requests = absl::GetFlag(FLAGS_max_total_requests);
+  jm.limits.max_virtual_ns = absl::GetFlag(FLAGS_max_virtual_seconds) * 1000000000;
+  jm.limits.max_simulated_ios = absl::GetFlag(FLAGS_max_simulated_ios);
+  jm.limits.max_wall_ns = absl::GetFlag(FLAGS_max_wall_seconds) * 1000000000;
+
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(data_dir);
+  if (!store.ok()) {
+    Log("error", "store_open_failed", {{"data_dir", data_dir}, {"error", std::string(store.status().message())}});
+    return 1;
+  }
+  JobManager jobs(store->get(), jm);
+  Authorizer auth(token);
+  HostServiceImpl host_service(store->get(), &jm.limits, &auth);
+  JobServiceImpl job_service(store->get(), &jobs, &jm.limits, &auth, absl::GetFlag(FLAGS_max_streams));
+
+  std::shared_ptr<grpc::ServerCredentials> creds;
+  if (!absl::GetFlag(FLAGS_tls_cert_file).empty() || !absl::GetFlag(FLAGS_tls_key_file).empty()) {
+    absl::StatusOr<std::string> cert = ReadFile(absl::GetFlag(FLAGS_tls_cert_file));
+    absl::StatusOr<std::string> key = ReadFile(absl::GetFlag(FLAGS_tls_key_file));
+    if (!cert.ok() || !key.ok()) {
+      Log("error", "bad_flag", {{"flag", "tls_cert_file/tls_key_file"}, {"error", "both must be readable"}});
+      return 2;
+    }
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({*key, *cert});
+    creds = grpc::SslServerCredentials(ssl);
+  } else {
+    creds = grpc::InsecureServerCredentials();
+  }
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen, creds, &port);
+  builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_receive_message_bytes));
+  builder.SetMaxSendMessageSize(absl::GetFlag(FLAGS_max_send_message_bytes));
+  builder.RegisterService(&host_service);
+  builder.RegisterService(&job_service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    Log("error", "listen_failed", {{"listen", listen}});
+    return 1;
+  }
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  for (const char* name : {"", "blklab.v1.JobService", "blklab.v1.HostService"}) {
+    health->SetServingStatus(name, true);
+  }
+  if (absl::Status s = jobs.Start(); !s.ok()) {
+    Log("error", "job_manager_start_failed", {{"error", std::string(s.message())}});
+    server->Shutdown();
+    return 1;
+  }
+  Log("info", "listening",
+      {{"listen", listen},
+       {"port", absl::StrCat(port)},
+       {"data_dir", data_dir},
+       {"auth", token.empty() ? "off" : "bearer"},
+       {"tls", absl::GetFlag(FLAGS_tls_cert_file).empty() ? "off" : "on"},
+       {"queued", absl::StrCat(jobs.queued())}});
+
+  // Signals are blocked in every thread (see main) and taken here.
+  std::thread signals([&] {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    int sig = 0;
+    sigwait(&set, &sig);
+    Log("info", "shutting_down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+    health->SetServingStatus(false);
+    jobs.Shutdown();  // ends watch streams, interrupts runs
+    server->Shutdown(std::chrono::system_clock::now() +
+                     std::chrono::seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds)));
+  });
+  server->Wait();
+  signals.join();
+  server.reset();
+  store->reset();
+  Log("info", "stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace blklab::server
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "the blklab gRPC server (blklab.v1 HostService and JobService, grpc.health.v1, "
+      "reflection v1alpha).\nUsage: blklabd [--listen=127.0.0.1:50051] [--data_dir=DIR] [flags]");
+  absl::ParseCommandLine(argc, argv);
+  // Block SIGTERM/SIGINT before any thread starts; one thread sigwaits.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return blklab::server::Run();
+}

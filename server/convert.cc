@@ -1,0 +1,437 @@
+#include "server/convert.h"
+
+#include <sys/time.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <ctime>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "engine/report/report.h"
+#include "engine/util/doc_node.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
+
+namespace blklab::server {
+namespace {
+
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using google::protobuf::Reflection;
+using util::DocNode;
+
+// A scalar proto field value as a document node.
+DocNode ScalarToDoc(const Message& m, const FieldDescriptor* f) {
+  const Reflection* r = m.GetReflection();
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32:
+      return DocNode::Int(r->GetInt32(m, f));
+    case FieldDescriptor::CPPTYPE_INT64:
+      return DocNode::Int(r->GetInt64(m, f));
+    case FieldDescriptor::CPPTYPE_UINT32:
+      return DocNode::Int(r->GetUInt32(m, f));
+    case FieldDescriptor::CPPTYPE_BOOL:
+      return DocNode::Bool(r->GetBool(m, f));
+    case FieldDescriptor::CPPTYPE_STRING:
+      return DocNode::String(r->GetString(m, f));
+    default:
+      return DocNode::Null();  // no other scalar types in HostSpec
+  }
+}
+
+// Set fields of `m` (by field number) as a document map with the proto's
+// field names, which are the host document's keys.
+DocNode MessageToDoc(const Message& m) {
+  DocNode out = DocNode::Map();
+  const Reflection* r = m.GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  r->ListFields(m, &fields);
+  for (const FieldDescriptor* f : fields) {
+    if (f->is_map()) {
+      // Sorted by key: the reflection order of a map is unspecified.
+      std::map<std::string, DocNode> sorted;
+      for (int i = 0; i < r->FieldSize(m, f); ++i) {
+        const Message& entry = r->GetRepeatedMessage(m, f, i);
+        const FieldDescriptor* key = entry.GetDescriptor()->map_key();
+        const FieldDescriptor* value = entry.GetDescriptor()->map_value();
+        sorted.emplace(entry.GetReflection()->GetString(entry, key), ScalarToDoc(entry, value));
+      }
+      DocNode map = DocNode::Map();
+      for (auto& [k, v] : sorted) map.AddEntry(k, {}, std::move(v));
+      out.AddEntry(f->name(), {}, std::move(map));
+    } else if (f->is_repeated()) {
+      DocNode list = DocNode::List();
+      for (int i = 0; i < r->FieldSize(m, f); ++i) {
+        list.Append(MessageToDoc(r->GetRepeatedMessage(m, f, i)));
+      }
+      out.AddEntry(f->name(), {}, std::move(list));
+    } else if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      out.AddEntry(f->name(), {}, MessageToDoc(r->GetMessage(m, f)));
+    } else {
+      out.AddEntry(f->name(), {}, ScalarToDoc(m, f));
+    }
+  }
+  return out;
+}
+
+absl::Status SetScalar(const DocNode& v, const FieldDescriptor* f, Message* m, const std::string& path) {
+  const Reflection* r = m->GetReflection();
+  auto as_int = [&]() -> absl::StatusOr<int64_t> {
+    if (!v.is_number()) return absl::InternalError(path + ": expected a number");
+    return v.AsInt64();
+  };
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32: {
+      absl::StatusOr<int64_t> x = as_int();
+      if (!x.ok()) return x.status();
+      r->SetInt32(m, f, static_cast<int32_t>(*x));
+      return absl::OkStatus();
+    }
+    case FieldDescriptor::CPPTYPE_INT64: {
+      absl::StatusOr<int64_t> x = as_int();
+      if (!x.ok()) return x.status();
+      r->SetInt64(m, f, *x);
+      return absl::OkStatus();
+    }
+    case FieldDescriptor::CPPTYPE_BOOL:
+      if (!v.is_bool()) return absl::InternalError(path + ": expected a bool");
+      r->SetBool(m, f, v.bool_value());
+      return absl::OkStatus();
+    case FieldDescriptor::CPPTYPE_STRING:
+      if (!v.is_string()) return absl::InternalError(path + ": expected a string");
+      r->SetString(m, f, v.text());
+      return absl::OkStatus();
+    default:
+      return absl::InternalError(path + ": unsupported field type");
+  }
+}
+
+// The reverse of MessageToDoc for a canonical host document.
+absl::Status DocToMessage(const DocNode& doc, Message* m, const std::string& path) {
+  if (!doc.is_map()) return absl::InternalError(path + ": expected a map");
+  const Reflection* r = m->GetReflection();
+  for (const util::DocMapEntry& e : doc.entries()) {
+    const std::string field_path = path.empty() ? e.key : path + "." + e.key;
+    const FieldDescriptor* f = m->GetDescriptor()->FindFieldByName(e.key);
+    if (f == nullptr) return absl::InternalError(field_path + ": no such proto field");
+    if (e.value.is_null()) continue;
+    if (f->is_map()) {
+      if (!e.value.is_map()) return absl::InternalError(field_path + ": expected a map");
+      for (const util::DocMapEntry& me : e.value.entries()) {
+        Message* entry = r->AddMessage(m, f);
+        const FieldDescriptor* key = entry->GetDescriptor()->map_key();
+        const FieldDescriptor* value = entry->GetDescriptor()->map_value();
+        entry->GetReflection()->SetString(entry, key, me.key);
+        if (absl::Status s = SetScalar(me.value, value, entry, field_path + "." + me.key); !s.ok()) {
+          return s;
+        }
+      }
+    } else if (f->is_repeated()) {
+      if (!e.value.is_list()) return absl::InternalError(field_path + ": expected a list");
+      int i = 0;
+      for (const DocNode& item : e.value.items()) {
+        if (absl::Status s = DocToMessage(item, r->AddMessage(m, f), absl::StrCat(field_path, "[", i++, "]"));
+            !s.ok()) {
+          return s;
+        }
+      }
+    } else if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      if (absl::Status s = DocToMessage(e.value, r->MutableMessage(m, f), field_path); !s.ok()) return s;
+    } else if (absl::Status s = SetScalar(e.value, f, m, field_path); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+void SetDuration(int64_t ns, google::protobuf::Duration* d) {
+  d->set_seconds(ns / 1000000000);
+  d->set_nanos(static_cast<int32_t>(ns % 1000000000));
+}
+
+int64_t DurationNs(const google::protobuf::Duration& d) {
+  return d.seconds() * 1000000000 + d.nanos();
+}
+
+void FillLatency(const stats::RunningStat& s, const stats::LatencyHistogram& h,
+                 const std::vector<double>& percentiles, v1::LatencyStats* out) {
+  out->set_samples(s.n());
+  out->set_min_ns(static_cast<int64_t>(s.min()));
+  out->set_max_ns(static_cast<int64_t>(s.max()));
+  out->set_mean_ns(s.mean());
+  out->set_stddev_ns(s.stddev());
+  if (s.n() == 0 || percentiles.empty()) return;
+  const std::vector<uint64_t> values = h.Percentiles(percentiles);
+  for (size_t i = 0; i < percentiles.size() && i < values.size(); ++i) {
+    v1::Percentile* p = out->add_percentiles();
+    p->set_percentile(percentiles[i]);
+    p->set_value_ns(static_cast<int64_t>(values[i]));
+  }
+}
+
+void FillDirection(const stats::DirResult& d, const std::vector<double>& percentiles,
+                   v1::DirectionStats* out) {
+  out->set_io_bytes(d.io_bytes);
+  out->set_total_ios(d.total_ios);
+  out->set_runtime_ms(d.runtime_ms);
+  out->set_bw_bytes_per_sec(d.bw_bytes_per_sec());
+  out->set_iops(d.iops());
+  if (d.slat.n() > 0) FillLatency(d.slat, d.slat_hist, percentiles, out->mutable_slat());
+  FillLatency(d.clat, d.clat_hist, percentiles, out->mutable_clat());
+  FillLatency(d.lat, d.lat_hist, percentiles, out->mutable_lat());
+}
+
+bool IsBundleName(const std::string& s) {
+  if (s.empty() || s.size() > 128) return false;
+  for (char c : s) {
+    if (!(absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) {
+      return false;
+    }
+  }
+  return s != "." && s != "..";
+}
+
+bool IsVariableName(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  if (!(absl::ascii_isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s) {
+    if (!(absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  }
+  return true;
+}
+
+// fio options that would touch the real machine or talk to other fio
+// processes; the server refuses them.
+absl::Status CheckArg(const std::string& arg, int index) {
+  static const char* const kRefused[] = {"--server", "--client", "--exec", "--output",
+                                         "--daemonize", "--remote-config", "--trigger",
+                                         "--idle-prof", "--inflate-log"};
+  for (const char* r : kRefused) {
+    if (absl::StartsWith(arg, r) && !absl::StartsWith(arg, "--output-format")) {
+      return absl::InvalidArgumentError(absl::StrCat("fio.args[", index, "]: ", arg,
+                                                     ": not accepted by the server (results "
+                                                     "and logs are returned in the job)"));
+    }
+  }
+  if (arg == "-") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fio.args[", index, "]: the server has no standard input; name a bundle file"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<host::HostSpec> HostSpecFromProto(const v1::HostSpec& spec, const host::HostLimits& limits,
+                                                 const std::string& default_name) {
+  DocNode doc = MessageToDoc(spec);
+  if (spec.name().empty() && !default_name.empty()) {
+    DocNode named = DocNode::Map();
+    named.AddEntry("name", {}, DocNode::String(default_name));
+    for (const util::DocMapEntry& e : doc.entries()) named.AddEntry(e.key, e.key_pos, e.value);
+    doc = std::move(named);
+  }
+  return host::HostSpecFromDoc(doc, limits);
+}
+
+absl::Status HostSpecToProto(const host::HostSpec& spec, v1::HostSpec* out) {
+  out->Clear();
+  return DocToMessage(host::HostSpecToDoc(spec), out, "");
+}
+
+EffectiveLimits EffectiveJobLimits(const v1::JobLimits& job, const JobLimitsConfig& server) {
+  EffectiveLimits out;
+  out.host = server.host;
+  auto clamp = [](auto requested, auto server_max) {
+    using T = decltype(server_max);
+    return requested > 0 ? std::min<T>(static_cast<T>(requested), server_max) : server_max;
+  };
+  out.host.max_cpus = clamp(job.max_cpus(), server.host.max_cpus);
+  out.host.max_devices = clamp(job.max_devices(), server.host.max_devices);
+  out.host.max_total_requests = clamp(job.max_total_requests(), server.host.max_total_requests);
+  out.run.max_virtual_ns = clamp(DurationNs(job.max_virtual_time()), server.max_virtual_ns);
+  out.run.max_ios = clamp(job.max_simulated_ios(), server.max_simulated_ios);
+  out.max_wall_ns = clamp(DurationNs(job.max_wall_time()), server.max_wall_ns);
+  return out;
+}
+
+absl::StatusOr<PreparedJob> PrepareJob(const v1::Job& job, const host::HostSpec& host,
+                                       const JobLimitsConfig& server) {
+  const v1::FioBundle& bundle = job.fio();
+  if (bundle.files_size() > static_cast<int>(server.max_bundle_files)) {
+    return absl::InvalidArgumentError(absl::StrCat("fio.files: ", bundle.files_size(),
+                                                   " files, the limit is ", server.max_bundle_files));
+  }
+  size_t total = 0;
+  for (const auto& [name, text] : bundle.files()) {
+    if (!IsBundleName(name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("fio.files[\"", name, "\"]: a file name must match [A-Za-z0-9._-]{1,128}"));
+    }
+    total += name.size() + text.size();
+  }
+  if (total > server.max_bundle_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("fio.files: ", total, " bytes, the limit is ",
+                                                   server.max_bundle_bytes));
+  }
+  for (const auto& [name, value] : bundle.variables()) {
+    if (!IsVariableName(name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "fio.variables[\"", name, "\"]: a name must match [A-Za-z_][A-Za-z0-9_]{0,63}"));
+    }
+  }
+  std::vector<std::string> args(bundle.args().begin(), bundle.args().end());
+  if (args.empty()) return absl::InvalidArgumentError("fio.args: empty (name a job file or options)");
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (absl::Status s = CheckArg(args[i], static_cast<int>(i)); !s.ok()) return s;
+  }
+
+  PreparedJob out;
+  out.limits = EffectiveJobLimits(job.limits(), server);
+  if (absl::Status s = host::ValidateHostSpec(host, out.limits.host); !s.ok()) return s;
+
+  // Job files come from the bundle only: never the server's disk.
+  const auto* files = &bundle.files();
+  workload::FileReader reader = [files](const std::string& path) -> absl::StatusOr<std::string> {
+    std::string key = path;
+    while (absl::StartsWith(key, "./")) key = key.substr(2);
+    auto it = files->find(key);
+    if (it == files->end()) {
+      return absl::NotFoundError(absl::StrCat("file '", path, "' is not in the job bundle"));
+    }
+    return it->second;
+  };
+  // ${VAR} from the bundle only: never the server's environment.
+  const auto* vars = &bundle.variables();
+  workload::VarLookup lookup = [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars->find(name);
+    if (it == vars->end()) return std::nullopt;
+    return it->second;
+  };
+  absl::StatusOr<ParsedFio> parsed = ParseFio(args, host, reader, lookup);
+  if (!parsed.ok()) {
+    // A file missing from the bundle is the client's mistake.
+    if (parsed.status().code() == absl::StatusCode::kNotFound) {
+      return absl::InvalidArgumentError(parsed.status().message());
+    }
+    return parsed.status();
+  }
+  const workload::FioInvocation& inv = parsed->invocation;
+  if (inv.parse_only || inv.version || inv.showcmd || inv.cmdhelp || inv.enghelp) {
+    return absl::InvalidArgumentError(
+        "fio.args: --parse-only, --version, --showcmd, --cmdhelp and --enghelp run nothing; "
+        "a job must run");
+  }
+  out.request.host = host;
+  out.request.jobs = std::move(parsed->jobs);
+  out.request.seed = job.seed();
+  out.request.limits = out.limits.run;
+  out.request.snapshot_interval_ns = 0;  // 100 ms slices, as the embedded CLI without --eta
+  if (absl::Status s = ValidateRun(out.request); !s.ok()) return s;
+  return out;
+}
+
+v1::JobResult BuildJobResult(const RunRequest& request, const RunResult& run, const WallClock& clock) {
+  v1::JobResult out;
+  report::ReportInput input = BuildReport(request, run, clock, /*with_kernel_report=*/true);
+  report::OutputFormats json;
+  json.json = true;
+  out.set_fio_json(report::WriteReport(input, json));
+  report::OutputFormats normal;
+  normal.normal = true;
+  out.set_fio_normal(report::WriteReport(input, normal));
+
+  for (const report::ReportEntry& e : input.entries) {
+    v1::JobStats* j = out.add_jobs();
+    j->set_job_name(e.name);
+    j->set_group_id(e.groupid);
+    j->set_error(e.error);
+    std::vector<double> pcts = e.display.percentile_list;
+    std::sort(pcts.begin(), pcts.end());
+    FillDirection(e.result.dir(stats::Dir::kRead), pcts, j->mutable_read());
+    FillDirection(e.result.dir(stats::Dir::kWrite), pcts, j->mutable_write());
+    FillDirection(e.result.dir(stats::Dir::kTrim), pcts, j->mutable_trim());
+    j->set_usr_cpu_pct(e.result.cpu.usr_pct);
+    j->set_sys_cpu_pct(e.result.cpu.sys_pct);
+    j->set_ctx(e.result.cpu.ctx);
+    j->set_job_runtime_ms(e.result.job_runtime_ms);
+  }
+  const stats::KernelReport& k = run.kernel;
+  SetDuration(run.virtual_ns, out.mutable_virtual_time());
+  out.set_sys_pct(k.sys_pct);
+  out.set_contention_pct(k.contention_pct);
+  out.set_total_ios(k.total_ios);
+  out.set_events(run.events);
+  for (const stats::ProfileRow& p : k.profile) {
+    v1::ProfileRow* row = out.add_profile();
+    row->set_function(p.function);
+    row->set_mode(stats::CpuModeName(p.mode));
+    row->set_self_ns(p.self_ns);
+    row->set_share_pct(p.share_pct);
+  }
+  for (const stats::LockRow& l : k.locks) {
+    v1::LockRow* row = out.add_locks();
+    row->set_name(l.name);
+    row->set_acquisitions(l.acquisitions);
+    row->set_contended(l.contended);
+    row->set_wait_ns(l.wait_ns);
+    row->set_hold_ns(l.hold_ns);
+    row->set_max_waiters(l.max_waiters);
+  }
+  return out;
+}
+
+WallClock WallClockNow() {
+  // SOURCE_DATE_EPOCH (the reproducible-builds convention, read from the
+  // server's own environment, never from a job) pins fio's header times, as
+  // it does for the embedded CLI.
+  WallClock c;
+  int64_t ms;
+  const char* epoch = std::getenv("SOURCE_DATE_EPOCH");
+  int64_t fixed = 0;
+  if (epoch != nullptr && absl::SimpleAtoi(epoch, &fixed)) {
+    ms = fixed * 1000;
+  } else {
+    struct timeval tv;
+    gettimeofday(&tv, nullptr);
+    ms = static_cast<int64_t>(tv.tv_sec) * 1000 + tv.tv_usec / 1000;
+  }
+  c.timestamp_sec = ms / 1000;
+  c.timestamp_ms = ms;
+  time_t t = static_cast<time_t>(c.timestamp_sec);
+  struct tm tm;
+  localtime_r(&t, &tm);
+  char buf[64];
+  strftime(buf, sizeof(buf), "%a %b %e %H:%M:%S %Y", &tm);
+  c.time_string = buf;
+  return c;
+}
+
+bool IsValidResourceId(const std::string& id) {
+  if (id.empty() || id.size() > 63) return false;
+  auto ok = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (!ok(id[0])) return false;
+  for (char c : id) {
+    if (!ok(c) && c != '-') return false;
+  }
+  return true;
+}
+
+absl::StatusOr<std::string> ParseResourceName(const std::string& name, const std::string& collection) {
+  const std::string prefix = collection + "/";
+  if (!absl::StartsWith(name, prefix) || !IsValidResourceId(name.substr(prefix.size()))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("name: expected \"", collection, "/{id}\" with {id} matching [a-z0-9][a-z0-9-]{0,62}, got \"",
+                     name, "\""));
+  }
+  return name.substr(prefix.size());
+}
+
+}  // namespace blklab::server

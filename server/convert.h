@@ -1,0 +1,98 @@
+// server/convert.h
+//
+// Conversions between the API protos (proto/blklab/v1) and the engine's
+// typed values (engine/engine.h), so handlers stay thin (STYLE.md §3.5):
+//
+//  - Host specs go through the engine's own document decoder: a proto
+//    HostSpec becomes a util::DocNode (field names are the same as in YAML /
+//    JSON host documents) and HostSpecFromDoc decodes, resolves defaults and
+//    validates it. There is one validator, and its errors name the field path
+//    ("devices[0].null_blk.irqmode: ..."). The reverse direction walks
+//    HostSpecToDoc's canonical document, so a converted spec has every
+//    optional field set (defaults resolved).
+//  - A job's fio bundle becomes a RunRequest through ParseFio with a
+//    FileReader over the bundle's `files` map only (the server's disk is
+//    never read) and ${VAR} from the bundle's `variables` only (never the
+//    server's environment).
+//  - A finished run becomes a JobResult: fio's json and normal texts plus
+//    typed figures, the profile and the lock table.
+//
+// Invariants: every function is deterministic in its inputs except
+//   BuildJobResult, whose fio texts carry the wall clock passed in.
+// Thread-safety: stateless functions; safe from any thread.
+// Cost: linear in the size of the spec / bundle / result; BuildJobResult
+//   writes the whole fio report twice (json and normal).
+#ifndef BLKLAB_SERVER_CONVERT_H_
+#define BLKLAB_SERVER_CONVERT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "blklab/v1/host.pb.h"
+#include "blklab/v1/job.pb.h"
+#include "engine/engine.h"
+#include "engine/host/host_spec.h"
+
+namespace blklab::server {
+
+// Server-wide maxima for one job; a job's own JobLimits are clamped to them.
+struct JobLimitsConfig {
+  host::HostLimits host;                                 // topology size
+  int64_t max_virtual_ns = 3600LL * 1000 * 1000 * 1000;  // 1 h
+  uint64_t max_simulated_ios = 10ULL * 1000 * 1000 * 1000;
+  int64_t max_wall_ns = 24LL * 3600 * 1000 * 1000 * 1000;  // 1 day
+  size_t max_bundle_files = 64;
+  size_t max_bundle_bytes = 1 << 20;
+};
+
+// proto -> engine. Decodes, resolves defaults and validates against
+// `limits`. An empty spec.name takes `default_name`. InvalidArgument names
+// the field path; ResourceExhausted names the exceeded limit.
+absl::StatusOr<host::HostSpec> HostSpecFromProto(const v1::HostSpec& spec,
+                                                 const host::HostLimits& limits,
+                                                 const std::string& default_name = "");
+// engine -> proto, every field set.
+absl::Status HostSpecToProto(const host::HostSpec& spec, v1::HostSpec* out);
+
+// The effective limits of one job: its JobLimits clamped to `server`.
+struct EffectiveLimits {
+  host::HostLimits host;
+  RunLimits run;
+  int64_t max_wall_ns = 0;
+};
+EffectiveLimits EffectiveJobLimits(const v1::JobLimits& job, const JobLimitsConfig& server);
+
+// A job ready to run.
+struct PreparedJob {
+  RunRequest request;
+  EffectiveLimits limits;
+};
+
+// Parses and validates the job's fio bundle against `host` (already
+// resolved) with the job's limits. Errors: InvalidArgument (bad bundle,
+// options touching the real machine, bad job file: the engine's message
+// names the file and line), ResourceExhausted (a limit), Unimplemented (an
+// unmodelled ioengine).
+absl::StatusOr<PreparedJob> PrepareJob(const v1::Job& job, const host::HostSpec& host,
+                                       const JobLimitsConfig& server);
+
+// Fio's texts and typed figures of a finished run. `clock` fills fio's
+// wall-clock header fields.
+v1::JobResult BuildJobResult(const RunRequest& request, const RunResult& run,
+                             const WallClock& clock);
+
+// The wall clock now, as fio prints it (local time).
+WallClock WallClockNow();
+
+// "jobs/x" -> "x" (InvalidArgument when `name` is not "<collection>/<id>"
+// with a valid id).
+absl::StatusOr<std::string> ParseResourceName(const std::string& name,
+                                              const std::string& collection);
+// [a-z0-9][a-z0-9-]{0,62}.
+bool IsValidResourceId(const std::string& id);
+
+}  // namespace blklab::server
+
+#endif  // BLKLAB_SERVER_CONVERT_H_

@@ -1,0 +1,425 @@
+#include "server/store.h"
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/time.h"
+
+namespace blklab::server {
+namespace {
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS hosts (
+  id TEXT PRIMARY KEY,
+  spec BLOB NOT NULL,
+  create_ms INTEGER NOT NULL,
+  update_ms INTEGER NOT NULL,
+  etag TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS jobs (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  request_id TEXT UNIQUE,
+  host TEXT NOT NULL,
+  preset TEXT NOT NULL,
+  state INTEGER NOT NULL,
+  create_ms INTEGER NOT NULL,
+  job BLOB NOT NULL,
+  result_json TEXT,
+  result_normal TEXT,
+  result BLOB
+);
+CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state, seq);
+)sql";
+
+int64_t TimestampMs(const google::protobuf::Timestamp& t) {
+  return t.seconds() * 1000 + t.nanos() / 1000000;
+}
+
+// Mkdir -p.
+absl::Status MakeDirs(const std::string& path) {
+  std::string cur;
+  for (absl::string_view part : absl::StrSplit(path, '/')) {
+    cur += std::string(part);
+    if (!cur.empty() && ::mkdir(cur.c_str(), 0700) != 0 && errno != EEXIST) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot create data directory ", cur, ": ", std::strerror(errno)));
+    }
+    cur += "/";
+  }
+  return absl::OkStatus();
+}
+
+std::string Column(sqlite3_stmt* st, int i) {
+  const void* p = sqlite3_column_blob(st, i);
+  const int n = sqlite3_column_bytes(st, i);
+  return p == nullptr ? std::string() : std::string(static_cast<const char*>(p), n);
+}
+
+void BindText(sqlite3_stmt* st, int i, const std::string& s) {
+  sqlite3_bind_text(st, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+}
+void BindBlob(sqlite3_stmt* st, int i, const std::string& s) {
+  sqlite3_bind_blob(st, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+}
+
+}  // namespace
+
+absl::StatusOr<JobFilter> ParseJobFilter(const std::string& text) {
+  JobFilter f;
+  if (absl::StripAsciiWhitespace(text).empty()) return f;
+  for (absl::string_view term : absl::StrSplit(text, " AND ")) {
+    term = absl::StripAsciiWhitespace(term);
+    std::string op;
+    size_t pos = std::string::npos;
+    for (const char* candidate : {">=", "<=", "=", ">", "<"}) {
+      pos = term.find(candidate);
+      if (pos != absl::string_view::npos) {
+        op = candidate;
+        break;
+      }
+    }
+    if (pos == absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("filter: expected FIELD OP VALUE, got \"", term, "\""));
+    }
+    const std::string field(absl::StripAsciiWhitespace(term.substr(0, pos)));
+    std::string value(absl::StripAsciiWhitespace(term.substr(pos + op.size())));
+    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+    if (field == "state" && op == "=") {
+      v1::Job::State s;
+      if (!v1::Job::State_Parse(value, &s) || s == v1::Job::STATE_UNSPECIFIED) {
+        return absl::InvalidArgumentError(absl::StrCat("filter: unknown state \"", value, "\""));
+      }
+      f.state = s;
+    } else if (field == "host" && op == "=") {
+      f.host = value;
+    } else if (field == "preset" && op == "=") {
+      f.preset = value;
+    } else if (field == "create_time" && op != "=") {
+      absl::Time t;
+      std::string err;
+      if (!absl::ParseTime(absl::RFC3339_full, value, &t, &err)) {
+        return absl::InvalidArgumentError(absl::StrCat("filter: create_time: not RFC 3339: \"", value, "\""));
+      }
+      f.create_ms.emplace_back(op, absl::ToUnixMillis(t));
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "filter: unsupported term \"", term,
+          "\" (use state = S, host = \"hosts/x\", preset = \"p\", create_time OP \"RFC3339\")"));
+    }
+  }
+  return f;
+}
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& data_dir) {
+  if (absl::Status s = MakeDirs(data_dir); !s.ok()) return s;
+  const std::string path = data_dir + "/blklab.db";
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    std::string msg = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return absl::FailedPreconditionError(absl::StrCat("cannot open ", path, ": ", msg));
+  }
+  sqlite3_busy_timeout(db, 5000);
+  std::unique_ptr<Store> store(new Store(db));
+  absl::MutexLock lock(&store->mu_);
+  for (const char* sql : {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=NORMAL;", kSchema}) {
+    if (absl::Status s = store->Exec(sql); !s.ok()) return s;
+  }
+  return store;
+}
+
+Store::~Store() {
+  absl::MutexLock lock(&mu_);
+  for (auto& [sql, st] : statements_) sqlite3_finalize(st);
+  sqlite3_close(db_);
+}
+
+absl::Status Store::Error(const std::string& what) {
+  const int code = sqlite3_extended_errcode(db_);
+  const std::string msg = absl::StrCat(what, ": ", sqlite3_errmsg(db_));
+  if ((code & 0xff) == SQLITE_CONSTRAINT) return absl::AlreadyExistsError(msg);
+  return absl::InternalError(absl::StrCat("store: ", msg));
+}
+
+absl::Status Store::Exec(const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err != nullptr ? err : "unknown error";
+    sqlite3_free(err);
+    return absl::InternalError(absl::StrCat("store: ", msg));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<sqlite3_stmt*> Store::Prepare(const char* sql) {
+  auto it = statements_.find(sql);
+  if (it != statements_.end()) {
+    sqlite3_reset(it->second);
+    sqlite3_clear_bindings(it->second);
+    return it->second;
+  }
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, nullptr) != SQLITE_OK) {
+    return Error("prepare");
+  }
+  statements_.emplace(sql, st);
+  return st;
+}
+
+absl::Status Store::CreateHost(const v1::Host& host) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<sqlite3_stmt*> st =
+      Prepare("INSERT INTO hosts(id, spec, create_ms, update_ms, etag) VALUES(?, ?, ?, ?, ?)");
+  if (!st.ok()) return st.status();
+  BindText(*st, 1, std::string(absl::StripPrefix(host.name(), "hosts/")));
+  BindBlob(*st, 2, host.spec().SerializeAsString());
+  sqlite3_bind_int64(*st, 3, TimestampMs(host.create_time()));
+  sqlite3_bind_int64(*st, 4, TimestampMs(host.update_time()));
+  BindText(*st, 5, host.etag());
+  if (sqlite3_step(*st) != SQLITE_DONE) {
+    absl::Status s = Error("insert host");
+    if (absl::IsAlreadyExists(s)) return absl::AlreadyExistsError(host.name() + " already exists");
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+v1::Host ReadHost(sqlite3_stmt* st) {
+  v1::Host h;
+  h.set_name(absl::StrCat("hosts/", Column(st, 0)));
+  h.mutable_spec()->ParseFromString(Column(st, 1));
+  const int64_t c = sqlite3_column_int64(st, 2), u = sqlite3_column_int64(st, 3);
+  h.mutable_create_time()->set_seconds(c / 1000);
+  h.mutable_create_time()->set_nanos(static_cast<int32_t>(c % 1000) * 1000000);
+  h.mutable_update_time()->set_seconds(u / 1000);
+  h.mutable_update_time()->set_nanos(static_cast<int32_t>(u % 1000) * 1000000);
+  h.set_etag(Column(st, 4));
+  return h;
+}
+}  // namespace
+
+absl::StatusOr<v1::Host> Store::GetHost(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<sqlite3_stmt*> st =
+      Prepare("SELECT id, spec, create_ms, update_ms, etag FROM hosts WHERE id = ?");
+  if (!st.ok()) return st.status();
+  BindText(*st, 1, id);
+  const int rc = sqlite3_step(*st);
+  if (rc == SQLITE_DONE) return absl::NotFoundError(absl::StrCat("hosts/", id, " not found"));
+  if (rc != SQLITE_ROW) return Error("get host");
+  return ReadHost(*st);
+}
+
+absl::Status Store::UpdateHost(const v1::Host& host) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<sqlite3_stmt*> st = Prepare("UPDATE hosts SET spec = ?, update_ms = ?, etag = ? WHERE id = ?");
+  if (!st.ok()) return st.status();
+  BindBlob(*st, 1, host.spec().SerializeAsString());
+  sqlite3_bind_int64(*st, 2, TimestampMs(host.update_time()));
+  BindText(*st, 3, host.etag());
+  BindText(*st, 4, std::string(absl::StripPrefix(host.name(), "hosts/")));
+  if (sqlite3_step(*st) != SQLITE_DONE) return Error("update host");
+  if (sqlite3_changes(db_) == 0) return absl::NotFoundError(host.name() + " not found");
+  return absl::OkStatus();
+}
+
+absl::Status Store::DeleteHost(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<sqlite3_stmt*> st = Prepare("DELETE FROM hosts WHERE id = ?");
+  if (!st.ok()) return st.status();
+  BindText(*st, 1, id);
+  if (sqlite3_step(*st) != SQLITE_DONE) return Error("delete host");
+  if (sqlite3_changes(db_) == 0) return absl::NotFoundError(absl::StrCat("hosts/", id, " not found"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<v1::Host>> Store::ListHosts(const std::string& after_id, int limit) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<sqlite3_stmt*> st = Prepare(
+      "SELECT id, spec, create_ms, update_ms, etag FROM hosts WHERE id > ? ORDER BY id LIMIT ?");
+  if (!st.ok()) return st.status();
+  BindText(*st, 1, after_id);
+  sqlite3_bind_int(*st, 2, limit);
+  std::vector<v1::Host> out;
+  int rc;
+  while ((rc = sqlite3_step(*st)) == SQLITE_ROW) out.push_back(ReadHost(*st));
+  if (rc != SQLITE_DONE) return Error("list hosts");
+  return out;
+}
+
+absl::Status Store::InsertJob(const v1::Job& job) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<sqlite3_stmt*> st = Prepare(
+      "INSERT INTO jobs(id, request_id, host, preset, state, create_ms, job) VALUES(?, ?, ?, ?, ?, ?, ?)");
+  if (!st.ok()) return st.status();
+  v1::Job copy = job;
+  copy.clear_result();
+  BindText(*st, 1, std::string(absl::StripPrefix(job.name(), "jobs/")));
+  if (job.request_id().empty()) {
+    sqlite3_bind_null(*st, 2);
+  } else {
+    BindText(*st, 2, job.request_id());
+  }
+  BindText(*st, 3, job.host());
+  BindText(*st, 4, job.preset());
+  sqlite3_bind_int(*st, 5, job.state());
+  sqlite3_bind_int64(*st, 6, TimestampMs(job.create_time()));
+  BindBlob(*st, 7, copy.SerializeAsString());
+  if (sqlite3_step(*st) != SQLITE_DONE) return Error("insert " + job.name());
+  return absl::OkStatus();
+}
+
+absl::Status Store::UpdateJob(const v1::Job& job) {
+  absl::MutexLock lock(&mu_);
+  v1::Job copy = job;
+  copy.clear_result();
+  const std::string id(absl::StripPrefix(job.name(), "jobs/"));
+  absl::StatusOr<sqlite3_stmt*> st;
+  if (job.has_result()) {
+    // State and result in one statement: never SUCCEEDED without a result.
+    st = Prepare(
+        "UPDATE jobs SET state = ?, job = ?, result_json = ?, result_normal = ?, result = ? WHERE id = ?");
+    if (!st.ok()) return st.status();
+    v1::JobResult typed = job.result();
+    typed.clear_fio_json();
+    typed.clear_fio_normal();
+    sqlite3_bind_int(*st, 1, job.state());
+    BindBlob(*st, 2, copy.SerializeAsString());
+    BindText(*st, 3, job.result().fio_json());
+    BindText(*st, 4, job.result().fio_normal());
+    BindBlob(*st, 5, typed.SerializeAsString());
+    BindText(*st, 6, id);
+  } else {
+    st = Prepare("UPDATE jobs SET state = ?, job = ? WHERE id = ?");
+    if (!st.ok()) return st.status();
+    sqlite3_bind_int(*st, 1, job.state());
+    BindBlob(*st, 2, copy.SerializeAsString());
+    BindText(*st, 3, id);
+  }
+  if (sqlite3_step(*st) != SQLITE_DONE) return Error("update " + job.name());
+  if (sqlite3_changes(db_) == 0) return absl::NotFoundError(job.name() + " not found");
+  return absl::OkStatus();
+}
+
+// Columns: seq, job, result_json, result_normal, result.
+absl::StatusOr<v1::Job> Store::ReadJob(sqlite3_stmt* st, bool full) {
+  v1::Job job;
+  if (!job.ParseFromString(Column(st, 1))) return absl::DataLossError("store: a job row does not parse");
+  if (!full) {
+    job.clear_resolved_host();
+    return job;
+  }
+  if (sqlite3_column_type(st, 4) != SQLITE_NULL) {
+    v1::JobResult* r = job.mutable_result();
+    if (!r->ParseFromString(Column(st, 4))) return absl::DataLossError("store: a job result does not parse");
+    r->set_fio_json(Column(st, 2));
+    r->set_fio_normal(Column(st, 3));
+  }
+  return job;
+}
+
+absl::StatusOr<v1::Job> Store::GetJob(const std::string& id, bool full) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<sqlite3_stmt*> st =
+      Prepare("SELECT seq, job, result_json, result_normal, result FROM jobs WHERE id = ?");
+  if (!st.ok()) return st.status();
+  BindText(*st, 1, id);
+  const int rc = sqlite3_step(*st);
+  if (rc == SQLITE_DONE) return absl::NotFoundError(absl::StrCat("jobs/", id, " not found"));
+  if (rc != SQLITE_ROW) return Error("get job");
+  return ReadJob(*st, full);
+}
+
+absl::StatusOr<std::optional<v1::Job>> Store::FindJobByRequestId(const std::string& request_id) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<sqlite3_stmt*> st =
+      Prepare("SELECT seq, job, result_json, result_normal, result FROM jobs WHERE request_id = ?");
+  if (!st.ok()) return st.status();
+  BindText(*st, 1, request_id);
+  const int rc = sqlite3_step(*st);
+  if (rc == SQLITE_DONE) return std::optional<v1::Job>();
+  if (rc != SQLITE_ROW) return Error("find job");
+  absl::StatusOr<v1::Job> job = ReadJob(*st, /*full=*/true);
+  if (!job.ok()) return job.status();
+  return std::optional<v1::Job>(*std::move(job));
+}
+
+absl::Status Store::DeleteJob(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<sqlite3_stmt*> st = Prepare("DELETE FROM jobs WHERE id = ?");
+  if (!st.ok()) return st.status();
+  BindText(*st, 1, id);
+  if (sqlite3_step(*st) != SQLITE_DONE) return Error("delete job");
+  if (sqlite3_changes(db_) == 0) return absl::NotFoundError(absl::StrCat("jobs/", id, " not found"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Store::JobPage> Store::ListJobs(const JobFilter& filter, int64_t before_seq, int limit,
+                                               bool full) {
+  absl::MutexLock lock(&mu_);
+  // One statement shape per filter shape; each is prepared once.
+  std::string sql = "SELECT seq, job, result_json, result_normal, result FROM jobs WHERE seq < ?";
+  if (filter.state) sql += " AND state = ?";
+  if (filter.host) sql += " AND host = ?";
+  if (filter.preset) sql += " AND preset = ?";
+  for (const auto& [op, ms] : filter.create_ms) sql += " AND create_ms " + op + " ?";
+  sql += " ORDER BY seq DESC LIMIT ?";
+  // The cache is keyed by the SQL text; keep the string alive in the map key.
+  absl::StatusOr<sqlite3_stmt*> st = Prepare(sql.c_str());
+  if (!st.ok()) return st.status();
+  int i = 1;
+  sqlite3_bind_int64(*st, i++, before_seq > 0 ? before_seq : INT64_MAX);
+  if (filter.state) sqlite3_bind_int(*st, i++, *filter.state);
+  if (filter.host) BindText(*st, i++, *filter.host);
+  if (filter.preset) BindText(*st, i++, *filter.preset);
+  for (const auto& [op, ms] : filter.create_ms) sqlite3_bind_int64(*st, i++, ms);
+  sqlite3_bind_int(*st, i++, limit + 1);
+  JobPage page;
+  int rc;
+  while ((rc = sqlite3_step(*st)) == SQLITE_ROW) {
+    if (static_cast<int>(page.jobs.size()) == limit) {
+      page.more = true;
+      break;
+    }
+    absl::StatusOr<v1::Job> job = ReadJob(*st, full);
+    if (!job.ok()) return job.status();
+    page.jobs.push_back(*std::move(job));
+    page.last_seq = sqlite3_column_int64(*st, 0);
+  }
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return Error("list jobs");
+  sqlite3_reset(*st);
+  return page;
+}
+
+absl::StatusOr<std::vector<v1::Job>> Store::UnfinishedJobs() {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<sqlite3_stmt*> st = Prepare(
+      "SELECT seq, job, result_json, result_normal, result FROM jobs WHERE state IN (?, ?) ORDER BY seq");
+  if (!st.ok()) return st.status();
+  sqlite3_bind_int(*st, 1, v1::Job::QUEUED);
+  sqlite3_bind_int(*st, 2, v1::Job::RUNNING);
+  std::vector<v1::Job> out;
+  int rc;
+  while ((rc = sqlite3_step(*st)) == SQLITE_ROW) {
+    absl::StatusOr<v1::Job> job = ReadJob(*st, /*full=*/true);
+    if (!job.ok()) return job.status();
+    out.push_back(*std::move(job));
+  }
+  if (rc != SQLITE_DONE) return Error("unfinished jobs");
+  return out;
+}
+
+}  // namespace blklab::server

@@ -1,0 +1,107 @@
+// server/store.h
+//
+// Store keeps blklabd's resources in one SQLite database (libsqlite3) in a
+// data directory, so hosts, jobs and results survive a restart:
+//
+//   hosts(id PRIMARY KEY, spec BLOB = serialized v1::HostSpec, create_ms,
+//         update_ms, etag)
+//   jobs(seq INTEGER PRIMARY KEY (creation order), id UNIQUE, request_id
+//        UNIQUE, host, preset, state, create_ms, job BLOB = serialized v1::Job
+//        without its result, result_json TEXT, result_normal TEXT, result BLOB
+//        = serialized v1::JobResult without the two texts)
+//
+// The database runs in WAL mode with synchronous=NORMAL; every write is one
+// transaction, so a crash leaves each job either as it was before or after a
+// write. Statements are prepared once and reused.
+//
+// Invariants: a job row with state SUCCEEDED has its result columns set (the
+//   state and the result are written in the same statement).
+// Thread-safety: thread-safe; one connection serialised by an internal mutex.
+// Cost: each call is one or a few indexed SQLite statements; ListJobs and
+//   ListHosts read one page.
+#ifndef BLKLAB_SERVER_STORE_H_
+#define BLKLAB_SERVER_STORE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "blklab/v1/host.pb.h"
+#include "blklab/v1/job.pb.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace blklab::server {
+
+// A conjunction of ListJobs filter terms (empty members match all).
+struct JobFilter {
+  std::optional<v1::Job::State> state;
+  std::optional<std::string> host;    // "hosts/x"
+  std::optional<std::string> preset;
+  // create_time comparisons, in ms since the epoch: op is one of <, <=, >, >=.
+  std::vector<std::pair<std::string, int64_t>> create_ms;
+};
+
+// Parses the ListJobs filter grammar (service.proto, ListJobsRequest.filter).
+absl::StatusOr<JobFilter> ParseJobFilter(const std::string& text);
+
+class Store {
+ public:
+  // Opens (creating if needed) `data_dir`/blklab.db.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& data_dir);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Hosts. `host.name` is "hosts/{id}"; etag and times are stored as given.
+  absl::Status CreateHost(const v1::Host& host);                  // AlreadyExists
+  absl::StatusOr<v1::Host> GetHost(const std::string& id);        // NotFound
+  absl::Status UpdateHost(const v1::Host& host);                  // NotFound
+  absl::Status DeleteHost(const std::string& id);                 // NotFound
+  // Hosts with id > `after_id`, ascending, at most `limit`.
+  absl::StatusOr<std::vector<v1::Host>> ListHosts(const std::string& after_id, int limit);
+
+  // Jobs. `job.name` is "jobs/{id}". InsertJob fails with AlreadyExists when
+  // the id or the request id is taken.
+  absl::Status InsertJob(const v1::Job& job);
+  // Rewrites a job's row (state, times, error...); stores `job.result` in
+  // the result columns when it is set. NotFound when the row is gone.
+  absl::Status UpdateJob(const v1::Job& job);
+  // With `full`, the result is included.
+  absl::StatusOr<v1::Job> GetJob(const std::string& id, bool full);
+  absl::StatusOr<std::optional<v1::Job>> FindJobByRequestId(const std::string& request_id);
+  absl::Status DeleteJob(const std::string& id);
+  struct JobPage {
+    std::vector<v1::Job> jobs;
+    int64_t last_seq = 0;  // seq of the last job returned
+    bool more = false;
+  };
+  // Newest first: jobs with seq < `before_seq` (0: from the newest).
+  absl::StatusOr<JobPage> ListJobs(const JobFilter& filter, int64_t before_seq, int limit, bool full);
+  // Jobs in state QUEUED or RUNNING, oldest first (for re-queueing at start).
+  absl::StatusOr<std::vector<v1::Job>> UnfinishedJobs();
+
+ private:
+  explicit Store(sqlite3* db) : db_(db) {}
+  // Returns a cached prepared statement, reset and with bindings cleared.
+  absl::StatusOr<sqlite3_stmt*> Prepare(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Error(const std::string& what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<v1::Job> ReadJob(sqlite3_stmt* st, bool full) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  absl::Mutex mu_;
+  sqlite3* db_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, sqlite3_stmt*, std::less<>> statements_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace blklab::server
+
+#endif  // BLKLAB_SERVER_STORE_H_

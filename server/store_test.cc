@@ -1,0 +1,79 @@
+#include "server/store.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <string>
+
+namespace blklab::server {
+namespace {
+
+std::string TempDir() {
+  char tmpl[] = "/tmp/blklab_store_test.XXXXXX";
+  return mkdtemp(tmpl);
+}
+
+v1::Job MakeJob(const std::string& id, v1::Job::State state, const std::string& rid = "") {
+  v1::Job j;
+  j.set_name("jobs/" + id);
+  j.set_preset("default");
+  j.set_state(state);
+  j.set_request_id(rid);
+  return j;
+}
+
+TEST(StoreTest, JobsSurviveReopenAndResultIsKept) {
+  const std::string dir = TempDir();
+  {
+    auto store = Store::Open(dir);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->InsertJob(MakeJob("a", v1::Job::QUEUED, "r1")).ok());
+    ASSERT_TRUE((*store)->InsertJob(MakeJob("b", v1::Job::RUNNING)).ok());
+    v1::Job c = MakeJob("c", v1::Job::QUEUED);
+    ASSERT_TRUE((*store)->InsertJob(c).ok());
+    c.set_state(v1::Job::SUCCEEDED);
+    c.mutable_result()->set_fio_json("{}\n");
+    c.mutable_result()->set_total_ios(7);
+    ASSERT_TRUE((*store)->UpdateJob(c).ok());
+    EXPECT_TRUE(absl::IsAlreadyExists((*store)->InsertJob(MakeJob("d", v1::Job::QUEUED, "r1"))));
+  }
+  auto store = Store::Open(dir);
+  ASSERT_TRUE(store.ok());
+  auto unfinished = (*store)->UnfinishedJobs();
+  ASSERT_TRUE(unfinished.ok());
+  ASSERT_EQ(unfinished->size(), 2u);
+  EXPECT_EQ((*unfinished)[0].name(), "jobs/a");
+  auto c = (*store)->GetJob("c", true);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->result().fio_json(), "{}\n");
+  EXPECT_EQ(c->result().total_ios(), 7u);
+  auto basic = (*store)->GetJob("c", false);
+  EXPECT_FALSE(basic->has_result());
+  auto found = (*store)->FindJobByRequestId("r1");
+  ASSERT_TRUE(found.ok() && found->has_value());
+  EXPECT_EQ((*found)->name(), "jobs/a");
+}
+
+TEST(StoreTest, ListJobsPagesNewestFirstWithFilter) {
+  auto store = Store::Open(TempDir());
+  ASSERT_TRUE(store.ok());
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE((*store)->InsertJob(MakeJob("j" + std::to_string(i), i % 2 ? v1::Job::QUEUED : v1::Job::FAILED)).ok());
+  }
+  auto page = (*store)->ListJobs({}, 0, 2, false);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->jobs.size(), 2u);
+  EXPECT_EQ(page->jobs[0].name(), "jobs/j4");
+  EXPECT_TRUE(page->more);
+  auto page2 = (*store)->ListJobs({}, page->last_seq, 10, false);
+  ASSERT_EQ(page2->jobs.size(), 3u);
+  EXPECT_FALSE(page2->more);
+  auto filter = ParseJobFilter("state = QUEUED AND preset = \"default\"");
+  ASSERT_TRUE(filter.ok());
+  auto queued = (*store)->ListJobs(*filter, 0, 10, false);
+  EXPECT_EQ(queued->jobs.size(), 2u);
+  EXPECT_FALSE(ParseJobFilter("color = red").ok());
+}
+
+}  // namespace
+}  // namespace blklab::server
