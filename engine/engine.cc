@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -329,6 +330,131 @@ absl::Status BuildKernelReport(const RunRequest& req, Simulation& s, sim::SimTim
   return absl::OkStatus();
 }
 
+// Running counters at the end of the previous status interval: each
+// interval view is a difference against them, so no clone's statistics are
+// copied. Cost per interval: one pass over the buckets of each clone's clat
+// histograms that changed, the per-function table of each CPU and the locks.
+class IntervalTracker {
+ public:
+  explicit IntervalTracker(const Simulation& s) {
+    const size_t n = s.clones.size();
+    ios_.resize(n);
+    bytes_.resize(n);
+    clat_.resize(n);
+    clat_total_.resize(n);
+    const int ncpus = s.machine->num_cpus();
+    cpu_.assign(ncpus, {});
+    slow_.assign(ncpus, 0);
+    const sim::FunctionRegistry& fns = s.machine->functions();
+    for (sim::FnId fn = 0; fn < fns.size(); ++fn) {
+      if (fns.name(fn) == "native_queued_spin_lock_slowpath") slowpath_fn_ = fn;
+    }
+  }
+
+  void Fill(const Simulation& s, sim::SimTime end, SnapshotInterval& out) {
+    out.start_ns = start_;
+    out.end_ns = end;
+    const int64_t len = end - start_;
+    start_ = end;
+
+    // IOs, bytes and clat histograms per clone and direction.
+    for (size_t i = 0; i < s.clones.size(); ++i) {
+      const job::JobThread& c = *s.clones[i];
+      for (int d = 0; d < stats::kNumDirs; ++d) {
+        out.ios[d] += c.dir_ios_completed()[d] - ios_[i][d];
+        out.bytes[d] += c.dir_bytes_completed()[d] - bytes_[i][d];
+        ios_[i][d] = c.dir_ios_completed()[d];
+        bytes_[i][d] = c.dir_bytes_completed()[d];
+        const stats::LatencyHistogram& h = c.clat_hist(static_cast<stats::Dir>(d));
+        if (h.total() == clat_total_[i][d]) continue;
+        std::vector<uint64_t>& prev = clat_[i][d];
+        if (prev.empty()) prev.assign(stats::LatencyHistogram::kNumBuckets, 0);
+        const absl::Span<const uint64_t> counts = h.counts();
+        for (int b = 0; b < stats::LatencyHistogram::kNumBuckets; ++b) {
+          if (counts[b] == prev[b]) continue;
+          scratch_[d].AddToBucket(b, counts[b] - prev[b]);
+          prev[b] = counts[b];
+        }
+        clat_total_[i][d] = h.total();
+      }
+    }
+    for (int d = 0; d < stats::kNumDirs; ++d) {
+      if (len > 0) {
+        out.iops[d] = static_cast<double>(out.ios[d]) * 1e9 / static_cast<double>(len);
+        out.bw_bytes_per_sec[d] = static_cast<uint64_t>(static_cast<long double>(out.bytes[d]) * 1e9L /
+                                                        static_cast<long double>(len));
+      }
+      out.clat_samples[d] = scratch_[d].total();
+      if (scratch_[d].total() == 0) continue;
+      const std::vector<uint64_t> v = scratch_[d].Percentiles(SnapshotInterval::kPercentiles);
+      for (size_t k = 0; k < v.size() && k < out.clat_pct_ns[d].size(); ++k) out.clat_pct_ns[d][k] = v[k];
+      scratch_[d].Clear();
+    }
+
+    // CPU modes and the spinlock slowpath, summed over the host's CPUs.
+    const sim::Machine& m = *s.machine;
+    std::array<int64_t, 4> modes{};
+    int64_t slow = 0;
+    for (int c = 0; c < m.num_cpus(); ++c) {
+      const sim::Cpu& cpu = m.cpu(c);
+      for (int mode = 0; mode < 4; ++mode) {
+        const int64_t ns = cpu.mode_ns(static_cast<sim::Mode>(mode));
+        modes[mode] += ns - cpu_[c][mode];
+        cpu_[c][mode] = ns;
+      }
+      if (slowpath_fn_ >= 0) {
+        int64_t ns = 0;
+        for (int mode = 0; mode < 4; ++mode) {
+          ns += cpu.fn_ns(static_cast<sim::FnId>(slowpath_fn_), static_cast<sim::Mode>(mode));
+        }
+        slow += ns - slow_[c];
+        slow_[c] = ns;
+      }
+    }
+    const int64_t busy = modes[0] + modes[1] + modes[2] + modes[3];
+    const int64_t total = len * m.num_cpus();
+    // A CPU may run a step past the interval's end; the next one makes up.
+    const double denom = static_cast<double>(std::max(total, busy));
+    if (denom > 0) {
+      for (int mode = 0; mode < 4; ++mode) out.cpu_pct[mode] = 100.0 * static_cast<double>(modes[mode]) / denom;
+      out.cpu_pct[4] = 100.0 * static_cast<double>(std::max<int64_t>(total - busy, 0)) / denom;
+    }
+    out.contention_pct = busy > 0 ? 100.0 * static_cast<double>(slow) / static_cast<double>(busy) : 0;
+
+    // Locks, summed by name.
+    const std::vector<sim::SpinLock*>& locks = m.locks();
+    if (locks_.size() < locks.size()) locks_.resize(locks.size());
+    std::map<std::string, stats::LockRow> rows;  // ordered by name: deterministic
+    for (size_t i = 0; i < locks.size(); ++i) {
+      const sim::LockStats& st = locks[i]->stats();
+      sim::LockStats& prev = locks_[i];
+      if (st.acquisitions != prev.acquisitions) {
+        stats::LockRow& row = rows[locks[i]->name()];
+        row.name = locks[i]->name();
+        row.acquisitions += st.acquisitions - prev.acquisitions;
+        row.contended += st.contended - prev.contended;
+        row.wait_ns += st.wait_ns - prev.wait_ns;
+        row.hold_ns += st.hold_ns - prev.hold_ns;
+      }
+      prev = st;
+    }
+    out.locks.clear();
+    for (auto& [name, row] : rows) out.locks.push_back(std::move(row));
+  }
+
+ private:
+  sim::SimTime start_ = 0;
+  std::vector<std::array<uint64_t, stats::kNumDirs>> ios_, bytes_, clat_total_;
+  // Per clone and direction: bucket counts at the last interval (allocated
+  // at the direction's first sample).
+  std::vector<std::array<std::vector<uint64_t>, stats::kNumDirs>> clat_;
+  std::vector<std::array<int64_t, 4>> cpu_;  // per CPU: usr, sys, irq, softirq ns
+  std::vector<int64_t> slow_;                // per CPU: slowpath ns
+  std::vector<sim::LockStats> locks_;        // by index in Machine::locks()
+  int64_t slowpath_fn_ = -1;
+  stats::LatencyHistogram scratch_[stats::kNumDirs];
+};
+
 }  // namespace
 
 workload::ParseOptions ParseOptionsFor(const workload::FioInvocation& invocation,
@@ -503,6 +629,9 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
   sim::SimTime horizon = 0;
   uint64_t last_ios = 0;
   sim::SimTime last_progress = 0;
+  std::optional<IntervalTracker> intervals;
+  sim::SimTime next_interval_end = req.status_interval_ns;
+  if (on_snapshot && req.status_interval_ns > 0) intervals.emplace(s);
   while (s.done < s.clones.size()) {
     horizon += slice_ns;
     m.set_horizon(horizon);
@@ -543,6 +672,11 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
         snap.bytes_completed += snap.dir_bytes[d];
       }
       snap.virtual_total_ns = snap.eta_ns >= 0 ? horizon + snap.eta_ns : 0;
+      if (intervals && (horizon >= next_interval_end || s.done >= s.clones.size())) {
+        snap.has_interval = true;
+        intervals->Fill(s, horizon, snap.interval);
+        next_interval_end = (horizon / req.status_interval_ns + 1) * req.status_interval_ns;
+      }
       snap.interim = [&req, &s, horizon]() {
         RunResult r;
         r.warnings = req.jobs.warnings;

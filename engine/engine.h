@@ -54,9 +54,48 @@ struct RunRequest {
   uint64_t seed = 0;                   // used by jobs with randrepeat=0 and no randseed
   RunLimits limits;
   int64_t snapshot_interval_ns = 0;    // 0: no snapshots
+  // Length of the interval view of snapshots (fio's --status-interval; the
+  // server's WatchJob intervals): the first snapshot at or after each
+  // multiple of it, and the last one, carry Snapshot::interval covering the
+  // time since the previous such snapshot. 0: no interval view (no cost).
+  // A multiple of the slice length (snapshot_interval_ns) gives intervals
+  // of exactly this length.
+  int64_t status_interval_ns = 0;
 };
 
 struct RunResult;
+
+// Figures of one status interval [start_ns, end_ns) of virtual time, built
+// from running counters at the interval's end without copying any clone's
+// statistics: per-direction IOs, bytes and rates; completion-latency
+// percentiles of the IOs completed in the interval (from the difference of
+// the clones' running clat histograms against the previous interval);
+// CPU time by mode as shares of all the host's CPUs; spinlock slowpath
+// share and per-lock counters of the interval.
+struct SnapshotInterval {
+  // The clat percentiles reported (fio's representative bucket values).
+  static constexpr std::array<double, 5> kPercentiles = {50, 90, 99, 99.9, 99.99};
+
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  // Completed in the interval, ramp_time included (as Snapshot::dir_ios).
+  std::array<uint64_t, stats::kNumDirs> ios{};
+  std::array<uint64_t, stats::kNumDirs> bytes{};
+  std::array<double, stats::kNumDirs> iops{};
+  std::array<uint64_t, stats::kNumDirs> bw_bytes_per_sec{};
+  // Completion latency of the IOs measured in the interval (after
+  // ramp_time): samples and values in ns at kPercentiles (0 without samples).
+  std::array<uint64_t, stats::kNumDirs> clat_samples{};
+  std::array<std::array<uint64_t, kPercentiles.size()>, stats::kNumDirs> clat_pct_ns{};
+  // CPU time by stats::CpuMode (usr, sys, irq, softirq, idle), in percent of
+  // the interval's length times the host's CPU count.
+  std::array<double, stats::kNumCpuModes> cpu_pct{};
+  // native_queued_spin_lock_slowpath time / busy time x 100 in the interval.
+  double contention_pct = 0;
+  // Locks acquired in the interval (rows summed by name), ascending name;
+  // counters cover the interval; max_waiters is 0.
+  std::vector<stats::LockRow> locks;
+};
 
 // Progress at an interval of virtual time (for status output and streams),
 // passed to the SnapshotFn after each slice of snapshot_interval_ns (100 ms
@@ -75,6 +114,10 @@ struct Snapshot {
   // started, '/' ramp, 'r'/'R'/'w'/'W'/'m'/'M'/'d'/'D' running, '_' done).
   std::string run_states;
   uint64_t events = 0;
+  // Set at the end of each status interval (RunRequest::status_interval_ns)
+  // and on the last snapshot of the run.
+  bool has_interval = false;
+  SnapshotInterval interval;
   // Builds the run's results as they stand at virtual_ns without disturbing
   // the simulation (per-clone running figures, kernel report; no logs):
   // feed it to BuildReport for fio's --status-interval reports. Valid only

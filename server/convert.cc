@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -333,7 +334,13 @@ absl::StatusOr<PreparedJob> PrepareJob(const v1::Job& job, const host::HostSpec&
   out.request.jobs = std::move(parsed->jobs);
   out.request.seed = job.seed();
   out.request.limits = out.limits.run;
-  out.request.snapshot_interval_ns = 0;  // 100 ms slices, as the embedded CLI without --eta
+  // WatchJob intervals: fio's --status-interval, else 1 s of virtual time;
+  // slices stay at most 100 ms (cancellation, pacing) and divide it. The
+  // slice length does not change results.
+  const int64_t status_ns =
+      inv.status_interval_ns > 0 ? std::max(inv.status_interval_ns, kMinStatusIntervalNs) : kDefaultStatusIntervalNs;
+  out.request.status_interval_ns = status_ns;
+  out.request.snapshot_interval_ns = std::max(std::gcd(status_ns, int64_t{100'000'000}), kMinStatusIntervalNs);
   if (absl::Status s = ValidateRun(out.request); !s.ok()) return s;
   return out;
 }
@@ -376,6 +383,11 @@ v1::JobResult BuildJobResult(const RunRequest& request, const RunResult& run, co
     row->set_self_ns(p.self_ns);
     row->set_share_pct(p.share_pct);
   }
+  for (const stats::LogFile& f : run.logs) {
+    v1::LogFile* log = out.add_logs();
+    log->set_name(f.name);
+    log->set_content(f.contents);
+  }
   for (const stats::LockRow& l : k.locks) {
     v1::LockRow* row = out.add_locks();
     row->set_name(l.name);
@@ -386,6 +398,49 @@ v1::JobResult BuildJobResult(const RunRequest& request, const RunResult& run, co
     row->set_max_waiters(l.max_waiters);
   }
   return out;
+}
+
+void FillSnapshotInterval(const SnapshotInterval& iv, v1::Snapshot* out) {
+  SetDuration(iv.end_ns - iv.start_ns, out->mutable_interval());
+  v1::IntervalDirection* dirs[stats::kNumDirs] = {out->mutable_read(), out->mutable_write(),
+                                                  out->mutable_trim()};
+  for (int d = 0; d < stats::kNumDirs; ++d) {
+    v1::IntervalDirection* dir = dirs[d];
+    dir->set_ios(iv.ios[d]);
+    dir->set_iops(iv.iops[d]);
+    dir->set_bw_bytes_per_sec(iv.bw_bytes_per_sec[d]);
+    if (iv.clat_samples[d] == 0) continue;
+    for (size_t k = 0; k < SnapshotInterval::kPercentiles.size(); ++k) {
+      v1::Percentile* p = dir->add_clat_percentiles();
+      p->set_percentile(SnapshotInterval::kPercentiles[k]);
+      p->set_value_ns(static_cast<int64_t>(iv.clat_pct_ns[d][k]));
+    }
+  }
+  v1::CpuShares* cpu = out->mutable_cpu();
+  cpu->set_usr_pct(iv.cpu_pct[static_cast<int>(stats::CpuMode::kUser)]);
+  cpu->set_sys_pct(iv.cpu_pct[static_cast<int>(stats::CpuMode::kSys)]);
+  cpu->set_irq_pct(iv.cpu_pct[static_cast<int>(stats::CpuMode::kIrq)]);
+  cpu->set_softirq_pct(iv.cpu_pct[static_cast<int>(stats::CpuMode::kSoftirq)]);
+  cpu->set_idle_pct(iv.cpu_pct[static_cast<int>(stats::CpuMode::kIdle)]);
+  out->set_contention_pct(iv.contention_pct);
+  // The most contended locks: descending wait, then contended, then name.
+  std::vector<const stats::LockRow*> locks;
+  for (const stats::LockRow& l : iv.locks) locks.push_back(&l);
+  const size_t n = std::min<size_t>(locks.size(), kSnapshotTopLocks);
+  std::partial_sort(locks.begin(), locks.begin() + n, locks.end(),
+                    [](const stats::LockRow* a, const stats::LockRow* b) {
+                      if (a->wait_ns != b->wait_ns) return a->wait_ns > b->wait_ns;
+                      if (a->contended != b->contended) return a->contended > b->contended;
+                      return a->name < b->name;
+                    });
+  for (size_t i = 0; i < n; ++i) {
+    v1::LockRow* row = out->add_top_locks();
+    row->set_name(locks[i]->name);
+    row->set_acquisitions(locks[i]->acquisitions);
+    row->set_contended(locks[i]->contended);
+    row->set_wait_ns(locks[i]->wait_ns);
+    row->set_hold_ns(locks[i]->hold_ns);
+  }
 }
 
 WallClock WallClockNow() {

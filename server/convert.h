@@ -15,7 +15,9 @@
 //    never read) and ${VAR} from the bundle's `variables` only (never the
 //    server's environment).
 //  - A finished run becomes a JobResult: fio's json and normal texts plus
-//    typed figures, the profile and the lock table.
+//    typed figures, the profile, the lock table and fio's log files.
+//  - An engine snapshot's interval view becomes a WatchJob Snapshot's
+//    interval figures.
 //
 // Invariants: every function is deterministic in its inputs except
 //   BuildJobResult, whose fio texts carry the wall clock passed in.
@@ -82,6 +84,19 @@ absl::StatusOr<PreparedJob> PrepareJob(const v1::Job& job, const host::HostSpec&
 // wall-clock header fields.
 v1::JobResult BuildJobResult(const RunRequest& request, const RunResult& run,
                              const WallClock& clock);
+
+// WatchJob's interval when the bundle gives no --status-interval: 1 s of
+// virtual time.
+// A shorter --status-interval is raised to kMinStatusIntervalNs.
+inline constexpr int64_t kDefaultStatusIntervalNs = 1'000'000'000;
+inline constexpr int64_t kMinStatusIntervalNs = 10'000'000;
+// Locks a WatchJob snapshot lists (Snapshot.top_locks).
+inline constexpr size_t kSnapshotTopLocks = 10;
+
+// Fills a WatchJob snapshot's interval figures (interval length, per
+// direction IOs / rates / clat percentiles, CPU shares, contention, the
+// most contended locks) from the engine's interval view.
+void FillSnapshotInterval(const SnapshotInterval& interval, v1::Snapshot* out);
 
 // The wall clock now, as fio prints it (local time).
 WallClock WallClockNow();

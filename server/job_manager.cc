@@ -37,38 +37,21 @@ v1::Snapshot FinalSnapshot(const v1::Job& job, uint64_t sequence) {
   return s;
 }
 
-// Interval figures of one engine snapshot relative to the previous one.
-struct IntervalState {
-  int64_t virtual_ns = 0;
-  std::array<uint64_t, stats::kNumDirs> ios{};
-  std::array<uint64_t, stats::kNumDirs> bytes{};
-};
-
+// A RUNNING snapshot: progress and the interval figures of one engine
+// snapshot that closes a status interval.
 v1::Snapshot IntervalSnapshot(const std::string& name, uint64_t sequence, const Snapshot& snap,
-                              const IntervalState& prev, int64_t wall_ns) {
+                              int64_t wall_ns) {
   v1::Snapshot s;
   s.set_job(name);
   s.set_sequence(sequence);
   s.set_state(v1::Job::RUNNING);
-  const int64_t interval = snap.virtual_ns - prev.virtual_ns;
   SetDuration(snap.virtual_ns, s.mutable_virtual_time());
-  SetDuration(interval, s.mutable_interval());
   SetDuration(wall_ns, s.mutable_wall_time());
   s.set_progress_fraction(snap.virtual_total_ns > 0
                               ? std::min(1.0, static_cast<double>(snap.virtual_ns) /
                                                   static_cast<double>(snap.virtual_total_ns))
                               : 0.0);
-  v1::IntervalDirection* dirs[stats::kNumDirs] = {s.mutable_read(), s.mutable_write(), s.mutable_trim()};
-  for (int d = 0; d < stats::kNumDirs; ++d) {
-    const uint64_t ios = snap.dir_ios[d] - prev.ios[d];
-    const uint64_t bytes = snap.dir_bytes[d] - prev.bytes[d];
-    dirs[d]->set_ios(ios);
-    if (interval > 0) {
-      dirs[d]->set_iops(static_cast<double>(ios) * 1e9 / static_cast<double>(interval));
-      dirs[d]->set_bw_bytes_per_sec(
-          static_cast<uint64_t>(static_cast<long double>(bytes) * 1e9L / interval));
-    }
-  }
+  FillSnapshotInterval(snap.interval, &s);
   return s;
 }
 
@@ -272,7 +255,6 @@ void JobManager::RunOne(const std::shared_ptr<Active>& a) {
   if (prepared.ok()) {
     const bool realtime = job.pace() == v1::Job::REALTIME;
     const int64_t max_wall_ns = prepared->limits.max_wall_ns;
-    IntervalState prev;
     SnapshotFn on_snapshot = [&](const Snapshot& snap) {
       const int64_t wall_ns = absl::ToInt64Nanoseconds(absl::Now() - start);
       std::vector<std::shared_ptr<WatchSink>> sinks;
@@ -284,15 +266,12 @@ void JobManager::RunOne(const std::shared_ptr<Active>& a) {
                                          ? std::min(1.0, static_cast<double>(snap.virtual_ns) /
                                                              static_cast<double>(snap.virtual_total_ns))
                                          : 0.0);
-        const uint64_t seq = a->next_sequence++;
-        if (!a->sinks.empty()) {
-          sinks = a->sinks;
-          proto = IntervalSnapshot(job.name(), seq, snap, prev, wall_ns);
+        if (snap.has_interval) {
+          const uint64_t seq = a->next_sequence++;
+          if (!a->sinks.empty()) sinks = a->sinks;
+          if (!sinks.empty()) proto = IntervalSnapshot(job.name(), seq, snap, wall_ns);
         }
       }
-      prev.virtual_ns = snap.virtual_ns;
-      prev.ios = snap.dir_ios;
-      prev.bytes = snap.dir_bytes;
       for (auto& s : sinks) s->Push(proto);
       if (wall_ns > max_wall_ns) {
         int expected = kNone;

@@ -25,8 +25,12 @@
 // Invariants: a job is in `active_` exactly while its stored state is QUEUED
 //   or RUNNING and this process owns it; `queue_` holds only QUEUED jobs.
 // Thread-safety: thread-safe. Sinks are called without `mu_` held.
+// Snapshots: the engine reports progress every slice (at most 100 ms of
+//   virtual time) and an interval view at each status interval (fio's
+//   --status-interval of the bundle, else 1 s of virtual time); watchers get
+//   one Snapshot per status interval, sequence numbered by interval.
 // Cost: Submit/Cancel are O(queue length) at worst; snapshots cost one proto
-//   per 100 ms of virtual time per job, built only when someone watches.
+//   per status interval per job, built only when someone watches.
 #ifndef BLKLAB_SERVER_JOB_MANAGER_H_
 #define BLKLAB_SERVER_JOB_MANAGER_H_
 

@@ -1,8 +1,11 @@
 #include "server/services.h"
 
+#include <algorithm>
+#include <map>
 #include <memory>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/random/random.h"
 #include "absl/strings/match.h"
@@ -68,7 +71,10 @@ absl::Status CanonicalSpec(const host::HostSpec& spec, v1::HostSpec* out) {
 }
 
 // Merges a newer interval snapshot into an older one the stream has not sent
-// yet: the interval grows, counts add up, rates cover both.
+// yet: the interval grows, counts add up, rates and shares cover both.
+// Percentiles cannot be merged exactly: each is the larger of the two (an
+// upper bound for the merged interval). Locks are summed by name over the
+// two top lists and cut to the top kSnapshotTopLocks again.
 v1::Snapshot MergeSnapshots(const v1::Snapshot& older, const v1::Snapshot& newer) {
   if (newer.has_final_job()) return newer;
   v1::Snapshot m = newer;
@@ -86,10 +92,57 @@ v1::Snapshot MergeSnapshots(const v1::Snapshot& older, const v1::Snapshot& newer
           (static_cast<double>(x.bw_bytes_per_sec()) * a + static_cast<double>(y.bw_bytes_per_sec()) * b) /
           (a + b)));
     }
+    if (x.clat_percentiles_size() == 0) return;  // y's (already in out) stand
+    if (y.clat_percentiles_size() != x.clat_percentiles_size()) {
+      *out->mutable_clat_percentiles() = x.clat_percentiles();
+      return;
+    }
+    for (int i = 0; i < x.clat_percentiles_size(); ++i) {
+      v1::Percentile* p = out->mutable_clat_percentiles(i);
+      p->set_value_ns(std::max(p->value_ns(), x.clat_percentiles(i).value_ns()));
+    }
   };
   merge(older.read(), newer.read(), m.mutable_read());
   merge(older.write(), newer.write(), m.mutable_write());
   merge(older.trim(), newer.trim(), m.mutable_trim());
+  if (a + b > 0) {
+    const v1::CpuShares& x = older.cpu();
+    const v1::CpuShares& y = newer.cpu();
+    v1::CpuShares* c = m.mutable_cpu();
+    auto avg = [&](double p, double q) { return (p * a + q * b) / (a + b); };
+    c->set_usr_pct(avg(x.usr_pct(), y.usr_pct()));
+    c->set_sys_pct(avg(x.sys_pct(), y.sys_pct()));
+    c->set_irq_pct(avg(x.irq_pct(), y.irq_pct()));
+    c->set_softirq_pct(avg(x.softirq_pct(), y.softirq_pct()));
+    c->set_idle_pct(avg(x.idle_pct(), y.idle_pct()));
+    // Contention is a share of busy time: weigh by each interval's busy time.
+    const double busy_x = (100.0 - x.idle_pct()) * a;
+    const double busy_y = (100.0 - y.idle_pct()) * b;
+    m.set_contention_pct(busy_x + busy_y > 0 ? (older.contention_pct() * busy_x + newer.contention_pct() * busy_y) /
+                                                   (busy_x + busy_y)
+                                             : 0.0);
+  }
+  if (older.top_locks_size() > 0) {
+    std::map<std::string, v1::LockRow> rows;
+    for (const auto* list : {&older.top_locks(), &newer.top_locks()}) {
+      for (const v1::LockRow& l : *list) {
+        v1::LockRow& r = rows[l.name()];
+        r.set_name(l.name());
+        r.set_acquisitions(r.acquisitions() + l.acquisitions());
+        r.set_contended(r.contended() + l.contended());
+        r.set_wait_ns(r.wait_ns() + l.wait_ns());
+        r.set_hold_ns(r.hold_ns() + l.hold_ns());
+      }
+    }
+    std::vector<v1::LockRow> sorted;
+    for (auto& [name, row] : rows) sorted.push_back(std::move(row));
+    std::stable_sort(sorted.begin(), sorted.end(), [](const v1::LockRow& x, const v1::LockRow& y) {
+      if (x.wait_ns() != y.wait_ns()) return x.wait_ns() > y.wait_ns();
+      return x.contended() > y.contended();
+    });
+    m.clear_top_locks();
+    for (size_t i = 0; i < sorted.size() && i < kSnapshotTopLocks; ++i) *m.add_top_locks() = std::move(sorted[i]);
+  }
   return m;
 }
 
@@ -120,7 +173,8 @@ class WatchChannel final : public WatchSink {
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time last_write_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  std::optional<v1::Snapshot> pending_ ABSL_GUARDED_BY(mu_);
+  std::optional<v1::Snapshot> pending_ ABSL_GUARDED_BY(mu_);        // merged intervals
+  std::optional<v1::Snapshot> pending_final_ ABSL_GUARDED_BY(mu_);  // sent after pending_
   std::optional<grpc::Status> pending_close_ ABSL_GUARDED_BY(mu_);
   v1::Snapshot current_ ABSL_GUARDED_BY(mu_);  // alive until OnWriteDone
 };
@@ -171,13 +225,22 @@ void WatchChannel::FinishLocked(const grpc::Status& status) {
 
 void WatchChannel::Push(const v1::Snapshot& snapshot) {
   absl::MutexLock lock(&mu_);
-  if (finished_ || reactor_ == nullptr || pending_close_) return;
-  const bool final = snapshot.has_final_job();
-  if (writing_) {
-    pending_ = pending_ ? MergeSnapshots(*pending_, snapshot) : snapshot;
+  if (finished_ || reactor_ == nullptr || pending_close_ || pending_final_) return;
+  if (snapshot.has_final_job()) {
+    // The last interval still goes out, then the final snapshot.
+    if (writing_ || pending_) {
+      pending_final_ = snapshot;
+      if (!writing_) {
+        v1::Snapshot out = std::move(*pending_);
+        pending_.reset();
+        WriteLocked(std::move(out));
+      }
+      return;
+    }
+    WriteLocked(snapshot);
     return;
   }
-  if (!final && absl::Now() - last_write_ < min_wall_interval_) {
+  if (writing_ || absl::Now() - last_write_ < min_wall_interval_) {
     pending_ = pending_ ? MergeSnapshots(*pending_, snapshot) : snapshot;
     return;
   }
@@ -204,9 +267,13 @@ void WatchChannel::OnWriteDone(bool ok) {
     FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke"));
   } else if (pending_close_) {
     FinishLocked(*pending_close_);
-  } else if (pending_ && (pending_->has_final_job() || absl::Now() - last_write_ >= min_wall_interval_)) {
+  } else if (pending_ && (pending_final_ || absl::Now() - last_write_ >= min_wall_interval_)) {
     v1::Snapshot next = std::move(*pending_);
     pending_.reset();
+    WriteLocked(std::move(next));
+  } else if (pending_final_) {
+    v1::Snapshot next = std::move(*pending_final_);
+    pending_final_.reset();
     WriteLocked(std::move(next));
   }
 }

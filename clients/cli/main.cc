@@ -3,19 +3,33 @@
 //   blklab fio [options] [job files]   run fio jobs in-process on a simulated host
 //   blklab hosts list                  list the built-in host presets
 //   blklab hosts show NAME             print a preset's YAML
+//
+// With --server ADDR (or BLKLAB_SERVER) before the command, the commands run
+// against a blklabd server instead (clients/cli/remote.h): fio, hosts, jobs,
+// health. `--server=` (empty) forces the in-process path.
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "clients/cli/fio_command.h"
 #include "engine/host/presets.h"
+#ifdef BLKLAB_CLI_REMOTE
+#include "clients/cli/remote.h"
+#endif
 
 namespace {
 
 void Usage(std::ostream& out) {
   out << "usage: blklab fio [--host=PRESET|FILE] [--seed=N] [--perf-top[=N]] [fio options] [job files]\n"
          "       blklab hosts list\n"
-         "       blklab hosts show NAME\n";
+         "       blklab hosts show NAME\n"
+         "remote (blklabd), ADDR also from BLKLAB_SERVER, the token from BLKLAB_TOKEN:\n"
+         "       blklab --server ADDR [--token_file F] [--tls_ca_file F] fio [--host=PRESET|hosts/NAME|FILE] ...\n"
+         "       blklab --server ADDR hosts list|get NAME|create NAME FILE|delete NAME|presets [--json]\n"
+         "       blklab --server ADDR jobs list [--state=S] [--host=H]|get ID|cancel ID|watch ID|delete ID [--json]\n"
+         "       blklab --server ADDR health [SERVICE]\n";
 }
 
 int Hosts(const std::vector<std::string>& args) {
@@ -38,15 +52,69 @@ int Hosts(const std::vector<std::string>& args) {
   return 2;
 }
 
+// Connection options before the command: --NAME VALUE or --NAME=VALUE.
+struct Globals {
+  std::string server;
+  bool server_given = false;
+  std::string token_file;
+  std::string tls_ca_file;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
+  Globals g;
+  int i = 1;
+  for (; i < argc; ++i) {
+    const std::string a = argv[i];
+    std::string* target = nullptr;
+    std::string name;
+    for (const auto& [flag, field] : {std::pair<const char*, std::string*>{"--server", &g.server},
+                                      {"--token_file", &g.token_file},
+                                      {"--tls_ca_file", &g.tls_ca_file}}) {
+      if (a == flag || absl::StartsWith(a, std::string(flag) + "=")) {
+        target = field;
+        name = flag;
+      }
+    }
+    if (target == nullptr) break;
+    if (a.size() > name.size()) {
+      *target = a.substr(name.size() + 1);
+    } else if (i + 1 < argc) {
+      *target = argv[++i];
+    } else {
+      std::cerr << "blklab: " << name << " needs a value\n";
+      return 2;
+    }
+    if (target == &g.server) g.server_given = true;
+  }
+  if (!g.server_given) {
+    const char* env = std::getenv("BLKLAB_SERVER");
+    if (env != nullptr) g.server = env;
+  }
+  if (i >= argc) {
     Usage(std::cerr);
     return 2;
   }
-  const std::string cmd = argv[1];
-  std::vector<std::string> rest(argv + 2, argv + argc);
+  const std::string cmd = argv[i];
+  std::vector<std::string> rest(argv + i + 1, argv + argc);
+  if (!g.server.empty() && cmd != "help" && cmd != "--help" && cmd != "-h") {
+#ifdef BLKLAB_CLI_REMOTE
+    blklab::cli::RemoteOptions options;
+    options.server = g.server;
+    options.token_file = g.token_file;
+    options.tls_ca_file = g.tls_ca_file;
+    if (const char* token = std::getenv("BLKLAB_TOKEN"); token != nullptr) options.token = token;
+    return blklab::cli::RunRemoteCommand(options, cmd, rest);
+#else
+    std::cerr << "blklab: --server: this blklab is built without the gRPC client (BLKLAB_ENGINE_ONLY)\n";
+    return 2;
+#endif
+  }
+  if (cmd == "jobs" || cmd == "health") {
+    std::cerr << "blklab " << cmd << ": needs a server: --server ADDR (or BLKLAB_SERVER)\n";
+    return 2;
+  }
   if (cmd == "fio") return blklab::cli::RunFioCommand(rest);
   if (cmd == "hosts") return Hosts(rest);
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {

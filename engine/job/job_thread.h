@@ -125,6 +125,13 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   // result() once done, an empty result before the stats started, else the
   // collector's running figures with the CPU usage so far. Non-destructive.
   stats::JobResult PeekResult(sim::SimTime now) const;
+  // The clat histogram of direction `d` measured so far (the collector's
+  // running one, result()'s once done; empty before the stats start). It
+  // only grows while the thread runs. No copy.
+  const stats::LatencyHistogram& clat_hist(stats::Dir d) const {
+    const int i = static_cast<int>(d);
+    return done_ ? result_.dirs[i].clat_hist : collector_.running().dirs[i].clat_hist;
+  }
 
   // Completed IOs and bytes per direction since the thread started
   // (ramp_time included), for progress displays.

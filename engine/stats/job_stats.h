@@ -268,6 +268,9 @@ class JobStatsCollector {
   JobResult Peek(int64_t now_ns) const;
 
   bool started() const { return started_; }
+  // The running result itself (no runtimes, no copy): for cheap interval
+  // views that diff its counters. Empty before Start() and after Finish().
+  const JobResult& running() const { return result_; }
 
  private:
   struct RateWindow {

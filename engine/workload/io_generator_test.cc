@@ -1,6 +1,5 @@
 #include "engine/workload/io_generator.h"
 
-#include <chrono>
 #include <map>
 #include <vector>
 
@@ -166,16 +165,16 @@ TEST(IoGeneratorTest, TrimWritePairs) {
   EXPECT_EQ(t.offset, w.offset);
 }
 
-TEST(IoGeneratorTest, FastEnough) {
+// Two million random-map IOs over a 64 GiB region stay inside it and aligned.
+// (Speed is measured by tests/bench/engine_bench, not by a timed test.)
+TEST(IoGeneratorTest, ManyRandomMapIosStayInRegion) {
   IoGenerator g = Gen(Spec("rw=randrw\nbs=4k\n"), uint64_t{64} << 30);
   const int n = 2000000;
-  uint64_t sink = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < n; ++i) sink += g.Next().offset;
-  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / n;
-  std::printf("random-map IoGenerator::Next: %.1f ns/IO (sink %llu)\n", ns,
-              static_cast<unsigned long long>(sink & 1));
-  EXPECT_LT(ns, 1000.0);  // generous bound for sanitizer/debug builds
+  for (int i = 0; i < n; ++i) {
+    const GeneratedIo io = g.Next();
+    ASSERT_LT(io.offset + io.length, (uint64_t{64} << 30) + 1) << i;
+    ASSERT_EQ(io.offset % 4096, 0u) << i;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,125 @@
+#include "clients/cli/remote_client.h"
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <grpcpp/impl/codegen/client_unary_call.h>
+#include <grpcpp/impl/codegen/rpc_method.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace blklab::cli {
+namespace {
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError("cannot read " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RemoteClient>> RemoteClient::Create(const RemoteOptions& options) {
+  std::unique_ptr<RemoteClient> c(new RemoteClient());
+  c->address_ = options.server;
+  if (!options.token_file.empty()) {
+    absl::StatusOr<std::string> t = ReadWholeFile(options.token_file);
+    if (!t.ok()) return absl::InvalidArgumentError("--token_file: " + std::string(t.status().message()));
+    c->token_ = std::string(absl::StripAsciiWhitespace(t->substr(0, t->find('\n'))));
+    if (c->token_.empty()) return absl::InvalidArgumentError("--token_file: the token is empty");
+  } else {
+    c->token_ = std::string(absl::StripAsciiWhitespace(options.token));
+  }
+  std::shared_ptr<grpc::ChannelCredentials> creds;
+  if (!options.tls_ca_file.empty()) {
+    absl::StatusOr<std::string> ca = ReadWholeFile(options.tls_ca_file);
+    if (!ca.ok()) return absl::InvalidArgumentError("--tls_ca_file: " + std::string(ca.status().message()));
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = *ca;
+    creds = grpc::SslCredentials(ssl);
+  } else {
+    creds = grpc::InsecureChannelCredentials();
+  }
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);  // results carry fio's texts and logs
+  c->channel_ = grpc::CreateCustomChannel(options.server, creds, args);
+  c->hosts_ = v1::HostService::NewStub(c->channel_);
+  c->jobs_ = v1::JobService::NewStub(c->channel_);
+  return c;
+}
+
+std::unique_ptr<grpc::ClientContext> RemoteClient::NewContext(int deadline_seconds) const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  if (!token_.empty()) ctx->AddMetadata("authorization", "Bearer " + token_);
+  if (deadline_seconds > 0) {
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(deadline_seconds));
+  }
+  return ctx;
+}
+
+absl::StatusOr<int> RemoteClient::HealthCheck(const std::string& service) {
+  // grpc.health.v1 is not part of grpc++'s public client API: encode the
+  // two one-field messages by hand (HealthCheckRequest{string service = 1},
+  // HealthCheckResponse{ServingStatus status = 1}).
+  std::string req;
+  if (!service.empty()) {
+    req.push_back(0x0a);
+    req.push_back(static_cast<char>(service.size()));  // names < 128 bytes
+    req += service;
+  }
+  grpc::Slice slice(req);
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  std::unique_ptr<grpc::ClientContext> ctx = NewContext(10);
+  const grpc::internal::RpcMethod method("/grpc.health.v1.Health/Check", grpc::internal::RpcMethod::NORMAL_RPC);
+  grpc::Status s = grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+      channel_.get(), method, ctx.get(), request, &response);
+  if (!s.ok()) return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+  std::vector<grpc::Slice> slices;
+  if (!response.Dump(&slices).ok()) return absl::InternalError("bad health response");
+  std::string bytes;
+  for (const grpc::Slice& sl : slices) bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+  if (bytes.size() >= 2 && bytes[0] == 0x08) return static_cast<int>(bytes[1]);
+  return 0;  // UNKNOWN
+}
+
+std::string StatusCodeName(int code) {
+  static const char* const kNames[] = {
+      "OK",        "CANCELLED",          "UNKNOWN",        "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
+      "NOT_FOUND", "ALREADY_EXISTS",     "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+      "FAILED_PRECONDITION", "ABORTED",  "OUT_OF_RANGE",   "UNIMPLEMENTED",    "INTERNAL",
+      "UNAVAILABLE", "DATA_LOSS",        "UNAUTHENTICATED"};
+  if (code >= 0 && code <= 16) return kNames[code];
+  return absl::StrCat("CODE_", code);
+}
+
+int ReportStatus(const std::string& prefix, const grpc::Status& status) {
+  if (status.ok()) return 0;
+  std::cerr << prefix << ": " << StatusCodeName(status.error_code()) << ": " << status.error_message() << "\n";
+  return static_cast<int>(status.error_code());
+}
+
+std::string ToJson(const google::protobuf::Message& message, bool indent) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = indent;
+  options.preserve_proto_field_names = true;
+  std::string out;
+  auto status = google::protobuf::util::MessageToJsonString(message, &out, options);
+  if (!status.ok()) return absl::StrCat("{\"error\": \"", status.ToString(), "\"}\n");
+  if (out.empty() || out.back() != '\n') out += '\n';
+  return out;
+}
+
+std::string ResourceName(const std::string& collection, const std::string& id_or_name) {
+  if (absl::StartsWith(id_or_name, collection + "/")) return id_or_name;
+  return collection + "/" + id_or_name;
+}
+
+}  // namespace blklab::cli

@@ -1,0 +1,474 @@
+#include "clients/cli/remote_fio.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "clients/cli/fio_command.h"
+#include "engine/engine.h"
+#include "engine/host/presets.h"
+#include "engine/report/num2str.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace blklab::cli {
+namespace {
+
+constexpr char kPrefix[] = "blklab fio";
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError("cannot open " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int Exit(grpc::StatusCode code, const std::string& message) {
+  std::cerr << kPrefix << ": " << message << "\n";
+  return static_cast<int>(code);
+}
+
+// Ctrl-C (and SIGTERM) while a remote job runs: counted here, acted on by
+// the watch loop's helper thread (a handler may do nothing else).
+std::atomic<int> g_interrupts{0};
+extern "C" void OnInterrupt(int) { g_interrupts.fetch_add(1); }
+
+class InterruptHandler {
+ public:
+  InterruptHandler() {
+    g_interrupts = 0;
+    struct sigaction sa = {};
+    sa.sa_handler = OnInterrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~InterruptHandler() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_ = {};
+  struct sigaction old_term_ = {};
+};
+
+int64_t Ns(const google::protobuf::Duration& d) { return d.seconds() * 1000000000 + d.nanos(); }
+
+// fio's ETA format: "01m:05s", "02h:01m:05s", "1d:02h:01m:05s".
+std::string EtaString(int64_t sec) {
+  const int64_t d = sec / 86400, h = (sec / 3600) % 24, m = (sec / 60) % 60, s = sec % 60;
+  if (d > 0) return absl::StrFormat("%dd:%02dh:%02dm:%02ds", d, h, m, s);
+  if (h > 0) return absl::StrFormat("%02dh:%02dm:%02ds", h, m, s);
+  return absl::StrFormat("%02dm:%02ds", m, s);
+}
+
+std::string DirName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
+}
+
+// A bundle file name ([A-Za-z0-9._-]{1,128}) for a local path.
+std::string BundleBaseName(const std::string& path) {
+  std::string base = path.substr(path.rfind('/') + 1);
+  for (char& c : base) {
+    if (!(absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
+  }
+  if (base.size() > 120) base = base.substr(base.size() - 120);
+  if (base.empty() || base == "." || base == "..") base = "job.fio";
+  return base;
+}
+
+// Files read while parsing locally, in reading order.
+struct ReadLog {
+  std::vector<std::string> order;
+  std::map<std::string, std::string> text;
+  std::map<std::string, std::string> vars;
+};
+
+// Rewrites `include X` lines of `text` (read from local `path`) to the
+// bundle names of the files the engine's include lookup finds: X itself,
+// then X next to the including file.
+std::string RewriteIncludes(const std::string& text, const std::string& path,
+                            const std::map<std::string, std::string>& names) {
+  std::vector<std::string> lines = absl::StrSplit(text, '\n');
+  for (std::string& line : lines) {
+    std::string t(absl::StripAsciiWhitespace(line));
+    const size_t cut = t.find_first_of(";#");
+    if (cut != std::string::npos) t = std::string(absl::StripAsciiWhitespace(t.substr(0, cut)));
+    if (!(absl::StartsWith(t, "include") && t.size() > 8 && absl::ascii_isspace(static_cast<unsigned char>(t[7])))) {
+      continue;
+    }
+    const std::string inc(absl::StripAsciiWhitespace(t.substr(8)));
+    std::vector<std::string> candidates = {inc};
+    if (!inc.empty() && inc[0] != '/' && !DirName(path).empty()) candidates.push_back(DirName(path) + inc);
+    for (const std::string& c : candidates) {
+      auto it = names.find(c);
+      if (it != names.end()) {
+        if (it->second != inc) line = "include " + it->second;
+        break;
+      }
+    }
+  }
+  return absl::StrJoin(lines, "\n");
+}
+
+bool IsVariableName(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  if (!(absl::ascii_isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s) {
+    if (!(absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  }
+  return true;
+}
+
+// fio's log files, when the server returns them (JobResult.logs, once the
+// API carries it), written to the current directory as the local run does.
+template <typename R>
+absl::Status WriteResultLogs(const R& result) {
+  if constexpr (requires { result.logs(); }) {
+    for (const auto& f : result.logs()) {
+      std::ofstream out(f.name(), std::ios::binary | std::ios::trunc);
+      if (!out) return absl::InvalidArgumentError("cannot write log file " + f.name());
+      out << f.content();
+      if (!out.flush()) return absl::InvalidArgumentError("cannot write log file " + f.name());
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RemoteProgress::Emit(std::string line) {
+  const size_t len = line.size();
+  if (len < last_len_) line.append(last_len_ - len, ' ');
+  last_len_ = len;
+  out_ << line << '\r' << std::flush;
+}
+
+void RemoteProgress::Queued(const std::string& job) {
+  Emit(absl::StrCat("Jobs: 0 (f=0): [", job, " queued on the server]"));
+}
+
+void RemoteProgress::Print(const v1::Snapshot& snap) {
+  const double f = std::clamp(snap.progress_fraction(), 0.0, 1.0);
+  const bool r = snap.read().ios() > 0, w = snap.write().ios() > 0, t = snap.trim().ios() > 0;
+  const char state = (r && w) ? 'm' : r ? 'r' : w ? 'w' : t ? 'd' : 'R';
+  std::string line = clones_ > 0 ? absl::StrCat("Jobs: ", clones_, " (f=", clones_, "): [", std::string(1, state),
+                                                "(", clones_, ")]")
+                                 : absl::StrCat("Jobs: [", std::string(1, state), "]");
+  constexpr int kBar = 20;
+  const int filled = static_cast<int>(f * kBar + 0.5);
+  std::string bar(kBar, ' ');
+  for (int i = 0; i < filled; ++i) bar[i] = '=';
+  if (filled > 0 && filled < kBar) bar[filled - 1] = '>';
+  absl::StrAppend(&line, "[", bar, "]", absl::StrFormat("[%3.1f%%]", 100.0 * f));
+  std::vector<std::string> bw, iops;
+  const std::pair<const char*, const v1::IntervalDirection*> dirs[] = {
+      {"r", &snap.read()}, {"w", &snap.write()}, {"t", &snap.trim()}};
+  for (const auto& [name, d] : dirs) {
+    if (d->ios() == 0) continue;
+    bw.push_back(absl::StrCat(
+        name, "=", report::Num2Str(d->bw_bytes_per_sec(), 4, true, report::NumUnit::kBytesPerSec)));
+    iops.push_back(absl::StrCat(name, "=", report::Num2Str(static_cast<uint64_t>(d->iops()), 4, false,
+                                                            report::NumUnit::kNone)));
+  }
+  if (!bw.empty()) absl::StrAppend(&line, "[", absl::StrJoin(bw, ","), "][", absl::StrJoin(iops, ","), " IOPS]");
+  if (f > 0) {
+    const int64_t vt = Ns(snap.virtual_time());
+    // Rounded to the millisecond first: 1 s done at 5% is 19 s to go, not 19.000000001.
+    const int64_t eta_ns = std::llround(static_cast<double>(vt) * (1.0 - f) / f / 1e6) * 1000000;
+    absl::StrAppend(&line, "[eta ", EtaString((eta_ns + 999999999) / 1000000000), "]");
+  }
+  Emit(std::move(line));
+}
+
+void RemoteProgress::Clear() {
+  if (last_len_ == 0) return;
+  out_ << '\r' << std::string(last_len_, ' ') << '\r' << std::flush;
+  last_len_ = 0;
+}
+
+grpc::Status WatchToEnd(RemoteClient& client, const std::string& job, RemoteProgress* progress,
+                        std::ostream* lines, v1::Job* final_job) {
+  std::unique_ptr<grpc::ClientContext> ctx = client.NewContext(0);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  // Ctrl-C: the first cancels the job (the stream then ends with it
+  // CANCELLED), a second stops waiting.
+  std::thread interrupts([&] {
+    bool cancel_sent = false;
+    std::unique_lock<std::mutex> lock(mu);
+    while (!done) {
+      cv.wait_for(lock, std::chrono::milliseconds(50));
+      const int n = g_interrupts.load();
+      if (n >= 1 && !cancel_sent) {
+        cancel_sent = true;
+        lock.unlock();
+        if (progress != nullptr) progress->Clear();
+        std::cerr << "blklab: interrupted: cancelling " << job << "\n";
+        v1::CancelJobRequest req;
+        req.set_name(job);
+        v1::Job ignored;
+        std::unique_ptr<grpc::ClientContext> cctx = client.NewContext(10);
+        grpc::Status s = client.jobs().CancelJob(cctx.get(), req, &ignored);
+        if (!s.ok()) ReportStatus("blklab: cancel", s);
+        lock.lock();
+      }
+      if (n >= 2) {
+        ctx->TryCancel();
+        break;
+      }
+    }
+  });
+  v1::WatchJobRequest req;
+  req.set_name(job);
+  std::unique_ptr<grpc::ClientReader<v1::Snapshot>> reader = client.jobs().WatchJob(ctx.get(), req);
+  v1::Snapshot snap;
+  bool got_final = false;
+  while (reader->Read(&snap)) {
+    if (snap.has_final_job()) {
+      *final_job = snap.final_job();
+      got_final = true;
+      continue;
+    }
+    if (progress != nullptr) progress->Print(snap);
+    if (lines != nullptr) *lines << ToJson(snap, /*indent=*/false) << std::flush;
+  }
+  grpc::Status status = reader->Finish();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  interrupts.join();
+  if (status.ok() && !got_final) {
+    status = grpc::Status(grpc::StatusCode::INTERNAL, "the watch stream ended without the job's final state");
+  }
+  return status;
+}
+
+int JobExit(const std::string& prefix, const v1::Job& job) {
+  if (job.state() == v1::Job::SUCCEEDED) return 0;
+  const v1::JobError& e = job.error();
+  int code = e.code();
+  if (code <= 0 || code > 16) code = job.state() == v1::Job::CANCELLED ? 1 : 2;
+  std::string where;
+  if (!e.file().empty()) where = absl::StrCat(" (", e.file(), e.line() > 0 ? absl::StrCat(":", e.line()) : "", ")");
+  if (!e.field_path().empty() && !absl::StrContains(e.message(), e.field_path())) {
+    absl::StrAppend(&where, " [", e.field_path(), "]");
+  }
+  std::cerr << prefix << ": " << job.name() << " " << v1::Job::State_Name(job.state()) << ": "
+            << StatusCodeName(code) << ": " << e.message() << where << "\n";
+  return code;
+}
+
+int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args) {
+  std::string host_arg(host::kDefaultPresetName);
+  uint64_t seed = 0;
+  std::vector<std::string> args;
+  for (const std::string& a : all_args) {
+    if (absl::StartsWith(a, "--host=")) {
+      host_arg = a.substr(7);
+    } else if (absl::StartsWith(a, "--seed=")) {
+      if (!absl::SimpleAtoi(a.substr(7), &seed)) {
+        return Exit(grpc::StatusCode::INVALID_ARGUMENT, "--seed: not an unsigned integer: " + a.substr(7));
+      }
+    } else if (a == "--perf-top" || absl::StartsWith(a, "--perf-top=")) {
+      return Exit(grpc::StatusCode::UNIMPLEMENTED,
+                  "--perf-top: not available with --server (the result carries the profile rows: "
+                  "blklab jobs get ID --json)");
+    } else {
+      args.push_back(a);
+    }
+  }
+
+  // Informational options run nothing: answered locally, as without --server.
+  absl::StatusOr<workload::FioInvocation> pre = workload::ParseFioArgs(args);
+  if (pre.ok() && (pre->version || pre->cmdhelp.has_value() || pre->enghelp.has_value() || pre->showcmd)) {
+    return RunFioCommand(all_args);
+  }
+  bool normal = true, json = false, parse_only = false;
+  std::string output, eta = "auto";
+  int64_t status_interval_ns = 0;
+  std::set<std::string> job_files;
+  if (pre.ok()) {
+    normal = false;
+    for (workload::OutputFormat f : pre->output_formats) {
+      switch (f) {
+        case workload::OutputFormat::kNormal:
+          normal = true;
+          break;
+        case workload::OutputFormat::kJson:
+          json = true;
+          break;
+        case workload::OutputFormat::kTerse:
+          return Exit(grpc::StatusCode::UNIMPLEMENTED,
+                      "--output-format=terse: not available with --server (the server returns json and normal)");
+        case workload::OutputFormat::kJsonPlus:
+          return Exit(grpc::StatusCode::UNIMPLEMENTED,
+                      "--output-format=json+: not available with --server (the server returns json and normal)");
+      }
+    }
+    output = pre->output;
+    eta = pre->eta;
+    parse_only = pre->parse_only;
+    status_interval_ns = pre->status_interval_ns;
+    job_files.insert(pre->job_files.begin(), pre->job_files.end());
+  }
+  // --output is written here, not on the server.
+  std::vector<std::string> send;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (absl::StartsWith(a, "--output=") || absl::StartsWith(a, "-output=")) continue;
+    if (a == "--output" || a == "-output") {
+      ++i;
+      continue;
+    }
+    send.push_back(a);
+  }
+
+  // The host: a stored host, a preset, or a spec file sent inline.
+  v1::Job job;
+  job.set_seed(seed);
+  host::HostSpec parse_host;
+  bool host_exact = true;
+  if (absl::StartsWith(host_arg, "hosts/")) {
+    job.set_host(host_arg);
+    parse_host = *host::GetPreset(host::kDefaultPresetName);
+    host_exact = false;
+  } else if (absl::StatusOr<host::HostSpec> preset = host::GetPreset(host_arg); preset.ok()) {
+    job.set_preset(host_arg);
+    parse_host = *preset;
+  } else {
+    absl::StatusOr<std::string> text = ReadFile(host_arg);
+    if (!text.ok()) {
+      return Exit(grpc::StatusCode::INVALID_ARGUMENT,
+                  "--host=" + host_arg + ": neither a preset, a stored host (hosts/NAME) nor a readable file (" +
+                      std::string(preset.status().message()) + ")");
+    }
+    absl::StatusOr<host::HostSpec> spec = host::ParseHostSpec(*text);
+    if (!spec.ok()) {
+      return Exit(grpc::StatusCode::INVALID_ARGUMENT, host_arg + ": " + std::string(spec.status().message()));
+    }
+    parse_host = *spec;
+    google::protobuf::util::JsonParseOptions jopts;
+    auto js = google::protobuf::util::JsonStringToMessage(host::HostSpecToJson(*spec), job.mutable_host_spec(), jopts);
+    if (!js.ok()) {
+      return Exit(grpc::StatusCode::INTERNAL, host_arg + ": cannot convert the spec: " + js.ToString());
+    }
+  }
+
+  // Parse locally to learn which files (and includes) and ${VAR}s the job
+  // reads; errors are left to the server, which reports them the same way.
+  ReadLog log;
+  workload::FileReader reader = [&log](const std::string& path) -> absl::StatusOr<std::string> {
+    if (auto it = log.text.find(path); it != log.text.end()) return it->second;
+    absl::StatusOr<std::string> t = ReadFile(path);
+    if (t.ok()) {
+      log.order.push_back(path);
+      log.text[path] = *t;
+    }
+    return t;
+  };
+  workload::VarLookup lookup = [&log](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) return std::nullopt;
+    if (IsVariableName(name)) log.vars[name] = v;
+    return std::string(v);
+  };
+  absl::StatusOr<ParsedFio> parsed = ParseFio(send, parse_host, reader, lookup);
+  size_t clones = 0;
+  if (parsed.ok()) {
+    clones = parsed->jobs.clones.size();
+    if (host_exact) {
+      for (const std::string& w : parsed->jobs.warnings) std::cerr << kPrefix << ": warning: " << w << "\n";
+    }
+  }
+  std::map<std::string, std::string> names;
+  std::set<std::string> taken;
+  for (const std::string& path : log.order) {
+    const std::string base = BundleBaseName(path);
+    std::string name = base;
+    for (int k = 2; taken.count(name) > 0; ++k) name = absl::StrCat(k, "-", base);
+    taken.insert(name);
+    names[path] = name;
+  }
+  v1::FioBundle* bundle = job.mutable_fio();
+  for (const std::string& path : log.order) {
+    (*bundle->mutable_files())[names[path]] = RewriteIncludes(log.text[path], path, names);
+  }
+  for (const std::string& a : send) {
+    auto it = names.find(a);
+    bundle->add_args(job_files.count(a) > 0 && it != names.end() ? it->second : a);
+  }
+  for (const auto& [k, v] : log.vars) (*bundle->mutable_variables())[k] = v;
+
+  // As the local run: --output is opened (truncated) before the run.
+  std::ofstream file;
+  if (!output.empty() && !parse_only) {
+    file.open(output, std::ios::binary | std::ios::trunc);
+    if (!file) return Exit(grpc::StatusCode::INVALID_ARGUMENT, "--output: cannot write " + output);
+  }
+  std::ostream& out = output.empty() ? std::cout : file;
+
+  InterruptHandler interrupt_handler;
+  v1::CreateJobRequest create;
+  *create.mutable_job() = job;
+  create.set_validate_only(parse_only);
+  v1::Job created;
+  {
+    std::unique_ptr<grpc::ClientContext> ctx = client.NewContext(120);
+    grpc::Status s = client.jobs().CreateJob(ctx.get(), create, &created);
+    if (!s.ok()) return ReportStatus(kPrefix, s);
+  }
+  if (parse_only) return 0;
+  if (status_interval_ns > 0) {
+    std::cerr << kPrefix << ": note: --status-interval: the server returns the final report only\n";
+  }
+
+  const bool tty = isatty(STDOUT_FILENO) == 1;
+  const bool show_progress = eta == "always" ? (normal || !output.empty()) : (eta == "auto" && tty);
+  RemoteProgress progress(std::cout, clones);
+  if (show_progress) progress.Queued(created.name());
+  v1::Job final_job;
+  grpc::Status s = WatchToEnd(client, created.name(), show_progress ? &progress : nullptr, nullptr, &final_job);
+  progress.Clear();
+  if (!s.ok()) return ReportStatus(kPrefix, s);
+  if (final_job.state() != v1::Job::SUCCEEDED) return JobExit(kPrefix, final_job);
+
+  // fio writes each job's logs before the final report.
+  if (absl::Status ls = WriteResultLogs(final_job.result()); !ls.ok()) {
+    return Exit(grpc::StatusCode::INVALID_ARGUMENT, std::string(ls.message()));
+  }
+  // fio's order: terse, json, normal.
+  std::string text;
+  if (json) text += final_job.result().fio_json();
+  if (normal) text += final_job.result().fio_normal();
+  out << text << std::flush;
+  if (!out) return Exit(grpc::StatusCode::INVALID_ARGUMENT, "cannot write the report");
+  return 0;
+}
+
+}  // namespace blklab::cli

@@ -1,0 +1,252 @@
+#!/usr/bin/python3
+"""The C++ CLI against a real blklabd (ctest server.cli_remote).
+
+    cli_remote_test.py BLKLABD BLKLAB SOURCE_DIR
+
+Starts its own blklabd on a free 127.0.0.1 port with a temporary data
+directory (each wait bounded) and checks:
+  - `blklab --server ADDR fio examples/jobs/demo.fio --output-format=json`
+    prints byte for byte what the in-process `blklab fio ...` prints
+    (SOURCE_DATE_EPOCH set for client and server), also for normal output,
+    with --output=FILE, and with a job file that includes another one;
+  - `jobs list` shows the job, `jobs get` and `hosts` commands work;
+  - `jobs cancel` stops a long job (its client exits CANCELLED), and Ctrl-C
+    in the client cancels its job;
+  - a bad option exits INVALID_ARGUMENT (3) naming the option;
+  - a wrong token exits UNAUTHENTICATED (16), the right one works;
+  - ./scripts/demo with DEMO_NONINTERACTIVE=1 runs to completion.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+BLKLABD, BLKLAB, SRC = sys.argv[1:4]
+TMP = tempfile.mkdtemp(prefix="blklab-cli-remote.")
+ENV = dict(os.environ, SOURCE_DATE_EPOCH="1700000000", TZ="UTC")
+ENV.pop("BLKLAB_SERVER", None)
+ENV.pop("BLKLAB_TOKEN", None)
+DEMO = os.path.join(SRC, "examples", "jobs", "demo.fio")
+failures = []
+procs = []
+
+
+def check(cond, what):
+    print(("ok: " if cond else "FAIL: ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def start_server(data_dir, *extra):
+    log = open(os.path.join(TMP, "blklabd-%d.log" % len(procs)), "w+")
+    p = subprocess.Popen([BLKLABD, "--listen=127.0.0.1:0", "--data_dir=" + data_dir, "--workers=2"] + list(extra),
+                         stderr=log, stdout=subprocess.DEVNULL, env=ENV)
+    procs.append(p)
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        log.seek(0)
+        m = re.search(r"event=listening .*port=(\d+)", log.read())
+        if m:
+            return p, "127.0.0.1:" + m.group(1)
+        if p.poll() is not None:
+            break
+        time.sleep(0.05)
+    raise RuntimeError("blklabd did not start: " + open(log.name).read())
+
+
+def stop(p):
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(5)
+    return p.returncode
+
+
+def run(args, timeout=120, env=None, cwd=None):
+    return subprocess.run([BLKLAB] + args, env=env or ENV, cwd=cwd or TMP, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def remote(addr, args, **kw):
+    return run(["--server", addr] + args, **kw)
+
+
+def list_jobs(addr, *flags):
+    r = remote(addr, ["jobs", "list", "--json"] + list(flags), timeout=30)
+    return json.loads(r.stdout).get("jobs", []) if r.returncode == 0 else []
+
+
+def wait_for(fn, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = fn()
+        if v:
+            return v
+        time.sleep(0.05)
+    return fn()
+
+
+def main():
+    data = os.path.join(TMP, "data")
+    server, addr = start_server(data)
+
+    r = remote(addr, ["health"], timeout=30)
+    check(r.returncode == 0 and r.stdout.strip() == "SERVING", "health SERVING (%s)" % r.stdout.strip())
+
+    # Byte-for-byte equality with the in-process run.
+    for fmt in ("json", "normal", "json,normal"):
+        local = run(["fio", DEMO, "--output-format=" + fmt])
+        rem = remote(addr, ["fio", DEMO, "--output-format=" + fmt])
+        check(local.returncode == 0 and rem.returncode == 0,
+              "%s: both runs exit 0 (%s / %s)" % (fmt, local.stderr.strip()[:200], rem.stderr.strip()[:200]))
+        check(rem.stdout == local.stdout and len(local.stdout) > 100,
+              "%s: remote output equals the in-process output byte for byte" % fmt)
+
+    # --output=FILE and --host=FILE (sent inline).
+    host_file = os.path.join(SRC, "examples", "hosts", "default.yaml")
+    local = run(["fio", "--host=" + host_file, DEMO, "--output-format=json", "--output=local.json"])
+    rem = remote(addr, ["fio", "--host=" + host_file, DEMO, "--output-format=json", "--output=remote.json"])
+    check(local.returncode == 0 and rem.returncode == 0 and rem.stdout == "",
+          "--output and --host=FILE (%s)" % rem.stderr.strip()[:200])
+    check(open(os.path.join(TMP, "local.json")).read() == open(os.path.join(TMP, "remote.json")).read(),
+          "--output files equal")
+
+    # A job file in another directory that includes a file next to it, and a ${VAR}.
+    sub = os.path.join(TMP, "sub")
+    os.makedirs(sub)
+    open(os.path.join(sub, "common.inc"), "w").write("ioengine=io_uring\ndirect=1\nbs=${BS}\n")
+    open(os.path.join(sub, "main.fio"), "w").write(
+        "[global]\ninclude common.inc\nrw=randread\niodepth=8\nruntime=1\ntime_based=1\n\n[j]\nfilename=/dev/nullb0\n")
+    env = dict(ENV, BS="8k")
+    local = run(["fio", "sub/main.fio", "--output-format=json"], env=env)
+    rem = remote(addr, ["fio", "sub/main.fio", "--output-format=json"], env=env)
+    check(local.returncode == 0 and rem.returncode == 0 and rem.stdout == local.stdout and '"bs" : "8k"' in rem.stdout,
+          "include and ${VAR} resolved locally into the bundle (%s)" % rem.stderr.strip()[:200])
+
+    # Listing and getting.
+    jobs = list_jobs(addr)
+    check(len(jobs) == 5 and all(j["state"] == "SUCCEEDED" for j in jobs), "jobs list --json shows the jobs")
+    table = remote(addr, ["jobs", "list"]).stdout
+    check(table.startswith("NAME") and jobs[0]["name"] in table and "SUCCEEDED" in table, "jobs list table")
+    g = remote(addr, ["jobs", "get", jobs[-1]["name"], "--fio=json"])
+    local = run(["fio", DEMO, "--output-format=json"])
+    check(g.returncode == 0 and g.stdout == local.stdout, "jobs get --fio=json prints the result")
+    check(remote(addr, ["jobs", "get", jobs[0]["name"].split("/")[1]]).returncode == 0, "jobs get by id")
+    check("SUCCEEDED" in remote(addr, ["jobs", "list", "--state=SUCCEEDED"]).stdout, "jobs list --state")
+    check(remote(addr, ["jobs", "get", "nope"]).returncode == 5, "jobs get of an unknown job exits NOT_FOUND (5)")
+    r = remote(addr, ["hosts", "create", "h1", host_file])
+    check(r.returncode == 0 and "hosts/h1" in r.stdout, "hosts create (%s)" % r.stderr.strip()[:200])
+    check("hosts/h1" in remote(addr, ["hosts", "list"]).stdout, "hosts list")
+    check("default" in remote(addr, ["hosts", "presets"]).stdout, "hosts presets")
+    rem = remote(addr, ["fio", "--host=hosts/h1", DEMO, "--output-format=json"])
+    check(rem.returncode == 0 and rem.stdout == local.stdout, "fio --host=hosts/NAME")
+    check(remote(addr, ["hosts", "delete", "h1"]).returncode == 0, "hosts delete")
+    w = remote(addr, ["jobs", "watch", jobs[0]["name"]])
+    check(w.returncode == 0 and "SUCCEEDED" in w.stdout, "jobs watch of a finished job")
+
+    # Cancel a long job with `jobs cancel`; its client exits CANCELLED (1).
+    long_fio = os.path.join(TMP, "long.fio")
+    open(long_fio, "w").write(open(DEMO).read().replace("runtime=2", "runtime=3000"))
+    client = subprocess.Popen([BLKLAB, "--server", addr, "fio", long_fio], env=ENV, cwd=TMP,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    procs.append(client)
+    running = wait_for(lambda: list_jobs(addr, "--state=RUNNING"), 20)
+    check(len(running) == 1, "long job RUNNING")
+    if running:
+        name = running[0]["name"]
+        r = remote(addr, ["jobs", "cancel", name], timeout=30)
+        check(r.returncode == 0, "jobs cancel exits 0 (%s)" % r.stderr.strip()[:200])
+        try:
+            out, err = client.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            client.kill()
+            out, err = client.communicate()
+        check(client.returncode == 1 and "CANCELLED" in err, "the job's client exits CANCELLED (%s: %s)"
+              % (client.returncode, err.strip()[:200]))
+        check(wait_for(lambda: [j for j in list_jobs(addr, "--state=CANCELLED") if j["name"] == name], 5),
+              "jobs list shows it CANCELLED")
+
+    # Ctrl-C in the client cancels its job.
+    client = subprocess.Popen([BLKLAB, "--server", addr, "fio", long_fio], env=ENV, cwd=TMP,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    procs.append(client)
+    running = wait_for(lambda: list_jobs(addr, "--state=RUNNING"), 20)
+    check(len(running) == 1, "second long job RUNNING")
+    client.send_signal(signal.SIGINT)
+    try:
+        out, err = client.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        client.kill()
+        out, err = client.communicate()
+    check(client.returncode == 1 and "cancelling" in err, "Ctrl-C: the client cancels and exits 1 (%s: %s)"
+          % (client.returncode, err.strip()[:200]))
+    if running:
+        check(wait_for(lambda: [j for j in list_jobs(addr, "--state=CANCELLED") if j["name"] == running[0]["name"]],
+                       5), "Ctrl-C: the job ends CANCELLED")
+
+    # A bad option: INVALID_ARGUMENT, the option named.
+    r = remote(addr, ["fio", "--name=t", "--frobnicate=3", "--runtime=1"])
+    check(r.returncode == 3 and "frobnicate" in r.stderr and "INVALID_ARGUMENT" in r.stderr,
+          "bad option exits 3 naming it (%d: %s)" % (r.returncode, r.stderr.strip()[:200]))
+    open(os.path.join(TMP, "bad.fio"), "w").write("[j]\nrw=read\nfrobnicate=3\n")
+    r = remote(addr, ["fio", "bad.fio"])
+    check(r.returncode == 3 and "frobnicate" in r.stderr and "bad.fio" in r.stderr,
+          "bad option in a job file exits 3 naming it and the file (%s)" % r.stderr.strip()[:200])
+    r = remote(addr, ["fio", DEMO, "--output-format=terse"])
+    check(r.returncode == 12 and "terse" in r.stderr, "terse output is refused with UNIMPLEMENTED")
+    r = run(["--server", "127.0.0.1:1", "jobs", "list"], timeout=60)
+    check(r.returncode == 14 and "UNAVAILABLE" in r.stderr, "no server: UNAVAILABLE (14)")
+    stop(server)
+
+    # Auth.
+    token_file = os.path.join(TMP, "token")
+    open(token_file, "w").write("s3cret-token\n")
+    server, addr = start_server(os.path.join(TMP, "data-auth"), "--auth_token_file=" + token_file)
+    r = remote(addr, ["fio", DEMO, "--output-format=json"], env=dict(ENV, BLKLAB_TOKEN="nope"))
+    check(r.returncode == 16 and "UNAUTHENTICATED" in r.stderr, "wrong token exits UNAUTHENTICATED (16)")
+    r = remote(addr, ["jobs", "list"])
+    check(r.returncode == 16, "missing token exits UNAUTHENTICATED (16)")
+    r = run(["--server=" + addr, "--token_file", token_file, "fio", DEMO, "--output-format=json"])
+    check(r.returncode == 0 and r.stdout == local.stdout, "right token (--token_file) works")
+    r = run(["fio", DEMO, "--output-format=json"], env=dict(ENV, BLKLAB_SERVER=addr, BLKLAB_TOKEN="s3cret-token"))
+    check(r.returncode == 0 and r.stdout == local.stdout, "BLKLAB_SERVER and BLKLAB_TOKEN")
+    stop(server)
+
+    # The demo script, non-interactive, on the built binaries.
+    build_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(BLKLAB))))
+    env = dict(ENV, DEMO_NONINTERACTIVE="1", DEMO_SKIP_BUILD="1", DEMO_LISTEN="127.0.0.1:0",
+               DEMO_DATA_DIR=os.path.join(TMP, "demo-data"), BUILD_DIR=build_dir)
+    r = subprocess.run([os.path.join(SRC, "scripts", "demo")], env=env, capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0 and "randread-qd32" in r.stdout and "gRPC:" in r.stdout and "metrics:" in r.stdout
+          and "SERVING" in r.stdout, "scripts/demo with DEMO_NONINTERACTIVE=1 (%d: %s)"
+          % (r.returncode, (r.stderr or r.stdout).strip()[-300:]))
+    leftover = subprocess.run(["pgrep", "-f", os.path.join(TMP, "demo-data")], capture_output=True, text=True).stdout.strip()
+    check(leftover == "", "the demo stopped its server")
+
+
+try:
+    main()
+except Exception as e:  # noqa: BLE001
+    import traceback
+    traceback.print_exc()
+    failures.append("exception: %r" % e)
+finally:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait(5)
+    if failures:
+        for p in sorted(os.listdir(TMP)):
+            if p.endswith(".log"):
+                print("---", p, "\n" + open(os.path.join(TMP, p)).read()[-3000:], file=sys.stderr)
+    shutil.rmtree(TMP, ignore_errors=True)
+print("%d failure(s)" % len(failures))
+sys.exit(1 if failures else 0)

@@ -1,0 +1,151 @@
+#!/usr/bin/python3
+"""WatchJob interval snapshots and fio log files over the API (ctest server.snapshot).
+
+    snapshot_test.py BLKLABD SOURCE_DIR
+
+Starts a blklabd on a free 127.0.0.1 port with a temporary data directory and
+checks, each wait bounded in time:
+  - a watched job streams one snapshot per status interval (1 s of virtual
+    time by default, fio's --status-interval when the bundle gives one), each
+    with non-zero IOPS, completion-latency percentiles (50 .. 99.99, ascending)
+    and CPU shares adding up to 100 %;
+  - the interval IOs of the stream add up to the result's total IOs and the
+    intervals tile the run's virtual time;
+  - the result carries fio's log files (write_bw_log / write_lat_log) by name.
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+BLKLABD, SRC = sys.argv[1:3]
+sys.path.insert(0, os.path.join(SRC, "clients", "python"))
+TMP = tempfile.mkdtemp(prefix="blklabd-snap.")
+os.environ["BLKLAB_PY_GEN"] = os.path.join(TMP, "pygen")
+from blklab_client import Client, job_pb2  # noqa: E402
+
+JOB = """[global]
+ioengine=io_uring
+direct=1
+rw=randrw
+bs=4k
+iodepth=32
+runtime=3
+time_based=1
+
+[mixed]
+filename=/dev/nullb0
+"""
+failures = []
+
+
+def check(cond, what):
+    print(("ok: " if cond else "FAIL: ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def start_server(data_dir):
+    log = open(os.path.join(TMP, "blklabd.log"), "w+")
+    p = subprocess.Popen([BLKLABD, "--listen=127.0.0.1:0", "--data_dir=" + data_dir, "--workers=2"],
+                         stderr=log, stdout=subprocess.DEVNULL)
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        log.seek(0)
+        m = re.search(r"event=listening .*port=(\d+)", log.read())
+        if m:
+            return p, "127.0.0.1:" + m.group(1)
+        if p.poll() is not None:
+            break
+        time.sleep(0.05)
+    raise RuntimeError("blklabd did not start: " + open(log.name).read())
+
+
+def seconds(d):
+    return d.seconds + d.nanos * 1e-9
+
+
+def check_stream(c, name, args, interval_s):
+    snaps = list(c.watch(name, timeout=120))
+    final = snaps[-1].final_job if snaps and snaps[-1].HasField("final_job") else None
+    check(final is not None and final.state == job_pb2.Job.SUCCEEDED,
+          "%s: the stream ends with SUCCEEDED" % args)
+    running = [s for s in snaps if not s.HasField("final_job")]
+    check(len(running) >= 2, "%s: %d interval snapshots" % (args, len(running)))
+    total_ios, covered = 0, 0.0
+    for s in running:
+        iv = seconds(s.interval)
+        covered += iv
+        total_ios += s.read.ios + s.write.ios + s.trim.ios
+        steps = iv / interval_s
+        check(iv > 0 and (abs(steps - round(steps)) < 1e-6 or s is running[-1]),
+              "%s: interval %.3f s is a multiple of %.3f s (or the last)" % (args, iv, interval_s))
+    for i, s in enumerate(running[:-1]):  # the last may be a short tail
+        what = "%s: snapshot %d" % (args, s.sequence)
+        check(s.state == job_pb2.Job.RUNNING, what + " RUNNING")
+        check(s.read.iops > 0 and s.write.iops > 0 and s.read.bw_bytes_per_sec > 0,
+              what + " IOPS %.0f / %.0f" % (s.read.iops, s.write.iops))
+        pcts = [p.percentile for p in s.read.clat_percentiles]
+        values = [p.value_ns for p in s.read.clat_percentiles]
+        check(pcts == [50, 90, 99, 99.9, 99.99] and values[0] > 0 and values == sorted(values),
+              what + " clat percentiles %s" % values)
+        check(len(s.write.clat_percentiles) == 5, what + " write clat percentiles")
+        cpu = s.cpu
+        shares = [cpu.usr_pct, cpu.sys_pct, cpu.irq_pct, cpu.softirq_pct, cpu.idle_pct]
+        check(abs(sum(shares) - 100.0) < 1e-6 and cpu.usr_pct > 0 and cpu.sys_pct > 0,
+              what + " CPU shares %s" % ["%.2f" % x for x in shares])
+        check(0 <= s.contention_pct <= 100, what + " contention %.3f %%" % s.contention_pct)
+        waits = [l.wait_ns for l in s.top_locks]
+        check(len(s.top_locks) <= 10 and waits == sorted(waits, reverse=True), what + " top locks sorted")
+        check(s.progress_fraction > 0 and seconds(s.virtual_time) > 0, what + " progress")
+    if final is not None:
+        result_ios = sum(j.read.total_ios + j.write.total_ios + j.trim.total_ios for j in final.result.jobs)
+        check(total_ios == result_ios, "%s: interval IOs add up to the result (%d vs %d)"
+              % (args, total_ios, result_ios))
+        end = seconds(final.result.virtual_time)
+        check(end <= covered < end + 0.1 + 1e-9, "%s: intervals cover the run (%.3f s, run %.3f s)"
+              % (args, covered, end))
+    return final
+
+
+def main():
+    server, addr = start_server(os.path.join(TMP, "data"))
+    try:
+        c = Client(addr)
+        # Default status interval (1 s of virtual time).
+        j = c.create_job_from_files({"mixed.fio": JOB}, ["mixed.fio"], preset="default")
+        check_stream(c, j.name, "default interval", 1.0)
+        # fio's --status-interval, with log files.
+        args = ["--status-interval=250ms", "--write_bw_log=mx", "--write_lat_log=mx", "--log_avg_msec=100",
+                "mixed.fio"]
+        j = c.create_job_from_files({"mixed.fio": JOB}, args, preset="default")
+        final = check_stream(c, j.name, "--status-interval=250ms", 0.25)
+        if final is not None:
+            names = [l.name for l in final.result.logs]
+            check("mx_bw.1.log" in names and "mx_clat.1.log" in names, "result logs by name: %s" % names)
+            bw = [l for l in final.result.logs if l.name == "mx_bw.1.log"]
+            check(bool(bw) and bw[0].content.count(b"\n") >= 20, "bw log has a line per 100 ms per direction")
+            again = c.get_job(j.name)
+            check([l.name for l in again.result.logs] == names, "logs are stored with the result")
+            basic = c.get_job(j.name, full=False)
+            check(len(basic.result.logs) == 0, "BASIC view omits the logs")
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(5)
+    if failures:
+        print("%d failure(s); blklabd log: %s" % (len(failures), os.path.join(TMP, "blklabd.log")))
+        sys.exit(1)
+    shutil.rmtree(TMP, ignore_errors=True)
+    print("all snapshot checks passed")
+
+
+if __name__ == "__main__":
+    main()
