@@ -18,7 +18,6 @@ directory (each wait bounded) and checks:
 """
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -32,42 +31,19 @@ ENV = dict(os.environ, SOURCE_DATE_EPOCH="1700000000", TZ="UTC")
 ENV.pop("BLKLAB_SERVER", None)
 ENV.pop("BLKLAB_TOKEN", None)
 DEMO = os.path.join(SRC, "examples", "jobs", "demo.fio")
-failures = []
-procs = []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from blklabd_harness import Harness  # noqa: E402
 
 
-def check(cond, what):
-    print(("ok: " if cond else "FAIL: ") + what, flush=True)
-    if not cond:
-        failures.append(what)
+H = Harness(BLKLABD, TMP, ENV)
+failures = H.failures
+procs = H.procs
+check = H.check
+stop = H.stop
 
 
 def start_server(data_dir, *extra):
-    log = open(os.path.join(TMP, "blklabd-%d.log" % len(procs)), "w+")
-    p = subprocess.Popen([BLKLABD, "--listen=127.0.0.1:0", "--data_dir=" + data_dir, "--workers=2"] + list(extra),
-                         stderr=log, stdout=subprocess.DEVNULL, env=ENV)
-    procs.append(p)
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        log.seek(0)
-        m = re.search(r"event=listening .*port=(\d+)", log.read())
-        if m:
-            return p, "127.0.0.1:" + m.group(1)
-        if p.poll() is not None:
-            break
-        time.sleep(0.05)
-    raise RuntimeError("blklabd did not start: " + open(log.name).read())
-
-
-def stop(p):
-    if p.poll() is None:
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(15)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(5)
-    return p.returncode
+    return H.start(data_dir, "--workers=2", *extra)
 
 
 def run(args, timeout=120, env=None, cwd=None):

@@ -19,7 +19,6 @@ directories and checks, each wait bounded in time:
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -30,47 +29,22 @@ sys.path.insert(0, os.path.join(SRC, "clients", "python"))
 TMP = tempfile.mkdtemp(prefix="blklabd-it.")
 os.environ["BLKLAB_PY_GEN"] = os.path.join(TMP, "pygen")
 from blklab_client import Client, job_pb2, host_pb2, health_pb2  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from blklabd_harness import Harness  # noqa: E402
 import grpc  # noqa: E402
 
 ENV = dict(os.environ, SOURCE_DATE_EPOCH="1700000000", TZ="UTC")
 DEMO = open(os.path.join(SRC, "examples", "jobs", "demo.fio")).read()
 HOST_YAML = open(os.path.join(SRC, "examples", "hosts", "default.yaml")).read()
-failures = []
-procs = []
-
-
-def check(cond, what):
-    print(("ok: " if cond else "FAIL: ") + what, flush=True)
-    if not cond:
-        failures.append(what)
+H = Harness(BLKLABD, TMP, ENV)
+failures = H.failures
+procs = H.procs
+check = H.check
+stop = H.stop
 
 
 def start_server(data_dir, *extra):
-    log = open(os.path.join(TMP, "blklabd-%d.log" % len(procs)), "w+")
-    p = subprocess.Popen([BLKLABD, "--listen=127.0.0.1:0", "--data_dir=" + data_dir] + list(extra),
-                         stderr=log, stdout=subprocess.DEVNULL, env=ENV)
-    procs.append(p)
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        log.seek(0)
-        m = re.search(r"event=listening .*port=(\d+)", log.read())
-        if m:
-            return p, "127.0.0.1:" + m.group(1)
-        if p.poll() is not None:
-            break
-        time.sleep(0.05)
-    raise RuntimeError("blklabd did not start: " + open(log.name).read())
-
-
-def stop(p, sig=signal.SIGTERM):
-    if p.poll() is None:
-        p.send_signal(sig)
-        try:
-            p.wait(15)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(5)
-    return p.returncode
+    return H.start(data_dir, *extra)
 
 
 def code_of(fn):

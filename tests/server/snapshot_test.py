@@ -14,19 +14,19 @@ checks, each wait bounded in time:
   - the result carries fio's log files (write_bw_log / write_lat_log) by name.
 """
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 BLKLABD, SRC = sys.argv[1:3]
 sys.path.insert(0, os.path.join(SRC, "clients", "python"))
 TMP = tempfile.mkdtemp(prefix="blklabd-snap.")
 os.environ["BLKLAB_PY_GEN"] = os.path.join(TMP, "pygen")
 from blklab_client import Client, job_pb2  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from blklabd_harness import Harness  # noqa: E402
 
 JOB = """[global]
 ioengine=io_uring
@@ -40,29 +40,13 @@ time_based=1
 [mixed]
 filename=/dev/nullb0
 """
-failures = []
-
-
-def check(cond, what):
-    print(("ok: " if cond else "FAIL: ") + what, flush=True)
-    if not cond:
-        failures.append(what)
+H = Harness(BLKLABD, TMP)
+failures = H.failures
+check = H.check
 
 
 def start_server(data_dir):
-    log = open(os.path.join(TMP, "blklabd.log"), "w+")
-    p = subprocess.Popen([BLKLABD, "--listen=127.0.0.1:0", "--data_dir=" + data_dir, "--workers=2"],
-                         stderr=log, stdout=subprocess.DEVNULL)
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        log.seek(0)
-        m = re.search(r"event=listening .*port=(\d+)", log.read())
-        if m:
-            return p, "127.0.0.1:" + m.group(1)
-        if p.poll() is not None:
-            break
-        time.sleep(0.05)
-    raise RuntimeError("blklabd did not start: " + open(log.name).read())
+    return H.start(data_dir, "--workers=2")
 
 
 def seconds(d):

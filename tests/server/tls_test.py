@@ -9,13 +9,10 @@ trusting that certificate gets health SERVING and can list presets, while a
 plaintext client cannot talk to the TLS port. Every wait is bounded.
 """
 import os
-import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 BLKLABD, SRC = sys.argv[1:3]
 sys.path.insert(0, os.path.join(SRC, "clients", "python"))
@@ -24,14 +21,12 @@ os.environ["BLKLAB_PY_GEN"] = os.path.join(TMP, "pygen")
 from blklab_client import (health_pb2, health_pb2_grpc, service_pb2,  # noqa: E402
                            service_pb2_grpc)
 import grpc  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from blklabd_harness import Harness  # noqa: E402
 
-failures = []
-
-
-def check(cond, what):
-    print(("ok: " if cond else "FAIL: ") + what, flush=True)
-    if not cond:
-        failures.append(what)
+H = Harness(BLKLABD, TMP)
+failures = H.failures
+check = H.check
 
 
 def main():
@@ -42,26 +37,13 @@ def main():
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
                     "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
                     "-keyout", key, "-out", cert], check=True, capture_output=True, timeout=60)
-    log = open(os.path.join(TMP, "blklabd.log"), "w+")
-    p = subprocess.Popen([BLKLABD, "--listen=127.0.0.1:0", "--data_dir=" + os.path.join(TMP, "d"),
-                          "--tls_cert_file=" + cert, "--tls_key_file=" + key],
-                         stderr=log, stdout=subprocess.DEVNULL)
     try:
-        addr = None
-        deadline = time.time() + 20
-        while time.time() < deadline and addr is None:
-            log.seek(0)
-            m = re.search(r"event=listening .*port=(\d+)", log.read())
-            if m:
-                addr = "127.0.0.1:" + m.group(1)
-            elif p.poll() is not None:
-                break
-            else:
-                time.sleep(0.05)
-        check(addr is not None, "blklabd with TLS starts")
-        if addr is None:
-            print(open(log.name).read())
+        try:
+            _, addr = H.start(os.path.join(TMP, "d"), "--tls_cert_file=" + cert, "--tls_key_file=" + key)
+        except RuntimeError as e:
+            check(False, "blklabd with TLS starts: %s" % e)
             return 1
+        check(True, "blklabd with TLS starts")
         creds = grpc.ssl_channel_credentials(root_certificates=open(cert, "rb").read())
         with grpc.secure_channel(addr, creds) as ch:
             resp = health_pb2_grpc.HealthStub(ch).Check(
@@ -78,12 +60,8 @@ def main():
                 check(e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED),
                       "a plaintext client is refused on the TLS port (%s)" % e.code())
     finally:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(15)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        for p in H.procs:
+            H.stop(p)
         shutil.rmtree(TMP, ignore_errors=True)
     print("%d failed" % len(failures))
     return 1 if failures else 0

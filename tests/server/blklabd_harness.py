@@ -1,0 +1,61 @@
+"""Shared pieces of the blklabd end-to-end tests: start a real blklabd on a
+free 127.0.0.1 port and wait for it (bounded), stop it, and count checks.
+
+Every test script imports this module from its own directory.
+"""
+import os
+import re
+import signal
+import subprocess
+import time
+
+
+class Harness:
+    """Starts blklabd processes (remembered for cleanup) and records checks."""
+
+    def __init__(self, blklabd, tmp, env=None):
+        self.blklabd = blklabd
+        self.tmp = tmp
+        self.env = env
+        self.procs = []
+        self.failures = []
+
+    def check(self, cond, what):
+        print(("ok: " if cond else "FAIL: ") + what, flush=True)
+        if not cond:
+            self.failures.append(what)
+
+    def start(self, data_dir, *extra, listen="127.0.0.1:0"):
+        """Starts blklabd; returns (process, "127.0.0.1:PORT") once it listens."""
+        log = open(os.path.join(self.tmp, "blklabd-%d.log" % len(self.procs)), "w+")
+        p = subprocess.Popen([self.blklabd, "--listen=" + listen, "--data_dir=" + data_dir] + list(extra),
+                             stderr=log, stdout=subprocess.DEVNULL, env=self.env)
+        self.procs.append(p)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            log.seek(0)
+            m = re.search(r"event=listening .*port=(\d+)", log.read())
+            if m:
+                return p, "127.0.0.1:" + m.group(1)
+            if p.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError("blklabd did not start: " + open(log.name).read())
+
+    @staticmethod
+    def stop(p, sig=signal.SIGTERM):
+        """Stops a blklabd (SIGTERM, then SIGKILL after 15 s); returns its exit code."""
+        if p.poll() is None:
+            p.send_signal(sig)
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+        return p.returncode
+
+    def stop_all(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(5)
