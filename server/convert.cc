@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/report/report.h"
 #include "engine/util/doc_node.h"
+#include "engine/util/status_macros.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 
@@ -263,8 +264,88 @@ EffectiveLimits EffectiveJobLimits(const v1::JobLimits& job, const JobLimitsConf
   return out;
 }
 
+absl::StatusOr<std::vector<std::string>> SpecToArgs(const v1::JobSpec& spec) {
+  // fio's command-line form: global options before any --name, then each job
+  // as --name=X followed by its options. Maps are emitted in name order so
+  // the same spec always gives the same arguments.
+  if (spec.jobs_size() == 0) return absl::InvalidArgumentError("spec.jobs: at least one job");
+  if (spec.jobs_size() > 4096) {
+    return absl::InvalidArgumentError(absl::StrCat("spec.jobs: ", spec.jobs_size(), " jobs, the limit is 4096"));
+  }
+  std::vector<std::string> args(spec.args().begin(), spec.args().end());
+  auto option = [](const std::string& name, const std::string& value) {
+    return value.empty() ? absl::StrCat("--", name) : absl::StrCat("--", name, "=", value);
+  };
+  auto sorted = [](const google::protobuf::Map<std::string, std::string>& m) {
+    std::vector<std::pair<std::string, std::string>> v(m.begin(), m.end());
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  auto check_name = [](const std::string& name, const std::string& path) -> absl::Status {
+    if (name.empty() || name.size() > 64 || name.find_first_of("= \t\n") != std::string::npos ||
+        absl::StartsWith(name, "-")) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": \"", name, "\" is not an option name"));
+    }
+    return absl::OkStatus();
+  };
+  for (const auto& [name, value] : sorted(spec.global_options())) {
+    BLKLAB_RETURN_IF_ERROR(check_name(name, "spec.global_options"));
+    if (name == "name") return absl::InvalidArgumentError("spec.global_options: `name` belongs to a job");
+    args.push_back(option(name, value));
+  }
+  for (int i = 0; i < spec.jobs_size(); ++i) {
+    const v1::StructuredJob& j = spec.jobs(i);
+    const std::string path = absl::StrCat("spec.jobs[", i, "]");
+    if (j.name().empty() || j.name().size() > 255 || absl::StrContains(j.name(), "\n")) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ".name: required, one line, at most 255 bytes"));
+    }
+    args.push_back(option("name", j.name()));
+    auto str = [&](bool has, const char* name, const std::string& v) {
+      if (has) args.push_back(option(name, v));
+    };
+    auto num = [&](bool has, const char* name, uint64_t v) {
+      if (has) args.push_back(option(name, absl::StrCat(v)));
+    };
+    auto flag = [&](bool has, const char* name, bool v) {
+      if (has) args.push_back(option(name, v ? "1" : "0"));
+    };
+    auto duration = [&](bool has, const char* name, const google::protobuf::Duration& d) {
+      if (has) args.push_back(option(name, absl::StrCat(d.seconds() * 1000000 + d.nanos() / 1000, "us")));
+    };
+    str(j.has_rw(), "rw", j.rw());
+    num(j.has_rwmixread(), "rwmixread", j.rwmixread());
+    str(j.has_bs(), "bs", j.bs());
+    str(j.has_ioengine(), "ioengine", j.ioengine());
+    num(j.has_iodepth(), "iodepth", j.iodepth());
+    num(j.has_iodepth_batch_submit(), "iodepth_batch_submit", j.iodepth_batch_submit());
+    num(j.has_iodepth_batch_complete_min(), "iodepth_batch_complete_min", j.iodepth_batch_complete_min());
+    str(j.has_filename(), "filename", j.filename());
+    str(j.has_size(), "size", j.size());
+    str(j.has_io_size(), "io_size", j.io_size());
+    duration(j.has_runtime(), "runtime", j.runtime());
+    flag(j.has_time_based(), "time_based", j.time_based());
+    duration(j.has_ramp_time(), "ramp_time", j.ramp_time());
+    num(j.has_numjobs(), "numjobs", j.numjobs());
+    flag(j.has_group_reporting(), "group_reporting", j.group_reporting());
+    str(j.has_cpus_allowed(), "cpus_allowed", j.cpus_allowed());
+    str(j.has_cpus_allowed_policy(), "cpus_allowed_policy", j.cpus_allowed_policy());
+    str(j.has_rate_iops(), "rate_iops", j.rate_iops());
+    flag(j.has_norandommap(), "norandommap", j.norandommap());
+    num(j.has_randseed(), "randseed", j.randseed());
+    flag(j.has_direct(), "direct", j.direct());
+    str(j.has_ioscheduler(), "ioscheduler", j.ioscheduler());
+    for (const auto& [name, value] : sorted(j.options())) {
+      BLKLAB_RETURN_IF_ERROR(check_name(name, path + ".options"));
+      if (name == "name") return absl::InvalidArgumentError(path + ".options: use the `name` field");
+      args.push_back(option(name, value));
+    }
+  }
+  return args;
+}
+
 absl::StatusOr<PreparedJob> PrepareJob(const v1::Job& job, const host::HostSpec& host,
                                        const JobLimitsConfig& server) {
+  // A structured spec has no files or variables: only its arguments.
   const v1::FioBundle& bundle = job.fio();
   if (bundle.files_size() > static_cast<int>(server.max_bundle_files)) {
     return absl::InvalidArgumentError(absl::StrCat("fio.files: ", bundle.files_size(),
@@ -289,6 +370,11 @@ absl::StatusOr<PreparedJob> PrepareJob(const v1::Job& job, const host::HostSpec&
     }
   }
   std::vector<std::string> args(bundle.args().begin(), bundle.args().end());
+  if (job.has_spec()) {
+    BLKLAB_ASSIGN_OR_RETURN(args, SpecToArgs(job.spec()));
+  } else if (!job.has_fio()) {
+    return absl::InvalidArgumentError("job: set fio (a job bundle) or spec (a structured JobSpec)");
+  }
   if (args.empty()) return absl::InvalidArgumentError("fio.args: empty (name a job file or options)");
   for (size_t i = 0; i < args.size(); ++i) {
     if (absl::Status s = CheckArg(args[i], static_cast<int>(i)); !s.ok()) return s;

@@ -77,6 +77,10 @@ struct PreparedJob {
 // options touching the real machine, bad job file: the engine's message
 // names the file and line), ResourceExhausted (a limit), Unimplemented (an
 // unmodelled ioengine).
+// A structured JobSpec as fio command-line arguments (globals, then
+// --name=X and its options per job); InvalidArgument names the field.
+absl::StatusOr<std::vector<std::string>> SpecToArgs(const v1::JobSpec& spec);
+
 absl::StatusOr<PreparedJob> PrepareJob(const v1::Job& job, const host::HostSpec& host,
                                        const JobLimitsConfig& server);
 

@@ -1,5 +1,6 @@
 #include "server/convert.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "engine/host/presets.h"
@@ -79,6 +80,63 @@ TEST(ConvertTest, VariablesComeFromTheBundleOnly) {
   absl::StatusOr<PreparedJob> p = PrepareJob(job, *host, {});
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->request.jobs.jobs.size(), 1u);
+}
+
+TEST(ConvertTest, StructuredSpecBecomesFiosCommandLine) {
+  v1::JobSpec spec;
+  (*spec.mutable_global_options())["size"] = "1g";
+  (*spec.mutable_global_options())["direct"] = "1";
+  v1::StructuredJob* j = spec.add_jobs();
+  j->set_name("r");
+  j->set_rw("randread");
+  j->set_bs("4k");
+  j->set_ioengine("io_uring");
+  j->set_iodepth(32);
+  j->mutable_runtime()->set_seconds(1);
+  j->set_time_based(true);
+  (*j->mutable_options())["thread"] = "";
+  v1::StructuredJob* w = spec.add_jobs();
+  w->set_name("w");
+  w->set_rw("write");
+  w->set_rwmixread(0);
+  absl::StatusOr<std::vector<std::string>> args = SpecToArgs(spec);
+  ASSERT_TRUE(args.ok()) << args.status();
+  EXPECT_EQ(*args, (std::vector<std::string>{"--direct=1", "--size=1g", "--name=r", "--rw=randread",
+                                            "--bs=4k", "--ioengine=io_uring", "--iodepth=32",
+                                            "--runtime=1000000us", "--time_based=1", "--thread",
+                                            "--name=w", "--rw=write", "--rwmixread=0"}));
+
+  absl::StatusOr<host::HostSpec> host = host::GetPreset("default");
+  ASSERT_TRUE(host.ok());
+  v1::Job job;
+  *job.mutable_spec() = spec;
+  absl::StatusOr<PreparedJob> p = PrepareJob(job, *host, {});
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->request.jobs.jobs.size(), 2u);
+  EXPECT_EQ(p->request.jobs.jobs[0].iodepth, 32u);
+  EXPECT_EQ(p->request.jobs.jobs[0].runtime_ns, 1000000000);
+  EXPECT_TRUE(p->request.jobs.jobs[0].thread);
+  EXPECT_EQ(p->request.jobs.jobs[1].rwmixread, 0u);
+}
+
+TEST(ConvertTest, StructuredSpecErrorsNameTheField) {
+  v1::JobSpec spec;
+  EXPECT_THAT(SpecToArgs(spec).status().message(), ::testing::HasSubstr("spec.jobs"));
+  spec.add_jobs();
+  EXPECT_THAT(SpecToArgs(spec).status().message(), ::testing::HasSubstr("spec.jobs[0].name"));
+  spec.mutable_jobs(0)->set_name("j");
+  (*spec.mutable_jobs(0)->mutable_options())["--bad"] = "1";
+  EXPECT_THAT(SpecToArgs(spec).status().message(), ::testing::HasSubstr("spec.jobs[0].options"));
+  // An unknown option is refused by fio's parser, naming it.
+  spec.mutable_jobs(0)->mutable_options()->clear();
+  (*spec.mutable_jobs(0)->mutable_options())["bogus_option"] = "1";
+  absl::StatusOr<host::HostSpec> host = host::GetPreset("default");
+  ASSERT_TRUE(host.ok());
+  v1::Job job;
+  *job.mutable_spec() = spec;
+  absl::StatusOr<PreparedJob> p = PrepareJob(job, *host, {});
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.status().message(), ::testing::HasSubstr("bogus_option"));
 }
 
 TEST(ConvertTest, BadLineNamesFileAndLine) {

@@ -498,7 +498,11 @@ absl::Status JobServiceImpl::DoCreateJob(const v1::CreateJobRequest& req, v1::Jo
     default:
       job.set_preset(in.preset());
   }
-  *job.mutable_fio() = in.fio();
+  if (in.has_spec()) {
+    *job.mutable_spec() = in.spec();
+  } else {
+    *job.mutable_fio() = in.fio();
+  }
   job.set_seed(in.seed());
   job.set_pace(in.pace());
   *job.mutable_limits() = in.limits();

@@ -104,6 +104,13 @@ class Client:
         req = service_pb2.CreateJobRequest(job=job, job_id=job_id, request_id=request_id)
         return self.jobs.CreateJob(req, **self._kw())
 
+    def create_job_from_spec(self, spec, preset="default", job_id="", request_id="", seed=0):
+        """Creates a job from a structured job_pb2.JobSpec on a preset host."""
+        job = job_pb2.Job(seed=seed, preset=preset)
+        job.spec.CopyFrom(spec)
+        req = service_pb2.CreateJobRequest(job=job, job_id=job_id, request_id=request_id)
+        return self.jobs.CreateJob(req, **self._kw())
+
     def get_job(self, name, full=True):
         view = service_pb2.JOB_VIEW_FULL if full else service_pb2.JOB_VIEW_BASIC
         return self.jobs.GetJob(service_pb2.GetJobRequest(name=name, view=view), **self._kw())
