@@ -440,6 +440,12 @@ v1::JobResult BuildJobResult(const RunRequest& request, const RunResult& run, co
   report::OutputFormats normal;
   normal.normal = true;
   out.set_fio_normal(report::WriteReport(input, normal));
+  report::OutputFormats terse;
+  terse.terse = true;
+  out.set_fio_terse(report::WriteReport(input, terse));
+  report::OutputFormats json_plus;
+  json_plus.json_plus = true;
+  out.set_fio_json_plus(report::WriteReport(input, json_plus));
 
   for (const report::ReportEntry& e : input.entries) {
     v1::JobStats* j = out.add_jobs();

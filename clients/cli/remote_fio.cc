@@ -309,7 +309,7 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
   if (pre.ok() && (pre->version || pre->cmdhelp.has_value() || pre->enghelp.has_value() || pre->showcmd)) {
     return RunFioCommand(all_args);
   }
-  bool normal = true, json = false, parse_only = false;
+  bool normal = true, json = false, terse = false, json_plus = false, parse_only = false;
   std::string output, eta = "auto";
   int64_t status_interval_ns = 0;
   std::set<std::string> job_files;
@@ -324,11 +324,11 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
           json = true;
           break;
         case workload::OutputFormat::kTerse:
-          return Exit(grpc::StatusCode::UNIMPLEMENTED,
-                      "--output-format=terse: not available with --server (the server returns json and normal)");
+          terse = true;
+          break;
         case workload::OutputFormat::kJsonPlus:
-          return Exit(grpc::StatusCode::UNIMPLEMENTED,
-                      "--output-format=json+: not available with --server (the server returns json and normal)");
+          json_plus = true;
+          break;
       }
     }
     output = pre->output;
@@ -464,7 +464,12 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
   }
   // fio's order: terse, json, normal.
   std::string text;
-  if (json) text += final_job.result().fio_json();
+  if (terse) text += final_job.result().fio_terse();
+  if (json_plus) {
+    text += final_job.result().fio_json_plus();  // json+ includes json
+  } else if (json) {
+    text += final_job.result().fio_json();
+  }
   if (normal) text += final_job.result().fio_normal();
   out << text << std::flush;
   if (!out) return Exit(grpc::StatusCode::INVALID_ARGUMENT, "cannot write the report");
