@@ -1,6 +1,5 @@
 #include "server/convert.h"
 
-#include <sys/time.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -533,32 +532,6 @@ void FillSnapshotInterval(const SnapshotInterval& iv, v1::Snapshot* out) {
     row->set_wait_ns(locks[i]->wait_ns);
     row->set_hold_ns(locks[i]->hold_ns);
   }
-}
-
-WallClock WallClockNow() {
-  // SOURCE_DATE_EPOCH (the reproducible-builds convention, read from the
-  // server's own environment, never from a job) pins fio's header times, as
-  // it does for the embedded CLI.
-  WallClock c;
-  int64_t ms;
-  const char* epoch = std::getenv("SOURCE_DATE_EPOCH");
-  int64_t fixed = 0;
-  if (epoch != nullptr && absl::SimpleAtoi(epoch, &fixed)) {
-    ms = fixed * 1000;
-  } else {
-    struct timeval tv;
-    gettimeofday(&tv, nullptr);
-    ms = static_cast<int64_t>(tv.tv_sec) * 1000 + tv.tv_usec / 1000;
-  }
-  c.timestamp_sec = ms / 1000;
-  c.timestamp_ms = ms;
-  time_t t = static_cast<time_t>(c.timestamp_sec);
-  struct tm tm;
-  localtime_r(&t, &tm);
-  char buf[64];
-  strftime(buf, sizeof(buf), "%a %b %e %H:%M:%S %Y", &tm);
-  c.time_string = buf;
-  return c;
 }
 
 bool IsValidResourceId(const std::string& id) {

@@ -35,6 +35,7 @@
 #include "blklab/v1/host.pb.h"
 #include "blklab/v1/job.pb.h"
 #include "engine/engine.h"
+#include "engine/wall_clock.h"
 #include "engine/host/host_spec.h"
 
 namespace blklab::server {
@@ -102,8 +103,6 @@ inline constexpr size_t kSnapshotTopLocks = 10;
 // most contended locks) from the engine's interval view.
 void FillSnapshotInterval(const SnapshotInterval& interval, v1::Snapshot* out);
 
-// The wall clock now, as fio prints it (local time).
-WallClock WallClockNow();
 
 // "jobs/x" -> "x" (InvalidArgument when `name` is not "<collection>/<id>"
 // with a valid id).

@@ -6,7 +6,6 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <array>
@@ -19,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "engine/engine.h"
+#include "engine/wall_clock.h"
 #include "engine/host/presets.h"
 #include "engine/report/num2str.h"
 #include "engine/report/report.h"
@@ -34,31 +34,6 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// Wall-clock fields of fio's output. SOURCE_DATE_EPOCH (the reproducible
-// builds convention) pins them, so whole outputs can be compared byte for byte.
-WallClock Now() {
-  WallClock c;
-  int64_t ms;
-  const char* epoch = std::getenv("SOURCE_DATE_EPOCH");
-  int64_t fixed = 0;
-  if (epoch != nullptr && absl::SimpleAtoi(epoch, &fixed)) {
-    ms = fixed * 1000;
-  } else {
-    struct timeval tv;
-    gettimeofday(&tv, nullptr);
-    ms = static_cast<int64_t>(tv.tv_sec) * 1000 + tv.tv_usec / 1000;
-  }
-  c.timestamp_sec = ms / 1000;
-  c.timestamp_ms = ms;
-  time_t t = static_cast<time_t>(c.timestamp_sec);
-  struct tm tm;
-  localtime_r(&t, &tm);
-  char buf[64];
-  strftime(buf, sizeof(buf), "%a %b %e %H:%M:%S %Y", &tm);
-  c.time_string = buf;
-  return c;
 }
 
 int Fail(const absl::Status& s) {
@@ -292,7 +267,7 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   // start and the reports after it without.
   const bool early_preamble = formats.normal && (eta || status_ns > 0);
   if (early_preamble) {
-    out << report::WriteNormalPreamble(BuildReport(req, RunResult(), Now(), false)) << std::flush;
+    out << report::WriteNormalPreamble(BuildReport(req, RunResult(), WallClockNow(), false)) << std::flush;
   }
   EtaPrinter eta_printer(std::cout);
   SnapshotFn on_snapshot;
@@ -301,7 +276,7 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
       if (eta) eta_printer.Print(snap);
       const bool finished = snap.clones_done == snap.run_states.size();
       if (status_ns > 0 && !finished && snap.virtual_ns % status_ns == 0) {
-        report::ReportInput input = BuildReport(req, snap.interim(), Now(), /*with_kernel_report=*/true);
+        report::ReportInput input = BuildReport(req, snap.interim(), WallClockNow(), /*with_kernel_report=*/true);
         input.with_preamble = !early_preamble;
         out << report::WriteReport(input, formats) << std::flush;
       }
@@ -317,7 +292,7 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   // fio writes each job's logs when the job ends, before the final report.
   if (absl::Status s = WriteLogFiles(run->logs); !s.ok()) return Fail(s);
 
-  report::ReportInput input = BuildReport(req, *run, Now(), /*with_kernel_report=*/true);
+  report::ReportInput input = BuildReport(req, *run, WallClockNow(), /*with_kernel_report=*/true);
   input.with_preamble = !early_preamble;
   std::string text = report::WriteReport(input, formats);
   if (perf_top > 0) text += report::WritePerfTop(run->kernel, perf_top);
