@@ -5,9 +5,12 @@ Every test script imports this module from its own directory.
 """
 import os
 import re
+import shutil
 import signal
 import subprocess
+import sys
 import time
+import traceback
 
 
 class Harness:
@@ -59,3 +62,23 @@ class Harness:
             if p.poll() is None:
                 p.kill()
                 p.wait(5)
+
+    def run_main(self, main):
+        """Runs main(), counts an exception as a failure, kills what is left,
+        prints the server logs when something failed, removes the temporary
+        directory, and exits 0 or 1."""
+        try:
+            main()
+        except Exception as e:  # noqa: BLE001
+            traceback.print_exc()
+            self.failures.append("exception: %r" % e)
+        finally:
+            self.stop_all()
+            if self.failures:
+                for name in sorted(os.listdir(self.tmp)):
+                    if name.endswith(".log"):
+                        print("---", name, "\n" + open(os.path.join(self.tmp, name)).read()[-3000:],
+                              file=sys.stderr)
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        print("%d failure(s)" % len(self.failures))
+        sys.exit(1 if self.failures else 0)

@@ -18,7 +18,6 @@ directory (each wait bounded) and checks:
 """
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -209,21 +208,4 @@ def main():
     check(leftover == "", "the demo stopped its server")
 
 
-try:
-    main()
-except Exception as e:  # noqa: BLE001
-    import traceback
-    traceback.print_exc()
-    failures.append("exception: %r" % e)
-finally:
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-            p.wait(5)
-    if failures:
-        for p in sorted(os.listdir(TMP)):
-            if p.endswith(".log"):
-                print("---", p, "\n" + open(os.path.join(TMP, p)).read()[-3000:], file=sys.stderr)
-    shutil.rmtree(TMP, ignore_errors=True)
-print("%d failure(s)" % len(failures))
-sys.exit(1 if failures else 0)
+H.run_main(main)
