@@ -330,6 +330,23 @@ absl::Status BuildKernelReport(const RunRequest& req, Simulation& s, sim::SimTim
   return absl::OkStatus();
 }
 
+// Folds fio's log-linear buckets into SnapshotInterval's power-of-two ones
+// (see SnapshotInterval::clat_buckets) and sums their representative values.
+void CoarsenClat(const stats::LatencyHistogram& h,
+                 std::array<uint64_t, SnapshotInterval::kClatBuckets>& buckets, double& sum_ns) {
+  using H = stats::LatencyHistogram;
+  const absl::Span<const uint64_t> counts = h.counts();
+  for (int b = 0; b < H::kNumBuckets; ++b) {
+    if (counts[b] == 0) continue;
+    // Bucket b holds samples below 2^upper_log2 ns: b < 128 are single
+    // values below 2^7; above, group g = b / 64 covers [2^(g+5), 2^(g+6)).
+    const int upper_log2 = b < 2 * H::kBucketsPerGroup ? 7 : (b >> H::kPrecisionBits) + 6;
+    buckets[std::clamp(upper_log2 - SnapshotInterval::kClatBucketLog2Min, 0,
+                       SnapshotInterval::kClatBuckets - 1)] += counts[b];
+    sum_ns += static_cast<double>(counts[b]) * static_cast<double>(H::BucketValue(b));
+  }
+}
+
 // Running counters at the end of the previous status interval: each
 // interval view is a difference against them, so no clone's statistics are
 // copied. Cost per interval: one pass over the buckets of each clone's clat
@@ -388,6 +405,7 @@ class IntervalTracker {
       if (scratch_[d].total() == 0) continue;
       const std::vector<uint64_t> v = scratch_[d].Percentiles(SnapshotInterval::kPercentiles);
       for (size_t k = 0; k < v.size() && k < out.clat_pct_ns[d].size(); ++k) out.clat_pct_ns[d][k] = v[k];
+      CoarsenClat(scratch_[d], out.clat_buckets[d], out.clat_sum_ns[d]);
       scratch_[d].Clear();
     }
 
@@ -420,6 +438,39 @@ class IntervalTracker {
       out.cpu_pct[4] = 100.0 * static_cast<double>(std::max<int64_t>(total - busy, 0)) / denom;
     }
     out.contention_pct = busy > 0 ? 100.0 * static_cast<double>(slow) / static_cast<double>(busy) : 0;
+    out.busy_ns = busy;
+
+    // Self time per function, summed over CPUs and modes; the top rows.
+    const sim::FunctionRegistry& fns = m.functions();
+    if (fn_.size() < fns.size()) fn_.resize(fns.size(), 0);
+    out.top_functions.clear();
+    for (sim::FnId fn = 0; fn < fns.size(); ++fn) {
+      int64_t ns = 0;
+      for (int c = 0; c < m.num_cpus(); ++c) {
+        for (int mode = 0; mode < 4; ++mode) ns += m.cpu(c).fn_ns(fn, static_cast<sim::Mode>(mode));
+      }
+      const int64_t delta = ns - fn_[fn];
+      fn_[fn] = ns;
+      if (delta > 0) out.top_functions.push_back({fns.name(fn), delta});
+    }
+    const auto by_time = [](const SnapshotInterval::FunctionTime& a, const SnapshotInterval::FunctionTime& b) {
+      return a.self_ns != b.self_ns ? a.self_ns > b.self_ns : a.function < b.function;
+    };
+    if (out.top_functions.size() > SnapshotInterval::kTopFunctions) {
+      std::partial_sort(out.top_functions.begin(),
+                        out.top_functions.begin() + SnapshotInterval::kTopFunctions, out.top_functions.end(),
+                        by_time);
+      out.top_functions.resize(SnapshotInterval::kTopFunctions);
+    } else {
+      std::sort(out.top_functions.begin(), out.top_functions.end(), by_time);
+    }
+
+    // Requests in flight per device.
+    out.inflight.clear();
+    for (size_t dev = 0; dev < s.null_blks.size(); ++dev) {
+      if (!s.null_blks[dev]) continue;
+      out.inflight.push_back({s.devices[dev].name, s.null_blks[dev]->queue().requests_outstanding()});
+    }
 
     // Locks, summed by name.
     const std::vector<sim::SpinLock*>& locks = m.locks();
@@ -451,6 +502,7 @@ class IntervalTracker {
   std::vector<std::array<int64_t, 4>> cpu_;  // per CPU: usr, sys, irq, softirq ns
   std::vector<int64_t> slow_;                // per CPU: slowpath ns
   std::vector<sim::LockStats> locks_;        // by index in Machine::locks()
+  std::vector<int64_t> fn_;                  // per function: self ns, all CPUs and modes
   int64_t slowpath_fn_ = -1;
   stats::LatencyHistogram scratch_[stats::kNumDirs];
 };

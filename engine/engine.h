@@ -95,6 +95,40 @@ struct SnapshotInterval {
   // Locks acquired in the interval (rows summed by name), ascending name;
   // counters cover the interval; max_waiters is 0.
   std::vector<stats::LockRow> locks;
+
+  // Completion latency of the interval's measured IOs, coarsened to fio's
+  // log-linear group boundaries: clat_buckets[d][i] counts the samples
+  // below 2^(kClatBucketLog2Min + i) ns and at or above the previous bound
+  // (i = 0: everything below 2^kClatBucketLog2Min). Every fio bucket lies
+  // inside exactly one of these; samples of 2^34 ns or more, which fio
+  // clamps into its last bucket, count in the last one as they do in fio's
+  // percentiles. clat_sum_ns approximates the samples' sum from the fio
+  // buckets' representative values (within 0.78 % of the true sum).
+  static constexpr int kClatBucketLog2Min = 8;   // 256 ns
+  static constexpr int kClatBucketLog2Max = 34;  // ~17.2 s, fio's last group's end
+  static constexpr int kClatBuckets = kClatBucketLog2Max - kClatBucketLog2Min + 1;
+  std::array<std::array<uint64_t, kClatBuckets>, stats::kNumDirs> clat_buckets{};
+  std::array<double, stats::kNumDirs> clat_sum_ns{};
+
+  // CPU time of all simulated CPUs spent in any function (usr + sys + irq +
+  // softirq) in the interval: the denominator of perf top's Overhead.
+  int64_t busy_ns = 0;
+  // The functions with the most self time in the interval (all modes
+  // summed), descending by time then ascending by name; at most
+  // kTopFunctions rows.
+  static constexpr size_t kTopFunctions = 20;
+  struct FunctionTime {
+    std::string function;
+    int64_t self_ns = 0;
+  };
+  std::vector<FunctionTime> top_functions;
+  // Requests allocated and not yet freed, per device used by the run, at
+  // the interval's end (device order of the host spec).
+  struct DeviceInflight {
+    std::string device;
+    uint64_t requests = 0;
+  };
+  std::vector<DeviceInflight> inflight;
 };
 
 // Progress at an interval of virtual time (for status output and streams),

@@ -12,8 +12,12 @@
 //    quantile of a mixture lies between the quantiles of its parts);
 //  * CPU shares add up to 100 %, and the per-lock interval counters add up
 //    to the kernel report's lock table;
+//  * the coarse clat buckets hold every interval sample, each in the
+//    bucket of its fio bucket; the per-function times add up to the
+//    profile's; requests in flight never exceed the queue's tags;
 //  * without status_interval_ns no snapshot carries an interval.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -114,6 +118,30 @@ void CheckAgainstTotals(const Recorded& rec, int64_t status_ns) {
       whole.Merge(c.result.dirs[d].clat_hist);
     }
     EXPECT_EQ(samples, measured) << "dir " << d;
+    // The coarse buckets hold the same samples; merged over the run they
+    // equal the whole run's fio buckets folded the same way.
+    std::array<uint64_t, SnapshotInterval::kClatBuckets> coarse{};
+    for (const SnapshotInterval* iv : intervals) {
+      uint64_t in_buckets = 0;
+      for (int i = 0; i < SnapshotInterval::kClatBuckets; ++i) {
+        in_buckets += iv->clat_buckets[d][i];
+        coarse[i] += iv->clat_buckets[d][i];
+      }
+      EXPECT_EQ(in_buckets, iv->clat_samples[d]) << "dir " << d;
+      EXPECT_EQ(iv->clat_sum_ns[d] > 0, iv->clat_samples[d] > 0) << "dir " << d;
+    }
+    for (int b = 0; b < stats::LatencyHistogram::kNumBuckets; ++b) {
+      if (whole.count(b) == 0) continue;
+      const uint64_t v = stats::LatencyHistogram::BucketValue(b);
+      int i = 0;
+      while (i + 1 < SnapshotInterval::kClatBuckets &&
+             v >= (uint64_t{1} << (SnapshotInterval::kClatBucketLog2Min + i))) {
+        ++i;
+      }
+      ASSERT_GE(coarse[i], whole.count(b)) << "fio bucket " << b << " (" << v << " ns)";
+      coarse[i] -= whole.count(b);
+    }
+    for (int i = 0; i < SnapshotInterval::kClatBuckets; ++i) EXPECT_EQ(coarse[i], 0u) << "bucket " << i;
     if (measured == 0) continue;
     const std::vector<uint64_t> final_pct = whole.Percentiles(SnapshotInterval::kPercentiles);
     for (size_t k = 0; k < SnapshotInterval::kPercentiles.size(); ++k) {
@@ -145,6 +173,31 @@ void CheckAgainstTotals(const Recorded& rec, int64_t status_ns) {
       EXPECT_LE(l.contended, l.acquisitions) << l.name;
     }
   }
+  // Function times: sorted, within the busy time, and over the run equal to
+  // the profile for every function that made every interval's top rows.
+  std::map<std::string, int64_t> fn_ns;
+  for (const SnapshotInterval* iv : intervals) {
+    int64_t sum = 0;
+    ASSERT_LE(iv->top_functions.size(), SnapshotInterval::kTopFunctions);
+    for (size_t i = 0; i < iv->top_functions.size(); ++i) {
+      sum += iv->top_functions[i].self_ns;
+      fn_ns[iv->top_functions[i].function] += iv->top_functions[i].self_ns;
+      if (i > 0) {
+        EXPECT_GE(iv->top_functions[i - 1].self_ns, iv->top_functions[i].self_ns);
+      }
+    }
+    EXPECT_GT(iv->busy_ns, 0);
+    EXPECT_LE(sum, iv->busy_ns);
+    ASSERT_EQ(iv->inflight.size(), 1u);
+    EXPECT_EQ(iv->inflight[0].device, "nullb0");
+    EXPECT_LE(iv->inflight[0].requests, 64u);  // iodepth 32 x 2 clones
+  }
+  std::map<std::string, int64_t> profile_ns;  // rows are per function and mode
+  for (const stats::ProfileRow& p : rec.result.kernel.profile) profile_ns[p.function] += p.self_ns;
+  ASSERT_FALSE(profile_ns.empty());
+  auto top = std::max_element(profile_ns.begin(), profile_ns.end(),
+                              [](const auto& a, const auto& b) { return a.second < b.second; });
+  EXPECT_EQ(fn_ns[top->first], top->second) << top->first;
   // Busy intervals: usr and sys time on both CPUs.
   EXPECT_GT(intervals.front()->cpu_pct[static_cast<int>(stats::CpuMode::kUser)], 0.0);
   EXPECT_GT(intervals.front()->cpu_pct[static_cast<int>(stats::CpuMode::kSys)], 0.0);
