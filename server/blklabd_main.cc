@@ -11,10 +11,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
@@ -28,7 +30,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "prometheus/registry.h"
+#include "server/grpc_metrics.h"
 #include "server/job_manager.h"
+#include "server/metrics.h"
 #include "server/log.h"
 #include "server/services.h"
 #include "server/store.h"
@@ -59,6 +64,13 @@ ABSL_FLAG(int64_t, max_virtual_seconds, 3600, "Per-job limit: virtual time a run
 ABSL_FLAG(uint64_t, max_simulated_ios, 10ULL * 1000 * 1000 * 1000, "Per-job limit: simulated IOs completed.");
 ABSL_FLAG(int64_t, max_wall_seconds, 86400, "Per-job limit: wall-clock time a run may take, seconds.");
 ABSL_FLAG(int, shutdown_grace_seconds, 5, "On SIGTERM, how long in-flight calls may take before they are cancelled.");
+ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
+          "Address of the Prometheus exposition (HTTP, path /metrics), host:port; port 0 picks a free port "
+          "(printed in the 'listening' log line); empty disables it.");
+ABSL_FLAG(absl::Duration, metrics_retention, absl::Minutes(5),
+          "How long a finished job's series stay in /metrics before they are dropped.");
+ABSL_FLAG(int, metrics_top_functions, 10, "Profile functions exported per job (the top ones by self time).");
+ABSL_FLAG(int, metrics_top_locks, 10, "Locks exported per job (the top ones by spin time, then acquisitions).");
 
 namespace blklab::server {
 namespace {
@@ -123,7 +135,34 @@ int Run() {
     Log("error", "store_open_failed", {{"data_dir", data_dir}, {"error", std::string(store.status().message())}});
     return 1;
   }
+  // Metrics: the job observer exists before the manager, the HTTP endpoint
+  // after it (its gauges read the manager).
+  const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  JobManager* jobs_ptr = nullptr;
+  Store* store_ptr = store->get();
+  JobMetricsOptions mo;
+  mo.retention = absl::GetFlag(FLAGS_metrics_retention);
+  mo.top_functions = static_cast<size_t>(std::max(0, absl::GetFlag(FLAGS_metrics_top_functions)));
+  mo.top_locks = static_cast<size_t>(std::max(0, absl::GetFlag(FLAGS_metrics_top_locks)));
+  auto job_metrics = std::make_shared<JobMetrics>(mo, [&jobs_ptr, store_ptr] {
+    ServerGauges g;
+    if (jobs_ptr != nullptr) {
+      g.queued = jobs_ptr->queued();
+      g.running = jobs_ptr->running();
+      g.workers = jobs_ptr->workers();
+    }
+    if (absl::StatusOr<std::map<v1::Job::State, int64_t>> c = store_ptr->CountJobsByState(); c.ok()) {
+      g.jobs_by_state = *std::move(c);
+    }
+    g.store_bytes = store_ptr->SizeBytes();
+    return g;
+  });
+  auto registry = std::make_shared<prometheus::Registry>();
+  GrpcMetrics grpc_metrics(*registry, {"blklab.v1.JobService", "blklab.v1.HostService", "grpc.health.v1.Health",
+                                       "grpc.reflection.v1alpha.ServerReflection"});
+  if (!metrics_listen.empty()) jm.observer = job_metrics.get();
   JobManager jobs(store->get(), jm);
+  jobs_ptr = &jobs;
   Authorizer auth(token);
   HostServiceImpl host_service(store->get(), &jm.limits, &auth);
   JobServiceImpl job_service(store->get(), &jobs, &jm.limits, &auth, absl::GetFlag(FLAGS_max_streams));
@@ -152,6 +191,11 @@ int Run() {
   builder.SetMaxSendMessageSize(absl::GetFlag(FLAGS_max_send_message_bytes));
   builder.RegisterService(&host_service);
   builder.RegisterService(&job_service);
+  if (!metrics_listen.empty()) {
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+    interceptors.push_back(grpc_metrics.NewInterceptorFactory());
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     Log("error", "listen_failed", {{"listen", listen}});
@@ -161,6 +205,16 @@ int Run() {
   for (const char* name : {"", "blklab.v1.JobService", "blklab.v1.HostService"}) {
     health->SetServingStatus(name, true);
   }
+  std::unique_ptr<MetricsServer> metrics_server;
+  if (!metrics_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<MetricsServer>> m = MetricsServer::Start(metrics_listen, job_metrics, registry);
+    if (!m.ok()) {
+      Log("error", "bad_flag", {{"flag", "metrics_listen"}, {"error", std::string(m.status().message())}});
+      server->Shutdown();
+      return 1;
+    }
+    metrics_server = *std::move(m);
+  }
   if (absl::Status s = jobs.Start(); !s.ok()) {
     Log("error", "job_manager_start_failed", {{"error", std::string(s.message())}});
     server->Shutdown();
@@ -169,6 +223,7 @@ int Run() {
   Log("info", "listening",
       {{"listen", listen},
        {"port", absl::StrCat(port)},
+       {"metrics_port", metrics_server != nullptr ? absl::StrCat(metrics_server->port()) : "off"},
        {"data_dir", data_dir},
        {"auth", token.empty() ? "off" : "bearer"},
        {"tls", absl::GetFlag(FLAGS_tls_cert_file).empty() ? "off" : "on"},
@@ -191,6 +246,7 @@ int Run() {
   server->Wait();
   signals.join();
   server.reset();
+  metrics_server.reset();
   store->reset();
   Log("info", "stopped");
   return 0;

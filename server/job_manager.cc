@@ -129,6 +129,8 @@ size_t JobManager::running() const {
   return running_;
 }
 
+size_t JobManager::workers() const { return workers_.size(); }
+
 absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& id) {
   std::shared_ptr<Active> a;
   {
@@ -253,6 +255,10 @@ void JobManager::RunOne(const std::shared_ptr<Active>& a) {
       host.ok() ? PrepareJob(job, *host, options_.limits) : absl::StatusOr<PreparedJob>(host.status());
   absl::StatusOr<RunResult> run = prepared.ok() ? absl::StatusOr<RunResult>() : prepared.status();
   if (prepared.ok()) {
+    if (options_.observer != nullptr) {
+      const auto& specs = prepared->request.jobs.jobs;
+      options_.observer->JobStarted(job, specs.empty() ? std::string() : specs.front().name);
+    }
     const bool realtime = job.pace() == v1::Job::REALTIME;
     const int64_t max_wall_ns = prepared->limits.max_wall_ns;
     SnapshotFn on_snapshot = [&](const Snapshot& snap) {
@@ -273,6 +279,7 @@ void JobManager::RunOne(const std::shared_ptr<Active>& a) {
         }
       }
       for (auto& s : sinks) s->Push(proto);
+      if (options_.observer != nullptr) options_.observer->JobProgress(job.name(), snap, wall_ns);
       if (wall_ns > max_wall_ns) {
         int expected = kNone;
         a->reason.compare_exchange_strong(expected, kWallLimit);
@@ -343,6 +350,7 @@ void JobManager::Finish(const std::shared_ptr<Active>& a, v1::Job job) {
     sinks.swap(a->sinks);
     seq = a->next_sequence++;
   }
+  if (options_.observer != nullptr) options_.observer->JobEnded(job);
   const v1::Snapshot final_snapshot = FinalSnapshot(job, seq);
   for (auto& s : sinks) s->Push(final_snapshot);
 }

@@ -64,10 +64,26 @@ class WatchSink {
   virtual void Close(const absl::Status& status) = 0;
 };
 
+// Observes runs for the metrics exporter. Called on worker threads without
+// the manager's lock; implementations must be thread-safe and cheap (one
+// call per engine snapshot, at most every 100 ms of virtual time).
+class JobObserver {
+ public:
+  virtual ~JobObserver() = default;
+  // A worker started `job` (RUNNING). `display_name` is fio's first job name.
+  virtual void JobStarted(const v1::Job& job, const std::string& display_name) = 0;
+  // An engine snapshot of a running job; `wall_ns` since the run started.
+  virtual void JobProgress(const std::string& job_name, const Snapshot& snapshot, int64_t wall_ns) = 0;
+  // The job reached a final state (also for a job cancelled while queued,
+  // which was never started).
+  virtual void JobEnded(const v1::Job& job) = 0;
+};
+
 struct JobManagerOptions {
   int workers = 0;             // 0: one per core
   size_t max_queued_jobs = 1000;
   JobLimitsConfig limits;
+  JobObserver* observer = nullptr;  // not owned; outlives the manager
 };
 
 class JobManager {
@@ -107,9 +123,10 @@ class JobManager {
   // RUNNING state), closes all watchers with UNAVAILABLE. Idempotent.
   void Shutdown();
 
-  // Number of queued / running jobs (for logs and tests).
+  // Number of queued / running jobs, and of workers.
   size_t queued() const;
   size_t running() const;
+  size_t workers() const;
 
  private:
   enum StopReason : int { kNone = 0, kCancel = 1, kShutdown = 2, kWallLimit = 3 };

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -132,7 +133,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& data_dir) 
     return absl::FailedPreconditionError(absl::StrCat("cannot open ", path, ": ", msg));
   }
   sqlite3_busy_timeout(db, 5000);
-  std::unique_ptr<Store> store(new Store(db));
+  std::unique_ptr<Store> store(new Store(db, path));
   absl::MutexLock lock(&store->mu_);
   for (const char* sql : {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=NORMAL;", kSchema}) {
     if (absl::Status s = store->Exec(sql); !s.ok()) return s;
@@ -420,6 +421,30 @@ absl::StatusOr<std::vector<v1::Job>> Store::UnfinishedJobs() {
   }
   if (rc != SQLITE_DONE) return Error("unfinished jobs");
   return out;
+}
+
+absl::StatusOr<std::map<v1::Job::State, int64_t>> Store::CountJobsByState() {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<sqlite3_stmt*> st = Prepare("SELECT state, COUNT(*) FROM jobs GROUP BY state");
+  if (!st.ok()) return st.status();
+  std::map<v1::Job::State, int64_t> out;
+  int rc;
+  while ((rc = sqlite3_step(*st)) == SQLITE_ROW) {
+    const int state = sqlite3_column_int(*st, 0);
+    if (v1::Job::State_IsValid(state)) out[static_cast<v1::Job::State>(state)] = sqlite3_column_int64(*st, 1);
+  }
+  if (rc != SQLITE_DONE) return Error("count jobs");
+  return out;
+}
+
+int64_t Store::SizeBytes() const {
+  int64_t total = 0;
+  for (const std::string& p : {path_, path_ + "-wal"}) {
+    std::error_code ec;
+    const uintmax_t n = std::filesystem::file_size(p, ec);
+    if (!ec) total += static_cast<int64_t>(n);
+  }
+  return total;
 }
 
 }  // namespace blklab::server

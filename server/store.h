@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -89,8 +90,13 @@ class Store {
   // Jobs in state QUEUED or RUNNING, oldest first (for re-queueing at start).
   absl::StatusOr<std::vector<v1::Job>> UnfinishedJobs();
 
+  // Stored jobs per state (index scan). States without jobs are absent.
+  absl::StatusOr<std::map<v1::Job::State, int64_t>> CountJobsByState();
+  // Bytes of the database file and its write-ahead log.
+  int64_t SizeBytes() const;
+
  private:
-  explicit Store(sqlite3* db) : db_(db) {}
+  Store(sqlite3* db, std::string path) : path_(std::move(path)), db_(db) {}
   // Returns a cached prepared statement, reset and with bindings cleared.
   absl::StatusOr<sqlite3_stmt*> Prepare(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -98,6 +104,7 @@ class Store {
   absl::StatusOr<v1::Job> ReadJob(sqlite3_stmt* st, bool full) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;
+  const std::string path_;  // the database file
   sqlite3* db_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, sqlite3_stmt*, std::less<>> statements_ ABSL_GUARDED_BY(mu_);
 };

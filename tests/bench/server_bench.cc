@@ -126,7 +126,7 @@ class ServerProcess {
       execv(argv[0], argv.data());
       _exit(127);
     }
-    const std::regex re("event=listening .*port=([0-9]+)");
+    const std::regex re("event=listening .* port=([0-9]+)");
     const Clock::time_point deadline = Clock::now() + std::chrono::seconds(20);
     while (Clock::now() < deadline) {
       std::ifstream in(log);

@@ -29,16 +29,26 @@ class Harness:
             self.failures.append(what)
 
     def start(self, data_dir, *extra, listen="127.0.0.1:0"):
-        """Starts blklabd; returns (process, "127.0.0.1:PORT") once it listens."""
+        """Starts blklabd; returns (process, "127.0.0.1:PORT") once it listens.
+
+        The exposition listens on a free port (unless `extra` names
+        --metrics_listen); its address is process.metrics_addr (None when off).
+        """
         log = open(os.path.join(self.tmp, "blklabd-%d.log" % len(self.procs)), "w+")
-        p = subprocess.Popen([self.blklabd, "--listen=" + listen, "--data_dir=" + data_dir] + list(extra),
+        extra = list(extra)
+        if not any(a.startswith("--metrics_listen") for a in extra):
+            extra.append("--metrics_listen=127.0.0.1:0")  # never the shared default port
+        p = subprocess.Popen([self.blklabd, "--listen=" + listen, "--data_dir=" + data_dir] + extra,
                              stderr=log, stdout=subprocess.DEVNULL, env=self.env)
         self.procs.append(p)
         deadline = time.time() + 20
         while time.time() < deadline:
             log.seek(0)
-            m = re.search(r"event=listening .*port=(\d+)", log.read())
+            text = log.read()
+            m = re.search(r"event=listening .* port=(\d+)", text)
             if m:
+                mm = re.search(r"event=listening .* metrics_port=(\d+)", text)
+                p.metrics_addr = "127.0.0.1:" + mm.group(1) if mm else None
                 return p, "127.0.0.1:" + m.group(1)
             if p.poll() is not None:
                 break

@@ -199,9 +199,9 @@ def main():
     # The demo script, non-interactive, on the built binaries.
     build_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(BLKLAB))))
     env = dict(ENV, DEMO_NONINTERACTIVE="1", DEMO_SKIP_BUILD="1", DEMO_LISTEN="127.0.0.1:0",
-               DEMO_DATA_DIR=os.path.join(TMP, "demo-data"), BUILD_DIR=build_dir)
+               DEMO_METRICS_LISTEN="127.0.0.1:0", DEMO_DATA_DIR=os.path.join(TMP, "demo-data"), BUILD_DIR=build_dir)
     r = subprocess.run([os.path.join(SRC, "scripts", "demo")], env=env, capture_output=True, text=True, timeout=120)
-    check(r.returncode == 0 and "randread-qd32" in r.stdout and "gRPC:" in r.stdout and "metrics:" in r.stdout
+    check(r.returncode == 0 and "randread-qd32" in r.stdout and "gRPC:" in r.stdout and "metrics: http://127.0.0.1:" in r.stdout
           and "SERVING" in r.stdout, "scripts/demo with DEMO_NONINTERACTIVE=1 (%d: %s)"
           % (r.returncode, (r.stderr or r.stdout).strip()[-300:]))
     leftover = subprocess.run(["pgrep", "-f", os.path.join(TMP, "demo-data")], capture_output=True, text=True).stdout.strip()

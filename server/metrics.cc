@@ -1,0 +1,382 @@
+#include "server/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "prometheus/exposer.h"
+#include "prometheus/registry.h"
+
+#ifndef BLKLAB_VERSION_STRING
+#define BLKLAB_VERSION_STRING "unknown"
+#endif
+
+namespace blklab::server {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+using Labels = std::vector<ClientMetric::Label>;
+
+constexpr std::array<const char*, stats::kNumDirs> kDirNames = {"read", "write", "trim"};
+// SnapshotInterval::kPercentiles as fractions, written so that they print
+// as the labels users type (99.9 / 100 would print 0.9990000000000001).
+constexpr std::array<double, SnapshotInterval::kPercentiles.size()> kQuantiles = {0.5, 0.9, 0.99, 0.999, 0.9999};
+static_assert(SnapshotInterval::kPercentiles[3] == 99.9 && SnapshotInterval::kPercentiles[4] == 99.99);
+constexpr std::array<const char*, stats::kNumCpuModes> kModeNames = {"usr", "sys", "irq", "softirq", "idle"};
+
+MetricFamily NewFamily(const char* name, const char* help, MetricType type) {
+  MetricFamily f;
+  f.name = name;
+  f.help = help;
+  f.type = type;
+  return f;
+}
+
+void AddGauge(MetricFamily& f, Labels labels, double value) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  m.gauge.value = value;
+  f.metric.push_back(std::move(m));
+}
+
+void AddCounter(MetricFamily& f, Labels labels, double value) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  m.counter.value = value;
+  f.metric.push_back(std::move(m));
+}
+
+// "nullb0:dd->lock" -> {"nullb0", "dd->lock"}; a name without a device
+// prefix has device "".
+std::pair<std::string, std::string> SplitLockName(const std::string& name) {
+  const size_t colon = name.find(':');
+  if (colon == std::string::npos) return {"", name};
+  return {name.substr(0, colon), name.substr(colon + 1)};
+}
+
+}  // namespace
+
+JobMetrics::JobMetrics(const JobMetricsOptions& options, std::function<ServerGauges()> server_gauges)
+    : options_(options), server_gauges_(std::move(server_gauges)) {}
+
+std::string JobMetrics::HostLabel(const v1::Job& job) {
+  switch (job.target_case()) {
+    case v1::Job::kPreset:
+      return job.preset();
+    case v1::Job::kHost:
+      return std::string(absl::StripPrefix(job.host(), "hosts/"));
+    default:
+      return job.resolved_host().name();
+  }
+}
+
+void JobMetrics::JobStarted(const v1::Job& job, const std::string& display_name) {
+  const std::string id(absl::StripPrefix(job.name(), "jobs/"));
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(id);
+  if (it != jobs_.end() && it->second.running) --hosts_[it->second.host].active_jobs;
+  JobSeries& s = jobs_[id];
+  s = JobSeries{};
+  s.id = id;
+  s.host = HostLabel(job);
+  s.name = display_name;
+  ++hosts_[s.host].active_jobs;
+}
+
+void JobMetrics::JobProgress(const std::string& job_name, const Snapshot& snap, int64_t wall_ns) {
+  const std::string id(absl::StripPrefix(job_name, "jobs/"));
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || !it->second.running) return;
+  JobSeries& s = it->second;
+  for (int d = 0; d < stats::kNumDirs; ++d) {
+    if (snap.dir_ios[d] > s.ios[d]) ios_total_ += snap.dir_ios[d] - s.ios[d];
+    s.ios[d] = std::max(s.ios[d], snap.dir_ios[d]);
+    s.bytes[d] = std::max(s.bytes[d], snap.dir_bytes[d]);
+  }
+  if (snap.events > s.events) {
+    events_total_ += snap.events - s.events;
+    s.events = snap.events;
+  }
+  s.progress_virtual_s = static_cast<double>(snap.virtual_ns) / 1e9;
+  s.progress_ratio = snap.virtual_total_ns > 0 ? std::min(1.0, static_cast<double>(snap.virtual_ns) /
+                                                                   static_cast<double>(snap.virtual_total_ns))
+                                               : 0.0;
+  if (!snap.has_interval) return;
+
+  const SnapshotInterval& iv = snap.interval;
+  const int64_t wall_len = wall_ns - s.interval_wall_ns;
+  s.speed_ratio = wall_len > 0 ? static_cast<double>(iv.end_ns - iv.start_ns) / static_cast<double>(wall_len) : 0;
+  s.interval_wall_ns = wall_ns;
+  s.interval = iv;
+  s.has_interval = true;
+  for (auto& [name, l] : s.locks) l.iv_acquisitions = l.iv_contended = l.iv_wait_ns = 0;
+  for (const stats::LockRow& row : iv.locks) {
+    LockTotals& l = s.locks[row.name];
+    l.acquisitions += row.acquisitions;
+    l.contended += row.contended;
+    l.wait_ns += row.wait_ns;
+    l.iv_acquisitions = row.acquisitions;
+    l.iv_contended = row.contended;
+    l.iv_wait_ns = row.wait_ns;
+  }
+  HostHistogram& h = hosts_[s.host];
+  for (int d = 0; d < stats::kNumDirs; ++d) {
+    if (iv.clat_samples[d] == 0) continue;
+    s.clat_count[d] += iv.clat_samples[d];
+    s.clat_sum_s[d] += iv.clat_sum_ns[d] / 1e9;
+    for (int b = 0; b < SnapshotInterval::kClatBuckets; ++b) h.buckets[d][b] += iv.clat_buckets[d][b];
+    h.count[d] += iv.clat_samples[d];
+    h.sum_s[d] += iv.clat_sum_ns[d] / 1e9;
+  }
+}
+
+void JobMetrics::JobEnded(const v1::Job& job) {
+  const std::string id(absl::StripPrefix(job.name(), "jobs/"));
+  const absl::Time now = options_.now();
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || !it->second.running) return;
+  it->second.running = false;
+  it->second.ended = now;
+  HostHistogram& h = hosts_[it->second.host];
+  if (--h.active_jobs == 0) h.idle_since = now;
+}
+
+void JobMetrics::ExpireLocked(absl::Time now) const {
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    if (!it->second.running && now - it->second.ended >= options_.retention) {
+      it = jobs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = hosts_.begin(); it != hosts_.end();) {
+    if (it->second.active_jobs == 0 && now - it->second.idle_since >= options_.retention) {
+      it = hosts_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+size_t JobMetrics::jobs_exported() const {
+  absl::MutexLock lock(&mu_);
+  ExpireLocked(options_.now());
+  return jobs_.size();
+}
+
+std::vector<MetricFamily> JobMetrics::Collect() const {
+  // Server figures first, outside the lock (one store query).
+  const ServerGauges server = server_gauges_ ? server_gauges_() : ServerGauges{};
+
+  MetricFamily info = NewFamily("blklab_job_info", "A job known to the exporter; the value is 1.", MetricType::Gauge);
+  MetricFamily running =
+      NewFamily("blklab_job_running", "1 while the job runs, 0 once it has ended.", MetricType::Gauge);
+  MetricFamily iops = NewFamily(
+      "blklab_job_iops", "IOs completed per second of virtual time in the last status interval.", MetricType::Gauge);
+  MetricFamily bw = NewFamily("blklab_job_bandwidth_bytes_per_second",
+                              "Bytes completed per second of virtual time in the last status interval.",
+                              MetricType::Gauge);
+  MetricFamily clat = NewFamily("blklab_job_clat_seconds",
+                                "Completion latency (fio's clat): quantiles of the last status interval; count and "
+                                "sum of every measured IO.",
+                                MetricType::Summary);
+  MetricFamily cpu = NewFamily("blklab_job_cpu_ratio",
+                               "Share of all simulated CPUs' time spent in each mode in the last status interval.",
+                               MetricType::Gauge);
+  MetricFamily contention =
+      NewFamily("blklab_job_contention_ratio",
+                "native_queued_spin_lock_slowpath time over busy CPU time in the last status interval.",
+                MetricType::Gauge);
+  MetricFamily lock_spin = NewFamily("blklab_job_lock_spin_ratio",
+                                     "Time spun waiting for the lock over busy CPU time in the last status interval.",
+                                     MetricType::Gauge);
+  MetricFamily lock_contended_ratio =
+      NewFamily("blklab_job_lock_contended_ratio",
+                "Contended acquisitions over acquisitions of the lock in the last status interval.", MetricType::Gauge);
+  MetricFamily profile = NewFamily(
+      "blklab_job_profile_ratio",
+      "A function's self time over busy CPU time in the last status interval (perf top's Overhead); top functions only.",
+      MetricType::Gauge);
+  MetricFamily inflight =
+      NewFamily("blklab_job_inflight_requests",
+                "Requests allocated and not yet freed on the device at the end of the last status interval.",
+                MetricType::Gauge);
+  MetricFamily progress_s = NewFamily("blklab_job_progress_virtual_seconds", "Virtual time simulated so far.",
+                                      MetricType::Gauge);
+  MetricFamily progress_ratio =
+      NewFamily("blklab_job_progress_ratio", "Share of the planned run done (0 when unknown).", MetricType::Gauge);
+  MetricFamily speed = NewFamily("blklab_job_speed_ratio",
+                                 "Virtual seconds simulated per wall second over the last status interval.",
+                                 MetricType::Gauge);
+  MetricFamily ios = NewFamily("blklab_job_ios_total", "Simulated IOs completed (ramp_time included).",
+                               MetricType::Counter);
+  MetricFamily io_bytes =
+      NewFamily("blklab_job_io_bytes_total", "Bytes of the simulated IOs completed.", MetricType::Counter);
+  MetricFamily lock_acq =
+      NewFamily("blklab_job_lock_acquisitions_total", "Acquisitions of the lock.", MetricType::Counter);
+  MetricFamily lock_contended =
+      NewFamily("blklab_job_lock_contended_total", "Acquisitions of the lock that had to wait.", MetricType::Counter);
+  MetricFamily lock_spin_s = NewFamily("blklab_job_lock_spin_seconds_total",
+                                       "CPU time spun waiting for the lock.", MetricType::Counter);
+  MetricFamily hist = NewFamily("blklab_clat_seconds",
+                                "Completion latency of every measured IO of every job, in fio's log-linear group "
+                                "boundaries (powers of two of nanoseconds).",
+                                MetricType::Histogram);
+  MetricFamily events = NewFamily("blklab_simulated_events_total",
+                                  "Discrete events processed by all runs.", MetricType::Counter);
+  MetricFamily sim_ios =
+      NewFamily("blklab_simulated_ios_total", "Simulated IOs completed by all runs.", MetricType::Counter);
+
+  {
+    absl::MutexLock lock(&mu_);
+    ExpireLocked(options_.now());
+    for (const auto& [id, s] : jobs_) {
+      const Labels base = {{"job", s.id}, {"host", s.host}};
+      auto with = [&base](std::initializer_list<ClientMetric::Label> more) {
+        Labels l = base;
+        l.insert(l.end(), more);
+        return l;
+      };
+      AddGauge(info, with({{"name", s.name}}), 1);
+      AddGauge(running, base, s.running ? 1 : 0);
+      AddGauge(progress_s, base, s.progress_virtual_s);
+      AddGauge(progress_ratio, base, s.progress_ratio);
+      for (int d = 0; d < stats::kNumDirs; ++d) {
+        if (s.ios[d] == 0) continue;
+        AddCounter(ios, with({{"direction", kDirNames[d]}}), static_cast<double>(s.ios[d]));
+        AddCounter(io_bytes, with({{"direction", kDirNames[d]}}), static_cast<double>(s.bytes[d]));
+      }
+      if (!s.has_interval) continue;
+      const SnapshotInterval& iv = s.interval;
+      AddGauge(speed, base, s.speed_ratio);
+      for (int d = 0; d < stats::kNumDirs; ++d) {
+        if (s.ios[d] == 0) continue;
+        AddGauge(iops, with({{"direction", kDirNames[d]}}), iv.iops[d]);
+        AddGauge(bw, with({{"direction", kDirNames[d]}}), static_cast<double>(iv.bw_bytes_per_sec[d]));
+        if (s.clat_count[d] == 0) continue;
+        ClientMetric q;
+        q.label = with({{"direction", kDirNames[d]}});
+        q.summary.sample_count = s.clat_count[d];
+        q.summary.sample_sum = s.clat_sum_s[d];
+        if (iv.clat_samples[d] > 0) {
+          for (size_t k = 0; k < SnapshotInterval::kPercentiles.size(); ++k) {
+            q.summary.quantile.push_back({kQuantiles[k], static_cast<double>(iv.clat_pct_ns[d][k]) / 1e9});
+          }
+        }
+        clat.metric.push_back(std::move(q));
+      }
+      for (int m = 0; m < stats::kNumCpuModes; ++m) {
+        AddGauge(cpu, with({{"mode", kModeNames[m]}}), iv.cpu_pct[m] / 100.0);
+      }
+      AddGauge(contention, base, iv.contention_pct / 100.0);
+      const double busy = static_cast<double>(iv.busy_ns);
+      for (size_t i = 0; i < iv.top_functions.size() && i < options_.top_functions; ++i) {
+        AddGauge(profile, with({{"function", iv.top_functions[i].function}}),
+                 busy > 0 ? static_cast<double>(iv.top_functions[i].self_ns) / busy : 0);
+      }
+      for (const SnapshotInterval::DeviceInflight& dev : iv.inflight) {
+        AddGauge(inflight, with({{"device", dev.device}}), static_cast<double>(dev.requests));
+      }
+      // The top locks by spin time, then acquisitions, then name.
+      std::vector<const std::pair<const std::string, LockTotals>*> locks;
+      for (const auto& entry : s.locks) locks.push_back(&entry);
+      std::sort(locks.begin(), locks.end(), [](const auto* a, const auto* b) {
+        if (a->second.wait_ns != b->second.wait_ns) return a->second.wait_ns > b->second.wait_ns;
+        if (a->second.acquisitions != b->second.acquisitions) return a->second.acquisitions > b->second.acquisitions;
+        return a->first < b->first;
+      });
+      if (locks.size() > options_.top_locks) locks.resize(options_.top_locks);
+      for (const auto* entry : locks) {
+        const auto [device, name] = SplitLockName(entry->first);
+        const LockTotals& l = entry->second;
+        const Labels ll = with({{"device", device}, {"lock", name}});
+        AddGauge(lock_spin, ll, busy > 0 ? static_cast<double>(l.iv_wait_ns) / busy : 0);
+        AddGauge(lock_contended_ratio, ll,
+                 l.iv_acquisitions > 0 ? static_cast<double>(l.iv_contended) / static_cast<double>(l.iv_acquisitions)
+                                       : 0);
+        AddCounter(lock_acq, ll, static_cast<double>(l.acquisitions));
+        AddCounter(lock_contended, ll, static_cast<double>(l.contended));
+        AddCounter(lock_spin_s, ll, static_cast<double>(l.wait_ns) / 1e9);
+      }
+    }
+    for (const auto& [host, h] : hosts_) {
+      for (int d = 0; d < stats::kNumDirs; ++d) {
+        if (h.count[d] == 0) continue;
+        ClientMetric m;
+        m.label = {{"host", host}, {"direction", kDirNames[d]}};
+        uint64_t cumulative = 0;
+        for (int b = 0; b < SnapshotInterval::kClatBuckets; ++b) {
+          cumulative += h.buckets[d][b];
+          m.histogram.bucket.push_back(
+              {cumulative, std::ldexp(1.0, SnapshotInterval::kClatBucketLog2Min + b) / 1e9});
+        }
+        m.histogram.bucket.push_back({h.count[d], std::numeric_limits<double>::infinity()});
+        m.histogram.sample_count = h.count[d];
+        m.histogram.sample_sum = h.sum_s[d];
+        hist.metric.push_back(std::move(m));
+      }
+    }
+    AddCounter(events, {}, static_cast<double>(events_total_));
+    AddCounter(sim_ios, {}, static_cast<double>(ios_total_));
+  }
+
+  MetricFamily build = NewFamily("blklab_build_info", "blklabd's version; the value is 1.", MetricType::Gauge);
+  AddGauge(build, {{"version", BLKLAB_VERSION_STRING}}, 1);
+  MetricFamily jobs = NewFamily("blklab_jobs", "Jobs in the store by state.", MetricType::Gauge);
+  for (const auto& [state, name] : std::initializer_list<std::pair<v1::Job::State, const char*>>{
+           {v1::Job::QUEUED, "queued"},
+           {v1::Job::RUNNING, "running"},
+           {v1::Job::SUCCEEDED, "succeeded"},
+           {v1::Job::FAILED, "failed"},
+           {v1::Job::CANCELLED, "cancelled"}}) {
+    auto it = server.jobs_by_state.find(state);
+    AddGauge(jobs, {{"state", name}}, it == server.jobs_by_state.end() ? 0 : static_cast<double>(it->second));
+  }
+  MetricFamily queue = NewFamily("blklab_job_queue_length", "Jobs waiting for a worker.", MetricType::Gauge);
+  AddGauge(queue, {}, static_cast<double>(server.queued));
+  MetricFamily workers = NewFamily("blklab_workers", "Worker threads.", MetricType::Gauge);
+  AddGauge(workers, {}, static_cast<double>(server.workers));
+  MetricFamily busy = NewFamily("blklab_workers_busy", "Workers running a job.", MetricType::Gauge);
+  AddGauge(busy, {}, static_cast<double>(server.running));
+  MetricFamily store = NewFamily("blklab_store_size_bytes", "Size of the SQLite store (database and WAL).",
+                                 MetricType::Gauge);
+  AddGauge(store, {}, static_cast<double>(server.store_bytes));
+
+  std::vector<MetricFamily> out;
+  for (MetricFamily* f : {&build, &jobs, &queue, &workers, &busy, &store, &events, &sim_ios, &hist, &info, &running,
+                          &iops, &bw, &clat, &cpu, &contention, &lock_spin, &lock_contended_ratio, &profile,
+                          &inflight, &progress_s, &progress_ratio, &speed, &ios, &io_bytes, &lock_acq,
+                          &lock_contended, &lock_spin_s}) {
+    out.push_back(std::move(*f));
+  }
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& listen,
+                                                                    std::shared_ptr<JobMetrics> jobs,
+                                                                    std::shared_ptr<prometheus::Registry> registry) {
+  std::unique_ptr<MetricsServer> server(new MetricsServer());
+  try {
+    server->exposer_ = std::make_unique<prometheus::Exposer>(listen, /*num_threads=*/2);
+  } catch (const std::exception& e) {
+    return absl::FailedPreconditionError(absl::StrCat("metrics_listen ", listen, ": cannot listen: ", e.what()));
+  }
+  server->jobs_ = std::move(jobs);
+  server->registry_ = std::move(registry);
+  server->exposer_->RegisterCollectable(server->jobs_);
+  if (server->registry_ != nullptr) server->exposer_->RegisterCollectable(server->registry_);
+  const std::vector<int> ports = server->exposer_->GetListeningPorts();
+  server->port_ = ports.empty() ? 0 : ports.front();
+  return server;
+}
+
+MetricsServer::~MetricsServer() = default;
+
+}  // namespace blklab::server
