@@ -330,19 +330,27 @@ absl::Status BuildKernelReport(const RunRequest& req, Simulation& s, sim::SimTim
   return absl::OkStatus();
 }
 
-// Folds fio's log-linear buckets into SnapshotInterval's power-of-two ones
-// (see SnapshotInterval::clat_buckets) and sums their representative values.
+// Folds fio's log-linear buckets into SnapshotInterval's coarser ones (see
+// SnapshotInterval::clat_buckets) and sums their representative values.
 void CoarsenClat(const stats::LatencyHistogram& h,
                  std::array<uint64_t, SnapshotInterval::kClatBuckets>& buckets, double& sum_ns) {
   using H = stats::LatencyHistogram;
+  using S = SnapshotInterval;
+  static_assert(H::kBucketsPerGroup % S::kClatSubBuckets == 0);
+  constexpr int kFioPerCoarse = H::kBucketsPerGroup / S::kClatSubBuckets;  // 16
   const absl::Span<const uint64_t> counts = h.counts();
   for (int b = 0; b < H::kNumBuckets; ++b) {
     if (counts[b] == 0) continue;
-    // Bucket b holds samples below 2^upper_log2 ns: b < 128 are single
-    // values below 2^7; above, group g = b / 64 covers [2^(g+5), 2^(g+6)).
-    const int upper_log2 = b < 2 * H::kBucketsPerGroup ? 7 : (b >> H::kPrecisionBits) + 6;
-    buckets[std::clamp(upper_log2 - SnapshotInterval::kClatBucketLog2Min, 0,
-                       SnapshotInterval::kClatBuckets - 1)] += counts[b];
+    // b < 128: single values below 2^7 ns. Above, group g = b / 64 covers
+    // [2^(g+5), 2^(g+6)) in 64 equal parts; part k ends at
+    // 2^(g+5) x (1 + (k+1)/64), inside coarse part k / 16 + 1 of that power.
+    int i = 0;
+    if (b >= 2 * H::kBucketsPerGroup) {
+      const int log2_low = (b >> H::kPrecisionBits) + 5;
+      const int k = b & (H::kBucketsPerGroup - 1);
+      i = (log2_low - S::kClatBucketLog2Min) * S::kClatSubBuckets + k / kFioPerCoarse + 1;
+    }
+    buckets[std::clamp(i, 0, S::kClatBuckets - 1)] += counts[b];
     sum_ns += static_cast<double>(counts[b]) * static_cast<double>(H::BucketValue(b));
   }
 }

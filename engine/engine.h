@@ -96,17 +96,24 @@ struct SnapshotInterval {
   // counters cover the interval; max_waiters is 0.
   std::vector<stats::LockRow> locks;
 
-  // Completion latency of the interval's measured IOs, coarsened to fio's
-  // log-linear group boundaries: clat_buckets[d][i] counts the samples
-  // below 2^(kClatBucketLog2Min + i) ns and at or above the previous bound
-  // (i = 0: everything below 2^kClatBucketLog2Min). Every fio bucket lies
-  // inside exactly one of these; samples of 2^34 ns or more, which fio
-  // clamps into its last bucket, count in the last one as they do in fio's
-  // percentiles. clat_sum_ns approximates the samples' sum from the fio
-  // buckets' representative values (within 0.78 % of the true sum).
+  // Completion latency of the interval's measured IOs, coarsened to a
+  // quarter of fio's log-linear groups: bucket i counts the samples below
+  // ClatBucketUpperNs(i) and at or above the previous bound (i = 0:
+  // everything below 256 ns). The bounds are 2^m x {1, 1.25, 1.5, 1.75} ns
+  // for m = 8 .. 33, then 2^34 ns; each is a boundary of fio's buckets
+  // (64 per power of two), so every fio bucket lies inside exactly one of
+  // these. Samples of 2^34 ns or more, which fio clamps into its last
+  // bucket, count in the last one, as in fio's percentiles. clat_sum_ns
+  // approximates the samples' sum from the fio buckets' representative
+  // values (within 0.78 % of the true sum).
   static constexpr int kClatBucketLog2Min = 8;   // 256 ns
   static constexpr int kClatBucketLog2Max = 34;  // ~17.2 s, fio's last group's end
-  static constexpr int kClatBuckets = kClatBucketLog2Max - kClatBucketLog2Min + 1;
+  static constexpr int kClatSubBuckets = 4;      // per power of two
+  static constexpr int kClatBuckets = (kClatBucketLog2Max - kClatBucketLog2Min) * kClatSubBuckets + 1;
+  static constexpr double ClatBucketUpperNs(int i) {
+    const int m = kClatBucketLog2Min + i / kClatSubBuckets;
+    return static_cast<double>(uint64_t{1} << m) * (1.0 + static_cast<double>(i % kClatSubBuckets) / kClatSubBuckets);
+  }
   std::array<std::array<uint64_t, kClatBuckets>, stats::kNumDirs> clat_buckets{};
   std::array<double, stats::kNumDirs> clat_sum_ns{};
 

@@ -85,6 +85,7 @@ void JobMetrics::JobStarted(const v1::Job& job, const std::string& display_name)
   s.id = id;
   s.host = HostLabel(job);
   s.name = display_name;
+  s.started = options_.now();
   ++hosts_[s.host].active_jobs;
 }
 
@@ -111,7 +112,11 @@ void JobMetrics::JobProgress(const std::string& job_name, const Snapshot& snap, 
 
   const SnapshotInterval& iv = snap.interval;
   const int64_t wall_len = wall_ns - s.interval_wall_ns;
-  s.speed_ratio = wall_len > 0 ? static_cast<double>(iv.end_ns - iv.start_ns) / static_cast<double>(wall_len) : 0;
+  // The run's last snapshot closes a slice that the run left early: its
+  // wall time says nothing about the speed, so keep the previous figure.
+  if (snap.clones_running > 0 || s.interval_wall_ns == 0) {
+    s.speed_ratio = wall_len > 0 ? static_cast<double>(iv.end_ns - iv.start_ns) / static_cast<double>(wall_len) : 0;
+  }
   s.interval_wall_ns = wall_ns;
   s.interval = iv;
   s.has_interval = true;
@@ -144,6 +149,9 @@ void JobMetrics::JobEnded(const v1::Job& job) {
   if (it == jobs_.end() || !it->second.running) return;
   it->second.running = false;
   it->second.ended = now;
+  it->second.state = job.state() == v1::Job::SUCCEEDED ? "succeeded"
+                     : job.state() == v1::Job::CANCELLED ? "cancelled"
+                                                          : "failed";
   HostHistogram& h = hosts_[it->second.host];
   if (--h.active_jobs == 0) h.idle_since = now;
 }
@@ -178,6 +186,14 @@ std::vector<MetricFamily> JobMetrics::Collect() const {
   MetricFamily info = NewFamily("blklab_job_info", "A job known to the exporter; the value is 1.", MetricType::Gauge);
   MetricFamily running =
       NewFamily("blklab_job_running", "1 while the job runs, 0 once it has ended.", MetricType::Gauge);
+  MetricFamily state = NewFamily("blklab_job_state",
+                                 "1 for the job's state: running, succeeded, failed or cancelled.", MetricType::Gauge);
+  MetricFamily start_time = NewFamily("blklab_job_start_time_seconds",
+                                      "Wall-clock time the job started running, seconds since the Unix epoch.",
+                                      MetricType::Gauge);
+  MetricFamily end_time = NewFamily("blklab_job_end_time_seconds",
+                                    "Wall-clock time the job ended, seconds since the Unix epoch (ended jobs only).",
+                                    MetricType::Gauge);
   MetricFamily iops = NewFamily(
       "blklab_job_iops", "IOs completed per second of virtual time in the last status interval.", MetricType::Gauge);
   MetricFamily bw = NewFamily("blklab_job_bandwidth_bytes_per_second",
@@ -226,8 +242,8 @@ std::vector<MetricFamily> JobMetrics::Collect() const {
   MetricFamily lock_spin_s = NewFamily("blklab_job_lock_spin_seconds_total",
                                        "CPU time spun waiting for the lock.", MetricType::Counter);
   MetricFamily hist = NewFamily("blklab_clat_seconds",
-                                "Completion latency of every measured IO of every job, in fio's log-linear group "
-                                "boundaries (powers of two of nanoseconds).",
+                                "Completion latency of every measured IO of every job; bucket bounds are fio's "
+                                "bucket boundaries, four per power of two of nanoseconds.",
                                 MetricType::Histogram);
   MetricFamily events = NewFamily("blklab_simulated_events_total",
                                   "Discrete events processed by all runs.", MetricType::Counter);
@@ -238,7 +254,7 @@ std::vector<MetricFamily> JobMetrics::Collect() const {
     absl::MutexLock lock(&mu_);
     ExpireLocked(options_.now());
     for (const auto& [id, s] : jobs_) {
-      const Labels base = {{"job", s.id}, {"host", s.host}};
+      const Labels base = {{"job_id", s.id}, {"host", s.host}};
       auto with = [&base](std::initializer_list<ClientMetric::Label> more) {
         Labels l = base;
         l.insert(l.end(), more);
@@ -246,6 +262,9 @@ std::vector<MetricFamily> JobMetrics::Collect() const {
       };
       AddGauge(info, with({{"name", s.name}}), 1);
       AddGauge(running, base, s.running ? 1 : 0);
+      AddGauge(state, with({{"state", s.state}}), 1);
+      AddGauge(start_time, base, absl::ToDoubleSeconds(s.started - absl::UnixEpoch()));
+      if (!s.running) AddGauge(end_time, base, absl::ToDoubleSeconds(s.ended - absl::UnixEpoch()));
       AddGauge(progress_s, base, s.progress_virtual_s);
       AddGauge(progress_ratio, base, s.progress_ratio);
       for (int d = 0; d < stats::kNumDirs; ++d) {
@@ -314,8 +333,7 @@ std::vector<MetricFamily> JobMetrics::Collect() const {
         uint64_t cumulative = 0;
         for (int b = 0; b < SnapshotInterval::kClatBuckets; ++b) {
           cumulative += h.buckets[d][b];
-          m.histogram.bucket.push_back(
-              {cumulative, std::ldexp(1.0, SnapshotInterval::kClatBucketLog2Min + b) / 1e9});
+          m.histogram.bucket.push_back({cumulative, SnapshotInterval::ClatBucketUpperNs(b) / 1e9});
         }
         m.histogram.bucket.push_back({h.count[d], std::numeric_limits<double>::infinity()});
         m.histogram.sample_count = h.count[d];
@@ -350,7 +368,7 @@ std::vector<MetricFamily> JobMetrics::Collect() const {
   AddGauge(store, {}, static_cast<double>(server.store_bytes));
 
   std::vector<MetricFamily> out;
-  for (MetricFamily* f : {&build, &jobs, &queue, &workers, &busy, &store, &events, &sim_ios, &hist, &info, &running,
+  for (MetricFamily* f : {&build, &jobs, &queue, &workers, &busy, &store, &events, &sim_ios, &hist, &info, &running, &state, &start_time, &end_time,
                           &iops, &bw, &clat, &cpu, &contention, &lock_spin, &lock_contended_ratio, &profile,
                           &inflight, &progress_s, &progress_ratio, &speed, &ios, &io_bytes, &lock_acq,
                           &lock_contended, &lock_spin_s}) {

@@ -101,6 +101,8 @@ class JobMetrics : public JobObserver, public prometheus::Collectable {
     std::string host;
     std::string name;
     bool running = true;
+    const char* state = "running";  // "succeeded", "failed", "cancelled" once ended
+    absl::Time started;
     absl::Time ended;
     // Cumulative, from the latest slice.
     std::array<uint64_t, stats::kNumDirs> ios{};

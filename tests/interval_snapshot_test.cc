@@ -133,9 +133,10 @@ void CheckAgainstTotals(const Recorded& rec, int64_t status_ns) {
     for (int b = 0; b < stats::LatencyHistogram::kNumBuckets; ++b) {
       if (whole.count(b) == 0) continue;
       const uint64_t v = stats::LatencyHistogram::BucketValue(b);
+      // The coarse bucket whose range holds the fio bucket's value.
       int i = 0;
       while (i + 1 < SnapshotInterval::kClatBuckets &&
-             v >= (uint64_t{1} << (SnapshotInterval::kClatBucketLog2Min + i))) {
+             static_cast<double>(v) >= SnapshotInterval::ClatBucketUpperNs(i)) {
         ++i;
       }
       ASSERT_GE(coarse[i], whole.count(b)) << "fio bucket " << b << " (" << v << " ns)";
