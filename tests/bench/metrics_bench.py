@@ -26,15 +26,8 @@ TMP = tempfile.mkdtemp(prefix="blklab-metrics-bench.")
 os.environ["BLKLAB_PY_GEN"] = os.path.join(TMP, "pygen")
 from blklab_client import Client, job_pb2  # noqa: E402
 sys.path.insert(0, os.path.join(SRC, "tests", "server"))
-from blklabd_harness import Harness  # noqa: E402
+from blklabd_harness import CONTENDED_HOST, Harness  # noqa: E402
 
-HOST = """name: contended
-cpus: {count: 2}
-devices:
-  - name: nullb0
-    null_blk: {poll_queues: 0, submit_queues: 1, irqmode: 1, hw_queue_depth: 4, mbps: 400}
-    queue: {scheduler: none}
-"""
 JOB = """[global]
 ioengine=libaio
 rw=randrw
@@ -55,7 +48,7 @@ def main():
     server, addr = H.start(os.path.join(TMP, "data"), "--workers=%d" % JOBS)
     url = "http://%s/metrics" % server.metrics_addr
     c = Client(addr)
-    c.create_host("contended", spec_text=HOST)
+    c.create_host("contended", spec_text=CONTENDED_HOST)
     names = [c.create_job_from_files({"b.fio": JOB}, ["b.fio"], host="hosts/contended",
                                      pace=job_pb2.Job.REALTIME).name for _ in range(JOBS)]
     # Every job running and past its first status interval (1 s).

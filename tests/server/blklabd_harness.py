@@ -13,6 +13,17 @@ import time
 import traceback
 
 
+# Two CPUs meeting on ctx->lock under null_blk's bandwidth cap: jobs on it
+# show lock contention (the metrics tests and benchmark use it).
+CONTENDED_HOST = """name: contended
+cpus: {count: 2}
+devices:
+  - name: nullb0
+    null_blk: {poll_queues: 0, submit_queues: 1, irqmode: 1, hw_queue_depth: 4, mbps: 400}
+    queue: {scheduler: none}
+"""
+
+
 class Harness:
     """Starts blklabd processes (remembered for cleanup) and records checks."""
 

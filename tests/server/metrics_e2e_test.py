@@ -36,20 +36,11 @@ TMP = tempfile.mkdtemp(prefix="blklabd-metrics.")
 os.environ["BLKLAB_PY_GEN"] = os.path.join(TMP, "pygen")
 from blklab_client import Client, job_pb2  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from blklabd_harness import Harness  # noqa: E402
+from blklabd_harness import CONTENDED_HOST, Harness  # noqa: E402
 
 H = Harness(BLKLABD, TMP)
 check = H.check
 
-# Two CPUs meeting on ctx->lock under null_blk's bandwidth cap: a job with
-# lock contention that a paced run keeps steady.
-HOST = """name: contended
-cpus: {count: 2}
-devices:
-  - name: nullb0
-    null_blk: {poll_queues: 0, submit_queues: 1, irqmode: 1, hw_queue_depth: 4, mbps: 400}
-    queue: {scheduler: none}
-"""
 PACED = """[global]
 ioengine=libaio
 rw=randread
@@ -145,7 +136,7 @@ def main():
     c = Client(addr)
     baseline = len(series(scrape(maddr)))
     prom = start_prometheus(maddr)
-    c.create_host("contended", spec_text=HOST)
+    c.create_host("contended", spec_text=CONTENDED_HOST)
 
     # Two paced jobs hold both workers; quick unpaced jobs queue behind them.
     paced = c.create_job_from_files({"p.fio": PACED % 12}, ["p.fio"], host="hosts/contended",
