@@ -159,6 +159,9 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
       if (!absl::SimpleAtoi(a.substr(7), &seed)) {
         return Fail(absl::InvalidArgumentError("--seed: not an unsigned integer: " + a.substr(7)));
       }
+    } else if (absl::StartsWith(a, "--pace=")) {
+      return Fail(absl::InvalidArgumentError(
+          "--pace: only with --server (a paced job runs on blklabd so that its metrics can be watched live)"));
     } else if (a == "--perf-top") {
       perf_top = 25;
     } else if (absl::StartsWith(a, "--perf-top=")) {

@@ -26,7 +26,8 @@ void Usage(std::ostream& out) {
          "       blklab hosts list\n"
          "       blklab hosts show NAME\n"
          "remote (blklabd), ADDR also from BLKLAB_SERVER, the token from BLKLAB_TOKEN:\n"
-         "       blklab --server ADDR [--token_file F] [--tls_ca_file F] fio [--host=PRESET|hosts/NAME|FILE] ...\n"
+         "       blklab --server ADDR [--token_file F] [--tls_ca_file F] fio [--host=PRESET|hosts/NAME|FILE]\n"
+         "             [--seed=N] [--pace=realtime|fast] [fio options] [job files]\n"
          "       blklab --server ADDR hosts list|get NAME|create NAME FILE|delete NAME|presets [--json]\n"
          "       blklab --server ADDR jobs list [--state=S] [--host=H]|get ID|cancel ID|watch ID|delete ID [--json]\n"
          "       blklab --server ADDR health [SERVICE]\n";

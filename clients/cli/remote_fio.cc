@@ -287,6 +287,7 @@ int JobExit(const std::string& prefix, const v1::Job& job) {
 int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args) {
   std::string host_arg(host::kDefaultPresetName);
   uint64_t seed = 0;
+  v1::Job::Pace pace = v1::Job::AS_FAST_AS_POSSIBLE;
   std::vector<std::string> args;
   for (const std::string& a : all_args) {
     if (absl::StartsWith(a, "--host=")) {
@@ -294,6 +295,15 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
     } else if (absl::StartsWith(a, "--seed=")) {
       if (!absl::SimpleAtoi(a.substr(7), &seed)) {
         return Exit(grpc::StatusCode::INVALID_ARGUMENT, "--seed: not an unsigned integer: " + a.substr(7));
+      }
+    } else if (absl::StartsWith(a, "--pace=")) {
+      const std::string v = a.substr(7);
+      if (v == "realtime") {
+        pace = v1::Job::REALTIME;
+      } else if (v == "fast") {
+        pace = v1::Job::AS_FAST_AS_POSSIBLE;
+      } else {
+        return Exit(grpc::StatusCode::INVALID_ARGUMENT, "--pace: expected realtime or fast, got " + v);
       }
     } else if (a == "--perf-top" || absl::StartsWith(a, "--perf-top=")) {
       return Exit(grpc::StatusCode::UNIMPLEMENTED,
@@ -352,6 +362,7 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
   // The host: a stored host, a preset, or a spec file sent inline.
   v1::Job job;
   job.set_seed(seed);
+  job.set_pace(pace);
   host::HostSpec parse_host;
   bool host_exact = true;
   if (absl::StartsWith(host_arg, "hosts/")) {

@@ -127,6 +127,19 @@ def main():
     rem = remote(addr, ["fio", "--host=hosts/h1", DEMO, "--output-format=json"])
     check(rem.returncode == 0 and rem.stdout == local.stdout, "fio --host=hosts/NAME")
     check(remote(addr, ["hosts", "delete", "h1"]).returncode == 0, "hosts delete")
+    # --pace=realtime: one virtual second takes about one wall second; the
+    # result is the unpaced one.
+    paced_args = ["--name=p", "--ioengine=io_uring", "--rw=randread", "--iodepth=4", "--runtime=1500ms",
+                  "--time_based", "--output-format=json"]
+    t0 = time.time()
+    rp = remote(addr, ["fio", "--pace=realtime"] + paced_args)
+    took = time.time() - t0
+    fast = remote(addr, ["fio", "--pace=fast"] + paced_args)
+    check(rp.returncode == 0 and took >= 1.4 and json.loads(rp.stdout)["jobs"][0]["read"]["total_ios"]
+          == json.loads(fast.stdout)["jobs"][0]["read"]["total_ios"],
+          "--pace=realtime takes %.2f s of wall time for 1.5 s virtual, same IOs as --pace=fast" % took)
+    check(remote(addr, ["fio", "--pace=slow"] + paced_args).returncode == 3, "--pace=slow is INVALID_ARGUMENT (3)")
+    check(run(["fio", "--pace=realtime"] + paced_args).returncode != 0, "--pace without --server is refused")
     w = remote(addr, ["jobs", "watch", jobs[0]["name"]])
     check(w.returncode == 0 and "SUCCEEDED" in w.stdout, "jobs watch of a finished job")
 
