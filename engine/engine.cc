@@ -138,9 +138,42 @@ struct Simulation {
   std::vector<std::unique_ptr<job::JobThread>> clones;
   std::vector<int> clone_device;
   std::vector<uint32_t> wave;        // stonewall wave per clone
+  std::vector<uint32_t> clone_job;   // per clone: its job's index
+  std::vector<int> wait_for_job;     // per clone: the job index its wait_for names, or -1
+  std::vector<bool> started;         // per clone
   uint32_t next_wave = 1;
   uint32_t done = 0;
 };
+
+// Starts every clone whose stonewall wave has begun and whose wait_for job
+// has no clone left running, at `now` plus its own startdelay; opens the
+// next wave once every clone of the earlier ones is done (fio's a.7 rules).
+void StartReadyClones(Simulation& s, sim::SimTime now) {
+  while (s.next_wave <= s.wave.back()) {
+    bool earlier_done = true;
+    for (size_t k = 0; k < s.clones.size(); ++k) {
+      if (s.wave[k] < s.next_wave && !s.clones[k]->done()) earlier_done = false;
+    }
+    if (!earlier_done) break;
+    ++s.next_wave;
+  }
+  for (size_t k = 0; k < s.clones.size(); ++k) {
+    if (s.started[k] || s.wave[k] >= s.next_wave) continue;
+    if (const int w = s.wait_for_job[k]; w >= 0) {
+      bool waited_done = true;
+      for (size_t j = 0; j < s.clones.size(); ++j) {
+        if (static_cast<int>(s.clone_job[j]) == w && !s.clones[j]->done()) waited_done = false;
+      }
+      if (!waited_done) continue;
+    }
+    s.started[k] = true;
+    if (now == 0) {
+      s.clones[k]->Start();
+    } else {
+      s.clones[k]->StartAt(now + s.clones[k]->config().start_at);
+    }
+  }
+}
 
 absl::Status CheckModelled(const host::DeviceSpec& d, const std::string& path) {
   if (const auto* nb = std::get_if<host::NullBlkSpec>(&d.driver)) {
@@ -638,6 +671,16 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
     const JobSpec& spec = jobs[c.job_index];
     if (i > 0 && c.clone_index == 0 && spec.stonewall) ++wave;
     s.wave.push_back(wave);
+    int wait_job = -1;
+    if (!spec.wait_for.empty()) {
+      // The parser checked that exactly one earlier job has this name.
+      for (size_t j = 0; j < c.job_index; ++j) {
+        if (jobs[j].name == spec.wait_for) wait_job = static_cast<int>(j);
+      }
+    }
+    s.wait_for_job.push_back(wait_job);
+    s.clone_job.push_back(c.job_index);
+    s.started.push_back(false);
     const int dev = s.clone_device[i];
     const uint64_t dev_bytes = dev >= 0 ? s.devices[dev].size_bytes
                                         : std::max<uint64_t>(spec.size.bytes, uint64_t{1} << 30);
@@ -657,30 +700,14 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
     jc.end_at = spec.runtime_ns > 0 ? jc.ramp_end + spec.runtime_ns : sim::kSimTimeNever;
     s.clones.push_back(std::make_unique<job::JobThread>(*s.kernel, jc, std::move(gen)));
   }
-  const uint32_t last_wave = wave;
   Simulation* sp = &s;
   for (size_t i = 0; i < s.clones.size(); ++i) {
     s.clones[i]->set_on_done([sp](job::JobThread* t) {
       ++sp->done;
-      // Start the next wave when every clone of the earlier ones is done.
-      while (sp->next_wave <= sp->wave.back()) {
-        bool earlier_done = true;
-        for (size_t k = 0; k < sp->clones.size(); ++k) {
-          if (sp->wave[k] < sp->next_wave && !sp->clones[k]->done()) earlier_done = false;
-        }
-        if (!earlier_done) break;
-        const sim::SimTime now = t->finished_at();
-        for (size_t k = 0; k < sp->clones.size(); ++k) {
-          if (sp->wave[k] == sp->next_wave) {
-            sp->clones[k]->StartAt(now + sp->clones[k]->config().start_at);
-          }
-        }
-        ++sp->next_wave;
-      }
+      StartReadyClones(*sp, t->finished_at());
     });
-    if (s.wave[i] == 0) s.clones[i]->Start();
   }
-  (void)last_wave;
+  StartReadyClones(s, 0);
 
   // Run virtual time in slices: between slices the caller may cancel, and
   // progress and stalls are checked.

@@ -576,5 +576,25 @@ TEST(ConfigErrors, UnknownOptionIsNamed) {
   EXPECT_THAT(q.status().message(), HasSubstr("fixedbufs"));
 }
 
+// fio's start order (FIO_COMPAT a.7): wait_for=NAME starts a job once every
+// clone of NAME has finished, without holding back other jobs; stonewall
+// waits for everything before it.
+TEST(JobOrdering, WaitForAndStonewall) {
+  const RunResult r = MustRun(Preset("null-1cpu"),
+                              {"--ioengine=io_uring", "--rw=randread", "--iodepth=4", "--time_based=1",
+                               "--name=a", "--numjobs=2", "--runtime=100ms",        //
+                               "--name=b", "--wait_for=a", "--runtime=50ms",        //
+                               "--name=c", "--runtime=30ms",                        //
+                               "--name=d", "--stonewall", "--runtime=20ms"});
+  ASSERT_EQ(r.clones.size(), 5u);
+  const CloneResult &a0 = r.clones[0], &a1 = r.clones[1], &b = r.clones[2], &c = r.clones[3], &d = r.clones[4];
+  EXPECT_EQ(a0.start_ns, 0);
+  EXPECT_EQ(c.start_ns, 0) << "c does not wait";
+  EXPECT_GE(b.start_ns, std::max(a0.end_ns, a1.end_ns)) << "b waits for both clones of a";
+  EXPECT_LT(b.start_ns, std::max(a0.end_ns, a1.end_ns) + 5 * 1000 * 1000);
+  EXPECT_GE(d.start_ns, std::max({a0.end_ns, a1.end_ns, b.end_ns, c.end_ns})) << "stonewall waits for all";
+  for (const CloneResult* x : {&a0, &a1, &b, &c, &d}) EXPECT_GT(x->result.dirs[0].total_ios, 0u);
+}
+
 }  // namespace
 }  // namespace blklab
