@@ -111,21 +111,24 @@ void JobMetrics::JobProgress(const std::string& job_name, const Snapshot& snap, 
   if (!snap.has_interval) return;
 
   const SnapshotInterval& iv = snap.interval;
+  // The run's last interval ends with the run and mostly holds the drain of
+  // the IOs in flight: its counts go into the totals, but the gauges keep
+  // showing the last interval of steady work.
+  const bool keep_gauges = snap.clones_running == 0 && s.has_interval;
   const int64_t wall_len = wall_ns - s.interval_wall_ns;
-  // The run's last snapshot closes a slice that the run left early: its
-  // wall time says nothing about the speed, so keep the previous figure.
-  if (snap.clones_running > 0 || s.interval_wall_ns == 0) {
+  if (!keep_gauges) {
     s.speed_ratio = wall_len > 0 ? static_cast<double>(iv.end_ns - iv.start_ns) / static_cast<double>(wall_len) : 0;
+    s.interval = iv;
+    s.has_interval = true;
+    for (auto& [name, l] : s.locks) l.iv_acquisitions = l.iv_contended = l.iv_wait_ns = 0;
   }
   s.interval_wall_ns = wall_ns;
-  s.interval = iv;
-  s.has_interval = true;
-  for (auto& [name, l] : s.locks) l.iv_acquisitions = l.iv_contended = l.iv_wait_ns = 0;
   for (const stats::LockRow& row : iv.locks) {
     LockTotals& l = s.locks[row.name];
     l.acquisitions += row.acquisitions;
     l.contended += row.contended;
     l.wait_ns += row.wait_ns;
+    if (keep_gauges) continue;
     l.iv_acquisitions = row.acquisitions;
     l.iv_contended = row.contended;
     l.iv_wait_ns = row.wait_ns;
