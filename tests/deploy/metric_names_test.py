@@ -27,12 +27,10 @@ import os
 import re
 import sys
 
-SKIP = 77
-try:
-    import yaml
-except ImportError:
-    print("SKIP: python3-yaml not installed (scripts/setup installs it)")
-    sys.exit(SKIP)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import SKIP, require_yaml, verdict  # noqa: E402
+
+yaml = require_yaml()
 
 NAME = re.compile(r"(?<![\w:.])((?:blklab|grpc_server)_[A-Za-z0-9_]+)(?![\w:])")
 SELECTOR = re.compile(r"(?<![\w:.])((?:blklab|grpc_server)_[A-Za-z0-9_]+)\s*\{([^}]*)\}")
@@ -229,11 +227,7 @@ def main():
 
     for name in sorted(set(metrics) - in_panels):
         fail(f"{name} (METRICS.md) is not shown by any dashboard panel")
-    if failures:
-        print(f"FAIL: {len(failures)} problem(s)")
-        return 1
-    print(f"PASS: {len(in_panels)} of {len(metrics)} metrics shown by dashboard panels; every name used is catalogued")
-    return 0
+    return verdict(failures, f"{len(in_panels)} of {len(metrics)} metrics shown by dashboard panels; every name used is catalogued")
 
 
 if __name__ == "__main__":

@@ -41,12 +41,10 @@ import shutil
 import subprocess
 import sys
 
-SKIP = 77
-try:
-    import yaml
-except ImportError:
-    print("SKIP: python3-yaml not installed (scripts/setup installs it)")
-    sys.exit(SKIP)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import SKIP, require_yaml, verdict  # noqa: E402
+
+yaml = require_yaml()
 
 GRPC_PORT, METRICS_PORT = "50051", "9464"
 failures = []
@@ -449,11 +447,7 @@ def main():
     flags = check_dockerfile(src, blklabd, blklab)
     check_compose(src, flags)
     check_dockerignore(src)
-    if failures:
-        print(f"FAIL: {len(failures)} problem(s)")
-        return 1
-    print("PASS: Dockerfile, compose.yaml and .dockerignore")
-    return 0
+    return verdict(failures, "Dockerfile, compose.yaml and .dockerignore")
 
 
 if __name__ == "__main__":

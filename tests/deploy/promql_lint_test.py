@@ -27,7 +27,8 @@ import subprocess
 import sys
 import tempfile
 
-SKIP = 77
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import SKIP, verdict  # noqa: E402
 failures = []
 
 
@@ -144,11 +145,7 @@ def main():
         if record not in tested_exprs:
             fail(f"recording rule {record} has no promql_expr_test in deploy/prometheus/tests")
 
-    if failures:
-        print(f"FAIL: {len(failures)} problem(s)")
-        return 1
-    print("PASS: dashboard PromQL, rules, rule tests and config")
-    return 0
+    return verdict(failures, "dashboard PromQL, rules, rule tests and config")
 
 
 if __name__ == "__main__":
