@@ -596,5 +596,20 @@ TEST(JobOrdering, WaitForAndStonewall) {
   for (const CloneResult* x : {&a0, &a1, &b, &c, &d}) EXPECT_GT(x->result.dirs[0].total_ios, 0u);
 }
 
+// rate_iops on a mixed job (fio's rate_ddir): when the mix picks a
+// direction that is ahead of its rate, the job issues the other direction if
+// that one is behind, so each direction reaches its own cap instead of both
+// being held to the slower one's pace.
+TEST(RateLimits, MixedJobSwitchesToTheDirectionBehindItsRate) {
+  const RunResult r = MustRun(Preset("null-1cpu"),
+                              {"--name=t", "--ioengine=io_uring", "--rw=randrw", "--rwmixread=50", "--iodepth=4",
+                               "--rate_iops=2000,200", "--runtime=1s", "--time_based=1"});
+  ASSERT_EQ(r.clones.size(), 1u);
+  const uint64_t reads = r.clones[0].result.dirs[0].total_ios;
+  const uint64_t writes = r.clones[0].result.dirs[1].total_ios;
+  EXPECT_NEAR(static_cast<double>(reads), 2000, 100) << "reads reach their own cap";
+  EXPECT_NEAR(static_cast<double>(writes), 200, 10) << "writes are held to theirs";
+}
+
 }  // namespace
 }  // namespace blklab

@@ -211,7 +211,8 @@ bool JobThread::Stopping() {
 bool JobThread::PrepareIo(IoU* u) {
   // get_io_u + fill_io_u: fio's own per-I/O user-space work (half here, half
   // at completion).
-  const workload::GeneratedIo io = gen_.Next();
+  const workload::GeneratedIo io = has_rate_ ? gen_.Next([this](workload::Direction d) { return RateDirection(d); })
+                                             : gen_.Next();
   cpu_.Charge(fn_get_io_u_, kernel_.costs().fio_user_per_io / 2);
   u->dir = ToStatsDir(io.direction);
   u->bio.op = ToOp(io.direction);
@@ -274,6 +275,22 @@ sim::Task JobThread::Quiesce() {
   if (!queued_.empty()) co_await Commit();
   if (workload::IsSynchronous(spec_.ioengine)) co_return;
   while (cur_depth_ > 0) co_await Reap(1, cur_depth_);
+}
+
+workload::Direction JobThread::RateDirection(workload::Direction picked) const {
+  // fio's rate_ddir: keep the mix's pick if it is not ahead of its rate;
+  // else switch to the other direction if that one is behind (and the mix
+  // has it); else take whichever may issue first (Throttle then sleeps to
+  // its slot). A direction without a rate is never ahead.
+  const int d = static_cast<int>(picked);
+  const int o = d ^ 1;
+  const sim::SimTime now = cpu_.now();
+  if (rate_next_[d] <= now) return picked;
+  const uint32_t other_mix = picked == workload::Direction::kRead ? 100 - spec_.rwmixread : spec_.rwmixread;
+  if (other_mix == 0) return picked;
+  const workload::Direction other = static_cast<workload::Direction>(o);
+  if (rate_next_[o] <= now) return other;
+  return rate_next_[d] <= rate_next_[o] ? picked : other;
 }
 
 sim::Task JobThread::Throttle(IoU* u) {

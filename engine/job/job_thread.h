@@ -231,6 +231,8 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
       fn_io_submit_one_, fn_io_getevents_, fn_aio_complete_, fn_read_events_, fn_pread_,
       fn_blkdev_read_iter_, fn_io_schedule_, fn_try_to_wake_up_, fn_usec_spin_;
   bool has_rate_ = false;
+  // fio's rate_ddir: the direction a mixed job issues next under rate caps.
+  workload::Direction RateDirection(workload::Direction picked) const;
 };
 
 }  // namespace blklab::job

@@ -414,8 +414,17 @@ GeneratedIo IoGenerator::Next() {
     w.direction = Direction::kWrite;
     return w;
   }
+  return NextIn(NextDirection());
+}
+
+GeneratedIo IoGenerator::Next(absl::FunctionRef<Direction(Direction)> adjust) {
+  if (rw_ != RwPattern::kReadWrite && rw_ != RwPattern::kRandRw) return Next();
+  return NextIn(adjust(NextDirection()));
+}
+
+GeneratedIo IoGenerator::NextIn(Direction d) {
   GeneratedIo io;
-  io.direction = NextDirection();
+  io.direction = d;
   io.length = NextLength(io.direction);
   if (io.length > plan_.region_bytes) io.length = plan_.region_bytes;
   uint64_t rel;

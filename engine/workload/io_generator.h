@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "engine/sim/rng.h"
 #include "engine/workload/job_spec.h"
@@ -95,6 +96,11 @@ class IoGenerator {
 
   // The next I/O. Never fails.
   GeneratedIo Next();
+  // The same, with the direction the mix picked passed through `adjust`
+  // before the length and offset are drawn (fio's rate_ddir switching a
+  // mixed job to the direction that is behind its rate). `adjust` sees only
+  // read or write picks of mixed patterns.
+  GeneratedIo Next(absl::FunctionRef<Direction(Direction)> adjust);
 
   bool random_map_enabled() const { return use_map_; }
   // Completed passes over the region (random map resets, sequential wraps).
@@ -103,6 +109,7 @@ class IoGenerator {
  private:
   IoGenerator() = default;
   Direction NextDirection();
+  GeneratedIo NextIn(Direction d);
   uint64_t NextLength(Direction d);
   uint64_t NextSequentialOffset(Direction d, uint64_t len);
   uint64_t NextRandomOffset(Direction d, uint64_t len);
