@@ -37,6 +37,10 @@ std::optional<stats::JobLogConfig> LogConfigFor(const workload::JobSpec& spec,
   c.avg_msec = static_cast<int64_t>(spec.log_avg_msec);
   c.hist_msec = static_cast<int64_t>(spec.log_hist_msec);
   c.log_offset = spec.log_offset;
+  c.max_value = spec.log_max_value;
+  c.hist_coarseness = static_cast<int>(spec.log_hist_coarseness);
+  c.log_prio = spec.log_prio;
+  c.ioprio = spec.prioclass << 13 | spec.prio;
   c.per_job_logs = spec.per_job_logs;
   c.thread_number = static_cast<int>(thread_number);
   const bool hist = !c.hist_prefix.empty() && c.hist_msec > 0;

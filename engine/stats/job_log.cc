@@ -1,10 +1,12 @@
 // engine/stats/job_log.cc
 #include "engine/stats/job_log.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace blklab::stats {
 
@@ -17,6 +19,10 @@ JobLogger::JobLogger(JobLogConfig config) : config_(std::move(config)) {
   enabled_[kIops] = !config_.iops_prefix.empty();
   enabled_[kLat] = enabled_[kSlat] = enabled_[kClat] = !config_.lat_prefix.empty();
   hist_enabled_ = !config_.hist_prefix.empty() && config_.hist_msec > 0;
+  // fio's last column: the raw ioprio with log_prio, else 1 for the
+  // realtime class (IOPRIO_CLASS_RT = 1, class in bits 13..15).
+  prio_column_ = config_.log_prio ? absl::StrFormat("0x%04x\n", config_.ioprio)
+                                  : ((config_.ioprio >> 13) == 1 ? "1\n" : "0\n");
   Start();
 }
 
@@ -35,7 +41,7 @@ void JobLogger::AppendLine(Kind kind, int64_t t_ms, uint64_t value, Dir dir, uin
   std::string& out = text_[kind];
   absl::StrAppend(&out, t_ms, ", ", value, ", ", static_cast<int>(dir), ", ", bs, ", ");
   if (config_.log_offset) absl::StrAppend(&out, offset, ", ");
-  out += "0\n";
+  out += prio_column_;
 }
 
 void JobLogger::OnCompletion(int64_t t_ns, Dir dir, uint32_t bytes, uint64_t offset,
@@ -117,7 +123,14 @@ void JobLogger::FlushHist(int64_t stamp_ms) {
     LatencyHistogram& h = hist_window_[d];
     if (h.total() == 0) continue;
     absl::StrAppend(&hist_text_, stamp_ms, ", ", d, ", ", hist_bs_[d]);
-    for (uint64_t c : h.counts()) absl::StrAppend(&hist_text_, ", ", c);
+    // log_hist_coarseness N: each bin sums 2^N adjacent fio buckets.
+    const absl::Span<const uint64_t> counts = h.counts();
+    const size_t stride = size_t{1} << std::clamp(config_.hist_coarseness, 0, 16);
+    for (size_t j = 0; j < counts.size(); j += stride) {
+      uint64_t sum = 0;
+      for (size_t k = j; k < std::min(j + stride, counts.size()); ++k) sum += counts[k];
+      absl::StrAppend(&hist_text_, ", ", sum);
+    }
     hist_text_ += '\n';
     h.Clear();
   }

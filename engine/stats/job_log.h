@@ -44,6 +44,9 @@ struct JobLogConfig {
   int64_t hist_msec = 0;    // log_hist_msec; 0 = hist log disabled
   bool max_value = false;   // log_max_value
   bool log_offset = false;  // log_offset
+  int hist_coarseness = 0;  // log_hist_coarseness: 2^N fio buckets per histogram-log bin
+  bool log_prio = false;    // log_prio: print `ioprio` in hex instead of its "is RT" flag
+  uint32_t ioprio = 0;      // the job's IO priority, (class << 13) | level
   bool per_job_logs = true; // per_job_logs
   int thread_number = 1;    // 1-based, all jobs and clones in creation order
 };
@@ -86,6 +89,7 @@ class JobLogger {
   int64_t next_avg_ns_ = 0;
   bool hist_enabled_ = false;
   std::string hist_text_;
+  std::string prio_column_;  // the last column of every line, with its newline
   std::array<LatencyHistogram, kNumDirs> hist_window_;
   std::array<uint64_t, kNumDirs> hist_bs_{};
   int64_t next_hist_ns_ = 0;

@@ -83,5 +83,49 @@ TEST(JobLoggerTest, NoLoggerNoCost) {
   EXPECT_EQ(c.Finish(2).dir(Dir::kRead).total_ios, 1u);
 }
 
+// log_hist_coarseness N sums 2^N adjacent buckets: 1856 >> N bins that add
+// up to the same samples.
+TEST(JobLoggerTest, HistCoarsenessMergesBuckets) {
+  JobLogConfig cfg;
+  cfg.hist_prefix = "h";
+  cfg.hist_msec = 500;
+  const std::vector<LogFile> fine = RunLogs(cfg);
+  cfg.hist_coarseness = 3;
+  const std::vector<LogFile> coarse = RunLogs(cfg);
+  ASSERT_EQ(fine.size(), 1u);
+  ASSERT_EQ(coarse.size(), 1u);
+  const std::vector<std::string> a = absl::StrSplit(fine[0].contents, '\n', absl::SkipEmpty());
+  const std::vector<std::string> b = absl::StrSplit(coarse[0].contents, '\n', absl::SkipEmpty());
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const std::vector<std::string> fa = absl::StrSplit(a[i], ", ");
+    const std::vector<std::string> fb = absl::StrSplit(b[i], ", ");
+    ASSERT_EQ(fb.size(), 3u + 1856 / 8);
+    for (size_t bin = 0; bin < 1856 / 8; ++bin) {
+      uint64_t sum = 0;
+      for (size_t k = 0; k < 8; ++k) sum += std::stoull(fa[3 + bin * 8 + k]);
+      EXPECT_EQ(std::stoull(fb[3 + bin]), sum) << "line " << i << " bin " << bin;
+    }
+  }
+}
+
+// The last column: 1 for the realtime class, or with log_prio the raw
+// ioprio in hex; log_max_value logs a window's maximum latency.
+TEST(JobLoggerTest, PrioColumnAndMaxValue) {
+  JobLogConfig cfg;
+  cfg.lat_prefix = "l";
+  cfg.avg_msec = 500;
+  cfg.ioprio = 1 << 13 | 4;  // RT, level 4
+  std::vector<LogFile> f = RunLogs(cfg);
+  ASSERT_EQ(f.size(), 3u);
+  std::vector<std::string> clat = absl::StrSplit(f[2].contents, '\n', absl::SkipEmpty());
+  EXPECT_EQ(clat[0], "500, 1503, 0, 0, 1");  // mean of 1500 + i % 7
+  cfg.log_prio = true;
+  cfg.max_value = true;
+  f = RunLogs(cfg);
+  clat = absl::StrSplit(f[2].contents, '\n', absl::SkipEmpty());
+  EXPECT_EQ(clat[0], "500, 1506, 0, 0, 0x2004");
+}
+
 }  // namespace
 }  // namespace blklab::stats

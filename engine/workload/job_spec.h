@@ -245,6 +245,8 @@ struct JobSpec {
   uint32_t log_hist_coarseness = 0;
   bool per_job_logs = true;
   bool log_offset = false;
+  bool log_max_value = false;  // averaged logs: the window's maximum instead of its mean
+  bool log_prio = false;       // the last column is the raw ioprio (0x%04x), not "is RT"
 
   // --- placement ---
   std::vector<uint32_t> cpus_allowed;  // empty: all

@@ -184,9 +184,9 @@ const std::vector<OptionDef>& Table() {
     {"log_hist_msec", "", OptionId::kLogHistMsec, OptionKind::kInt, 2, "0", "", "", ""},
     {"log_hist_coarseness", "", OptionId::kLogHistCoarseness, OptionKind::kInt, 2, "0", "", "", ""},
     {"write_hist_log", "", OptionId::kWriteHistLog, OptionKind::kFlagOrString, 2, "", "", "", ""},
-    {"log_max_value", "", OptionId::kGeneric, OptionKind::kBool, 2, "0", "", "", ""},
+    {"log_max_value", "", OptionId::kLogMaxValue, OptionKind::kBool, 2, "0", "", "", ""},
     {"log_offset", "", OptionId::kLogOffset, OptionKind::kBool, 2, "0", "", "", ""},
-    {"log_prio", "", OptionId::kGeneric, OptionKind::kBool, 2, "0", "", "", ""},
+    {"log_prio", "", OptionId::kLogPrio, OptionKind::kBool, 2, "0", "", "", ""},
     {"log_compression", "", OptionId::kGeneric, OptionKind::kInt, 2, "", "", "", ""},
     {"log_compression_cpus", "", OptionId::kGeneric, OptionKind::kString, 3, "", "", "", ""},
     {"log_store_compressed", "", OptionId::kGeneric, OptionKind::kBool, 2, "", "", "", ""},
@@ -812,6 +812,8 @@ absl::Status ApplyOption(const OptionDef& def, const std::optional<std::string>&
     case OptionId::kLogHistMsec: return u64(&spec->log_hist_msec);
     case OptionId::kLogHistCoarseness: return u32(&spec->log_hist_coarseness, 0, 8);
     case OptionId::kLogOffset: return boolean(&spec->log_offset);
+    case OptionId::kLogMaxValue: return boolean(&spec->log_max_value);
+    case OptionId::kLogPrio: return boolean(&spec->log_prio);
     case OptionId::kClatPercentiles: return boolean(&spec->clat_percentiles);
     case OptionId::kLatPercentiles: return boolean(&spec->lat_percentiles);
     case OptionId::kSlatPercentiles: return boolean(&spec->slat_percentiles);
