@@ -125,7 +125,43 @@ model::KernelKnobs KernelKnobsFor(const host::HostSpec& h) {
   k.plug_cache_time = h.knobs.plug_cache_time;
   k.batched_completion = h.knobs.batched_completion;
   k.plug_request_cache = h.knobs.plug_request_cache;
+  k.skip_run_queues_without_elevator = h.knobs.skip_run_queues_without_elevator;
+  k.run_all_hw_queues_on_completion = h.knobs.run_all_hw_queues_on_completion;
+  k.tag_busy_iter_shared_once = h.knobs.tag_busy_iter_shared_once;
+  k.busy_iter_takes_tags_lock = h.knobs.busy_iter_takes_tags_lock;
+  k.scsi_budget_idle_delay_run = h.knobs.scsi_budget_idle_delay_run;
   return k;
+}
+
+// /sys/block/X/queue settings of one device instance, with the scheduler
+// fio's ioscheduler= chose.
+model::QueueConfig QueueConfigFor(const host::HostSpec& h, const DeviceInstance& d) {
+  const host::QueueSpec& q = d.spec->queue;
+  model::QueueConfig qc;
+  qc.scheduler = d.scheduler == host::Scheduler::kMqDeadline ? model::Elevator::kMqDeadline
+                                                              : model::Elevator::kNone;
+  // nr_requests was resolved for the spec's own scheduler; fio may have
+  // switched it (elevator_switch resets nr_requests to the kernel default).
+  if (d.scheduler == q.scheduler) {
+    qc.nr_requests = static_cast<uint32_t>(q.nr_requests);
+  } else {
+    const int depth = host::TagDepth(*d.spec);
+    qc.nr_requests = static_cast<uint32_t>(
+        qc.scheduler == model::Elevator::kMqDeadline ? 2 * std::min(depth, 128) : depth);
+  }
+  qc.iostats = q.iostats;
+  qc.rq_affinity = q.rq_affinity;
+  qc.nomerges = q.nomerges;
+  model::DeadlineConfig& dd = qc.deadline;
+  dd.read_expire_ns = int64_t{q.iosched.read_expire} * sim::kNsPerMs;
+  dd.write_expire_ns = int64_t{q.iosched.write_expire} * sim::kNsPerMs;
+  dd.writes_starved = q.iosched.writes_starved;
+  dd.fifo_batch = q.iosched.fifo_batch;
+  dd.front_merges = q.iosched.front_merges;
+  dd.serialize_dispatch = h.knobs.dd_serialize_dispatch;
+  dd.insert_side_lists = h.knobs.dd_insert_side_lists;
+  dd.skip_merge_if_contended = h.knobs.dd_skip_merge_if_contended;
+  return qc;
 }
 
 // Everything one run owns.
@@ -194,10 +230,11 @@ absl::Status PlanDevices(const RunRequest& req, std::vector<DeviceInstance>& dev
     }
     const std::string path = absl::StrCat("devices[", spec_index, "]");
     BLKLAB_RETURN_IF_ERROR(CheckModelled(*devices[dev].spec, path));
-    if (devices[dev].scheduler == host::Scheduler::kMqDeadline) {
+    if (devices[dev].scheduler == host::Scheduler::kMqDeadline && req.host.knobs.dd_insert_buckets) {
       return absl::UnimplementedError(absl::StrCat(
           "device ", devices[dev].name,
-          ": scheduler mq-deadline is not modelled yet; use --ioscheduler=none or queue.scheduler: none"));
+          ": knobs.dd_insert_buckets (mq-deadline per-CPU insert buckets) is not modelled yet; "
+          "use dd_insert_side_lists for the insert fix"));
     }
   }
   clone_device.clear();
@@ -562,11 +599,7 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
     cfg.size_bytes = d.size_bytes;
     cfg.block_size = static_cast<uint32_t>(nb.bs);
     cfg.mbps = static_cast<uint64_t>(nb.mbps);
-    model::QueueConfig qc;
-    qc.scheduler = model::Elevator::kNone;
-    qc.iostats = d.spec->queue.iostats;
-    qc.rq_affinity = d.spec->queue.rq_affinity;
-    qc.nomerges = d.spec->queue.nomerges;
+    const model::QueueConfig qc = QueueConfigFor(req.host, d);
     s.null_blks[dev] = std::make_unique<model::NullBlk>(*s.kernel, d.name, cfg, qc);
   }
 
@@ -700,7 +733,7 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
         for (const model::Request* rq : s.null_blks[dev]->queue().StuckRequests(horizon, 0)) {
           stuck.push_back(absl::StrCat(s.devices[dev].name, " tag ", rq->tag, " sector ", rq->sector,
                                        " (allocated at ", rq->alloc_time_ns, " ns, hctx ",
-                                       rq->mq_hctx->queue_num(), ")"));
+                                       rq->mq_hctx->queue_num()));
           if (stuck.size() >= 16) break;
         }
       }

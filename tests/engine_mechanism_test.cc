@@ -507,6 +507,143 @@ INSTANTIATE_TEST_SUITE_P(
                   "--iodepth=16", "--numjobs=2", "--runtime=50ms", "--time_based=1"}}),
     [](const ::testing::TestParamInfo<LossCase>& info) { return info.param.name; });
 
+// --- mq-deadline (KERNEL_MODEL.md §2.4, §3.5; RC4) --------------------------
+
+// A host of `cpus` CPUs (one LLC) with one null_blk of one hw queue under
+// mq-deadline; `fixes` turns the three RC4 switches on (6.9) or off (6.8).
+host::HostSpec DeadlineHost(int cpus, bool fixes, const std::string& null_blk = "irqmode: 1") {
+  const char* v = fixes ? "true" : "false";
+  const std::string yaml = absl::StrCat(
+      "name: dd-host\n"
+      "cpus: {count: ", cpus, "}\n"
+      "kernel: {hz: 1000}\n"
+      "knobs: {dd_serialize_dispatch: ", v, ", dd_insert_side_lists: ", v,
+      ", dd_skip_merge_if_contended: ", v, "}\n"
+      "devices:\n"
+      "  - name: nullb0\n"
+      "    null_blk: {submit_queues: 1, poll_queues: 0, ", null_blk, "}\n"
+      "    queue: {scheduler: mq-deadline}\n");
+  absl::StatusOr<host::HostSpec> h = host::ParseHostSpec(yaml);
+  EXPECT_TRUE(h.ok()) << h.status() << "\n" << yaml;
+  return h.ok() ? *h : host::HostSpec{};
+}
+
+// RC4-style submitters: io_uring, small batched depth, one thread per CPU.
+std::vector<std::string> ManySubmitters(int numjobs, const std::string& sched = "") {
+  std::vector<std::string> a = {"--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=4k",
+                                "--iodepth=8", "--iodepth_batch_submit=4",
+                                "--iodepth_batch_complete_min=1", "--norandommap=1",
+                                absl::StrCat("--numjobs=", numjobs), "--cpus_allowed_policy=split",
+                                absl::StrCat("--cpus_allowed=0-", numjobs - 1),
+                                "--runtime=20ms", "--time_based=1"};
+  if (!sched.empty()) a.push_back("--ioscheduler=" + sched);
+  return a;
+}
+
+const stats::LockRow* LockNamed(const stats::KernelReport& k, const std::string& name) {
+  for (const auto& l : k.locks) {
+    if (l.name == name) return &l;
+  }
+  return nullptr;
+}
+
+struct DeadlineLossCase {
+  std::string name;
+  int cpus;
+  bool fixes;
+  std::string null_blk;
+  std::vector<std::string> args;
+};
+
+class DeadlineNoLostRequestTest : public ::testing::TestWithParam<DeadlineLossCase> {};
+
+TEST_P(DeadlineNoLostRequestTest, EveryIssuedIoCompletes) {
+  const DeadlineLossCase& tc = GetParam();
+  RunOutcome run = RunArgs(DeadlineHost(tc.cpus, tc.fixes, tc.null_blk), tc.args);
+  ASSERT_TRUE(run.result.ok()) << run.result.status();
+  const RunResult& r = *run.result;
+  for (const auto& c : r.clones) {
+    for (int d = 0; d < 3; ++d) EXPECT_EQ(c.result.issued[d], c.result.dirs[d].total_ios);
+  }
+  EXPECT_GT(TotalIos(r), 0u);
+  EXPECT_EQ(CounterOf(r.kernel, "submit_bio"), TotalIssued(r));
+  EXPECT_EQ(CounterOf(r.kernel, "requests_completed") + CounterOf(r.kernel, "plug_merge") +
+                CounterOf(r.kernel, "sched_merge"),
+            CounterOf(r.kernel, "submit_bio"));
+  EXPECT_NE(LockNamed(r.kernel, "nullb0:dd->lock"), nullptr) << Describe(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Configs, DeadlineNoLostRequestTest,
+    ::testing::Values(
+        DeadlineLossCase{"irq0_1cpu", 1, false, "irqmode: 0", LossJob("io_uring", 32, 1)},
+        DeadlineLossCase{"irq1_4cpu_libaio", 4, false, "irqmode: 1", LossJob("libaio", 32, 4)},
+        DeadlineLossCase{"irq2_4cpu_tags4", 4, false, "irqmode: 2, completion_nsec: 20000, hw_queue_depth: 4",
+                         LossJob("io_uring", 32, 4)},
+        DeadlineLossCase{"irq1_8cpu_fixes", 8, true, "irqmode: 1", ManySubmitters(8)},
+        DeadlineLossCase{"irq2_8cpu_fixes_tags4", 8, true, "irqmode: 2, completion_nsec: 20000, hw_queue_depth: 4",
+                         ManySubmitters(8)},
+        DeadlineLossCase{"psync_4cpu_fixes", 4, true, "irqmode: 1", LossJob("psync", 1, 4)},
+        DeadlineLossCase{"seq_merges_1cpu", 1, false, "irqmode: 2, completion_nsec: 50000",
+                         {"--name=t", "--ioengine=libaio", "--rw=read", "--bs=4k", "--iodepth=64",
+                          "--iodepth_batch_submit=1", "--runtime=20ms", "--time_based=1"}}),
+    [](const ::testing::TestParamInfo<DeadlineLossCase>& info) { return info.param.name; });
+
+// Before the RC4 fixes every IO takes dd->lock three times: the merge probe,
+// the insert and the dispatch (plus dispatch calls that find nothing).
+TEST(MqDeadline, AboutThreeDdLockAcquisitionsPerIo) {
+  const RunResult r = MustRun(DeadlineHost(1, false), LossJob("io_uring", 16, 1));
+  const stats::LockRow* dd = LockNamed(r.kernel, "nullb0:dd->lock");
+  ASSERT_NE(dd, nullptr) << Describe(r);
+  const double per_io = static_cast<double>(dd->acquisitions) / static_cast<double>(TotalIos(r));
+  EXPECT_GE(per_io, 2.9) << Describe(r);
+  EXPECT_LE(per_io, 4.0) << Describe(r);
+  EXPECT_GT(ProfileNs(r.kernel, "dd_bio_merge"), 0);
+  EXPECT_GT(ProfileNs(r.kernel, "dd_insert_requests"), 0);
+  EXPECT_GT(ProfileNs(r.kernel, "dd_dispatch_request"), 0);
+}
+
+// RC4's mechanism: many submitters on one hw queue meet on dd->lock, the
+// spin shows in the profile, and IOPS fall below scheduler none.
+TEST(MqDeadline, ManySubmittersContendOnDdLockAndLoseToNone) {
+  const host::HostSpec h = DeadlineHost(16, false);
+  const RunResult none = MustRun(h, ManySubmitters(16, "none"));
+  const RunResult dd = MustRun(h, ManySubmitters(16, "mq-deadline"));
+  const stats::LockRow* lock = LockNamed(dd.kernel, "nullb0:dd->lock");
+  ASSERT_NE(lock, nullptr);
+  EXPECT_GT(lock->contended, lock->acquisitions / 2) << Describe(dd);
+  EXPECT_GT(dd.kernel.contention_pct, none.kernel.contention_pct);
+  EXPECT_GT(ProfileNs(dd.kernel, "native_queued_spin_lock_slowpath"),
+            ProfileNs(none.kernel, "native_queued_spin_lock_slowpath"));
+  EXPECT_LT(RunIops(dd), RunIops(none)) << "none: " << Describe(none) << "\ndd: " << Describe(dd);
+}
+
+// The 6.9 fixes (one dispatcher, side-list inserts, merge trylock) lower
+// the contention on dd->lock (direction only).
+TEST(MqDeadline, Rc4FixesLowerContention) {
+  const RunResult before = MustRun(DeadlineHost(16, false), ManySubmitters(16));
+  const RunResult after = MustRun(DeadlineHost(16, true), ManySubmitters(16));
+  EXPECT_LT(after.kernel.contention_pct, before.kernel.contention_pct)
+      << "before: " << Describe(before) << "\nafter: " << Describe(after);
+  const stats::LockRow* b = LockNamed(before.kernel, "nullb0:dd->lock");
+  const stats::LockRow* a = LockNamed(after.kernel, "nullb0:dd->lock");
+  ASSERT_NE(b, nullptr);
+  ASSERT_NE(a, nullptr);
+  EXPECT_LT(static_cast<double>(a->wait_ns) / static_cast<double>(TotalIos(after)),
+            static_cast<double>(b->wait_ns) / static_cast<double>(TotalIos(before)));
+  EXPECT_NE(LockNamed(after.kernel, "nullb0:dd->insert_lock"), nullptr);
+}
+
+// dd_insert_buckets is refused with a clear error.
+TEST(MqDeadline, InsertBucketsAreRefused) {
+  host::HostSpec h = DeadlineHost(2, false);
+  h.knobs.dd_insert_buckets = true;
+  RunOutcome r = RunArgs(h, LossJob("io_uring", 8, 1));
+  ASSERT_FALSE(r.result.ok());
+  EXPECT_EQ(r.result.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(r.result.status().message(), HasSubstr("dd_insert_buckets"));
+}
+
 // Regressions of model bugs found by these tests.
 //
 // Two io_uring IOPOLL submitters on two CPUs sharing one poll queue: each

@@ -60,6 +60,8 @@ enum class CostSource { kSrc, kDerived, kGuess };
   X(dd_insert_request, 50, kGuess, "dd_insert_request fixed part (dd->lock held)")              \
   X(dd_insert_per_log2, 8, kGuess, "dd_insert_request per log2(queued)")                        \
   X(dd_dispatch_request, 50, kGuess, "dd_dispatch_request (dd->lock held)")                     \
+  X(dd_has_work, 3, kGuess, "dd_has_work lock-free list-head checks (cache hot)")               \
+  X(dd_side_list_add, 10, kGuess, "dd_insert_requests splice onto the side list (insert_lock held)") \
   X(null_queue_rq, 20, kGuess, "null_queue_rq + null_handle_cmd")                               \
   X(nvme_queue_rq, 80, kGuess, "nvme_queue_rq, single")                                         \
   X(nvme_queue_rqs_per_rq, 25, kGuess, "nvme_queue_rqs per request inside a batch")             \

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "engine/model/kernel.h"
+#include "engine/model/mq_deadline.h"
 #include "engine/model/request.h"
 #include "engine/model/tag_set.h"
 #include "engine/sim/cacheline.h"
@@ -59,6 +60,11 @@ class BlkMqDriver {
   virtual void Complete(sim::Cpu& cpu, Request* rq) = 0;
   // ->poll: completes what a poll queue has finished; returns the count.
   virtual int Poll(sim::Cpu& cpu, Hctx* hctx) { return 0; }
+  // ->get_budget / ->put_budget (SCSI only): has_budget() says whether the
+  // driver has them at all.
+  virtual bool has_budget() const { return false; }
+  virtual bool GetBudget(sim::Cpu& cpu, RequestQueue* q) { return true; }
+  virtual void PutBudget(sim::Cpu& cpu, RequestQueue* q) {}
 };
 
 enum class Elevator : uint8_t { kNone, kMqDeadline };
@@ -70,6 +76,7 @@ struct QueueConfig {
   bool iostats = true;
   int rq_affinity = 1;       // 0, 1 (SAME_COMP), 2 (SAME_FORCE)
   int nomerges = 0;          // 0, 1 (no complex merges), 2 (no merges)
+  DeadlineConfig deadline;   // mq-deadline tunables and RC4 switches
 };
 
 // blk_mq_ctx: one per CPU per queue.
@@ -133,6 +140,11 @@ class Hctx {
   int next_cpu_index_ = 0;
   int next_cpu_batch_ = 0;
   uint32_t dispatch_from_ = 0;
+  Tags* sched_tags_ = nullptr;  // hctx->sched_tags (mq-deadline)
+  bool tag_active_ = false;     // BLK_MQ_S_TAG_ACTIVE (per-hctx tags, shared set)
+  uint32_t nr_active_ = 0;      // hctx->nr_active
+  sim::CacheLine nr_active_line_;
+  bool on_dispatch_wait_ = false;  // hctx->dispatch_wait queued on the tags
   RunWork run_work_;
 };
 
@@ -191,6 +203,7 @@ class RequestQueue {
   void RunHwQueueAsync(sim::Cpu& cpu, Hctx* hctx);        // async = true
   void DelayRunHwQueue(sim::Cpu* cpu, Hctx* hctx, int64_t delay_ns);
   void RunHwQueuesAsync(sim::Cpu& cpu);                   // blk_mq_run_hw_queues(q, true)
+  void DelayRunHwQueues(sim::Cpu* cpu, int64_t delay_ns);  // blk_mq_delay_run_hw_queues
   void StopHwQueues();                                     // blk_mq_stop_hw_queues
   void StartStoppedHwQueues(sim::Cpu* cpu);                // blk_mq_start_stopped_hw_queues(q, true)
 
@@ -202,6 +215,12 @@ class RequestQueue {
   // blk_hctx_poll: polls the poll queue CPU `cpu` maps to; returns completions.
   int Poll(sim::Cpu& cpu);
   bool has_poll_queues() const { return set_.config().nr_poll_queues > 0; }
+  // The elevator (null for none).
+  DeadlineSched* elevator() { return dd_.get(); }
+  // Puts the request's SCSI budget back if it holds one.
+  void PutRqBudget(sim::Cpu& cpu, Request* rq);
+  // Requests holding a driver tag of this queue (fair-sharing accounting).
+  uint32_t nr_active_requests() const { return nr_active_shared_; }
 
  private:
   friend class Hctx;
@@ -233,6 +252,16 @@ class RequestQueue {
   sim::Task InsertAndRun(sim::Cpu& cpu, Request* rq, bool run_async);
   sim::Task BypassInsert(sim::Cpu& cpu, Request* rq, bool at_head);
   sim::Task DispatchRequests(sim::Cpu& cpu, Hctx* hctx);
+  sim::Task DoDispatchSched(sim::Cpu& cpu, Hctx* hctx);
+  sim::Task DoDispatchSchedOnce(sim::Cpu& cpu, Hctx* hctx, bool* progress);
+  sim::Task InsertRequestsSched(sim::Cpu& cpu, RequestList& list, Hctx* hctx, bool run_async);
+  bool SharedTags() const { return set_.nr_queues() > 1; }
+  void TagBusy(sim::Cpu& cpu, Hctx* hctx);
+  bool MayQueue(sim::Cpu& cpu, Hctx* hctx);
+  void IncActive(sim::Cpu& cpu, Hctx* hctx);
+  void DecActive(sim::Cpu& cpu, Hctx* hctx);
+  bool GetDriverTag(sim::Cpu& cpu, Request* rq);
+  Tags& AllocTags(Hctx* hctx) { return dd_ ? *hctx->sched_tags_ : hctx->tags(); }
   sim::Task DispatchRqList(sim::Cpu& cpu, Hctx* hctx, RequestList& list, bool* progress);
   sim::Task FlushBusyCtxs(sim::Cpu& cpu, Hctx* hctx, RequestList& out);
   bool HasPending(sim::Cpu& cpu, Hctx* hctx);
@@ -258,6 +287,11 @@ class RequestQueue {
   sim::SimTime next_part_stamp_ = 0;  // the next jiffy boundary
   uint64_t allocated_ = 0;
   uint64_t ended_ = 0;
+  std::unique_ptr<DeadlineSched> dd_;             // q->elevator
+  std::vector<std::unique_ptr<Tags>> sched_tags_;  // per hctx, or one (host-shared tags)
+  bool hctx_active_ = false;        // QUEUE_FLAG_HCTX_ACTIVE (host-shared tags)
+  uint32_t nr_active_shared_ = 0;   // q->nr_active_requests_shared_tags
+  sim::CacheLine nr_active_shared_line_;
 };
 
 }  // namespace blklab::model
