@@ -13,6 +13,7 @@
 #include "engine/host/presets.h"
 #include "engine/job/job_thread.h"
 #include "engine/model/drivers/null_blk.h"
+#include "engine/model/drivers/scsi_hba.h"
 #include "engine/model/kernel.h"
 #include "engine/sim/machine.h"
 #include "engine/sim/spinlock.h"
@@ -34,18 +35,13 @@ struct DeviceInstance {
   bool has_poll_queues = false;
 };
 
-std::string InstanceName(const std::string& base, int index, int count) {
-  if (count == 1) return base;
-  return absl::StrCat(base, "-", index);
-}
-
 std::vector<DeviceInstance> ListDevices(const host::HostSpec& host) {
   std::vector<DeviceInstance> out;
   for (const host::DeviceSpec& d : host.devices) {
     const int n = host::DeviceInstances(d);
     for (int i = 0; i < n; ++i) {
       DeviceInstance inst;
-      inst.name = InstanceName(d.name, i, n);
+      inst.name = host::DeviceInstanceName(d, i);
       inst.spec = &d;
       inst.scheduler = d.queue.scheduler;
       if (const auto* nb = std::get_if<host::NullBlkSpec>(&d.driver)) {
@@ -55,6 +51,8 @@ std::vector<DeviceInstance> ListDevices(const host::HostSpec& host) {
         inst.size_bytes = static_cast<uint64_t>(nv->gb) << 30;
       } else if (const auto* sd = std::get_if<host::ScsiDebugSpec>(&d.driver)) {
         inst.size_bytes = static_cast<uint64_t>(sd->dev_size_mb) << 20;
+      } else if (const auto* hba = std::get_if<host::HbaSpec>(&d.driver)) {
+        inst.size_bytes = static_cast<uint64_t>(hba->gb) << 30;
       }
       out.push_back(inst);
     }
@@ -152,6 +150,7 @@ model::QueueConfig QueueConfigFor(const host::HostSpec& h, const DeviceInstance&
   qc.iostats = q.iostats;
   qc.rq_affinity = q.rq_affinity;
   qc.nomerges = q.nomerges;
+  qc.timeout_timer = true;
   model::DeadlineConfig& dd = qc.deadline;
   dd.read_expire_ns = int64_t{q.iosched.read_expire} * sim::kNsPerMs;
   dd.write_expire_ns = int64_t{q.iosched.write_expire} * sim::kNsPerMs;
@@ -171,6 +170,8 @@ struct Simulation {
   std::unique_ptr<model::Kernel> kernel;
   std::vector<DeviceInstance> devices;
   std::vector<std::unique_ptr<model::NullBlk>> null_blks;  // by device index (null if unused)
+  std::vector<std::unique_ptr<model::ScsiHba>> hbas;       // by host entry (null if unused)
+  std::vector<model::RequestQueue*> queues;                // by device index (null if unused)
   std::vector<std::unique_ptr<job::JobThread>> clones;
   std::vector<int> clone_device;
   std::vector<uint32_t> wave;        // stonewall wave per clone
@@ -199,7 +200,9 @@ absl::Status CheckModelled(const host::DeviceSpec& d, const std::string& path) {
   if (std::holds_alternative<host::NvmeSpec>(d.driver)) {
     return absl::UnimplementedError(absl::StrCat(path, ": the nvme driver is not modelled yet"));
   }
-  return absl::UnimplementedError(absl::StrCat(path, ": the scsi_debug driver is not modelled yet"));
+  if (std::holds_alternative<host::HbaSpec>(d.driver)) return absl::OkStatus();
+  return absl::UnimplementedError(absl::StrCat(
+      path, ": the scsi_debug driver is not modelled yet (the SCSI path is: use an hba device)"));
 }
 
 // Resolves every clone's target device and the schedulers fio's ioscheduler=
@@ -341,9 +344,9 @@ absl::Status BuildKernelReport(const RunRequest& req, Simulation& s, sim::SimTim
             [](const stats::CounterRow& a, const stats::CounterRow& b) { return a.name < b.name; });
   for (auto& c : result.clones) k.total_ios += c.result.dirs[0].total_ios + c.result.dirs[1].total_ios +
                                                c.result.dirs[2].total_ios;
-  for (size_t dev = 0; dev < s.null_blks.size(); ++dev) {
-    if (!s.null_blks[dev]) continue;
-    model::RequestQueue& q = s.null_blks[dev]->queue();
+  for (size_t dev = 0; dev < s.queues.size(); ++dev) {
+    if (s.queues[dev] == nullptr) continue;
+    model::RequestQueue& q = *s.queues[dev];
     if (final) q.FinishDiskStats(end);
     model::DiskStats ds = q.disk_stats();
     if (!final && ds.in_flight > 0 && end > ds.busy_since) ds.io_ticks_ns += end - ds.busy_since;
@@ -584,9 +587,47 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
   s.devices = ListDevices(req.host);
   BLKLAB_RETURN_IF_ERROR(PlanDevices(req, s.devices, s.clone_device));
   s.null_blks.resize(s.devices.size());
+  s.queues.assign(s.devices.size(), nullptr);
+  s.hbas.resize(req.host.devices.size());
   for (int dev : s.clone_device) {
-    if (dev < 0 || s.null_blks[dev] != nullptr) continue;
+    if (dev < 0 || s.queues[dev] != nullptr) continue;
     const DeviceInstance& d = s.devices[dev];
+    if (const auto* hba = std::get_if<host::HbaSpec>(&d.spec->driver)) {
+      // One SCSI host per entry with all its LUNs (they share its tags).
+      size_t entry = 0;
+      int scsi_host = 0;
+      for (size_t k = 0; k < req.host.devices.size(); ++k) {
+        if (&req.host.devices[k] == d.spec) {
+          entry = k;
+          break;
+        }
+        if (std::holds_alternative<host::HbaSpec>(req.host.devices[k].driver)) ++scsi_host;
+      }
+      std::vector<int> lun_devs;
+      for (size_t i = 0; i < s.devices.size(); ++i) {
+        if (s.devices[i].spec == d.spec) lun_devs.push_back(static_cast<int>(i));
+      }
+      std::vector<std::string> names;
+      for (int i : lun_devs) names.push_back(s.devices[i].name);
+      model::ScsiHbaConfig hc;
+      hc.lld = hba->lld;
+      hc.can_queue = static_cast<uint32_t>(hba->can_queue);
+      hc.nr_hw_queues = static_cast<uint32_t>(hba->nr_hw_queues);
+      hc.host_tagset = hba->host_tagset;
+      hc.cmd_per_lun = static_cast<uint32_t>(hba->cmd_per_lun);
+      hc.firmware_nsec = hba->firmware_nsec;
+      hc.max_iops = hba->max_iops;
+      hc.drives = static_cast<uint32_t>(hba->drives);
+      hc.drive_iops = hba->drive_iops;
+      hc.drive_latency_nsec = hba->drive_latency_nsec;
+      hc.stripe_bytes = static_cast<uint64_t>(hba->stripe_kb) << 10;
+      // fio's ioscheduler= applies per LUN; the host's LUNs share one config
+      // here, taken from the first LUN a job uses.
+      s.hbas[entry] = std::make_unique<model::ScsiHba>(*s.kernel, absl::StrCat("host", scsi_host), names, hc,
+                                                       QueueConfigFor(req.host, d));
+      for (size_t i = 0; i < lun_devs.size(); ++i) s.queues[lun_devs[i]] = &s.hbas[entry]->queue(static_cast<int>(i));
+      continue;
+    }
     const auto& nb = std::get<host::NullBlkSpec>(d.spec->driver);
     model::NullBlkConfig cfg;
     cfg.submit_queues = static_cast<uint32_t>(nb.submit_queues);
@@ -601,6 +642,7 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
     cfg.mbps = static_cast<uint64_t>(nb.mbps);
     const model::QueueConfig qc = QueueConfigFor(req.host, d);
     s.null_blks[dev] = std::make_unique<model::NullBlk>(*s.kernel, d.name, cfg, qc);
+    s.queues[dev] = &s.null_blks[dev]->queue();
   }
 
   // Clones: one simulated fio thread each; stonewall opens a new wave.
@@ -624,7 +666,7 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
     jc.plan = plan;
     jc.thread_number = c.thread_number;
     jc.cpu = cpu;
-    jc.queue = dev >= 0 ? &s.null_blks[dev]->queue() : nullptr;
+    jc.queue = dev >= 0 ? s.queues[dev] : nullptr;
     jc.start_at = spec.startdelay_min_ns;
     jc.ramp_end = jc.start_at + spec.ramp_time_ns;
     jc.end_at = spec.runtime_ns > 0 ? jc.ramp_end + spec.runtime_ns : sim::kSimTimeNever;
@@ -728,9 +770,9 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
     if (idle || horizon - last_progress > req.limits.stall_ns) {
       // Nothing can ever happen again (or nothing has for too long): stalled.
       std::vector<std::string> stuck;
-      for (size_t dev = 0; dev < s.null_blks.size(); ++dev) {
-        if (!s.null_blks[dev]) continue;
-        for (const model::Request* rq : s.null_blks[dev]->queue().StuckRequests(horizon, 0)) {
+      for (size_t dev = 0; dev < s.queues.size(); ++dev) {
+        if (s.queues[dev] == nullptr) continue;
+        for (const model::Request* rq : s.queues[dev]->StuckRequests(horizon, 0)) {
           stuck.push_back(absl::StrCat(s.devices[dev].name, " tag ", rq->tag, " sector ", rq->sector,
                                        " (allocated at ", rq->alloc_time_ns, " ns, hctx ",
                                        rq->mq_hctx->queue_num()));

@@ -644,6 +644,116 @@ TEST(MqDeadline, InsertBucketsAreRefused) {
   EXPECT_THAT(r.result.status().message(), HasSubstr("dd_insert_buckets"));
 }
 
+// --- SCSI HBA with host-wide shared tags (RC3, RC1) ------------------------
+
+host::HostSpec HbaHost(int cpus, const std::string& knobs, const std::string& hba,
+                       const std::string& scheduler) {
+  const std::string yaml = absl::StrCat(
+      "name: hba-host\n"
+      "cpus: {count: ", cpus, "}\n"
+      "kernel: {hz: 1000}\n"
+      "knobs: {", knobs, "}\n"
+      "devices:\n"
+      "  - name: sdb\n"
+      "    hba: {", hba, "}\n"
+      "    queue: {scheduler: ", scheduler, "}\n");
+  absl::StatusOr<host::HostSpec> h = host::ParseHostSpec(yaml);
+  EXPECT_TRUE(h.ok()) << h.status() << "\n" << yaml;
+  return h.ok() ? *h : host::HostSpec{};
+}
+
+// RC3: one RAID-0 volume, one submitter at QD128, scheduler none.
+RunResult Rc3Run(int hw_queues, bool run_all) {
+  const host::HostSpec h = HbaHost(
+      4, absl::StrCat("run_all_hw_queues_on_completion: ", run_all ? "true" : "false"),
+      absl::StrCat("nr_hw_queues: ", hw_queues,
+                   ", can_queue: 4096, drives: 8, drive_latency_nsec: 80000, firmware_nsec: 2000"),
+      "none");
+  return MustRun(h, {"--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--direct=1",
+                     "--rw=randread", "--bs=4k", "--iodepth=128", "--norandommap=1",
+                     "--runtime=50ms", "--time_based=1"});
+}
+
+// Exposing 128 hw queues makes every completion run all of them
+// (scsi_end_request -> blk_mq_run_hw_queues), each checking for pending
+// work: IOPS fall and the check functions rise in the profile.
+TEST(ScsiHba, Rc3ManyExposedHwQueuesCostARunPerHctxPerCompletion) {
+  const RunResult one = Rc3Run(1, true);
+  const RunResult many = Rc3Run(128, true);
+  EXPECT_LT(RunIops(many), RunIops(one)) << "1: " << Describe(one) << "\n128: " << Describe(many);
+  for (const char* fn : {"sbitmap_any_bit_set", "blk_mq_run_hw_queue"}) {
+    const double share_one = static_cast<double>(ProfileNs(one.kernel, fn)) / one.kernel.busy_ns;
+    const double share_many = static_cast<double>(ProfileNs(many.kernel, fn)) / many.kernel.busy_ns;
+    EXPECT_GT(share_many, share_one) << fn;
+  }
+  EXPECT_GT(CounterOf(many.kernel, "run_hw_queue"), 100 * TotalIos(many) / 2);
+}
+
+// The later fix (re-run only after a recorded budget failure,
+// sdev->restarts) recovers the loss.
+TEST(ScsiHba, Rc3RestartsRuleRecovers) {
+  const RunResult before = Rc3Run(128, true);
+  const RunResult after = Rc3Run(128, false);
+  EXPECT_GT(RunIops(after), RunIops(before)) << Describe(after);
+  EXPECT_LT(ProfileNs(after.kernel, "sbitmap_any_bit_set"), ProfileNs(before.kernel, "sbitmap_any_bit_set"));
+}
+
+// A LUN queue depth below what the job asks for: budget failures are
+// recorded (sdev->restarts) and the completion side re-runs the queue, so
+// nothing is lost or stuck.
+TEST(ScsiHba, BudgetStarvedLunKeepsRunning) {
+  for (const char* sched : {"none", "mq-deadline"}) {
+    const host::HostSpec h = HbaHost(2, "", "cmd_per_lun: 4, drive_latency_nsec: 50000", sched);
+    RunOutcome r = RunArgs(h, {"--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--direct=1",
+                               "--rw=randread", "--bs=4k", "--iodepth=32", "--numjobs=2",
+                               "--runtime=20ms", "--time_based=1"});
+    ASSERT_TRUE(r.result.ok()) << sched << ": " << r.result.status();
+    EXPECT_GT(TotalIos(*r.result), 0u);
+    EXPECT_GT(ProfileNs(r.result->kernel, "scsi_mq_get_budget"), 0);
+  }
+}
+
+// RC1 (scaled down): several LUNs on one host-wide tag set with many hw
+// queues and many requests in flight. After ~5 s each queue's timeout work
+// walks the busy tags; before 5.16 every hctx walks the whole shared bitmap,
+// taking tags->lock per busy bit, so the timeout works of different queues
+// meet on tags->lock. Walking once per queue removes the contention.
+RunResult Rc1Run(bool shared_once) {
+  const host::HostSpec h = HbaHost(
+      2,
+      absl::StrCat("tag_busy_iter_shared_once: ", shared_once ? "true" : "false",
+                   ", dd_serialize_dispatch: false, dd_insert_side_lists: false, "
+                   "dd_skip_merge_if_contended: false"),
+      "lld: 1, can_queue: 4096, nr_hw_queues: 128, virtual_drives: 8, cmd_per_lun: 1024, "
+      "drive_latency_nsec: 10000000, firmware_nsec: 1000",
+      "mq-deadline");
+  std::vector<std::string> args = {"--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k",
+                                   "--iodepth=512", "--norandommap=1", "--runtime=6s",
+                                   "--time_based=1"};
+  for (const char* dev : {"sdb", "sdc", "sdd", "sde", "sdf", "sdg", "sdh", "sdi"}) {
+    args.push_back(absl::StrCat("--name=", dev));
+    args.push_back(absl::StrCat("--filename=/dev/", dev));
+  }
+  return MustRun(h, args);
+}
+
+TEST(ScsiHba, Rc1TimeoutWalkPerHctxContendsOnTagsLock) {
+  const RunResult before = Rc1Run(false);
+  const RunResult after = Rc1Run(true);
+  EXPECT_GT(CounterOf(before.kernel, "timeout_work"), 0u) << Describe(before);
+  const stats::LockRow* lb = LockNamed(before.kernel, "host0:tags->lock");
+  ASSERT_NE(lb, nullptr) << Describe(before);
+  EXPECT_GT(lb->contended, 0u);
+  const stats::LockRow* la = LockNamed(after.kernel, "host0:tags->lock");
+  const uint64_t after_contended = la != nullptr ? la->contended : 0;
+  EXPECT_LT(after_contended, lb->contended);
+  EXPECT_LT(after.kernel.contention_pct, before.kernel.contention_pct);
+  EXPECT_GT(ProfileNs(before.kernel, "blk_mq_find_and_get_req"),
+            ProfileNs(after.kernel, "blk_mq_find_and_get_req"));
+  EXPECT_GT(ProfileNs(before.kernel, "blk_mq_queue_tag_busy_iter"), 0);
+  EXPECT_GT(RunIops(after), RunIops(before)) << "before: " << Describe(before) << "\nafter: " << Describe(after);
+}
+
 // Regressions of model bugs found by these tests.
 //
 // Two io_uring IOPOLL submitters on two CPUs sharing one poll queue: each

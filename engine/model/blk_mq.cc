@@ -14,6 +14,8 @@ constexpr int64_t kBudgetDelayNs = 3 * sim::kNsPerMs;    // BLK_MQ_BUDGET_DELAY
 // blk_mq_do_dispatch_sched gives up the CPU after a while (need_resched or
 // about 1 s in the kernel); the model after this many productive rounds.
 constexpr int kMaxSchedRounds = 64;
+constexpr int64_t kRqTimeoutNs = 30 * sim::kNsPerSec;     // rq_timeout default (30 s)
+constexpr int64_t kBlkMaxTimeoutNs = 5 * sim::kNsPerSec;  // BLK_MAX_TIMEOUT
 }  // namespace
 
 Ctx::Ctx(Kernel& kernel, const std::string& qname, int cpu)
@@ -42,8 +44,17 @@ RequestQueue::RequestQueue(Kernel& kernel, std::string name, TagSet& set, BlkMqD
       driver_(driver),
       config_(config),
       done_softirq_(this),
-      completion_ipi_(this) {
+      completion_ipi_(this),
+      timeout_irq_(this),
+      timeout_work_(this) {
   set.AddQueue();
+  timeout_timer_.Init(&kernel.machine(), 0, &timeout_irq_, 0);
+  fn_timeout_timer_ = kernel.Intern("blk_rq_timed_out_timer");
+  fn_timeout_work_ = kernel.Intern("blk_mq_timeout_work");
+  fn_busy_iter_ = kernel.Intern("bt_iter");
+  fn_find_and_get_req_ = kernel.Intern("blk_mq_find_and_get_req");
+  fn_for_each_set_ = kernel.Intern("blk_mq_queue_tag_busy_iter");
+  fn_check_expired_ = kernel.Intern("blk_mq_check_expired");
   const int ncpus = kernel.machine().num_cpus();
   for (uint32_t i = 0; i < set.nr_hw_queues(); ++i) {
     hctxs_.push_back(std::make_unique<Hctx>(kernel, this, i, &set.tags(i)));
@@ -453,6 +464,14 @@ BlkStatus RequestQueue::IssueDirectly(sim::Cpu& cpu, Request* rq, bool last) {
   cpu.Charge(kernel_.fn.rcu_read_lock, kernel_.costs().rcu_read_section);
   kernel_.Count(Counter::k_direct_issue);
   cpu.Charge(kernel_.fn.blk_mq_try_issue_directly, kernel_.costs().line_read_hit);
+  // blk_mq_get_budget_and_tag: the driver tag is already held (none).
+  if (driver_->has_budget() && !rq->budget_held) {
+    if (!driver_->GetBudget(cpu, this)) {
+      kernel_.Count(Counter::k_queue_rq_busy);
+      return BlkStatus::kResource;
+    }
+    rq->budget_held = true;
+  }
   kernel_.Count(Counter::k_queue_rq);
   const BlkStatus status = driver_->QueueRq(cpu, hctx, rq, last);
   switch (status) {
@@ -463,6 +482,7 @@ BlkStatus RequestQueue::IssueDirectly(sim::Cpu& cpu, Request* rq, bool last) {
     case BlkStatus::kDevResource:
       kernel_.Count(Counter::k_queue_rq_busy);
       UpdateDispatchBusy(hctx, true);
+      PutRqBudget(cpu, rq);
       break;
     default:
       EndRequest(cpu, rq, status);
@@ -961,9 +981,120 @@ void RequestQueue::PutRqBudget(sim::Cpu& cpu, Request* rq) {
 // --- completion ---------------------------------------------------------------
 
 void RequestQueue::StartRequest(sim::Cpu& cpu, Request* rq) {
-  // blk_mq_start_request: IN_FLIGHT, blk_add_timer (timeout armed lazily).
+  // blk_mq_start_request: IN_FLIGHT, blk_add_timer.
   rq->state = Request::State::kInFlight;
   rq->io_start_time_ns = cpu.now();
+  rq->deadline = cpu.now() + kRqTimeoutNs;
+  if (!config_.timeout_timer) return;
+  // blk_add_timer: arm q->timeout for min(deadline, now + BLK_MAX_TIMEOUT)
+  // rounded up to a second; a pending timer moves only if the new expiry is
+  // at least HZ/2 earlier (so under steady IO it is left alone). The arming
+  // is priced inside blk_mq_start_request's share of the path.
+  const sim::SimTime expiry = TimeoutExpiry(cpu.id(), rq->deadline, cpu.now());
+  if (!timeout_timer_.pending() || expiry + sim::kNsPerSec / 2 <= timeout_timer_.expires()) {
+    timeout_timer_.set_cpu(cpu.id());
+    timeout_timer_.Start(expiry);
+  }
+}
+
+sim::SimTime RequestQueue::TimeoutExpiry(int cpu, sim::SimTime deadline, sim::SimTime now) const {
+  // blk_rq_timeout + round_jiffies_up: a whole second, skewed by 3 jiffies
+  // per CPU (added before rounding, taken off after).
+  const sim::SimTime t = std::min(deadline, now + kBlkMaxTimeoutNs);
+  const int64_t jiffy = sim::kNsPerSec / kernel_.knobs().hz;
+  const int64_t skew = int64_t{3} * cpu * jiffy;
+  sim::SimTime r = (t + skew + sim::kNsPerSec - 1) / sim::kNsPerSec * sim::kNsPerSec - skew;
+  if (r < t) r += sim::kNsPerSec;
+  return r;
+}
+
+sim::Task RequestQueue::TimeoutTimer::Handle(sim::Cpu& cpu, uint64_t) {
+  // blk_rq_timed_out_timer -> kblockd_schedule_work(&q->timeout_work) on
+  // the CPU the timer fired on.
+  Kernel& k = q_->kernel_;
+  k.Count(Counter::k_hardirq);
+  cpu.Charge(q_->fn_timeout_timer_, k.costs().timeout_timer_fire);
+  co_await cpu.Sync();
+  k.kblockd().Queue(&cpu, &q_->timeout_work_, cpu.id(), 0);
+}
+
+sim::Task RequestQueue::TimeoutWork::Run(sim::Cpu& cpu) {
+  // blk_mq_timeout_work: walk the busy tags for expired requests (none
+  // expire in the model: no command outlives rq_timeout), re-arm the timer
+  // for the earliest deadline, or mark the queue idle on its tag set.
+  RequestQueue* q = q_;
+  Kernel& k = q->kernel_;
+  k.Count(Counter::k_timeout_work);
+  cpu.Charge(q->fn_timeout_work_, k.costs().percpu_ref);
+  sim::SimTime next = 0;
+  const bool host_shared = q->set_.config().hctx_shared;
+  if (host_shared && k.knobs().tag_busy_iter_shared_once) {
+    // 5.16: with host-shared tags the bitmap is walked once for the queue.
+    co_await q->BusyIter(cpu, q->hctxs_[0]->tags(), nullptr, &next);
+  } else {
+    // Every hctx walks its tags, which with host-shared tags is the whole
+    // shared bitmap each time (RC1's "before").
+    for (auto& h : q->hctxs_) co_await q->BusyIter(cpu, h->tags(), h.get(), &next);
+  }
+  co_await cpu.Sync();
+  if (next != 0) {
+    const sim::SimTime expiry = q->TimeoutExpiry(cpu.id(), next, cpu.now());
+    cpu.Charge(k.fn.hrtimer_start, k.costs().hrtimer_arm);
+    q->timeout_timer_.set_cpu(cpu.id());
+    q->timeout_timer_.Start(expiry);
+    co_return;
+  }
+  // blk_mq_tag_idle for every hctx: leave the set's active users.
+  for (auto& h : q->hctxs_) {
+    bool& active = host_shared ? q->hctx_active_ : h->tag_active_;
+    if (!active) continue;
+    active = false;
+    Tags& tags = h->tags();
+    --tags.active_queues;
+    cpu.Charge(q->fn_timeout_work_,
+               tags.active_queues_line.Write(k.machine(), cpu.id(), k.costs().atomic_local));
+  }
+}
+
+sim::Task RequestQueue::BusyIter(sim::Cpu& cpu, Tags& tags, Hctx* hctx, sim::SimTime* next) {
+  // blk_mq_queue_tag_busy_iter -> bt_for_each -> sbitmap_for_each_set ->
+  // bt_iter per set bit: blk_mq_find_and_get_req (tags->lock irqsave, read
+  // rqs[bit], rq->ref++), the queue/hctx filter, blk_mq_check_expired,
+  // blk_mq_put_rq_ref. The model takes tags->lock once per word that has
+  // busy bits and holds it for that word's bits, charging each bit's
+  // lock/unlock inside; the kernel drops and retakes it per bit.
+  const auto& c = kernel_.costs();
+  SbitmapQueue& bt = tags.bitmap_tags();
+  const uint32_t per_word = bt.bits_per_word();
+  const bool take_lock = kernel_.knobs().busy_iter_takes_tags_lock;
+  for (int w = 0; w < bt.words(); ++w) {
+    co_await cpu.Sync();
+    cpu.Charge(fn_for_each_set_, bt.ReadWordCost(cpu, w, c.sbitmap_any_bit_set_per_word));
+    const uint32_t first = static_cast<uint32_t>(w) * per_word;
+    const uint32_t last = std::min(first + per_word, tags.nr_tags());
+    uint32_t busy = 0;
+    for (uint32_t t = first; t < last; ++t) busy += tags.rq(t) != nullptr ? 1 : 0;
+    if (busy == 0) continue;
+    if (take_lock) {
+      co_await tags.lock().Lock(cpu);
+      cpu.Charge(fn_find_and_get_req_, int64_t{busy} * (c.spin_lock_uncontended + c.busy_iter_per_bit));
+    } else {
+      cpu.Charge(fn_busy_iter_, int64_t{busy} * c.busy_iter_per_bit);
+    }
+    uint32_t matched = 0;
+    for (uint32_t t = first; t < last; ++t) {
+      const Request* rq = tags.rq(t);
+      if (rq == nullptr || rq->q != this || (hctx != nullptr && rq->mq_hctx != hctx)) continue;
+      if (rq->state != Request::State::kInFlight) continue;
+      ++matched;
+      if (*next == 0 || rq->deadline < *next) *next = rq->deadline;
+    }
+    cpu.Charge(fn_check_expired_, int64_t{matched} * c.line_read_hit);
+    if (take_lock) {
+      co_await cpu.Sync();
+      tags.lock().Unlock(cpu);
+    }
+  }
 }
 
 void RequestQueue::CompleteRequest(sim::Cpu& cpu, Request* rq) {

@@ -41,6 +41,7 @@
 #include "engine/sim/cacheline.h"
 #include "engine/sim/spinlock.h"
 #include "engine/sim/task.h"
+#include "engine/sim/timer.h"
 #include "engine/sim/workqueue.h"
 
 namespace blklab::model {
@@ -77,6 +78,10 @@ struct QueueConfig {
   int rq_affinity = 1;       // 0, 1 (SAME_COMP), 2 (SAME_FORCE)
   int nomerges = 0;          // 0, 1 (no complex merges), 2 (no merges)
   DeadlineConfig deadline;   // mq-deadline tunables and RC4 switches
+  // q->timeout: the per-queue request timer and its timeout work (about
+  // every 5 s under IO). Off for bare model rigs that run until no event is
+  // left; the engine turns it on.
+  bool timeout_timer = false;
 };
 
 // blk_mq_ctx: one per CPU per queue.
@@ -240,6 +245,28 @@ class RequestQueue {
    private:
     RequestQueue* q_;
   };
+  class TimeoutTimer final : public sim::IrqHandler {
+   public:
+    explicit TimeoutTimer(RequestQueue* q) : q_(q) {}
+    sim::Task Handle(sim::Cpu& cpu, uint64_t arg) override;  // blk_rq_timed_out_timer
+
+   private:
+    RequestQueue* q_;
+  };
+  class TimeoutWork final : public sim::WorkItem {
+   public:
+    explicit TimeoutWork(RequestQueue* q) : q_(q) {}
+    sim::Task Run(sim::Cpu& cpu) override;  // blk_mq_timeout_work
+
+   private:
+    RequestQueue* q_;
+  };
+  // blk_mq_queue_tag_busy_iter over `tags` for blk_mq_check_expired; only
+  // requests of this queue (and of `hctx` unless null) count. Returns the
+  // earliest deadline seen (0: none).
+  sim::Task BusyIter(sim::Cpu& cpu, Tags& tags, Hctx* hctx, sim::SimTime* next);
+  // blk_add_timer's q->timeout arming (blk_rq_timeout, round_jiffies_up).
+  sim::SimTime TimeoutExpiry(int cpu, sim::SimTime deadline, sim::SimTime now) const;
 
   Hctx* MapQueue(int cpu, bool polled = false) { return ctxs_[cpu]->hctx(polled); }
   bool NeedTimestamp() const { return config_.iostats || config_.scheduler != Elevator::kNone; }
@@ -292,6 +319,11 @@ class RequestQueue {
   bool hctx_active_ = false;        // QUEUE_FLAG_HCTX_ACTIVE (host-shared tags)
   uint32_t nr_active_shared_ = 0;   // q->nr_active_requests_shared_tags
   sim::CacheLine nr_active_shared_line_;
+  TimeoutTimer timeout_irq_;
+  TimeoutWork timeout_work_;
+  sim::HrTimer timeout_timer_;  // q->timeout
+  sim::FnId fn_timeout_timer_, fn_timeout_work_, fn_busy_iter_, fn_find_and_get_req_,
+      fn_for_each_set_, fn_check_expired_;
 };
 
 }  // namespace blklab::model

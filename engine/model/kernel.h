@@ -57,6 +57,7 @@ struct KernelKnobs {
   X(plug_flush)                   \
   X(plug_merge)                   \
   X(sched_merge)                  \
+  X(timeout_work)                 \
   X(ipi)                          \
   X(block_softirq)                \
   X(hardirq)                      \
