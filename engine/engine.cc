@@ -93,17 +93,39 @@ absl::StatusOr<host::Scheduler> SchedulerFromName(const std::string& name) {
 }
 
 // The CPUs a clone may run on, and the one the model pins it to.
-absl::StatusOr<int> CloneCpu(const JobSpec& spec, const workload::JobClone& clone, int ncpus) {
+// numa_cpu_nodes= (what `numactl -N` does for a whole fio run) keeps only the
+// CPUs of those NUMA nodes of the host, intersected with cpus_allowed.
+absl::StatusOr<int> CloneCpu(const JobSpec& spec, const workload::JobClone& clone,
+                             const host::CpuTopology& topo) {
+  const int ncpus = topo.num_cpus();
+  for (uint32_t node : spec.numa_cpu_nodes) {
+    if (static_cast<int>(node) >= topo.num_numa_nodes()) {
+      return absl::InvalidArgumentError(absl::StrCat("job '", spec.name, "': numa_cpu_nodes names node ",
+                                                     node, " but the host has ", topo.num_numa_nodes(),
+                                                     " NUMA node(s)"));
+    }
+  }
+  auto on_nodes = [&spec, &topo](int c) {
+    if (spec.numa_cpu_nodes.empty()) return true;
+    return std::find(spec.numa_cpu_nodes.begin(), spec.numa_cpu_nodes.end(),
+                     static_cast<uint32_t>(topo.cpu(c).numa_node)) != spec.numa_cpu_nodes.end();
+  };
   std::vector<int> allowed;
   for (uint32_t c : spec.cpus_allowed) {
     if (static_cast<int>(c) >= ncpus) {
       return absl::InvalidArgumentError(absl::StrCat("job '", spec.name, "': cpus_allowed names CPU ",
                                                      c, " but the host has ", ncpus, " CPUs"));
     }
-    allowed.push_back(static_cast<int>(c));
+    if (on_nodes(static_cast<int>(c))) allowed.push_back(static_cast<int>(c));
+  }
+  if (spec.cpus_allowed.empty()) {
+    for (int c = 0; c < ncpus; ++c) {
+      if (on_nodes(c)) allowed.push_back(c);
+    }
   }
   if (allowed.empty()) {
-    for (int c = 0; c < ncpus; ++c) allowed.push_back(c);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job '", spec.name, "': cpus_allowed and numa_cpu_nodes leave no CPU of the host"));
   }
   // split: clone k gets the k-th CPU (round robin). shared: the scheduler
   // would spread the clones; the model pins them round robin by thread number.
@@ -529,6 +551,7 @@ absl::StatusOr<host::HostSpec> ResolveHost(const std::string& preset_or_text) {
 
 absl::Status ValidateRun(const RunRequest& req) {
   BLKLAB_RETURN_IF_ERROR(host::ValidateHostSpec(req.host));
+  BLKLAB_ASSIGN_OR_RETURN(host::CpuTopology topo, host::CpuTopology::Create(req.host.cpus));
   if (req.jobs.clones.empty()) return absl::InvalidArgumentError("no jobs to run");
   std::vector<DeviceInstance> devices = ListDevices(req.host);
   std::vector<int> clone_device;
@@ -536,7 +559,7 @@ absl::Status ValidateRun(const RunRequest& req) {
   for (size_t i = 0; i < req.jobs.clones.size(); ++i) {
     const auto& c = req.jobs.clones[i];
     const JobSpec& spec = req.jobs.jobs[c.job_index];
-    BLKLAB_RETURN_IF_ERROR(CloneCpu(spec, c, req.host.cpus.count).status());
+    BLKLAB_RETURN_IF_ERROR(CloneCpu(spec, c, topo).status());
     if (spec.ioengine == IoEngine::kUnmodelled) {
       return absl::UnimplementedError(
           absl::StrCat("ioengine=", spec.ioengine_name, " is not modelled by blklab"));
@@ -660,7 +683,7 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
                             workload::ResolveClone(spec, c.clone_index, dev_bytes));
     BLKLAB_ASSIGN_OR_RETURN(workload::IoGenerator gen,
                             workload::IoGenerator::Create(spec, plan, c.thread_number, req.seed));
-    BLKLAB_ASSIGN_OR_RETURN(int cpu, CloneCpu(spec, c, topo.num_cpus()));
+    BLKLAB_ASSIGN_OR_RETURN(int cpu, CloneCpu(spec, c, topo));
     job::JobThreadConfig jc;
     jc.spec = &spec;
     jc.plan = plan;

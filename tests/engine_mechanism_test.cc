@@ -754,6 +754,29 @@ TEST(ScsiHba, Rc1TimeoutWalkPerHctxContendsOnTagsLock) {
   EXPECT_GT(RunIops(after), RunIops(before)) << "before: " << Describe(before) << "\nafter: " << Describe(after);
 }
 
+// --- CPU placement --------------------------------------------------------
+
+// numa_cpu_nodes= (numactl -N) keeps a job's clones on that node's CPUs:
+// on 2 sockets x 4 cores (8 CPUs, node 1 = cores 4..7 = CPUs 4..7),
+// split clones of a job bound to node 1 land on CPUs 4, 5, 6.
+TEST(CpuPlacement, NumaCpuNodesRestrictsClonesToTheNode) {
+  absl::StatusOr<host::HostSpec> h = host::ParseHostSpec(
+      "name: numa\ncpus: {count: 8, sockets: 2}\ndevices:\n  - name: nullb0\n"
+      "    null_blk: {poll_queues: 0}\n    queue: {scheduler: none}\n");
+  ASSERT_TRUE(h.ok()) << h.status();
+  const RunResult r = MustRun(*h, {"--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=4k",
+                                   "--numa_cpu_nodes=1", "--cpus_allowed_policy=split",
+                                   "--numjobs=3", "--runtime=5ms", "--time_based=1"});
+  ASSERT_EQ(r.clones.size(), 3u);
+  EXPECT_EQ(r.clones[0].cpu, 4);
+  EXPECT_EQ(r.clones[1].cpu, 5);
+  EXPECT_EQ(r.clones[2].cpu, 6);
+  RunOutcome bad = RunArgs(*h, {"--name=t", "--ioengine=io_uring", "--numa_cpu_nodes=2",
+                                "--runtime=5ms", "--time_based=1"});
+  ASSERT_FALSE(bad.result.ok());
+  EXPECT_THAT(bad.result.status().message(), HasSubstr("numa_cpu_nodes names node 2"));
+}
+
 // Regressions of model bugs found by these tests.
 //
 // Two io_uring IOPOLL submitters on two CPUs sharing one poll queue: each

@@ -647,8 +647,11 @@ void RequestQueue::DelayRunHwQueue(sim::Cpu* cpu, Hctx* hctx, int64_t delay_ns) 
 }
 
 void RequestQueue::DelayRunHwQueues(sim::Cpu* cpu, int64_t delay_ns) {
+  // blk_mq_delay_run_hw_queues: a hctx whose run work is already pending
+  // keeps its pending delay.
   for (auto& h : hctxs_) {
-    if (!h->stopped_) DelayRunHwQueue(cpu, h.get(), delay_ns);
+    if (h->stopped_ || h->run_work_.pending()) continue;
+    DelayRunHwQueue(cpu, h.get(), delay_ns);
   }
 }
 
