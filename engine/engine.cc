@@ -13,6 +13,7 @@
 #include "engine/host/presets.h"
 #include "engine/job/job_thread.h"
 #include "engine/model/drivers/null_blk.h"
+#include "engine/model/drivers/scsi_hba.h"
 #include "engine/model/kernel.h"
 #include "engine/sim/machine.h"
 #include "engine/sim/spinlock.h"
@@ -34,18 +35,13 @@ struct DeviceInstance {
   bool has_poll_queues = false;
 };
 
-std::string InstanceName(const std::string& base, int index, int count) {
-  if (count == 1) return base;
-  return absl::StrCat(base, "-", index);
-}
-
 std::vector<DeviceInstance> ListDevices(const host::HostSpec& host) {
   std::vector<DeviceInstance> out;
   for (const host::DeviceSpec& d : host.devices) {
     const int n = host::DeviceInstances(d);
     for (int i = 0; i < n; ++i) {
       DeviceInstance inst;
-      inst.name = InstanceName(d.name, i, n);
+      inst.name = host::DeviceInstanceName(d, i);
       inst.spec = &d;
       inst.scheduler = d.queue.scheduler;
       if (const auto* nb = std::get_if<host::NullBlkSpec>(&d.driver)) {
@@ -55,6 +51,8 @@ std::vector<DeviceInstance> ListDevices(const host::HostSpec& host) {
         inst.size_bytes = static_cast<uint64_t>(nv->gb) << 30;
       } else if (const auto* sd = std::get_if<host::ScsiDebugSpec>(&d.driver)) {
         inst.size_bytes = static_cast<uint64_t>(sd->dev_size_mb) << 20;
+      } else if (const auto* hba = std::get_if<host::HbaSpec>(&d.driver)) {
+        inst.size_bytes = static_cast<uint64_t>(hba->gb) << 30;
       }
       out.push_back(inst);
     }
@@ -95,17 +93,39 @@ absl::StatusOr<host::Scheduler> SchedulerFromName(const std::string& name) {
 }
 
 // The CPUs a clone may run on, and the one the model pins it to.
-absl::StatusOr<int> CloneCpu(const JobSpec& spec, const workload::JobClone& clone, int ncpus) {
+// numa_cpu_nodes= (what `numactl -N` does for a whole fio run) keeps only the
+// CPUs of those NUMA nodes of the host, intersected with cpus_allowed.
+absl::StatusOr<int> CloneCpu(const JobSpec& spec, const workload::JobClone& clone,
+                             const host::CpuTopology& topo) {
+  const int ncpus = topo.num_cpus();
+  for (uint32_t node : spec.numa_cpu_nodes) {
+    if (static_cast<int>(node) >= topo.num_numa_nodes()) {
+      return absl::InvalidArgumentError(absl::StrCat("job '", spec.name, "': numa_cpu_nodes names node ",
+                                                     node, " but the host has ", topo.num_numa_nodes(),
+                                                     " NUMA node(s)"));
+    }
+  }
+  auto on_nodes = [&spec, &topo](int c) {
+    if (spec.numa_cpu_nodes.empty()) return true;
+    return std::find(spec.numa_cpu_nodes.begin(), spec.numa_cpu_nodes.end(),
+                     static_cast<uint32_t>(topo.cpu(c).numa_node)) != spec.numa_cpu_nodes.end();
+  };
   std::vector<int> allowed;
   for (uint32_t c : spec.cpus_allowed) {
     if (static_cast<int>(c) >= ncpus) {
       return absl::InvalidArgumentError(absl::StrCat("job '", spec.name, "': cpus_allowed names CPU ",
                                                      c, " but the host has ", ncpus, " CPUs"));
     }
-    allowed.push_back(static_cast<int>(c));
+    if (on_nodes(static_cast<int>(c))) allowed.push_back(static_cast<int>(c));
+  }
+  if (spec.cpus_allowed.empty()) {
+    for (int c = 0; c < ncpus; ++c) {
+      if (on_nodes(c)) allowed.push_back(c);
+    }
   }
   if (allowed.empty()) {
-    for (int c = 0; c < ncpus; ++c) allowed.push_back(c);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job '", spec.name, "': cpus_allowed and numa_cpu_nodes leave no CPU of the host"));
   }
   // split: clone k gets the k-th CPU (round robin). shared: the scheduler
   // would spread the clones; the model pins them round robin by thread number.
@@ -125,7 +145,44 @@ model::KernelKnobs KernelKnobsFor(const host::HostSpec& h) {
   k.plug_cache_time = h.knobs.plug_cache_time;
   k.batched_completion = h.knobs.batched_completion;
   k.plug_request_cache = h.knobs.plug_request_cache;
+  k.skip_run_queues_without_elevator = h.knobs.skip_run_queues_without_elevator;
+  k.run_all_hw_queues_on_completion = h.knobs.run_all_hw_queues_on_completion;
+  k.tag_busy_iter_shared_once = h.knobs.tag_busy_iter_shared_once;
+  k.busy_iter_takes_tags_lock = h.knobs.busy_iter_takes_tags_lock;
+  k.scsi_budget_idle_delay_run = h.knobs.scsi_budget_idle_delay_run;
   return k;
+}
+
+// /sys/block/X/queue settings of one device instance, with the scheduler
+// fio's ioscheduler= chose.
+model::QueueConfig QueueConfigFor(const host::HostSpec& h, const DeviceInstance& d) {
+  const host::QueueSpec& q = d.spec->queue;
+  model::QueueConfig qc;
+  qc.scheduler = d.scheduler == host::Scheduler::kMqDeadline ? model::Elevator::kMqDeadline
+                                                              : model::Elevator::kNone;
+  // nr_requests was resolved for the spec's own scheduler; fio may have
+  // switched it (elevator_switch resets nr_requests to the kernel default).
+  if (d.scheduler == q.scheduler) {
+    qc.nr_requests = static_cast<uint32_t>(q.nr_requests);
+  } else {
+    const int depth = host::TagDepth(*d.spec);
+    qc.nr_requests = static_cast<uint32_t>(
+        qc.scheduler == model::Elevator::kMqDeadline ? 2 * std::min(depth, 128) : depth);
+  }
+  qc.iostats = q.iostats;
+  qc.rq_affinity = q.rq_affinity;
+  qc.nomerges = q.nomerges;
+  qc.timeout_timer = true;
+  model::DeadlineConfig& dd = qc.deadline;
+  dd.read_expire_ns = int64_t{q.iosched.read_expire} * sim::kNsPerMs;
+  dd.write_expire_ns = int64_t{q.iosched.write_expire} * sim::kNsPerMs;
+  dd.writes_starved = q.iosched.writes_starved;
+  dd.fifo_batch = q.iosched.fifo_batch;
+  dd.front_merges = q.iosched.front_merges;
+  dd.serialize_dispatch = h.knobs.dd_serialize_dispatch;
+  dd.insert_side_lists = h.knobs.dd_insert_side_lists;
+  dd.skip_merge_if_contended = h.knobs.dd_skip_merge_if_contended;
+  return qc;
 }
 
 // Everything one run owns.
@@ -135,6 +192,8 @@ struct Simulation {
   std::unique_ptr<model::Kernel> kernel;
   std::vector<DeviceInstance> devices;
   std::vector<std::unique_ptr<model::NullBlk>> null_blks;  // by device index (null if unused)
+  std::vector<std::unique_ptr<model::ScsiHba>> hbas;       // by host entry (null if unused)
+  std::vector<model::RequestQueue*> queues;                // by device index (null if unused)
   std::vector<std::unique_ptr<job::JobThread>> clones;
   std::vector<int> clone_device;
   std::vector<uint32_t> wave;        // stonewall wave per clone
@@ -196,7 +255,9 @@ absl::Status CheckModelled(const host::DeviceSpec& d, const std::string& path) {
   if (std::holds_alternative<host::NvmeSpec>(d.driver)) {
     return absl::UnimplementedError(absl::StrCat(path, ": the nvme driver is not modelled yet"));
   }
-  return absl::UnimplementedError(absl::StrCat(path, ": the scsi_debug driver is not modelled yet"));
+  if (std::holds_alternative<host::HbaSpec>(d.driver)) return absl::OkStatus();
+  return absl::UnimplementedError(absl::StrCat(
+      path, ": the scsi_debug driver is not modelled yet (the SCSI path is: use an hba device)"));
 }
 
 // Resolves every clone's target device and the schedulers fio's ioscheduler=
@@ -227,10 +288,11 @@ absl::Status PlanDevices(const RunRequest& req, std::vector<DeviceInstance>& dev
     }
     const std::string path = absl::StrCat("devices[", spec_index, "]");
     BLKLAB_RETURN_IF_ERROR(CheckModelled(*devices[dev].spec, path));
-    if (devices[dev].scheduler == host::Scheduler::kMqDeadline) {
+    if (devices[dev].scheduler == host::Scheduler::kMqDeadline && req.host.knobs.dd_insert_buckets) {
       return absl::UnimplementedError(absl::StrCat(
           "device ", devices[dev].name,
-          ": scheduler mq-deadline is not modelled yet; use --ioscheduler=none or queue.scheduler: none"));
+          ": knobs.dd_insert_buckets (mq-deadline per-CPU insert buckets) is not modelled yet; "
+          "use dd_insert_side_lists for the insert fix"));
     }
   }
   clone_device.clear();
@@ -337,9 +399,9 @@ absl::Status BuildKernelReport(const RunRequest& req, Simulation& s, sim::SimTim
             [](const stats::CounterRow& a, const stats::CounterRow& b) { return a.name < b.name; });
   for (auto& c : result.clones) k.total_ios += c.result.dirs[0].total_ios + c.result.dirs[1].total_ios +
                                                c.result.dirs[2].total_ios;
-  for (size_t dev = 0; dev < s.null_blks.size(); ++dev) {
-    if (!s.null_blks[dev]) continue;
-    model::RequestQueue& q = s.null_blks[dev]->queue();
+  for (size_t dev = 0; dev < s.queues.size(); ++dev) {
+    if (s.queues[dev] == nullptr) continue;
+    model::RequestQueue& q = *s.queues[dev];
     if (final) q.FinishDiskStats(end);
     model::DiskStats ds = q.disk_stats();
     if (!final && ds.in_flight > 0 && end > ds.busy_since) ds.io_ticks_ns += end - ds.busy_since;
@@ -508,9 +570,9 @@ class IntervalTracker {
 
     // Requests in flight per device.
     out.inflight.clear();
-    for (size_t dev = 0; dev < s.null_blks.size(); ++dev) {
-      if (!s.null_blks[dev]) continue;
-      out.inflight.push_back({s.devices[dev].name, s.null_blks[dev]->queue().requests_outstanding()});
+    for (size_t dev = 0; dev < s.queues.size(); ++dev) {
+      if (s.queues[dev] == nullptr) continue;
+      out.inflight.push_back({s.devices[dev].name, s.queues[dev]->requests_outstanding()});
     }
 
     // Locks, summed by name.
@@ -582,6 +644,7 @@ absl::StatusOr<host::HostSpec> ResolveHost(const std::string& preset_or_text) {
 
 absl::Status ValidateRun(const RunRequest& req) {
   BLKLAB_RETURN_IF_ERROR(host::ValidateHostSpec(req.host));
+  BLKLAB_ASSIGN_OR_RETURN(host::CpuTopology topo, host::CpuTopology::Create(req.host.cpus));
   if (req.jobs.clones.empty()) return absl::InvalidArgumentError("no jobs to run");
   std::vector<DeviceInstance> devices = ListDevices(req.host);
   std::vector<int> clone_device;
@@ -589,7 +652,7 @@ absl::Status ValidateRun(const RunRequest& req) {
   for (size_t i = 0; i < req.jobs.clones.size(); ++i) {
     const auto& c = req.jobs.clones[i];
     const JobSpec& spec = req.jobs.jobs[c.job_index];
-    BLKLAB_RETURN_IF_ERROR(CloneCpu(spec, c, req.host.cpus.count).status());
+    BLKLAB_RETURN_IF_ERROR(CloneCpu(spec, c, topo).status());
     if (spec.ioengine == IoEngine::kUnmodelled) {
       return absl::UnimplementedError(
           absl::StrCat("ioengine=", spec.ioengine_name, " is not modelled by blklab"));
@@ -640,9 +703,47 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
   s.devices = ListDevices(req.host);
   BLKLAB_RETURN_IF_ERROR(PlanDevices(req, s.devices, s.clone_device));
   s.null_blks.resize(s.devices.size());
+  s.queues.assign(s.devices.size(), nullptr);
+  s.hbas.resize(req.host.devices.size());
   for (int dev : s.clone_device) {
-    if (dev < 0 || s.null_blks[dev] != nullptr) continue;
+    if (dev < 0 || s.queues[dev] != nullptr) continue;
     const DeviceInstance& d = s.devices[dev];
+    if (const auto* hba = std::get_if<host::HbaSpec>(&d.spec->driver)) {
+      // One SCSI host per entry with all its LUNs (they share its tags).
+      size_t entry = 0;
+      int scsi_host = 0;
+      for (size_t k = 0; k < req.host.devices.size(); ++k) {
+        if (&req.host.devices[k] == d.spec) {
+          entry = k;
+          break;
+        }
+        if (std::holds_alternative<host::HbaSpec>(req.host.devices[k].driver)) ++scsi_host;
+      }
+      std::vector<int> lun_devs;
+      for (size_t i = 0; i < s.devices.size(); ++i) {
+        if (s.devices[i].spec == d.spec) lun_devs.push_back(static_cast<int>(i));
+      }
+      std::vector<std::string> names;
+      for (int i : lun_devs) names.push_back(s.devices[i].name);
+      model::ScsiHbaConfig hc;
+      hc.lld = hba->lld;
+      hc.can_queue = static_cast<uint32_t>(hba->can_queue);
+      hc.nr_hw_queues = static_cast<uint32_t>(hba->nr_hw_queues);
+      hc.host_tagset = hba->host_tagset;
+      hc.cmd_per_lun = static_cast<uint32_t>(hba->cmd_per_lun);
+      hc.firmware_nsec = hba->firmware_nsec;
+      hc.max_iops = hba->max_iops;
+      hc.drives = static_cast<uint32_t>(hba->drives);
+      hc.drive_iops = hba->drive_iops;
+      hc.drive_latency_nsec = hba->drive_latency_nsec;
+      hc.stripe_bytes = static_cast<uint64_t>(hba->stripe_kb) << 10;
+      // fio's ioscheduler= applies per LUN; the host's LUNs share one config
+      // here, taken from the first LUN a job uses.
+      s.hbas[entry] = std::make_unique<model::ScsiHba>(*s.kernel, absl::StrCat("host", scsi_host), names, hc,
+                                                       QueueConfigFor(req.host, d));
+      for (size_t i = 0; i < lun_devs.size(); ++i) s.queues[lun_devs[i]] = &s.hbas[entry]->queue(static_cast<int>(i));
+      continue;
+    }
     const auto& nb = std::get<host::NullBlkSpec>(d.spec->driver);
     model::NullBlkConfig cfg;
     cfg.submit_queues = static_cast<uint32_t>(nb.submit_queues);
@@ -655,12 +756,9 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
     cfg.size_bytes = d.size_bytes;
     cfg.block_size = static_cast<uint32_t>(nb.bs);
     cfg.mbps = static_cast<uint64_t>(nb.mbps);
-    model::QueueConfig qc;
-    qc.scheduler = model::Elevator::kNone;
-    qc.iostats = d.spec->queue.iostats;
-    qc.rq_affinity = d.spec->queue.rq_affinity;
-    qc.nomerges = d.spec->queue.nomerges;
+    const model::QueueConfig qc = QueueConfigFor(req.host, d);
     s.null_blks[dev] = std::make_unique<model::NullBlk>(*s.kernel, d.name, cfg, qc);
+    s.queues[dev] = &s.null_blks[dev]->queue();
   }
 
   // Clones: one simulated fio thread each; stonewall opens a new wave.
@@ -688,13 +786,13 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
                             workload::ResolveClone(spec, c.clone_index, dev_bytes));
     BLKLAB_ASSIGN_OR_RETURN(workload::IoGenerator gen,
                             workload::IoGenerator::Create(spec, plan, c.thread_number, req.seed));
-    BLKLAB_ASSIGN_OR_RETURN(int cpu, CloneCpu(spec, c, topo.num_cpus()));
+    BLKLAB_ASSIGN_OR_RETURN(int cpu, CloneCpu(spec, c, topo));
     job::JobThreadConfig jc;
     jc.spec = &spec;
     jc.plan = plan;
     jc.thread_number = c.thread_number;
     jc.cpu = cpu;
-    jc.queue = dev >= 0 ? &s.null_blks[dev]->queue() : nullptr;
+    jc.queue = dev >= 0 ? s.queues[dev] : nullptr;
     jc.start_at = spec.startdelay_min_ns;
     jc.ramp_end = jc.start_at + spec.ramp_time_ns;
     jc.end_at = spec.runtime_ns > 0 ? jc.ramp_end + spec.runtime_ns : sim::kSimTimeNever;
@@ -782,12 +880,12 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
     if (idle || horizon - last_progress > req.limits.stall_ns) {
       // Nothing can ever happen again (or nothing has for too long): stalled.
       std::vector<std::string> stuck;
-      for (size_t dev = 0; dev < s.null_blks.size(); ++dev) {
-        if (!s.null_blks[dev]) continue;
-        for (const model::Request* rq : s.null_blks[dev]->queue().StuckRequests(horizon, 0)) {
+      for (size_t dev = 0; dev < s.queues.size(); ++dev) {
+        if (s.queues[dev] == nullptr) continue;
+        for (const model::Request* rq : s.queues[dev]->StuckRequests(horizon, 0)) {
           stuck.push_back(absl::StrCat(s.devices[dev].name, " tag ", rq->tag, " sector ", rq->sector,
                                        " (allocated at ", rq->alloc_time_ns, " ns, hctx ",
-                                       rq->mq_hctx->queue_num(), ")"));
+                                       rq->mq_hctx->queue_num()));
           if (stuck.size() >= 16) break;
         }
       }

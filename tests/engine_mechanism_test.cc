@@ -507,6 +507,276 @@ INSTANTIATE_TEST_SUITE_P(
                   "--iodepth=16", "--numjobs=2", "--runtime=50ms", "--time_based=1"}}),
     [](const ::testing::TestParamInfo<LossCase>& info) { return info.param.name; });
 
+// --- mq-deadline (KERNEL_MODEL.md §2.4, §3.5; RC4) --------------------------
+
+// A host of `cpus` CPUs (one LLC) with one null_blk of one hw queue under
+// mq-deadline; `fixes` turns the three RC4 switches on (6.9) or off (6.8).
+host::HostSpec DeadlineHost(int cpus, bool fixes, const std::string& null_blk = "irqmode: 1") {
+  const char* v = fixes ? "true" : "false";
+  const std::string yaml = absl::StrCat(
+      "name: dd-host\n"
+      "cpus: {count: ", cpus, "}\n"
+      "kernel: {hz: 1000}\n"
+      "knobs: {dd_serialize_dispatch: ", v, ", dd_insert_side_lists: ", v,
+      ", dd_skip_merge_if_contended: ", v, "}\n"
+      "devices:\n"
+      "  - name: nullb0\n"
+      "    null_blk: {submit_queues: 1, poll_queues: 0, ", null_blk, "}\n"
+      "    queue: {scheduler: mq-deadline}\n");
+  absl::StatusOr<host::HostSpec> h = host::ParseHostSpec(yaml);
+  EXPECT_TRUE(h.ok()) << h.status() << "\n" << yaml;
+  return h.ok() ? *h : host::HostSpec{};
+}
+
+// RC4-style submitters: io_uring, small batched depth, one thread per CPU.
+std::vector<std::string> ManySubmitters(int numjobs, const std::string& sched = "") {
+  std::vector<std::string> a = {"--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=4k",
+                                "--iodepth=8", "--iodepth_batch_submit=4",
+                                "--iodepth_batch_complete_min=1", "--norandommap=1",
+                                absl::StrCat("--numjobs=", numjobs), "--cpus_allowed_policy=split",
+                                absl::StrCat("--cpus_allowed=0-", numjobs - 1),
+                                "--runtime=20ms", "--time_based=1"};
+  if (!sched.empty()) a.push_back("--ioscheduler=" + sched);
+  return a;
+}
+
+const stats::LockRow* LockNamed(const stats::KernelReport& k, const std::string& name) {
+  for (const auto& l : k.locks) {
+    if (l.name == name) return &l;
+  }
+  return nullptr;
+}
+
+struct DeadlineLossCase {
+  std::string name;
+  int cpus;
+  bool fixes;
+  std::string null_blk;
+  std::vector<std::string> args;
+};
+
+class DeadlineNoLostRequestTest : public ::testing::TestWithParam<DeadlineLossCase> {};
+
+TEST_P(DeadlineNoLostRequestTest, EveryIssuedIoCompletes) {
+  const DeadlineLossCase& tc = GetParam();
+  RunOutcome run = RunArgs(DeadlineHost(tc.cpus, tc.fixes, tc.null_blk), tc.args);
+  ASSERT_TRUE(run.result.ok()) << run.result.status();
+  const RunResult& r = *run.result;
+  for (const auto& c : r.clones) {
+    for (int d = 0; d < 3; ++d) EXPECT_EQ(c.result.issued[d], c.result.dirs[d].total_ios);
+  }
+  EXPECT_GT(TotalIos(r), 0u);
+  EXPECT_EQ(CounterOf(r.kernel, "submit_bio"), TotalIssued(r));
+  EXPECT_EQ(CounterOf(r.kernel, "requests_completed") + CounterOf(r.kernel, "plug_merge") +
+                CounterOf(r.kernel, "sched_merge"),
+            CounterOf(r.kernel, "submit_bio"));
+  EXPECT_NE(LockNamed(r.kernel, "nullb0:dd->lock"), nullptr) << Describe(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Configs, DeadlineNoLostRequestTest,
+    ::testing::Values(
+        DeadlineLossCase{"irq0_1cpu", 1, false, "irqmode: 0", LossJob("io_uring", 32, 1)},
+        DeadlineLossCase{"irq1_4cpu_libaio", 4, false, "irqmode: 1", LossJob("libaio", 32, 4)},
+        DeadlineLossCase{"irq2_4cpu_tags4", 4, false, "irqmode: 2, completion_nsec: 20000, hw_queue_depth: 4",
+                         LossJob("io_uring", 32, 4)},
+        DeadlineLossCase{"irq1_8cpu_fixes", 8, true, "irqmode: 1", ManySubmitters(8)},
+        DeadlineLossCase{"irq2_8cpu_fixes_tags4", 8, true, "irqmode: 2, completion_nsec: 20000, hw_queue_depth: 4",
+                         ManySubmitters(8)},
+        DeadlineLossCase{"psync_4cpu_fixes", 4, true, "irqmode: 1", LossJob("psync", 1, 4)},
+        DeadlineLossCase{"seq_merges_1cpu", 1, false, "irqmode: 2, completion_nsec: 50000",
+                         {"--name=t", "--ioengine=libaio", "--rw=read", "--bs=4k", "--iodepth=64",
+                          "--iodepth_batch_submit=1", "--runtime=20ms", "--time_based=1"}}),
+    [](const ::testing::TestParamInfo<DeadlineLossCase>& info) { return info.param.name; });
+
+// Before the RC4 fixes every IO takes dd->lock three times: the merge probe,
+// the insert and the dispatch (plus dispatch calls that find nothing).
+TEST(MqDeadline, AboutThreeDdLockAcquisitionsPerIo) {
+  const RunResult r = MustRun(DeadlineHost(1, false), LossJob("io_uring", 16, 1));
+  const stats::LockRow* dd = LockNamed(r.kernel, "nullb0:dd->lock");
+  ASSERT_NE(dd, nullptr) << Describe(r);
+  const double per_io = static_cast<double>(dd->acquisitions) / static_cast<double>(TotalIos(r));
+  EXPECT_GE(per_io, 2.9) << Describe(r);
+  EXPECT_LE(per_io, 4.0) << Describe(r);
+  EXPECT_GT(ProfileNs(r.kernel, "dd_bio_merge"), 0);
+  EXPECT_GT(ProfileNs(r.kernel, "dd_insert_requests"), 0);
+  EXPECT_GT(ProfileNs(r.kernel, "dd_dispatch_request"), 0);
+}
+
+// RC4's mechanism: many submitters on one hw queue meet on dd->lock, the
+// spin shows in the profile, and IOPS fall below scheduler none.
+TEST(MqDeadline, ManySubmittersContendOnDdLockAndLoseToNone) {
+  const host::HostSpec h = DeadlineHost(16, false);
+  const RunResult none = MustRun(h, ManySubmitters(16, "none"));
+  const RunResult dd = MustRun(h, ManySubmitters(16, "mq-deadline"));
+  const stats::LockRow* lock = LockNamed(dd.kernel, "nullb0:dd->lock");
+  ASSERT_NE(lock, nullptr);
+  EXPECT_GT(lock->contended, lock->acquisitions / 2) << Describe(dd);
+  EXPECT_GT(dd.kernel.contention_pct, none.kernel.contention_pct);
+  EXPECT_GT(ProfileNs(dd.kernel, "native_queued_spin_lock_slowpath"),
+            ProfileNs(none.kernel, "native_queued_spin_lock_slowpath"));
+  EXPECT_LT(RunIops(dd), RunIops(none)) << "none: " << Describe(none) << "\ndd: " << Describe(dd);
+}
+
+// The 6.9 fixes (one dispatcher, side-list inserts, merge trylock) lower
+// the contention on dd->lock (direction only).
+TEST(MqDeadline, Rc4FixesLowerContention) {
+  const RunResult before = MustRun(DeadlineHost(16, false), ManySubmitters(16));
+  const RunResult after = MustRun(DeadlineHost(16, true), ManySubmitters(16));
+  EXPECT_LT(after.kernel.contention_pct, before.kernel.contention_pct)
+      << "before: " << Describe(before) << "\nafter: " << Describe(after);
+  const stats::LockRow* b = LockNamed(before.kernel, "nullb0:dd->lock");
+  const stats::LockRow* a = LockNamed(after.kernel, "nullb0:dd->lock");
+  ASSERT_NE(b, nullptr);
+  ASSERT_NE(a, nullptr);
+  EXPECT_LT(static_cast<double>(a->wait_ns) / static_cast<double>(TotalIos(after)),
+            static_cast<double>(b->wait_ns) / static_cast<double>(TotalIos(before)));
+  EXPECT_NE(LockNamed(after.kernel, "nullb0:dd->insert_lock"), nullptr);
+}
+
+// dd_insert_buckets is refused with a clear error.
+TEST(MqDeadline, InsertBucketsAreRefused) {
+  host::HostSpec h = DeadlineHost(2, false);
+  h.knobs.dd_insert_buckets = true;
+  RunOutcome r = RunArgs(h, LossJob("io_uring", 8, 1));
+  ASSERT_FALSE(r.result.ok());
+  EXPECT_EQ(r.result.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(r.result.status().message(), HasSubstr("dd_insert_buckets"));
+}
+
+// --- SCSI HBA with host-wide shared tags (RC3, RC1) ------------------------
+
+host::HostSpec HbaHost(int cpus, const std::string& knobs, const std::string& hba,
+                       const std::string& scheduler) {
+  const std::string yaml = absl::StrCat(
+      "name: hba-host\n"
+      "cpus: {count: ", cpus, "}\n"
+      "kernel: {hz: 1000}\n"
+      "knobs: {", knobs, "}\n"
+      "devices:\n"
+      "  - name: sdb\n"
+      "    hba: {", hba, "}\n"
+      "    queue: {scheduler: ", scheduler, "}\n");
+  absl::StatusOr<host::HostSpec> h = host::ParseHostSpec(yaml);
+  EXPECT_TRUE(h.ok()) << h.status() << "\n" << yaml;
+  return h.ok() ? *h : host::HostSpec{};
+}
+
+// RC3: one RAID-0 volume, one submitter at QD128, scheduler none.
+RunResult Rc3Run(int hw_queues, bool run_all) {
+  const host::HostSpec h = HbaHost(
+      4, absl::StrCat("run_all_hw_queues_on_completion: ", run_all ? "true" : "false"),
+      absl::StrCat("nr_hw_queues: ", hw_queues,
+                   ", can_queue: 4096, drives: 8, drive_latency_nsec: 80000, firmware_nsec: 2000"),
+      "none");
+  return MustRun(h, {"--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--direct=1",
+                     "--rw=randread", "--bs=4k", "--iodepth=128", "--norandommap=1",
+                     "--runtime=50ms", "--time_based=1"});
+}
+
+// Exposing 128 hw queues makes every completion run all of them
+// (scsi_end_request -> blk_mq_run_hw_queues), each checking for pending
+// work: IOPS fall and the check functions rise in the profile.
+TEST(ScsiHba, Rc3ManyExposedHwQueuesCostARunPerHctxPerCompletion) {
+  const RunResult one = Rc3Run(1, true);
+  const RunResult many = Rc3Run(128, true);
+  EXPECT_LT(RunIops(many), RunIops(one)) << "1: " << Describe(one) << "\n128: " << Describe(many);
+  for (const char* fn : {"sbitmap_any_bit_set", "blk_mq_run_hw_queue"}) {
+    const double share_one = static_cast<double>(ProfileNs(one.kernel, fn)) / one.kernel.busy_ns;
+    const double share_many = static_cast<double>(ProfileNs(many.kernel, fn)) / many.kernel.busy_ns;
+    EXPECT_GT(share_many, share_one) << fn;
+  }
+  EXPECT_GT(CounterOf(many.kernel, "run_hw_queue"), 100 * TotalIos(many) / 2);
+}
+
+// The later fix (re-run only after a recorded budget failure,
+// sdev->restarts) recovers the loss.
+TEST(ScsiHba, Rc3RestartsRuleRecovers) {
+  const RunResult before = Rc3Run(128, true);
+  const RunResult after = Rc3Run(128, false);
+  EXPECT_GT(RunIops(after), RunIops(before)) << Describe(after);
+  EXPECT_LT(ProfileNs(after.kernel, "sbitmap_any_bit_set"), ProfileNs(before.kernel, "sbitmap_any_bit_set"));
+}
+
+// A LUN queue depth below what the job asks for: budget failures are
+// recorded (sdev->restarts) and the completion side re-runs the queue, so
+// nothing is lost or stuck.
+TEST(ScsiHba, BudgetStarvedLunKeepsRunning) {
+  for (const char* sched : {"none", "mq-deadline"}) {
+    const host::HostSpec h = HbaHost(2, "", "cmd_per_lun: 4, drive_latency_nsec: 50000", sched);
+    RunOutcome r = RunArgs(h, {"--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--direct=1",
+                               "--rw=randread", "--bs=4k", "--iodepth=32", "--numjobs=2",
+                               "--runtime=20ms", "--time_based=1"});
+    ASSERT_TRUE(r.result.ok()) << sched << ": " << r.result.status();
+    EXPECT_GT(TotalIos(*r.result), 0u);
+    EXPECT_GT(ProfileNs(r.result->kernel, "scsi_mq_get_budget"), 0);
+  }
+}
+
+// RC1 (scaled down): several LUNs on one host-wide tag set with many hw
+// queues and many requests in flight. After ~5 s each queue's timeout work
+// walks the busy tags; before 5.16 every hctx walks the whole shared bitmap,
+// taking tags->lock per busy bit, so the timeout works of different queues
+// meet on tags->lock. Walking once per queue removes the contention.
+RunResult Rc1Run(bool shared_once) {
+  const host::HostSpec h = HbaHost(
+      2,
+      absl::StrCat("tag_busy_iter_shared_once: ", shared_once ? "true" : "false",
+                   ", dd_serialize_dispatch: false, dd_insert_side_lists: false, "
+                   "dd_skip_merge_if_contended: false"),
+      "lld: 1, can_queue: 4096, nr_hw_queues: 128, virtual_drives: 8, cmd_per_lun: 1024, "
+      "drive_latency_nsec: 10000000, firmware_nsec: 1000",
+      "mq-deadline");
+  std::vector<std::string> args = {"--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k",
+                                   "--iodepth=512", "--norandommap=1", "--runtime=6s",
+                                   "--time_based=1"};
+  for (const char* dev : {"sdb", "sdc", "sdd", "sde", "sdf", "sdg", "sdh", "sdi"}) {
+    args.push_back(absl::StrCat("--name=", dev));
+    args.push_back(absl::StrCat("--filename=/dev/", dev));
+  }
+  return MustRun(h, args);
+}
+
+TEST(ScsiHba, Rc1TimeoutWalkPerHctxContendsOnTagsLock) {
+  const RunResult before = Rc1Run(false);
+  const RunResult after = Rc1Run(true);
+  EXPECT_GT(CounterOf(before.kernel, "timeout_work"), 0u) << Describe(before);
+  const stats::LockRow* lb = LockNamed(before.kernel, "host0:tags->lock");
+  ASSERT_NE(lb, nullptr) << Describe(before);
+  EXPECT_GT(lb->contended, 0u);
+  const stats::LockRow* la = LockNamed(after.kernel, "host0:tags->lock");
+  const uint64_t after_contended = la != nullptr ? la->contended : 0;
+  EXPECT_LT(after_contended, lb->contended);
+  EXPECT_LT(after.kernel.contention_pct, before.kernel.contention_pct);
+  EXPECT_GT(ProfileNs(before.kernel, "blk_mq_find_and_get_req"),
+            ProfileNs(after.kernel, "blk_mq_find_and_get_req"));
+  EXPECT_GT(ProfileNs(before.kernel, "blk_mq_queue_tag_busy_iter"), 0);
+  EXPECT_GT(RunIops(after), RunIops(before)) << "before: " << Describe(before) << "\nafter: " << Describe(after);
+}
+
+// --- CPU placement --------------------------------------------------------
+
+// numa_cpu_nodes= (numactl -N) keeps a job's clones on that node's CPUs:
+// on 2 sockets x 4 cores (8 CPUs, node 1 = cores 4..7 = CPUs 4..7),
+// split clones of a job bound to node 1 land on CPUs 4, 5, 6.
+TEST(CpuPlacement, NumaCpuNodesRestrictsClonesToTheNode) {
+  absl::StatusOr<host::HostSpec> h = host::ParseHostSpec(
+      "name: numa\ncpus: {count: 8, sockets: 2}\ndevices:\n  - name: nullb0\n"
+      "    null_blk: {poll_queues: 0}\n    queue: {scheduler: none}\n");
+  ASSERT_TRUE(h.ok()) << h.status();
+  const RunResult r = MustRun(*h, {"--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=4k",
+                                   "--numa_cpu_nodes=1", "--cpus_allowed_policy=split",
+                                   "--numjobs=3", "--runtime=5ms", "--time_based=1"});
+  ASSERT_EQ(r.clones.size(), 3u);
+  EXPECT_EQ(r.clones[0].cpu, 4);
+  EXPECT_EQ(r.clones[1].cpu, 5);
+  EXPECT_EQ(r.clones[2].cpu, 6);
+  RunOutcome bad = RunArgs(*h, {"--name=t", "--ioengine=io_uring", "--numa_cpu_nodes=2",
+                                "--runtime=5ms", "--time_based=1"});
+  ASSERT_FALSE(bad.result.ok());
+  EXPECT_THAT(bad.result.status().message(), HasSubstr("numa_cpu_nodes names node 2"));
+}
+
 // Regressions of model bugs found by these tests.
 //
 // Two io_uring IOPOLL submitters on two CPUs sharing one poll queue: each

@@ -148,7 +148,10 @@ absl::Status WriteLogFiles(const std::vector<stats::LogFile>& logs) {
 }  // namespace
 
 int RunFioCommand(const std::vector<std::string>& all_args) {
+  // The host: --host= wins, then $BLKLAB_HOST (same values), then the
+  // embedded default. fio job files cannot name a host.
   std::string host_arg(host::kDefaultPresetName);
+  if (const char* env = std::getenv("BLKLAB_HOST"); env != nullptr && env[0] != '\0') host_arg = env;
   uint64_t seed = 0;
   int perf_top = 0;
   std::vector<std::string> args;

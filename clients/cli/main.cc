@@ -23,6 +23,7 @@ namespace {
 
 void Usage(std::ostream& out) {
   out << "usage: blklab fio [--host=PRESET|FILE] [--seed=N] [--perf-top[=N]] [fio options] [job files]\n"
+         "       (local runs: the host also from BLKLAB_HOST; --host= wins)\n"
          "       blklab hosts list\n"
          "       blklab hosts show NAME\n"
          "remote (blklabd), ADDR also from BLKLAB_SERVER, the token from BLKLAB_TOKEN:\n"

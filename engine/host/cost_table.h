@@ -60,6 +60,8 @@ enum class CostSource { kSrc, kDerived, kGuess };
   X(dd_insert_request, 50, kGuess, "dd_insert_request fixed part (dd->lock held)")              \
   X(dd_insert_per_log2, 8, kGuess, "dd_insert_request per log2(queued)")                        \
   X(dd_dispatch_request, 50, kGuess, "dd_dispatch_request (dd->lock held)")                     \
+  X(dd_has_work, 3, kGuess, "dd_has_work lock-free list-head checks (cache hot)")               \
+  X(dd_side_list_add, 10, kGuess, "dd_insert_requests splice onto the side list (insert_lock held)") \
   X(null_queue_rq, 20, kGuess, "null_queue_rq + null_handle_cmd")                               \
   X(nvme_queue_rq, 80, kGuess, "nvme_queue_rq, single")                                         \
   X(nvme_queue_rqs_per_rq, 25, kGuess, "nvme_queue_rqs per request inside a batch")             \
@@ -69,6 +71,10 @@ enum class CostSource { kSrc, kDerived, kGuess };
   X(end_request_single, 50, kGuess, "blk_mq_end_request .. blk_mq_free_request, single")        \
   X(scsi_queue_rq, 300, kGuess, "scsi_queue_rq + scsi_prepare_cmd + sd_init_command")            \
   X(scsi_complete, 250, kGuess, "scsi_complete -> scsi_end_request, no re-run")                 \
+  X(hba_queuecommand, 800, kGuess, "LLD queuecommand (megaraid/mpi3mr build + issue), 500-1500")   \
+  X(hba_reply_per_cmd, 150, kGuess, "LLD reply-queue processing per completed command")          \
+  X(busy_iter_per_bit, 40, kGuess, "bt_iter per busy tag: rqs[] read, rq->ref get/put, callback")  \
+  X(timeout_timer_fire, 300, kGuess, "q->timeout timer expiry (blk_rq_timed_out_timer) in irq")  \
   X(complete_request_local, 10, kGuess, "blk_mq_complete_request, completed locally")           \
   X(raise_softirq, 100, kGuess, "blk_mq_complete_request raising BLOCK_SOFTIRQ")                \
   X(ipi_send, 150, kGuess, "smp_call_function_single_async, sender side")                       \

@@ -54,6 +54,7 @@ BLKLAB_FIELD_TABLE(Knobs, BLKLAB_KNOB_FIELDS)
 BLKLAB_FIELD_TABLE(NullBlkSpec, BLKLAB_NULL_BLK_FIELDS)
 BLKLAB_FIELD_TABLE(NvmeSpec, BLKLAB_NVME_FIELDS)
 BLKLAB_FIELD_TABLE(ScsiDebugSpec, BLKLAB_SCSI_DEBUG_FIELDS)
+BLKLAB_FIELD_TABLE(HbaSpec, BLKLAB_HBA_FIELDS)
 BLKLAB_FIELD_TABLE(DeadlineTunables, BLKLAB_DEADLINE_FIELDS)
 BLKLAB_FIELD_TABLE(QueueSpec, BLKLAB_QUEUE_FIELDS)
 
@@ -231,9 +232,9 @@ class Decoder {
 
 const std::string kHostKeys[] = {"name", "description", "cpus", "kernel", "knobs", "devices", "costs"};
 const std::string kKernelKeys[] = {"hz", "version", "config"};
-const std::string kDeviceKeys[] = {"name", "null_blk", "nvme", "scsi_debug", "queue"};
+const std::string kDeviceKeys[] = {"name", "null_blk", "nvme", "scsi_debug", "hba", "queue"};
 const std::string kQueueExtraKeys[] = {"scheduler", "iosched"};
-const char* const kDriverKeys[] = {"null_blk", "nvme", "scsi_debug"};
+const char* const kDriverKeys[] = {"null_blk", "nvme", "scsi_debug", "hba"};
 
 // Kconfig options that depend on BLK_CGROUP.
 bool KernelConfig::*const kCgroupDependents[] = {&KernelConfig::BLK_DEV_THROTTLING,
@@ -299,7 +300,7 @@ absl::Status Decoder::DecodeDevice(const DocNode& node, const std::string& path,
   for (const char* d : kDriverKeys) drivers += node.Find(d) != nullptr ? 1 : 0;
   if (drivers != 1) {
     return Error(path, node.pos(),
-                 absl::StrCat("exactly one driver block (null_blk, nvme or scsi_debug) is required, got ", drivers));
+                 absl::StrCat("exactly one driver block (null_blk, nvme, scsi_debug or hba) is required, got ", drivers));
   }
   if (const DocNode* d = node.Find("null_blk")) {
     NullBlkSpec s;
@@ -312,6 +313,10 @@ absl::Status Decoder::DecodeDevice(const DocNode& node, const std::string& path,
   } else if (const DocNode* d = node.Find("scsi_debug")) {
     ScsiDebugSpec s;
     BLKLAB_RETURN_IF_ERROR(DecodeFields(*d, Join(path, "scsi_debug"), s));
+    dev.driver = s;
+  } else if (const DocNode* d = node.Find("hba")) {
+    HbaSpec s;
+    BLKLAB_RETURN_IF_ERROR(DecodeFields(*d, Join(path, "hba"), s));
     dev.driver = s;
   }
   if (const DocNode* q = node.Find("queue")) {
@@ -400,12 +405,14 @@ bool IsPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 bool HostSharedTags(const DeviceSpec& d) {
   if (const auto* n = std::get_if<NullBlkSpec>(&d.driver)) return n->shared_tag_bitmap;
   if (const auto* s = std::get_if<ScsiDebugSpec>(&d.driver)) return s->host_max_queue > 0;
+  if (const auto* h = std::get_if<HbaSpec>(&d.driver)) return h->host_tagset;
   return false;
 }
 
 int PollQueues(const DeviceSpec& d, const CpuSpec& cpus) {
   if (const auto* n = std::get_if<NullBlkSpec>(&d.driver)) return n->poll_queues;
   if (const auto* s = std::get_if<ScsiDebugSpec>(&d.driver)) return s->poll_queues;
+  if (std::holds_alternative<HbaSpec>(d.driver)) return 0;
   const auto& nv = std::get<NvmeSpec>(d.driver);
   return std::min(nv.poll_queues, HardwareQueues(d, cpus));
 }
@@ -431,7 +438,29 @@ int DeviceInstances(const DeviceSpec& device) {
   if (const auto* s = std::get_if<ScsiDebugSpec>(&device.driver)) {
     return s->add_host * s->num_tgts * s->max_luns;
   }
+  if (const auto* h = std::get_if<HbaSpec>(&device.driver)) return h->virtual_drives;
   return 1;
+}
+
+std::string DeviceInstanceName(const DeviceSpec& device, int index) {
+  const int count = DeviceInstances(device);
+  if (count == 1) return device.name;
+  const std::string& n = device.name;
+  const bool sd_name = std::holds_alternative<HbaSpec>(device.driver) && n.size() >= 3 && n.size() <= 6 &&
+                       n.compare(0, 2, "sd") == 0 &&
+                       std::all_of(n.begin() + 2, n.end(), [](char c) { return c >= 'a' && c <= 'z'; });
+  if (!sd_name) return absl::StrCat(n, "-", index);
+  // sd_format_disk_name: bijective base 26 (a..z, aa..az, ba..).
+  int64_t k = 0;
+  for (size_t i = 2; i < n.size(); ++i) k = k * 26 + (n[i] - 'a' + 1);
+  k += index;
+  std::string letters;
+  while (k > 0) {
+    --k;
+    letters.insert(letters.begin(), static_cast<char>('a' + k % 26));
+    k /= 26;
+  }
+  return "sd" + letters;
 }
 
 int HardwareQueues(const DeviceSpec& device, const CpuSpec& cpus) {
@@ -440,6 +469,7 @@ int HardwareQueues(const DeviceSpec& device, const CpuSpec& cpus) {
     return (n->use_per_node_hctx ? nodes : n->submit_queues) + n->poll_queues;
   }
   if (const auto* s = std::get_if<ScsiDebugSpec>(&device.driver)) return s->submit_queues + s->poll_queues;
+  if (const auto* h = std::get_if<HbaSpec>(&device.driver)) return h->nr_hw_queues;
   const auto& nv = std::get<NvmeSpec>(device.driver);
   const int64_t wanted = int64_t{nv.nr_io_queues > 0 ? nv.nr_io_queues : cpus.count} + nv.write_queues + nv.poll_queues;
   return static_cast<int>(std::min<int64_t>(wanted, nv.max_queues));
@@ -450,6 +480,7 @@ int TagDepth(const DeviceSpec& device) {
   if (const auto* s = std::get_if<ScsiDebugSpec>(&device.driver)) {
     return s->host_max_queue > 0 ? s->host_max_queue : s->max_queue;
   }
+  if (const auto* h = std::get_if<HbaSpec>(&device.driver)) return h->can_queue;
   return std::get<NvmeSpec>(device.driver).io_queue_depth - 1;
 }
 
@@ -560,6 +591,14 @@ absl::Status ValidateHostSpec(const HostSpec& spec, const HostLimits& limits) {
         return absl::ResourceExhaustedError(absl::StrCat(Join(dpath, "io_queue_depth"), ": ", nv->io_queue_depth,
                                                          " exceeds the limit of ", limits.max_queue_depth));
       }
+    } else if (const auto* h = std::get_if<HbaSpec>(&d.driver)) {
+      BLKLAB_RETURN_IF_ERROR(ValidateRanges(*h, dpath));
+      if (!IsPowerOfTwo(h->sector_size)) {
+        return FieldError(Join(dpath, "sector_size"), absl::StrCat("must be a power of two, got ", h->sector_size));
+      }
+      if (!IsPowerOfTwo(h->stripe_kb)) {
+        return FieldError(Join(dpath, "stripe_kb"), absl::StrCat("must be a power of two, got ", h->stripe_kb));
+      }
     } else {
       const auto& s = std::get<ScsiDebugSpec>(d.driver);
       BLKLAB_RETURN_IF_ERROR(ValidateRanges(s, dpath));
@@ -596,7 +635,14 @@ absl::Status ValidateHostSpec(const HostSpec& spec, const HostLimits& limits) {
     const int64_t instances = DeviceInstances(d);
     total_devices += instances;
     const int64_t sched_depth = q.scheduler == Scheduler::kNone ? 0 : (q.nr_requests == 0 ? 256 : q.nr_requests);
-    total_requests += instances * hwq * (int64_t{TagDepth(d)} + sched_depth);
+    if (const auto* h = std::get_if<HbaSpec>(&d.driver)) {
+      // One tag set for the host (per hw queue without host_tagset); with
+      // host-wide tags the scheduler tags are one set per queue too.
+      const int64_t sets = h->host_tagset ? 1 : hwq;
+      total_requests += sets * h->can_queue + instances * sets * sched_depth;
+    } else {
+      total_requests += instances * hwq * (int64_t{TagDepth(d)} + sched_depth);
+    }
   }
   if (total_devices > limits.max_devices) {
     return absl::ResourceExhaustedError(absl::StrCat("devices: ", total_devices,

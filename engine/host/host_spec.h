@@ -149,6 +149,34 @@ namespace blklab::host {
   INT(sector_size, 512, 512, 4096, "logical block size, bytes (power of two)")                      \
   INT64(dev_size_mb, 8, 1, 1048576, "size of the shared ram disk, MiB")
 
+// devices[].hba: a generic RAID/HBA "firmware" SCSI host (megaraid_sas,
+// mpi3mr; KERNEL_MODEL.md §3.6, §3.7): one Scsi_Host whose tag set of
+// can_queue tags is shared host-wide (host_tagset) by `virtual_drives` LUNs,
+// each its own request queue (TAG_QUEUE_SHARED when there are several), with
+// `nr_hw_queues` hardware queues exposed to blk-mq. Each command costs the
+// LLD's CPU time (cost table: hba_queuecommand, hba_reply_per_cmd), waits
+// `firmware_nsec` in the controller (at most `max_iops` per second), and is
+// served by one of `drives` backing drives chosen by RAID-0 striping over
+// `stripe_kb` (each drive: `drive_latency_nsec`, at most `drive_iops`).
+// Completions come back on the reply queue of the submitting CPU.
+// The LUNs are named after the entry: an entry called sdb makes sdb, sdc, ...
+// sdz, sdaa, ... (the sd driver's naming); any other name gets -0, -1, ...
+#define BLKLAB_HBA_FIELDS(INT, INT64, BOOL)                                                         \
+  INT(lld, 0, 0, 1, "low-level driver whose names the profile uses: 0 = megaraid_sas, 1 = mpi3mr")     \
+  INT(can_queue, 4096, 1, 4096, "host-wide tags (shost->can_queue)")                                   \
+  INT(nr_hw_queues, 1, 1, 128, "hw queues exposed to blk-mq (RC3 hba_exposed_hw_queues: 1 or 128)")     \
+  BOOL(host_tagset, true, 0, 0, "one tag space for all hw queues (BLK_MQ_F_TAG_HCTX_SHARED)")           \
+  INT(virtual_drives, 1, 1, 256, "LUNs presented (request queues sharing the host's tag set)")         \
+  INT(cmd_per_lun, 256, 1, 4096, "per-LUN queue depth (sdev->queue_depth, the SCSI budget)")           \
+  INT64(firmware_nsec, 2000, 0, 1000000000, "controller firmware time per command, ns [guess]")       \
+  INT64(max_iops, 0, 0, 1000000000, "controller IOPS ceiling, 0 = none")                              \
+  INT(drives, 1, 1, 256, "backing drives striped as RAID-0 under every LUN")                          \
+  INT64(drive_iops, 0, 0, 1000000000, "per-drive IOPS ceiling, 0 = none")                              \
+  INT64(drive_latency_nsec, 80000, 0, 1000000000, "per-drive read latency, ns [guess]")                \
+  INT(stripe_kb, 64, 4, 65536, "RAID-0 stripe unit, KiB")                                            \
+  INT(sector_size, 512, 512, 4096, "logical block size, bytes (power of two)")                      \
+  INT64(gb, 1000, 1, 1048576, "size of each virtual drive, GiB")
+
 // devices[].queue.iosched: mq-deadline tunables (/sys/block/X/queue/iosched).
 #define BLKLAB_DEADLINE_FIELDS(INT, INT64, BOOL)                                                    \
   INT(read_expire, 500, 0, 3600000, "read deadline, ms")                                             \
@@ -211,6 +239,11 @@ struct ScsiDebugSpec {
   friend bool operator==(const ScsiDebugSpec&, const ScsiDebugSpec&) = default;
 };
 
+struct HbaSpec {
+  BLKLAB_DECLARE_FIELDS(BLKLAB_HBA_FIELDS)
+  friend bool operator==(const HbaSpec&, const HbaSpec&) = default;
+};
+
 struct DeadlineTunables {
   BLKLAB_DECLARE_FIELDS(BLKLAB_DEADLINE_FIELDS)
   friend bool operator==(const DeadlineTunables&, const DeadlineTunables&) = default;
@@ -229,7 +262,7 @@ struct QueueSpec {
   friend bool operator==(const QueueSpec&, const QueueSpec&) = default;
 };
 
-using DriverSpec = std::variant<NullBlkSpec, NvmeSpec, ScsiDebugSpec>;
+using DriverSpec = std::variant<NullBlkSpec, NvmeSpec, ScsiDebugSpec, HbaSpec>;
 
 struct DeviceSpec {
   std::string name;  // [a-z0-9_-]{1,32}, unique within the host
@@ -260,8 +293,12 @@ struct HostLimits {
 };
 
 // Number of block devices one entry creates (null_blk nr_devices, scsi_debug
-// add_host x num_tgts x max_luns, 1 for nvme).
+// add_host x num_tgts x max_luns, hba virtual_drives, 1 for nvme).
 int DeviceInstances(const DeviceSpec& device);
+// Name of instance `index` of an entry: the entry's name when it makes one
+// device; for hba entries named sd<letters>, the sd driver's successive
+// names (sdb, sdc, ..., sdz, sdaa, ...); else "<name>-<index>".
+std::string DeviceInstanceName(const DeviceSpec& device, int index);
 // Hardware queues of one instance (all maps: default + read/write + poll).
 int HardwareQueues(const DeviceSpec& device, const CpuSpec& cpus);
 // Tags per hardware queue of one instance.

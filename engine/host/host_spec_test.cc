@@ -146,7 +146,7 @@ TEST(HostSpecTest, StructuralErrors) {
   EXPECT_THAT(ErrorOf("name: h\ndevices:\n  - name: nullb0\n    null_blk: {irq_mode: 1}\n"),
               HasSubstr("devices[0].null_blk.irq_mode: unknown field"));
   EXPECT_THAT(ErrorOf("name: h\ndevices:\n  - name: nullb0\n"),
-              HasSubstr("devices[0]: exactly one driver block (null_blk, nvme or scsi_debug) is required, got 0"));
+              HasSubstr("devices[0]: exactly one driver block (null_blk, nvme, scsi_debug or hba) is required, got 0"));
   EXPECT_THAT(ErrorOf("name: h\ndevices:\n  - name: x\n    null_blk: {}\n    nvme: {}\n"),
               HasSubstr("got 2"));
   EXPECT_THAT(ErrorOf("devices: []\n"), HasSubstr("name: required"));
@@ -246,6 +246,52 @@ TEST(HostSpecTest, ValidateAcceptsProgrammaticSpec) {
   EXPECT_TRUE(ValidateHostSpec(spec).ok());
   spec.devices[0].queue.rq_affinity = 7;
   EXPECT_EQ(ValidateHostSpec(spec).message(), "devices[0].queue.rq_affinity: must be 0, 1 or 2, got 7");
+}
+
+}  // namespace
+}  // namespace blklab::host
+
+namespace blklab::host {
+namespace {
+
+TEST(HostSpecTest, HbaEntryDecodesValidatesAndNamesItsLuns) {
+  absl::StatusOr<HostSpec> h = ParseHostSpec(
+      "name: h\ncpus: {count: 8}\ndevices:\n  - name: sdb\n"
+      "    hba: {can_queue: 4096, nr_hw_queues: 8, virtual_drives: 64, drives: 16}\n");
+  ASSERT_TRUE(h.ok()) << h.status();
+  const DeviceSpec& d = h->devices[0];
+  const auto* hba = std::get_if<HbaSpec>(&d.driver);
+  ASSERT_NE(hba, nullptr);
+  EXPECT_TRUE(hba->host_tagset);
+  EXPECT_EQ(DeviceInstances(d), 64);
+  EXPECT_EQ(HardwareQueues(d, h->cpus), 8);
+  // Host-wide tags: the kernel picks mq-deadline; nr_requests 2 x min(depth, 128).
+  EXPECT_EQ(d.queue.scheduler, Scheduler::kMqDeadline);
+  EXPECT_EQ(d.queue.nr_requests, 256);
+  EXPECT_EQ(DeviceInstanceName(d, 0), "sdb");
+  EXPECT_EQ(DeviceInstanceName(d, 24), "sdz");
+  EXPECT_EQ(DeviceInstanceName(d, 25), "sdaa");
+  EXPECT_EQ(DeviceInstanceName(d, 63), "sdbm");
+  DeviceSpec other = d;
+  other.name = "raid";
+  EXPECT_EQ(DeviceInstanceName(other, 3), "raid-3");
+  // Round trip through the canonical JSON.
+  absl::StatusOr<HostSpec> again = ParseHostSpec(HostSpecToJson(*h));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, *h);
+}
+
+TEST(HostSpecTest, HbaErrorsNameTheField) {
+  const std::string prefix = "name: h\ndevices:\n  - name: sdb\n";
+  absl::StatusOr<HostSpec> h = ParseHostSpec(prefix + "    hba: {nr_hw_queues: 129}\n");
+  ASSERT_FALSE(h.ok());
+  EXPECT_THAT(std::string(h.status().message()), HasSubstr("devices[0].hba.nr_hw_queues"));
+  h = ParseHostSpec(prefix + "    hba: {stripe_kb: 48}\n");
+  ASSERT_FALSE(h.ok());
+  EXPECT_THAT(std::string(h.status().message()), HasSubstr("devices[0].hba.stripe_kb: must be a power of two"));
+  h = ParseHostSpec(prefix + "    hba: {raid_level: 5}\n");
+  ASSERT_FALSE(h.ok());
+  EXPECT_THAT(std::string(h.status().message()), HasSubstr("devices[0].hba.raid_level: unknown field"));
 }
 
 }  // namespace

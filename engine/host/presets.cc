@@ -161,6 +161,102 @@ devices:
     scsi_debug: {ndelay: 10000, max_queue: 192, max_luns: 8, num_tgts: 1, add_host: 1, submit_queues: 1}
     queue: {scheduler: mq-deadline}
 )preset"},
+    {"rc1-mpi3mr-64vd", R"preset(# RC1 "blk-mq: optimize queue tag busy iter for shared_tags" (Dec 2021,
+# 5.16-rc5): an AMD64 PCIe Gen-4 server with one mpi3mr SAS/NVMe HBA in
+# shared host-tag mode; 16 NVMe drives behind it presented as 64 virtual
+# drives, i.e. 64 request queues on one host-wide tag set
+# (BLK_MQ_F_TAG_HCTX_SHARED + TAG_QUEUE_SHARED). Seed line (from
+# examples/jobs/): blklab fio --host=rc1-mpi3mr-64vd 64.fio --rw=randread
+# --bs=4K --iodepth=32 --numjobs=2 --ioscheduler=mq-deadline --disk_util=0
+#
+# This preset is "before": every hctx of a queue walks the whole shared
+# bitmap in the timeout work (tag_busy_iter_shared_once: false). "After"
+# flips it to true. Published: 4.0M before, 5.8M after, ceiling ~6.0M.
+#
+# Choices [guess] (KERNEL_MODEL.md §6.1): 64 CPUs = 2 sockets x 16 cores x
+# SMT2, 8 cores per CCX; mpi3mr exposes one operational reply queue per CPU
+# (nr_hw_queues 64); can_queue 4096; cmd_per_lun 128; firmware 1 us per
+# command; the controller ceiling max_iops 6000000 [derived: the published
+# ~6.0M ceiling]; drives 80 us reads, no per-drive ceiling below the
+# controller's. Virtual drives are 64 GiB (memory for fio's random map).
+# The LUNs are sdb..sdbm (sdb, ..., sdz, sdaa, ..., sdbm). 5.16 era: no
+# mq-deadline 6.9 fixes, no plug time cache.
+name: rc1-mpi3mr-64vd
+description: "RC1: 64 CPUs, mpi3mr host-wide tags, 64 virtual drives, mq-deadline, 5.16-rc5 before the fix"
+cpus: {count: 64, threads_per_core: 2, cores_per_ccx: 8, sockets: 2}
+kernel: {hz: 1000, version: "5.16-rc5"}
+knobs:
+  tag_busy_iter_shared_once: false
+  busy_iter_takes_tags_lock: true
+  dd_serialize_dispatch: false
+  dd_insert_side_lists: false
+  dd_skip_merge_if_contended: false
+  plug_cache_time: false     # 6.9
+devices:
+  - name: sdb
+    hba:
+      lld: 1
+      can_queue: 4096
+      nr_hw_queues: 64
+      host_tagset: true
+      virtual_drives: 64
+      cmd_per_lun: 128
+      firmware_nsec: 1000
+      max_iops: 6000000
+      drives: 16
+      drive_latency_nsec: 80000
+      gb: 64
+    queue: {scheduler: mq-deadline}
+)preset"},
+    {"rc3-megaraid-1vd", R"preset(# RC3 "megaraid_sas: switch fusion adapters to MQ" (Jul 2020, 5.8): one
+# MegaRAID controller with an 8-drive RAID-0 logical volume (one SCSI
+# device, sdb). Seed line (from examples/jobs/): blklab fio
+# --host=rc3-megaraid-1vd 1vd.fio --iodepth=128 --bs=4k --rw=randread
+# --cpus_allowed_policy=split --ioscheduler=none --group_reporting
+# --runtime=200 --numjobs=1 (the original ran under numactl -N 1; 1vd.fio
+# says numa_cpu_nodes=1 instead).
+#
+# This preset is the RFC state: the HBA exposes 128 hardware queues with
+# host-wide shared tags (nr_hw_queues: 128) on a 5.8 kernel whose
+# scsi_end_request runs every hw queue on each completion
+# (run_all_hw_queues_on_completion: true). "Before" the RFC the HBA exposed
+# one hardware queue (nr_hw_queues: 1); the later fix (~5.10, sdev->restarts)
+# is run_all_hw_queues_on_completion: false.
+#
+# Choices [guess]: 32 CPUs = 2 sockets (2 NUMA nodes) x 8 cores x SMT2;
+# can_queue 4096; cmd_per_lun 256; firmware 2 us per command; 8 SAS SSDs of
+# 100 us reads and 100K IOPS each, 64 KiB stripes.
+name: rc3-megaraid-1vd
+description: "RC3: 2-node 32-CPU host, MegaRAID RAID-0 of 8 drives exposing 128 hw queues, 5.8"
+cpus: {count: 32, threads_per_core: 2, sockets: 2}
+kernel: {hz: 250, version: "5.8"}
+knobs:
+  run_all_hw_queues_on_completion: true
+  tag_busy_iter_shared_once: false
+  busy_iter_takes_tags_lock: false   # 5.14
+  plug_request_cache: false          # 5.16
+  batched_completion: false          # 5.16
+  plug_cache_time: false             # 6.9
+  bio_alloc_cache: false             # 5.16
+  dd_serialize_dispatch: false
+  dd_insert_side_lists: false
+  dd_skip_merge_if_contended: false
+devices:
+  - name: sdb
+    hba:
+      lld: 0
+      can_queue: 4096
+      nr_hw_queues: 128
+      host_tagset: true
+      virtual_drives: 1
+      cmd_per_lun: 256
+      firmware_nsec: 2000
+      drives: 8
+      drive_iops: 100000
+      drive_latency_nsec: 100000
+      stripe_kb: 64
+    queue: {scheduler: none}
+)preset"},
 };
 
 const Preset* FindPreset(absl::string_view name) {

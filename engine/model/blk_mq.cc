@@ -10,6 +10,12 @@ constexpr uint32_t kBlkMaxRequestCount = 32;  // BLK_MAX_REQUEST_COUNT: plug flu
 constexpr int kCpuWorkBatch = 8;              // BLK_MQ_CPU_WORK_BATCH
 constexpr int64_t kResourceDelayNs = 3 * sim::kNsPerMs;  // BLK_MQ_RESOURCE_DELAY
 constexpr int kCtxPerMapWord = 8;             // ctx_map: 8 bits per word
+constexpr int64_t kBudgetDelayNs = 3 * sim::kNsPerMs;    // BLK_MQ_BUDGET_DELAY
+// blk_mq_do_dispatch_sched gives up the CPU after a while (need_resched or
+// about 1 s in the kernel); the model after this many productive rounds.
+constexpr int kMaxSchedRounds = 64;
+constexpr int64_t kRqTimeoutNs = 30 * sim::kNsPerSec;     // rq_timeout default (30 s)
+constexpr int64_t kBlkMaxTimeoutNs = 5 * sim::kNsPerSec;  // BLK_MAX_TIMEOUT
 }  // namespace
 
 Ctx::Ctx(Kernel& kernel, const std::string& qname, int cpu)
@@ -38,8 +44,17 @@ RequestQueue::RequestQueue(Kernel& kernel, std::string name, TagSet& set, BlkMqD
       driver_(driver),
       config_(config),
       done_softirq_(this),
-      completion_ipi_(this) {
+      completion_ipi_(this),
+      timeout_irq_(this),
+      timeout_work_(this) {
   set.AddQueue();
+  timeout_timer_.Init(&kernel.machine(), 0, &timeout_irq_, 0);
+  fn_timeout_timer_ = kernel.Intern("blk_rq_timed_out_timer");
+  fn_timeout_work_ = kernel.Intern("blk_mq_timeout_work");
+  fn_busy_iter_ = kernel.Intern("bt_iter");
+  fn_find_and_get_req_ = kernel.Intern("blk_mq_find_and_get_req");
+  fn_for_each_set_ = kernel.Intern("blk_mq_queue_tag_busy_iter");
+  fn_check_expired_ = kernel.Intern("blk_mq_check_expired");
   const int ncpus = kernel.machine().num_cpus();
   for (uint32_t i = 0; i < set.nr_hw_queues(); ++i) {
     hctxs_.push_back(std::make_unique<Hctx>(kernel, this, i, &set.tags(i)));
@@ -61,6 +76,21 @@ RequestQueue::RequestQueue(Kernel& kernel, std::string name, TagSet& set, BlkMqD
   }
   for (auto& h : hctxs_) {
     if (h->cpumask_.empty()) h->cpumask_.push_back(0);
+  }
+  if (config_.scheduler == Elevator::kMqDeadline) {
+    // blk_mq_init_sched: nr_requests scheduler tags per hctx, or one
+    // queue-wide set when the host shares its tags (5.16+ sched_shared_tags).
+    dd_ = std::make_unique<DeadlineSched>(kernel, name_, config_.deadline);
+    const uint32_t depth = config_.nr_requests > 0 ? config_.nr_requests
+                                                   : 2 * std::min<uint32_t>(set.config().queue_depth, 128);
+    const size_t n = set.config().hctx_shared ? 1 : hctxs_.size();
+    for (size_t i = 0; i < n; ++i) {
+      sched_tags_.push_back(std::make_unique<Tags>(kernel, name_ + ":sched_tags->lock", depth));
+      sched_tags_.back()->InitAsSchedTags();
+    }
+    for (size_t i = 0; i < hctxs_.size(); ++i) {
+      hctxs_[i]->sched_tags_ = sched_tags_[set.config().hctx_shared ? 0 : i].get();
+    }
   }
   for (auto& h : hctxs_) {
     const size_t words = (h->ctxs_.size() + kCtxPerMapWord - 1) / kCtxPerMapWord;
@@ -112,6 +142,13 @@ std::vector<const Request*> RequestQueue::StuckRequests(sim::SimTime now, int64_
     for (uint32_t tag = 0; tag < t.nr_tags(); ++tag) {
       const Request* rq = t.rq(tag);
       if (rq != nullptr && rq->q == this && now - rq->alloc_time_ns > age_ns) out.push_back(rq);
+    }
+  }
+  for (const auto& st : sched_tags_) {
+    for (uint32_t tag = 0; tag < st->nr_tags(); ++tag) {
+      const Request* rq = st->rq(tag);
+      // Requests holding a driver tag were listed above.
+      if (rq != nullptr && rq->tag == kNoTag && now - rq->alloc_time_ns > age_ns) out.push_back(rq);
     }
   }
   return out;
@@ -176,8 +213,13 @@ Request* RequestQueue::AllocRequestFast(sim::Cpu& cpu, Bio* bio, Plug* plug) {
   }
   const auto& c = kernel_.costs();
   cpu.Charge(kernel_.fn.percpu_ref_get, c.percpu_ref);  // bio_queue_enter
-  Tags& tags = hctx->tags();
+  Tags& tags = AllocTags(hctx);
   SbitmapQueue& bt = tags.bitmap_tags();
+  if (!dd_ && SharedTags()) {
+    // blk_mq_tag_busy + hctx_may_queue (driver tag taken at allocation).
+    TagBusy(cpu, hctx);
+    if (!MayQueue(cpu, hctx)) return nullptr;
+  }
   // Batched allocation (5.16+): with a plug expecting several IOs, no
   // scheduler and no shared tags, take several tags with one atomic.
   if (plug != nullptr && plug->nr_ios > 1 && kernel_.knobs().plug_request_cache &&
@@ -206,7 +248,8 @@ Request* RequestQueue::AllocRequestFast(sim::Cpu& cpu, Bio* bio, Plug* plug) {
   const int bit = bt.Get(cpu);
   if (bit < 0) return nullptr;
   Request* rq = tags.static_rq(static_cast<uint32_t>(bit));
-  tags.set_rq(rq->tag, rq);
+  tags.set_rq(static_cast<uint32_t>(bit), rq);
+  if (!dd_ && SharedTags()) IncActive(cpu, hctx);
   InitRequest(cpu, rq, bio, hctx, plug);
   return rq;
 }
@@ -218,17 +261,18 @@ sim::Task RequestQueue::GetRequestSlow(sim::Cpu& cpu, Bio* bio, Plug* plug, Requ
   if (bio->nowait) co_return;
   const auto& c = kernel_.costs();
   Hctx* hctx = MapQueue(cpu.id(), bio->polled);
-  Tags& tags = hctx->tags();
+  Tags& tags = AllocTags(hctx);
   SbitmapQueue& bt = tags.bitmap_tags();
+  const bool fair = !dd_ && SharedTags();
   for (;;) {
     cpu.Charge(kernel_.fn.blk_mq_get_tag, c.sbitmap_get);
     sim::WaitQueue& wq = bt.NextWaitQueue(hctx->wait_index);
     co_await RunHwQueue(cpu, hctx);
     co_await cpu.Sync();
-    int bit = bt.Get(cpu);
+    int bit = fair && !MayQueue(cpu, hctx) ? -1 : bt.Get(cpu);
     if (bit < 0) {
       bt.PrepareToWait();
-      bit = bt.Get(cpu);
+      bit = fair && !MayQueue(cpu, hctx) ? -1 : bt.Get(cpu);
       if (bit < 0) {
         // schedule() flushes the plug first (sched_submit_work).
         if (plug != nullptr && !plug->mq_list.empty()) {
@@ -249,7 +293,8 @@ sim::Task RequestQueue::GetRequestSlow(sim::Cpu& cpu, Bio* bio, Plug* plug, Requ
       bt.FinishWait();
     }
     Request* rq = tags.static_rq(static_cast<uint32_t>(bit));
-    tags.set_rq(rq->tag, rq);
+    tags.set_rq(static_cast<uint32_t>(bit), rq);
+    if (fair) IncActive(cpu, hctx);
     InitRequest(cpu, rq, bio, hctx, plug);
     *out = rq;
     co_return;
@@ -286,6 +331,17 @@ sim::Task RequestQueue::SubmitBio(sim::Cpu& cpu, Bio* bio, Plug* plug) {
                  c.sw_queue_merge_base + c.sw_queue_merge_per_rq * static_cast<int64_t>(scanned));
       co_await cpu.Sync();
       ctx->lock_.Unlock(cpu);
+    }
+  }
+  if (dd_ && config_.nomerges == 0) {
+    // blk_mq_sched_bio_merge -> dd_bio_merge under dd->lock.
+    co_await cpu.Sync();
+    Request* merged = nullptr;
+    co_await dd_->BioMerge(cpu, bio, &merged);
+    if (merged != nullptr) {
+      disk_.merges[bio->op == ReqOp::kWrite ? 1 : 0] += 1;
+      kernel_.Count(Counter::k_sched_merge);
+      co_return;
     }
   }
 
@@ -328,7 +384,25 @@ sim::Task RequestQueue::SubmitBio(sim::Cpu& cpu, Bio* bio, Plug* plug) {
   co_await InsertAndRun(cpu, rq, /*run_async=*/false);
 }
 
+sim::Task RequestQueue::InsertRequestsSched(sim::Cpu& cpu, RequestList& list, Hctx* hctx,
+                                            bool run_async) {
+  // blk_mq_insert_request(s) -> dd_insert_requests, then blk_mq_run_hw_queue.
+  co_await dd_->InsertRequests(cpu, list);
+  co_await cpu.Sync();
+  if (run_async) {
+    RunHwQueueAsync(cpu, hctx);
+  } else {
+    co_await RunHwQueue(cpu, hctx);
+  }
+}
+
 sim::Task RequestQueue::InsertAndRun(sim::Cpu& cpu, Request* rq, bool run_async) {
+  if (dd_) {
+    RequestList one;
+    one.push_back(rq);
+    co_await InsertRequestsSched(cpu, one, rq->mq_hctx, run_async);
+    co_return;
+  }
   // blk_mq_insert_request (none): onto the ctx list, mark the ctx pending.
   Ctx* ctx = rq->mq_ctx;
   co_await ctx->lock_.Lock(cpu);
@@ -390,6 +464,14 @@ BlkStatus RequestQueue::IssueDirectly(sim::Cpu& cpu, Request* rq, bool last) {
   cpu.Charge(kernel_.fn.rcu_read_lock, kernel_.costs().rcu_read_section);
   kernel_.Count(Counter::k_direct_issue);
   cpu.Charge(kernel_.fn.blk_mq_try_issue_directly, kernel_.costs().line_read_hit);
+  // blk_mq_get_budget_and_tag: the driver tag is already held (none).
+  if (driver_->has_budget() && !rq->budget_held) {
+    if (!driver_->GetBudget(cpu, this)) {
+      kernel_.Count(Counter::k_queue_rq_busy);
+      return BlkStatus::kResource;
+    }
+    rq->budget_held = true;
+  }
   kernel_.Count(Counter::k_queue_rq);
   const BlkStatus status = driver_->QueueRq(cpu, hctx, rq, last);
   switch (status) {
@@ -400,6 +482,7 @@ BlkStatus RequestQueue::IssueDirectly(sim::Cpu& cpu, Request* rq, bool last) {
     case BlkStatus::kDevResource:
       kernel_.Count(Counter::k_queue_rq_busy);
       UpdateDispatchBusy(hctx, true);
+      PutRqBudget(cpu, rq);
       break;
     default:
       EndRequest(cpu, rq, status);
@@ -455,7 +538,17 @@ sim::Task RequestQueue::FlushPlug(sim::Cpu& cpu, Plug* plug, bool from_schedule)
     }
   } else {
     // blk_mq_dispatch_plug_list: insert per queue, then run the queues.
+    // With an elevator the whole run of one queue's requests goes in with
+    // one dd_insert_requests and one (synchronous on unplug) queue run.
     while (!list.empty()) {
+      RequestQueue* rq_q = list.front()->q;
+      if (rq_q->dd_) {
+        Hctx* h = list.front()->mq_hctx;
+        RequestList batch;
+        while (!list.empty() && list.front()->q == rq_q) batch.push_back(list.pop_front());
+        co_await rq_q->InsertRequestsSched(cpu, batch, h, /*run_async=*/from_schedule);
+        continue;
+      }
       Request* rq = list.pop_front();
       co_await rq->q->InsertAndRun(cpu, rq, /*run_async=*/from_schedule);
     }
@@ -485,6 +578,7 @@ bool RequestQueue::HasPending(sim::Cpu& cpu, Hctx* hctx) {
   const auto& c = kernel_.costs();
   cpu.Charge(kernel_.fn.blk_mq_run_hw_queue, hctx->dispatch_line_.Read(m, cpu.id(), c.line_read_hit));
   if (!hctx->dispatch_.empty()) return true;
+  if (dd_ && dd_->HasWork(cpu)) return true;
   int64_t cost = 0;
   bool any = false;
   for (size_t w = 0; w < hctx->ctx_map_.size(); ++w) {
@@ -538,6 +632,9 @@ void RequestQueue::RunHwQueueAsync(sim::Cpu& cpu, Hctx* hctx) {
 }
 
 void RequestQueue::RunHwQueuesAsync(sim::Cpu& cpu) {
+  // blk_mq_run_hw_queues(q, true). RC3's rejected shortcut returns early
+  // when the queue has no elevator (and strands parked requests).
+  if (kernel_.knobs().skip_run_queues_without_elevator && !dd_) return;
   for (auto& h : hctxs_) {
     if (!h->stopped_) RunHwQueueAsync(cpu, h.get());
   }
@@ -547,6 +644,15 @@ void RequestQueue::DelayRunHwQueue(sim::Cpu* cpu, Hctx* hctx, int64_t delay_ns) 
   kernel_.Count(Counter::k_run_hw_queue_delayed);
   const int target = cpu != nullptr ? NextCpu(*cpu, hctx) : hctx->cpumask_[0];
   kernel_.kblockd().Queue(cpu, &hctx->run_work_, target, delay_ns, /*modify=*/true);
+}
+
+void RequestQueue::DelayRunHwQueues(sim::Cpu* cpu, int64_t delay_ns) {
+  // blk_mq_delay_run_hw_queues: a hctx whose run work is already pending
+  // keeps its pending delay.
+  for (auto& h : hctxs_) {
+    if (h->stopped_ || h->run_work_.pending()) continue;
+    DelayRunHwQueue(cpu, h.get(), delay_ns);
+  }
 }
 
 void RequestQueue::StopHwQueues() {
@@ -623,6 +729,10 @@ sim::Task RequestQueue::DispatchRequests(sim::Cpu& cpu, Hctx* hctx) {
     co_await cpu.Sync();
     if (!hctx->dispatch_.empty()) co_return;  // still busy: wait for a restart
   }
+  if (dd_) {
+    co_await DoDispatchSched(cpu, hctx);
+    co_return;
+  }
   // Then the software queues: all at once, or (dispatch_busy) one at a time
   // round robin (blk_mq_do_dispatch_ctx).
   co_await FlushBusyCtxs(cpu, hctx, list);
@@ -651,14 +761,41 @@ sim::Task RequestQueue::DispatchRequests(sim::Cpu& cpu, Hctx* hctx) {
 
 sim::Task RequestQueue::DispatchRqList(sim::Cpu& cpu, Hctx* hctx, RequestList& list,
                                        bool* progress) {
-  // blk_mq_dispatch_rq_list
+  // blk_mq_dispatch_rq_list: per request blk_mq_prep_dispatch_rq (budget,
+  // driver tag), then ->queue_rq.
   const auto& c = kernel_.costs();
   BlkStatus last_status = BlkStatus::kOk;
   uint32_t queued = 0;
+  bool no_budget = false;
+  bool no_tag = false;
   while (!list.empty()) {
-    Request* rq = list.pop_front();
-    cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list, c.dispatch_rq_list_per_rq);
+    Request* rq = list.front();
     co_await cpu.Sync();
+    if (driver_->has_budget() && !rq->budget_held) {
+      if (!driver_->GetBudget(cpu, this)) {
+        no_budget = true;
+        break;
+      }
+      rq->budget_held = true;
+    }
+    if (rq->tag == kNoTag && !GetDriverTag(cpu, rq)) {
+      // blk_mq_mark_tag_wait: not shared -> SCHED_RESTART; shared -> wait
+      // on the tag space (blk_mq_dispatch_wake). Then retry once.
+      if (!SharedTags() && !set_.config().hctx_shared) {
+        hctx->sched_restart_ = true;
+        cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list,
+                   hctx->state_line_.Write(kernel_.machine(), cpu.id(), c.atomic_local));
+      } else if (!hctx->on_dispatch_wait_) {
+        hctx->on_dispatch_wait_ = true;
+        hctx->tags().dispatch_waiters.push_back(hctx);
+      }
+      if (!GetDriverTag(cpu, rq)) {
+        no_tag = true;
+        break;
+      }
+    }
+    list.pop_front();
+    cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list, c.dispatch_rq_list_per_rq);
     kernel_.Count(Counter::k_queue_rq);
     last_status = driver_->QueueRq(cpu, hctx, rq, list.empty());
     if (last_status == BlkStatus::kResource || last_status == BlkStatus::kDevResource) {
@@ -676,8 +813,10 @@ sim::Task RequestQueue::DispatchRqList(sim::Cpu& cpu, Hctx* hctx, RequestList& l
     UpdateDispatchBusy(hctx, false);
     co_return;
   }
-  // Leftovers: commit what was queued, park the rest on hctx->dispatch and
-  // decide who runs the queue again.
+  // Leftovers: give their budgets back (blk_mq_release_budgets), commit what
+  // was queued, park the rest on hctx->dispatch and decide who runs the
+  // queue again.
+  for (Request* r = list.front(); r != nullptr; r = r->next) PutRqBudget(cpu, r);
   if (queued > 0) driver_->CommitRqs(cpu, hctx);
   co_await hctx->lock_.Lock(cpu);
   cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list,
@@ -687,22 +826,278 @@ sim::Task RequestQueue::DispatchRqList(sim::Cpu& cpu, Hctx* hctx, RequestList& l
   co_await cpu.Sync();
   hctx->lock_.Unlock(cpu);
   UpdateDispatchBusy(hctx, true);
-  const bool needs_restart = !hctx->sched_restart_;
-  if (needs_restart) {
+  const bool restart_marked = hctx->sched_restart_;
+  const bool needs_resource = no_budget || last_status == BlkStatus::kResource;
+  if (!restart_marked || (no_tag && !hctx->on_dispatch_wait_)) {
     // Somebody cleared SCHED_RESTART while we dispatched: run again now.
     RunHwQueueAsync(cpu, hctx);
-  } else if (last_status == BlkStatus::kResource) {
+  } else if (needs_resource) {
     DelayRunHwQueue(&cpu, hctx, kResourceDelayNs);
   }
   // BLK_STS_DEV_RESOURCE: the driver promises a re-run when it frees resources.
 }
 
+sim::Task RequestQueue::DoDispatchSched(sim::Cpu& cpu, Hctx* hctx) {
+  // blk_mq_do_dispatch_sched: loop while a round makes progress; newer
+  // kernels stop after a while and queue the run again.
+  for (int round = 0; round < kMaxSchedRounds; ++round) {
+    bool progress = false;
+    co_await DoDispatchSchedOnce(cpu, hctx, &progress);
+    if (!progress) co_return;
+  }
+  co_await cpu.Sync();
+  RunHwQueueAsync(cpu, hctx);
+}
+
+sim::Task RequestQueue::DoDispatchSchedOnce(sim::Cpu& cpu, Hctx* hctx, bool* progress) {
+  // __blk_mq_do_dispatch_sched
+  *progress = false;
+  const sim::Machine& m = kernel_.machine();
+  const uint32_t max_dispatch = hctx->dispatch_busy_ != 0 ? 1 : std::max<uint32_t>(config_.nr_requests, 1);
+  RequestList list;
+  uint32_t count = 0;
+  bool run_queue = false;
+  bool multi_hctxs = false;
+  do {
+    co_await cpu.Sync();
+    if (!dd_->HasWork(cpu)) break;
+    cpu.Charge(kernel_.fn.blk_mq_run_hw_queue, hctx->dispatch_line_.Read(m, cpu.id(), kernel_.costs().line_read_hit));
+    if (!hctx->dispatch_.empty()) break;
+    const bool budget = driver_->has_budget();
+    if (budget && !driver_->GetBudget(cpu, this)) {
+      run_queue = true;
+      break;
+    }
+    Request* rq = nullptr;
+    co_await dd_->DispatchRequest(cpu, &rq);
+    co_await cpu.Sync();
+    if (rq == nullptr) {
+      if (budget) driver_->PutBudget(cpu, this);
+      run_queue = true;
+      break;
+    }
+    rq->budget_held = budget;
+    if (rq->mq_hctx != hctx) multi_hctxs = true;
+    list.push_back(rq);
+    ++count;
+    // Stop collecting when no driver tag is left (blk_mq_get_driver_tag).
+    if (!GetDriverTag(cpu, rq)) break;
+  } while (count < max_dispatch);
+  if (list.empty()) {
+    if (run_queue) DelayRunHwQueues(&cpu, kBudgetDelayNs);
+    co_return;
+  }
+  if (!multi_hctxs) {
+    co_await DispatchRqList(cpu, hctx, list, progress);
+    co_return;
+  }
+  // Requests of one elevator may belong to several hctxs: dispatch each
+  // hctx's share in hctx order.
+  while (!list.empty()) {
+    Hctx* h = list.front()->mq_hctx;
+    for (Request* r = list.front(); r != nullptr; r = r->next) {
+      if (r->mq_hctx->queue_num_ < h->queue_num_) h = r->mq_hctx;
+    }
+    RequestList mine, rest;
+    while (!list.empty()) {
+      Request* r = list.pop_front();
+      if (r->mq_hctx == h) {
+        mine.push_back(r);
+      } else {
+        rest.push_back(r);
+      }
+    }
+    list.splice_tail(rest);
+    bool p = false;
+    co_await DispatchRqList(cpu, h, mine, &p);
+    *progress = *progress || p;
+  }
+}
+
+// --- shared tags ---------------------------------------------------------------
+
+void RequestQueue::TagBusy(sim::Cpu& cpu, Hctx* hctx) {
+  // blk_mq_tag_busy: test the active bit, mark it once and count the user.
+  // (The kernel takes tags->lock for the count; the model charges the line.)
+  const sim::Machine& m = kernel_.machine();
+  Tags& tags = hctx->tags();
+  bool& active = set_.config().hctx_shared ? hctx_active_ : hctx->tag_active_;
+  cpu.Charge(kernel_.fn.blk_mq_get_tag, hctx->state_line_.Read(m, cpu.id(), kernel_.costs().line_read_hit));
+  if (active) return;
+  active = true;
+  ++tags.active_queues;
+  cpu.Charge(kernel_.fn.blk_mq_get_tag, tags.active_queues_line.Write(m, cpu.id(), kernel_.costs().atomic_local));
+}
+
+bool RequestQueue::MayQueue(sim::Cpu& cpu, Hctx* hctx) {
+  // hctx_may_queue: active requests < max(ceil(depth / users), 4).
+  const sim::Machine& m = kernel_.machine();
+  Tags& tags = hctx->tags();
+  cpu.Charge(kernel_.fn.blk_mq_get_tag, tags.active_queues_line.Read(m, cpu.id(), kernel_.costs().line_read_hit));
+  const uint32_t users = static_cast<uint32_t>(std::max(tags.active_queues, 1));
+  const uint32_t depth = tags.nr_tags();
+  const uint32_t limit = std::max<uint32_t>((depth + users - 1) / users, 4);
+  const bool shared_q = set_.config().hctx_shared;
+  sim::CacheLine& line = shared_q ? nr_active_shared_line_ : hctx->nr_active_line_;
+  cpu.Charge(kernel_.fn.blk_mq_get_tag, line.Read(m, cpu.id(), kernel_.costs().line_read_hit));
+  return (shared_q ? nr_active_shared_ : hctx->nr_active_) < limit;
+}
+
+void RequestQueue::IncActive(sim::Cpu& cpu, Hctx* hctx) {
+  const bool shared_q = set_.config().hctx_shared;
+  sim::CacheLine& line = shared_q ? nr_active_shared_line_ : hctx->nr_active_line_;
+  cpu.Charge(kernel_.fn.blk_mq_get_tag, line.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+  ++(shared_q ? nr_active_shared_ : hctx->nr_active_);
+}
+
+void RequestQueue::DecActive(sim::Cpu& cpu, Hctx* hctx) {
+  const bool shared_q = set_.config().hctx_shared;
+  sim::CacheLine& line = shared_q ? nr_active_shared_line_ : hctx->nr_active_line_;
+  cpu.Charge(kernel_.fn.sbitmap_queue_clear, line.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+  --(shared_q ? nr_active_shared_ : hctx->nr_active_);
+}
+
+bool RequestQueue::GetDriverTag(sim::Cpu& cpu, Request* rq) {
+  // blk_mq_get_driver_tag (scheduler queues). REQUIRES: Synced.
+  if (rq->tag != kNoTag) return true;
+  Hctx* hctx = rq->mq_hctx;
+  const bool fair = SharedTags();
+  if (fair) {
+    TagBusy(cpu, hctx);
+    if (!MayQueue(cpu, hctx)) return false;
+  }
+  Tags& tags = hctx->tags();
+  const int bit = tags.bitmap_tags().Get(cpu);
+  if (bit < 0) return false;
+  rq->tag = static_cast<uint32_t>(bit);
+  tags.set_rq(rq->tag, rq);
+  if (fair) IncActive(cpu, hctx);
+  return true;
+}
+
+void RequestQueue::PutRqBudget(sim::Cpu& cpu, Request* rq) {
+  if (!rq->budget_held) return;
+  rq->budget_held = false;
+  driver_->PutBudget(cpu, this);
+}
+
 // --- completion ---------------------------------------------------------------
 
 void RequestQueue::StartRequest(sim::Cpu& cpu, Request* rq) {
-  // blk_mq_start_request: IN_FLIGHT, blk_add_timer (timeout armed lazily).
+  // blk_mq_start_request: IN_FLIGHT, blk_add_timer.
   rq->state = Request::State::kInFlight;
   rq->io_start_time_ns = cpu.now();
+  rq->deadline = cpu.now() + kRqTimeoutNs;
+  if (!config_.timeout_timer) return;
+  // blk_add_timer: arm q->timeout for min(deadline, now + BLK_MAX_TIMEOUT)
+  // rounded up to a second; a pending timer moves only if the new expiry is
+  // at least HZ/2 earlier (so under steady IO it is left alone). The arming
+  // is priced inside blk_mq_start_request's share of the path.
+  const sim::SimTime expiry = TimeoutExpiry(cpu.id(), rq->deadline, cpu.now());
+  if (!timeout_timer_.pending() || expiry + sim::kNsPerSec / 2 <= timeout_timer_.expires()) {
+    timeout_timer_.set_cpu(cpu.id());
+    timeout_timer_.Start(expiry);
+  }
+}
+
+sim::SimTime RequestQueue::TimeoutExpiry(int cpu, sim::SimTime deadline, sim::SimTime now) const {
+  // blk_rq_timeout + round_jiffies_up: a whole second, skewed by 3 jiffies
+  // per CPU (added before rounding, taken off after).
+  const sim::SimTime t = std::min(deadline, now + kBlkMaxTimeoutNs);
+  const int64_t jiffy = sim::kNsPerSec / kernel_.knobs().hz;
+  const int64_t skew = int64_t{3} * cpu * jiffy;
+  sim::SimTime r = (t + skew + sim::kNsPerSec - 1) / sim::kNsPerSec * sim::kNsPerSec - skew;
+  if (r < t) r += sim::kNsPerSec;
+  return r;
+}
+
+sim::Task RequestQueue::TimeoutTimer::Handle(sim::Cpu& cpu, uint64_t) {
+  // blk_rq_timed_out_timer -> kblockd_schedule_work(&q->timeout_work) on
+  // the CPU the timer fired on.
+  Kernel& k = q_->kernel_;
+  k.Count(Counter::k_hardirq);
+  cpu.Charge(q_->fn_timeout_timer_, k.costs().timeout_timer_fire);
+  co_await cpu.Sync();
+  k.kblockd().Queue(&cpu, &q_->timeout_work_, cpu.id(), 0);
+}
+
+sim::Task RequestQueue::TimeoutWork::Run(sim::Cpu& cpu) {
+  // blk_mq_timeout_work: walk the busy tags for expired requests (none
+  // expire in the model: no command outlives rq_timeout), re-arm the timer
+  // for the earliest deadline, or mark the queue idle on its tag set.
+  RequestQueue* q = q_;
+  Kernel& k = q->kernel_;
+  k.Count(Counter::k_timeout_work);
+  cpu.Charge(q->fn_timeout_work_, k.costs().percpu_ref);
+  sim::SimTime next = 0;
+  const bool host_shared = q->set_.config().hctx_shared;
+  if (host_shared && k.knobs().tag_busy_iter_shared_once) {
+    // 5.16: with host-shared tags the bitmap is walked once for the queue.
+    co_await q->BusyIter(cpu, q->hctxs_[0]->tags(), nullptr, &next);
+  } else {
+    // Every hctx walks its tags, which with host-shared tags is the whole
+    // shared bitmap each time (RC1's "before").
+    for (auto& h : q->hctxs_) co_await q->BusyIter(cpu, h->tags(), h.get(), &next);
+  }
+  co_await cpu.Sync();
+  if (next != 0) {
+    const sim::SimTime expiry = q->TimeoutExpiry(cpu.id(), next, cpu.now());
+    cpu.Charge(k.fn.hrtimer_start, k.costs().hrtimer_arm);
+    q->timeout_timer_.set_cpu(cpu.id());
+    q->timeout_timer_.Start(expiry);
+    co_return;
+  }
+  // blk_mq_tag_idle for every hctx: leave the set's active users.
+  for (auto& h : q->hctxs_) {
+    bool& active = host_shared ? q->hctx_active_ : h->tag_active_;
+    if (!active) continue;
+    active = false;
+    Tags& tags = h->tags();
+    --tags.active_queues;
+    cpu.Charge(q->fn_timeout_work_,
+               tags.active_queues_line.Write(k.machine(), cpu.id(), k.costs().atomic_local));
+  }
+}
+
+sim::Task RequestQueue::BusyIter(sim::Cpu& cpu, Tags& tags, Hctx* hctx, sim::SimTime* next) {
+  // blk_mq_queue_tag_busy_iter -> bt_for_each -> sbitmap_for_each_set ->
+  // bt_iter per set bit: blk_mq_find_and_get_req (tags->lock irqsave, read
+  // rqs[bit], rq->ref++), the queue/hctx filter, blk_mq_check_expired,
+  // blk_mq_put_rq_ref. The model takes tags->lock once per word that has
+  // busy bits and holds it for that word's bits, charging each bit's
+  // lock/unlock inside; the kernel drops and retakes it per bit.
+  const auto& c = kernel_.costs();
+  SbitmapQueue& bt = tags.bitmap_tags();
+  const uint32_t per_word = bt.bits_per_word();
+  const bool take_lock = kernel_.knobs().busy_iter_takes_tags_lock;
+  for (int w = 0; w < bt.words(); ++w) {
+    co_await cpu.Sync();
+    cpu.Charge(fn_for_each_set_, bt.ReadWordCost(cpu, w, c.sbitmap_any_bit_set_per_word));
+    const uint32_t first = static_cast<uint32_t>(w) * per_word;
+    const uint32_t last = std::min(first + per_word, tags.nr_tags());
+    uint32_t busy = 0;
+    for (uint32_t t = first; t < last; ++t) busy += tags.rq(t) != nullptr ? 1 : 0;
+    if (busy == 0) continue;
+    if (take_lock) {
+      co_await tags.lock().Lock(cpu);
+      cpu.Charge(fn_find_and_get_req_, int64_t{busy} * (c.spin_lock_uncontended + c.busy_iter_per_bit));
+    } else {
+      cpu.Charge(fn_busy_iter_, int64_t{busy} * c.busy_iter_per_bit);
+    }
+    uint32_t matched = 0;
+    for (uint32_t t = first; t < last; ++t) {
+      const Request* rq = tags.rq(t);
+      if (rq == nullptr || rq->q != this || (hctx != nullptr && rq->mq_hctx != hctx)) continue;
+      if (rq->state != Request::State::kInFlight) continue;
+      ++matched;
+      if (*next == 0 || rq->deadline < *next) *next = rq->deadline;
+    }
+    cpu.Charge(fn_check_expired_, int64_t{matched} * c.line_read_hit);
+    if (take_lock) {
+      co_await cpu.Sync();
+      tags.lock().Unlock(cpu);
+    }
+  }
 }
 
 void RequestQueue::CompleteRequest(sim::Cpu& cpu, Request* rq) {
@@ -792,13 +1187,33 @@ void RequestQueue::EndRequest(sim::Cpu& cpu, Request* rq, BlkStatus status, bool
 }
 
 void RequestQueue::FreeRequest(sim::Cpu& cpu, Request* rq, bool bulk) {
-  // blk_mq_free_request -> __blk_mq_free_request: tag put, restart, queue exit.
+  // blk_mq_free_request -> __blk_mq_free_request: tag put(s), restart, queue exit.
   Hctx* hctx = rq->mq_hctx;
-  Tags& tags = hctx->tags();
   rq->state = Request::State::kIdle;
-  tags.set_rq(rq->tag, nullptr);
+  PutRqBudget(cpu, rq);
   ++ended_;
-  tags.bitmap_tags().Clear(cpu, rq->tag, bulk);
+  if (dd_) dd_->FinishRequest(cpu, rq);
+  if (rq->tag != kNoTag) {
+    // Driver tag (with a scheduler it was taken at dispatch).
+    Tags& tags = hctx->tags();
+    const uint32_t tag = rq->tag;
+    tags.set_rq(tag, nullptr);
+    if (SharedTags()) DecActive(cpu, hctx);
+    if (dd_) rq->tag = kNoTag;
+    tags.bitmap_tags().Clear(cpu, tag, bulk);
+    if (!tags.dispatch_waiters.empty()) {
+      // blk_mq_dispatch_wake: a hctx waiting for a driver tag runs async.
+      Hctx* w = tags.dispatch_waiters.front();
+      tags.dispatch_waiters.pop_front();
+      w->on_dispatch_wait_ = false;
+      w->q_->RunHwQueueAsync(cpu, w);
+    }
+  }
+  if (dd_) {
+    Tags& st = *hctx->sched_tags_;
+    st.set_rq(rq->internal_tag, nullptr);
+    st.bitmap_tags().Clear(cpu, rq->internal_tag, bulk);
+  }
   // blk_mq_sched_restart: test SCHED_RESTART on the hctx state line.
   cpu.Charge(kernel_.fn.blk_mq_sched_restart,
              hctx->state_line_.Read(kernel_.machine(), cpu.id(), kernel_.costs().line_read_hit));

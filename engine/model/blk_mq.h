@@ -35,11 +35,13 @@
 #include <vector>
 
 #include "engine/model/kernel.h"
+#include "engine/model/mq_deadline.h"
 #include "engine/model/request.h"
 #include "engine/model/tag_set.h"
 #include "engine/sim/cacheline.h"
 #include "engine/sim/spinlock.h"
 #include "engine/sim/task.h"
+#include "engine/sim/timer.h"
 #include "engine/sim/workqueue.h"
 
 namespace blklab::model {
@@ -59,6 +61,11 @@ class BlkMqDriver {
   virtual void Complete(sim::Cpu& cpu, Request* rq) = 0;
   // ->poll: completes what a poll queue has finished; returns the count.
   virtual int Poll(sim::Cpu& cpu, Hctx* hctx) { return 0; }
+  // ->get_budget / ->put_budget (SCSI only): has_budget() says whether the
+  // driver has them at all.
+  virtual bool has_budget() const { return false; }
+  virtual bool GetBudget(sim::Cpu& cpu, RequestQueue* q) { return true; }
+  virtual void PutBudget(sim::Cpu& cpu, RequestQueue* q) {}
 };
 
 enum class Elevator : uint8_t { kNone, kMqDeadline };
@@ -70,6 +77,11 @@ struct QueueConfig {
   bool iostats = true;
   int rq_affinity = 1;       // 0, 1 (SAME_COMP), 2 (SAME_FORCE)
   int nomerges = 0;          // 0, 1 (no complex merges), 2 (no merges)
+  DeadlineConfig deadline;   // mq-deadline tunables and RC4 switches
+  // q->timeout: the per-queue request timer and its timeout work (about
+  // every 5 s under IO). Off for bare model rigs that run until no event is
+  // left; the engine turns it on.
+  bool timeout_timer = false;
 };
 
 // blk_mq_ctx: one per CPU per queue.
@@ -133,6 +145,11 @@ class Hctx {
   int next_cpu_index_ = 0;
   int next_cpu_batch_ = 0;
   uint32_t dispatch_from_ = 0;
+  Tags* sched_tags_ = nullptr;  // hctx->sched_tags (mq-deadline)
+  bool tag_active_ = false;     // BLK_MQ_S_TAG_ACTIVE (per-hctx tags, shared set)
+  uint32_t nr_active_ = 0;      // hctx->nr_active
+  sim::CacheLine nr_active_line_;
+  bool on_dispatch_wait_ = false;  // hctx->dispatch_wait queued on the tags
   RunWork run_work_;
 };
 
@@ -191,6 +208,7 @@ class RequestQueue {
   void RunHwQueueAsync(sim::Cpu& cpu, Hctx* hctx);        // async = true
   void DelayRunHwQueue(sim::Cpu* cpu, Hctx* hctx, int64_t delay_ns);
   void RunHwQueuesAsync(sim::Cpu& cpu);                   // blk_mq_run_hw_queues(q, true)
+  void DelayRunHwQueues(sim::Cpu* cpu, int64_t delay_ns);  // blk_mq_delay_run_hw_queues
   void StopHwQueues();                                     // blk_mq_stop_hw_queues
   void StartStoppedHwQueues(sim::Cpu* cpu);                // blk_mq_start_stopped_hw_queues(q, true)
 
@@ -202,6 +220,12 @@ class RequestQueue {
   // blk_hctx_poll: polls the poll queue CPU `cpu` maps to; returns completions.
   int Poll(sim::Cpu& cpu);
   bool has_poll_queues() const { return set_.config().nr_poll_queues > 0; }
+  // The elevator (null for none).
+  DeadlineSched* elevator() { return dd_.get(); }
+  // Puts the request's SCSI budget back if it holds one.
+  void PutRqBudget(sim::Cpu& cpu, Request* rq);
+  // Requests holding a driver tag of this queue (fair-sharing accounting).
+  uint32_t nr_active_requests() const { return nr_active_shared_; }
 
  private:
   friend class Hctx;
@@ -221,6 +245,28 @@ class RequestQueue {
    private:
     RequestQueue* q_;
   };
+  class TimeoutTimer final : public sim::IrqHandler {
+   public:
+    explicit TimeoutTimer(RequestQueue* q) : q_(q) {}
+    sim::Task Handle(sim::Cpu& cpu, uint64_t arg) override;  // blk_rq_timed_out_timer
+
+   private:
+    RequestQueue* q_;
+  };
+  class TimeoutWork final : public sim::WorkItem {
+   public:
+    explicit TimeoutWork(RequestQueue* q) : q_(q) {}
+    sim::Task Run(sim::Cpu& cpu) override;  // blk_mq_timeout_work
+
+   private:
+    RequestQueue* q_;
+  };
+  // blk_mq_queue_tag_busy_iter over `tags` for blk_mq_check_expired; only
+  // requests of this queue (and of `hctx` unless null) count. Returns the
+  // earliest deadline seen (0: none).
+  sim::Task BusyIter(sim::Cpu& cpu, Tags& tags, Hctx* hctx, sim::SimTime* next);
+  // blk_add_timer's q->timeout arming (blk_rq_timeout, round_jiffies_up).
+  sim::SimTime TimeoutExpiry(int cpu, sim::SimTime deadline, sim::SimTime now) const;
 
   Hctx* MapQueue(int cpu, bool polled = false) { return ctxs_[cpu]->hctx(polled); }
   bool NeedTimestamp() const { return config_.iostats || config_.scheduler != Elevator::kNone; }
@@ -233,6 +279,16 @@ class RequestQueue {
   sim::Task InsertAndRun(sim::Cpu& cpu, Request* rq, bool run_async);
   sim::Task BypassInsert(sim::Cpu& cpu, Request* rq, bool at_head);
   sim::Task DispatchRequests(sim::Cpu& cpu, Hctx* hctx);
+  sim::Task DoDispatchSched(sim::Cpu& cpu, Hctx* hctx);
+  sim::Task DoDispatchSchedOnce(sim::Cpu& cpu, Hctx* hctx, bool* progress);
+  sim::Task InsertRequestsSched(sim::Cpu& cpu, RequestList& list, Hctx* hctx, bool run_async);
+  bool SharedTags() const { return set_.nr_queues() > 1; }
+  void TagBusy(sim::Cpu& cpu, Hctx* hctx);
+  bool MayQueue(sim::Cpu& cpu, Hctx* hctx);
+  void IncActive(sim::Cpu& cpu, Hctx* hctx);
+  void DecActive(sim::Cpu& cpu, Hctx* hctx);
+  bool GetDriverTag(sim::Cpu& cpu, Request* rq);
+  Tags& AllocTags(Hctx* hctx) { return dd_ ? *hctx->sched_tags_ : hctx->tags(); }
   sim::Task DispatchRqList(sim::Cpu& cpu, Hctx* hctx, RequestList& list, bool* progress);
   sim::Task FlushBusyCtxs(sim::Cpu& cpu, Hctx* hctx, RequestList& out);
   bool HasPending(sim::Cpu& cpu, Hctx* hctx);
@@ -258,6 +314,16 @@ class RequestQueue {
   sim::SimTime next_part_stamp_ = 0;  // the next jiffy boundary
   uint64_t allocated_ = 0;
   uint64_t ended_ = 0;
+  std::unique_ptr<DeadlineSched> dd_;             // q->elevator
+  std::vector<std::unique_ptr<Tags>> sched_tags_;  // per hctx, or one (host-shared tags)
+  bool hctx_active_ = false;        // QUEUE_FLAG_HCTX_ACTIVE (host-shared tags)
+  uint32_t nr_active_shared_ = 0;   // q->nr_active_requests_shared_tags
+  sim::CacheLine nr_active_shared_line_;
+  TimeoutTimer timeout_irq_;
+  TimeoutWork timeout_work_;
+  sim::HrTimer timeout_timer_;  // q->timeout
+  sim::FnId fn_timeout_timer_, fn_timeout_work_, fn_busy_iter_, fn_find_and_get_req_,
+      fn_for_each_set_, fn_check_expired_;
 };
 
 }  // namespace blklab::model

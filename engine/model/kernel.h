@@ -33,6 +33,11 @@ struct KernelKnobs {
   bool plug_cache_time = false;                 // blk_time_get_ns: timestamps cached per plug (6.9)
   bool batched_completion = true;               // blk_mq_end_request_batch (5.16+)
   bool plug_request_cache = true;               // plug->cached_rq, batched tag allocation (5.16+)
+  bool skip_run_queues_without_elevator = false;  // RC3 rejected shortcut
+  bool run_all_hw_queues_on_completion = false;   // RC3: scsi_end_request runs all hctx (<= 5.8)
+  bool tag_busy_iter_shared_once = true;          // RC1 fix (5.16)
+  bool busy_iter_takes_tags_lock = true;          // RC1: blk_mq_find_and_get_req (5.14+)
+  bool scsi_budget_idle_delay_run = true;         // RC5 patch 1
 };
 
 #define BLKLAB_KERNEL_COUNTERS(X) \
@@ -51,6 +56,8 @@ struct KernelKnobs {
   X(tag_wakeup)                   \
   X(plug_flush)                   \
   X(plug_merge)                   \
+  X(sched_merge)                  \
+  X(timeout_work)                 \
   X(ipi)                          \
   X(block_softirq)                \
   X(hardirq)                      \

@@ -47,6 +47,12 @@ class SbitmapQueue {
   // sbitmap_any_bit_set: scans words until one has a bit set that is not
   // cleared; charges per word.
   bool AnyBitSet(sim::Cpu& cpu);
+  // What reading word `w`'s line costs `cpu` (sbitmap_for_each_set).
+  int64_t ReadWordCost(sim::Cpu& cpu, int w, int64_t hit_ns) {
+    return words_[w].word_line.Read(kernel_.machine(), cpu.id(), hit_ns);
+  }
+  // Bits per word (the last word may use fewer).
+  uint32_t bits_per_word() const { return 1u << shift_; }
 
   // Wait-queue side (bt_wait_ptr / sbitmap_prepare_to_wait / finish_wait).
   sim::WaitQueue& NextWaitQueue(uint32_t& wait_index);

@@ -14,6 +14,13 @@ Tags::Tags(Kernel& kernel, std::string name, uint32_t nr_tags)
   for (uint32_t i = 0; i < nr_tags; ++i) static_rqs_[i].tag = i;
 }
 
+void Tags::InitAsSchedTags() {
+  for (uint32_t i = 0; i < nr_tags_; ++i) {
+    static_rqs_[i].internal_tag = i;
+    static_rqs_[i].tag = kNoTag;
+  }
+}
+
 TagSet::TagSet(Kernel& kernel, std::string name, const TagSetConfig& config) : config_(config) {
   BLKLAB_CHECK(config.nr_hw_queues > 0 && config.queue_depth > 0);
   const int ncpus = kernel.machine().num_cpus();

@@ -16,6 +16,7 @@
 #define BLKLAB_ENGINE_MODEL_TAG_SET_H_
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,8 @@
 
 namespace blklab::model {
 
+class Hctx;
+
 class Tags {
  public:
   Tags(Kernel& kernel, std::string name, uint32_t nr_tags);
@@ -37,6 +40,14 @@ class Tags {
   Request* rq(uint32_t tag) const { return rqs_[tag]; }
   void set_rq(uint32_t tag, Request* rq) { rqs_[tag] = rq; }
   sim::SpinLock& lock() { return lock_; }
+  // Scheduler tags: static requests carry internal_tag = index, tag = none.
+  void InitAsSchedTags();
+
+  // Fair sharing (TAG_QUEUE_SHARED): users marked active (tags->active_queues).
+  int active_queues = 0;
+  sim::CacheLine active_queues_line;
+  // blk_mq_dispatch_wake: hctxs waiting on this tag space for a driver tag.
+  std::deque<Hctx*> dispatch_waiters;
 
  private:
   uint32_t nr_tags_;

@@ -156,6 +156,9 @@ void Cpu::OnEvent(uint32_t kind, uint64_t arg) {
     case kSpinGranted:
       BLKLAB_CHECK(spinning_);
       spinning_ = false;
+      // The granted context resumes first: the lock is reserved for it, so
+      // an interrupt or another thread run now could spin on it forever.
+      resuming_spin_ = true;
       UpdateThreadAccount();
       Charge(spin_fn_, t - spin_since_);
       break;
@@ -173,7 +176,7 @@ void Cpu::Loop() {
     if (hardirq_.active) {
       run_level = Level::kHardirq;
       h = hardirq_.resume;
-    } else if (!hardirq_pending_.empty() && lock_depth_ == 0) {
+    } else if (!hardirq_pending_.empty() && lock_depth_ == 0 && !resuming_spin_) {
       IrqWork w = hardirq_pending_.front();
       hardirq_pending_.pop_front();
       hardirq_.active = true;
@@ -186,7 +189,7 @@ void Cpu::Loop() {
     } else if (softirq_.active) {
       run_level = Level::kSoftirq;
       h = softirq_.resume;
-    } else if (!softirq_pending_.empty() && lock_depth_ == 0) {
+    } else if (!softirq_pending_.empty() && lock_depth_ == 0 && !resuming_spin_) {
       IrqWork w = softirq_pending_.front();
       softirq_pending_.pop_front();
       softirq_.active = true;
@@ -199,7 +202,7 @@ void Cpu::Loop() {
     } else {
       run_level = Level::kTask;
       level_ = Level::kTask;
-      if (current_thread_ != nullptr && lock_depth_ == 0) {
+      if (current_thread_ != nullptr && lock_depth_ == 0 && !resuming_spin_) {
         // Wake-up pre-emption by a higher-priority (lower nice) thread, or
         // the end of the time slice with an equal one waiting.
         const bool slice_over = now_ >= slice_end_;
@@ -247,6 +250,7 @@ void Cpu::Loop() {
     UpdatePreempt();
     UpdateThreadAccount();
     reason_ = SuspendReason::kNone;
+    resuming_spin_ = false;
     h.resume();
 
     // The context returned control: finished or suspended.

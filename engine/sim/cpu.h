@@ -229,6 +229,7 @@ class Cpu final : public EventHandler {
   bool idle_ = true;
   bool in_loop_ = false;
   bool spinning_ = false;
+  bool resuming_spin_ = false;  // a spin was granted; its context runs next
   SuspendReason reason_ = SuspendReason::kNone;
   Level level_ = Level::kTask;
   bool preempt_pending_ = false;
