@@ -15,15 +15,8 @@ BLKLAB=${1:?usage: cli_test.sh BLKLAB_BINARY SOURCE_DIR}
 SRC=${2:?usage: cli_test.sh BLKLAB_BINARY SOURCE_DIR}
 JOB="$SRC/examples/jobs/demo.fio"
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/blklab-cli-test.XXXXXX") || exit 1
-trap 'rm -rf "$TMP"' EXIT
-
-failures=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-pass() { echo "ok: $*"; }
+. "$(dirname "$0")/checks.sh"
+checks_begin cli
 
 export SOURCE_DATE_EPOCH=1700000000
 export TZ=UTC
@@ -140,8 +133,4 @@ else
   fail "--parse-only: $(head -c 300 "$TMP/parse.out")"
 fi
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures check(s) failed" >&2
-  exit 1
-fi
-echo "all CLI checks passed"
+checks_end CLI

@@ -20,15 +20,8 @@ BLKLAB=${1:?usage: logs_test.sh BLKLAB_BINARY FIO_REFERENCE_DIR}
 REF=${2:?usage: logs_test.sh BLKLAB_BINARY FIO_REFERENCE_DIR}
 JOB="$REF/jobs/06-logs.fio"
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/blklab-logs-test.XXXXXX") || exit 1
-trap 'rm -rf "$TMP"' EXIT
-
-failures=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-pass() { echo "ok: $*"; }
+. "$(dirname "$0")/checks.sh"
+checks_begin logs
 
 [ -x "$BLKLAB" ] || { echo "FAIL: $BLKLAB is not executable" >&2; exit 1; }
 BLKLAB=$(realpath "$BLKLAB")  # the job runs in another directory
@@ -103,8 +96,4 @@ else
   echo "skip: fio2gnuplot is not installed"
 fi
 
-if [ "$failures" -gt 0 ]; then
-  echo "$failures check(s) failed" >&2
-  exit 1
-fi
-echo "all log checks passed"
+checks_end log

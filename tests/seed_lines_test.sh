@@ -21,15 +21,8 @@ SRC=${2:?usage: seed_lines_test.sh BLKLAB_BINARY SOURCE_DIR}
 PY=python3
 [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/blklab-seed-test.XXXXXX") || exit 1
-trap 'rm -rf "$TMP"' EXIT
-
-failures=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-pass() { echo "ok: $*"; }
+. "$(dirname "$0")/checks.sh"
+checks_begin seed
 
 cd "$SRC/examples/jobs" || exit 1
 
@@ -82,5 +75,4 @@ else
   fail "--host did not override BLKLAB_HOST: $(head -c 300 "$TMP/c.err")"
 fi
 
-[ "$failures" -eq 0 ] || { echo "$failures failure(s)" >&2; exit 1; }
-echo "all seed-line checks passed"
+checks_end seed-line

@@ -17,15 +17,8 @@ set -u
 
 BLKLAB=${1:?usage: status_test.sh BLKLAB_BINARY}
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/blklab-status-test.XXXXXX") || exit 1
-trap 'rm -rf "$TMP"' EXIT
-
-failures=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-pass() { echo "ok: $*"; }
+. "$(dirname "$0")/checks.sh"
+checks_begin status
 
 export SOURCE_DATE_EPOCH=1700000000
 export TZ=UTC
@@ -107,8 +100,4 @@ for mode in auto never; do
   fi
 done
 
-if [ "$failures" -gt 0 ]; then
-  echo "$failures check(s) failed" >&2
-  exit 1
-fi
-echo "all status checks passed"
+checks_end status
