@@ -78,6 +78,7 @@ std::string JobMetrics::HostLabel(const v1::Job& job) {
 void JobMetrics::JobStarted(const v1::Job& job, const std::string& display_name) {
   const std::string id(absl::StripPrefix(job.name(), "jobs/"));
   absl::MutexLock lock(&mu_);
+  ExpireLocked(options_.now());  // bounded also when nothing scrapes
   auto it = jobs_.find(id);
   if (it != jobs_.end() && it->second.running) --hosts_[it->second.host].active_jobs;
   JobSeries& s = jobs_[id];
@@ -133,6 +134,25 @@ void JobMetrics::JobProgress(const std::string& job_name, const Snapshot& snap, 
     l.iv_contended = row.contended;
     l.iv_wait_ns = row.wait_ns;
   }
+  // Fill the exported lock set up to top_locks with the highest-ranked
+  // locks not yet in it.
+  if (s.exported_locks.size() < options_.top_locks && s.exported_locks.size() < s.locks.size()) {
+    std::vector<const std::pair<const std::string, LockTotals>*> ranked;
+    for (const auto& entry : s.locks) {
+      if (std::find(s.exported_locks.begin(), s.exported_locks.end(), entry.first) == s.exported_locks.end()) {
+        ranked.push_back(&entry);
+      }
+    }
+    std::sort(ranked.begin(), ranked.end(), [](const auto* a, const auto* b) {
+      if (a->second.wait_ns != b->second.wait_ns) return a->second.wait_ns > b->second.wait_ns;
+      if (a->second.acquisitions != b->second.acquisitions) return a->second.acquisitions > b->second.acquisitions;
+      return a->first < b->first;
+    });
+    for (const auto* entry : ranked) {
+      if (s.exported_locks.size() >= options_.top_locks) break;
+      s.exported_locks.push_back(entry->first);
+    }
+  }
   HostHistogram& h = hosts_[s.host];
   for (int d = 0; d < stats::kNumDirs; ++d) {
     if (iv.clat_samples[d] == 0) continue;
@@ -148,6 +168,7 @@ void JobMetrics::JobEnded(const v1::Job& job) {
   const std::string id(absl::StripPrefix(job.name(), "jobs/"));
   const absl::Time now = options_.now();
   absl::MutexLock lock(&mu_);
+  ExpireLocked(now);
   auto it = jobs_.find(id);
   if (it == jobs_.end() || !it->second.running) return;
   it->second.running = false;
@@ -306,18 +327,9 @@ std::vector<MetricFamily> JobMetrics::Collect() const {
       for (const SnapshotInterval::DeviceInflight& dev : iv.inflight) {
         AddGauge(inflight, with({{"device", dev.device}}), static_cast<double>(dev.requests));
       }
-      // The top locks by spin time, then acquisitions, then name.
-      std::vector<const std::pair<const std::string, LockTotals>*> locks;
-      for (const auto& entry : s.locks) locks.push_back(&entry);
-      std::sort(locks.begin(), locks.end(), [](const auto* a, const auto* b) {
-        if (a->second.wait_ns != b->second.wait_ns) return a->second.wait_ns > b->second.wait_ns;
-        if (a->second.acquisitions != b->second.acquisitions) return a->second.acquisitions > b->second.acquisitions;
-        return a->first < b->first;
-      });
-      if (locks.size() > options_.top_locks) locks.resize(options_.top_locks);
-      for (const auto* entry : locks) {
-        const auto [device, name] = SplitLockName(entry->first);
-        const LockTotals& l = entry->second;
+      for (const std::string& lock_name : s.exported_locks) {
+        const auto [device, name] = SplitLockName(lock_name);
+        const LockTotals& l = s.locks.at(lock_name);
         const Labels ll = with({{"device", device}, {"lock", name}});
         AddGauge(lock_spin, ll, busy > 0 ? static_cast<double>(l.iv_wait_ns) / busy : 0);
         AddGauge(lock_contended_ratio, ll,

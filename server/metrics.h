@@ -13,9 +13,11 @@
 // that state under the same mutex.
 //
 // Bounded cardinality: a job's series exist from its start until
-// `retention` after it ended; a host's latency histogram until `retention`
-// after its last job ended. Per job, at most `top_functions` profile rows
-// and `top_locks` locks (by spin time, then acquisitions) are exported; a
+// `retention` after it ended (expired at each scrape and each job start or
+// end); a host's latency histogram until `retention` after its last job
+// ended. Per job, at most `top_functions` profile rows and `top_locks`
+// locks are exported: the first locks to rank by spin time, then
+// acquisitions, kept for the job's life so their counters never vanish; a
 // direction appears once the job has completed an IO in it.
 //
 // Thread-safety: thread-safe. Collect may run on the exposer's threads
@@ -118,6 +120,10 @@ class JobMetrics : public JobObserver, public prometheus::Collectable {
     double speed_ratio = 0;
     int64_t interval_wall_ns = 0;  // wall time at the end of the last interval
     std::map<std::string, LockTotals> locks;  // by full lock name ("nullb0:dd->lock")
+    // The locks whose series are exported: the first top_locks to rank
+    // (by spin time, then acquisitions); never dropped, so their counters
+    // stay continuous.
+    std::vector<std::string> exported_locks;
   };
   struct HostHistogram {
     std::array<std::array<uint64_t, SnapshotInterval::kClatBuckets>, stats::kNumDirs> buckets{};

@@ -234,6 +234,27 @@ TEST(JobMetrics, CardinalityIsBoundedByRetention) {
   EXPECT_GT(after, base);
 }
 
+// The exported lock set is chosen once per job: a lock that later outranks
+// it does not push an exported lock's counters out of the exposition.
+TEST(JobMetrics, ExportedLocksStayExported) {
+  FakeClock clock;
+  JobMetricsOptions o = Options(&clock);
+  o.top_locks = 1;
+  JobMetrics m(o, nullptr);
+  m.JobStarted(MakeJob("j", "default"), "j");
+  Snapshot snap;
+  snap.has_interval = true;
+  snap.clones_running = 1;
+  snap.interval.busy_ns = 1000;
+  snap.interval.locks = {{"nullb0:a->lock", 10, 1, 50, 0, 0}, {"nullb0:b->lock", 10, 1, 5, 0, 0}};
+  m.JobProgress("jobs/j", snap, 1);
+  snap.interval.locks = {{"nullb0:a->lock", 1, 0, 0, 0, 0}, {"nullb0:b->lock", 10, 5, 500, 0, 0}};
+  m.JobProgress("jobs/j", snap, 2);
+  const std::map<std::string, double> s = Samples(Text(m));
+  EXPECT_EQ(s.at(R"(blklab_job_lock_acquisitions_total{job_id="j",host="default",device="nullb0",lock="a->lock"})"), 11);
+  EXPECT_EQ(CountPrefix(s, "blklab_job_lock_acquisitions_total{"), 1u);
+}
+
 TEST(GrpcMetrics, LabelsAreBoundedToKnownServices) {
   prometheus::Registry registry;
   GrpcMetrics g(registry, {"blklab.v1.JobService"});

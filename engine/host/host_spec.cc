@@ -634,7 +634,10 @@ absl::Status ValidateHostSpec(const HostSpec& spec, const HostLimits& limits) {
 
     const int64_t instances = DeviceInstances(d);
     total_devices += instances;
-    const int64_t sched_depth = q.scheduler == Scheduler::kNone ? 0 : (q.nr_requests == 0 ? 256 : q.nr_requests);
+    // Scheduler tags are counted whatever the spec's scheduler: a job's
+    // ioscheduler= may switch the device to mq-deadline.
+    const bool no_sched = nb != nullptr && nb->no_sched;
+    const int64_t sched_depth = no_sched ? 0 : (q.nr_requests == 0 ? 256 : q.nr_requests);
     if (const auto* h = std::get_if<HbaSpec>(&d.driver)) {
       // One tag set for the host (per hw queue without host_tagset); with
       // host-wide tags the scheduler tags are one set per queue too.

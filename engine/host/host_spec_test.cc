@@ -196,6 +196,12 @@ TEST(HostSpecTest, ResourceLimits) {
   EXPECT_THAT(ErrorOf("name: h\ndevices:\n  - name: n\n    null_blk: {submit_queues: 1000, hw_queue_depth: 4096}\n",
                       absl::StatusCode::kResourceExhausted),
               HasSubstr("preallocated requests"));
+  // Scheduler tags count even with scheduler none: fio's ioscheduler= may
+  // add them (1000 x 1900 driver tags fit, plus 1000 x 256 do not).
+  EXPECT_THAT(ErrorOf("name: h\ndevices:\n  - name: n\n    null_blk: {submit_queues: 1000, hw_queue_depth: 1900}\n"
+                      "    queue: {scheduler: none}\n",
+                      absl::StatusCode::kResourceExhausted),
+              HasSubstr("preallocated requests"));
   EXPECT_THAT(ErrorOf("name: h\ndevices:\n  - name: s\n    scsi_debug: {add_host: 16, num_tgts: 4, max_luns: 8}\n",
                       absl::StatusCode::kResourceExhausted),
               HasSubstr("block devices (after nr_devices and LUNs) exceed the limit of 256"));

@@ -853,7 +853,9 @@ sim::Task RequestQueue::DoDispatchSchedOnce(sim::Cpu& cpu, Hctx* hctx, bool* pro
   // __blk_mq_do_dispatch_sched
   *progress = false;
   const sim::Machine& m = kernel_.machine();
-  const uint32_t max_dispatch = hctx->dispatch_busy_ != 0 ? 1 : std::max<uint32_t>(config_.nr_requests, 1);
+  // max_dispatch: 1 while dispatch is busy, else q->nr_requests (the
+  // scheduler depth).
+  const uint32_t max_dispatch = hctx->dispatch_busy_ != 0 ? 1 : std::max<uint32_t>(hctx->sched_tags_->nr_tags(), 1);
   RequestList list;
   uint32_t count = 0;
   bool run_queue = false;
@@ -864,10 +866,9 @@ sim::Task RequestQueue::DoDispatchSchedOnce(sim::Cpu& cpu, Hctx* hctx, bool* pro
     cpu.Charge(kernel_.fn.blk_mq_run_hw_queue, hctx->dispatch_line_.Read(m, cpu.id(), kernel_.costs().line_read_hit));
     if (!hctx->dispatch_.empty()) break;
     const bool budget = driver_->has_budget();
-    if (budget && !driver_->GetBudget(cpu, this)) {
-      run_queue = true;
-      break;
-    }
+    // No budget: stop; the driver re-runs the queue (SCSI: its completion
+    // rule or the idle LUN's delayed run), not a 3 ms kick per hctx.
+    if (budget && !driver_->GetBudget(cpu, this)) break;
     Request* rq = nullptr;
     co_await dd_->DispatchRequest(cpu, &rq);
     co_await cpu.Sync();
@@ -1003,8 +1004,10 @@ void RequestQueue::StartRequest(sim::Cpu& cpu, Request* rq) {
 sim::SimTime RequestQueue::TimeoutExpiry(int cpu, sim::SimTime deadline, sim::SimTime now) const {
   // blk_rq_timeout + round_jiffies_up: a whole second, skewed by 3 jiffies
   // per CPU (added before rounding, taken off after).
-  const sim::SimTime t = std::min(deadline, now + kBlkMaxTimeoutNs);
   const int64_t jiffy = sim::kNsPerSec / kernel_.knobs().hz;
+  // A request past its deadline (the model does not time requests out)
+  // re-arms for the next jiffy, never in the past.
+  const sim::SimTime t = std::max(now + jiffy, std::min(deadline, now + kBlkMaxTimeoutNs));
   const int64_t skew = int64_t{3} * cpu * jiffy;
   sim::SimTime r = (t + skew + sim::kNsPerSec - 1) / sim::kNsPerSec * sim::kNsPerSec - skew;
   if (r < t) r += sim::kNsPerSec;
@@ -1063,9 +1066,8 @@ sim::Task RequestQueue::BusyIter(sim::Cpu& cpu, Tags& tags, Hctx* hctx, sim::Sim
   // blk_mq_queue_tag_busy_iter -> bt_for_each -> sbitmap_for_each_set ->
   // bt_iter per set bit: blk_mq_find_and_get_req (tags->lock irqsave, read
   // rqs[bit], rq->ref++), the queue/hctx filter, blk_mq_check_expired,
-  // blk_mq_put_rq_ref. The model takes tags->lock once per word that has
-  // busy bits and holds it for that word's bits, charging each bit's
-  // lock/unlock inside; the kernel drops and retakes it per bit.
+  // blk_mq_put_rq_ref. tags->lock is taken and dropped per busy bit, as in
+  // the kernel (5.14+), so concurrent walkers hand it over bit by bit.
   const auto& c = kernel_.costs();
   SbitmapQueue& bt = tags.bitmap_tags();
   const uint32_t per_word = bt.bits_per_word();
@@ -1078,25 +1080,27 @@ sim::Task RequestQueue::BusyIter(sim::Cpu& cpu, Tags& tags, Hctx* hctx, sim::Sim
     uint32_t busy = 0;
     for (uint32_t t = first; t < last; ++t) busy += tags.rq(t) != nullptr ? 1 : 0;
     if (busy == 0) continue;
-    if (take_lock) {
-      co_await tags.lock().Lock(cpu);
-      cpu.Charge(fn_find_and_get_req_, int64_t{busy} * (c.spin_lock_uncontended + c.busy_iter_per_bit));
-    } else {
-      cpu.Charge(fn_busy_iter_, int64_t{busy} * c.busy_iter_per_bit);
-    }
+    if (!take_lock) cpu.Charge(fn_busy_iter_, int64_t{busy} * c.busy_iter_per_bit);
     uint32_t matched = 0;
     for (uint32_t t = first; t < last; ++t) {
+      if (tags.rq(t) == nullptr) continue;
+      if (take_lock) {
+        co_await tags.lock().Lock(cpu);
+        cpu.Charge(fn_find_and_get_req_, c.busy_iter_per_bit);
+      }
+      // Read under the lock: the slot may have been freed meanwhile.
       const Request* rq = tags.rq(t);
-      if (rq == nullptr || rq->q != this || (hctx != nullptr && rq->mq_hctx != hctx)) continue;
-      if (rq->state != Request::State::kInFlight) continue;
-      ++matched;
-      if (*next == 0 || rq->deadline < *next) *next = rq->deadline;
+      if (rq != nullptr && rq->q == this && (hctx == nullptr || rq->mq_hctx == hctx) &&
+          rq->state == Request::State::kInFlight) {
+        ++matched;
+        if (*next == 0 || rq->deadline < *next) *next = rq->deadline;
+      }
+      if (take_lock) {
+        co_await cpu.Sync();
+        tags.lock().Unlock(cpu);
+      }
     }
     cpu.Charge(fn_check_expired_, int64_t{matched} * c.line_read_hit);
-    if (take_lock) {
-      co_await cpu.Sync();
-      tags.lock().Unlock(cpu);
-    }
   }
 }
 

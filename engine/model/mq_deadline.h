@@ -96,7 +96,8 @@ class DeadlineSched {
   void DoInsert(sim::Cpu& cpu, Request* rq);   // REQUIRES: dd->lock held
   Request* Choose(sim::Cpu& cpu);              // REQUIRES: dd->lock held
   void Remove(Request* rq);                    // REQUIRES: dd->lock held
-  static int Dir(const Request* rq) { return rq->op == ReqOp::kWrite ? 1 : 0; }
+  // op_is_write: writes and discards are the write direction.
+  static int Dir(const Request* rq) { return rq->op == ReqOp::kRead ? 0 : 1; }
   static uint64_t EndSector(const Request* rq) { return rq->sector + (rq->bytes >> kSectorShift); }
 
   Kernel& kernel_;
