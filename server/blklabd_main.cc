@@ -10,10 +10,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,6 +35,7 @@
 #include "server/log.h"
 #include "server/services.h"
 #include "server/store.h"
+#include "engine/util/file.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "Address to listen on, host:port. Port 0 picks a free port (printed in the 'listening' log line). "
@@ -75,14 +74,6 @@ ABSL_FLAG(int, metrics_top_locks, 10, "Locks exported per job (the top ones by s
 namespace blklab::server {
 namespace {
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError("cannot read " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string DefaultDataDir() {
   const char* xdg = std::getenv("XDG_DATA_HOME");
   if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/blklab";
@@ -102,7 +93,7 @@ int Run() {
 
   std::string token;
   if (!absl::GetFlag(FLAGS_auth_token_file).empty()) {
-    absl::StatusOr<std::string> t = ReadFile(absl::GetFlag(FLAGS_auth_token_file));
+    absl::StatusOr<std::string> t = util::ReadFileToString(absl::GetFlag(FLAGS_auth_token_file));
     if (!t.ok()) {
       Log("error", "bad_flag", {{"flag", "auth_token_file"}, {"error", std::string(t.status().message())}});
       return 2;
@@ -169,8 +160,8 @@ int Run() {
 
   std::shared_ptr<grpc::ServerCredentials> creds;
   if (!absl::GetFlag(FLAGS_tls_cert_file).empty() || !absl::GetFlag(FLAGS_tls_key_file).empty()) {
-    absl::StatusOr<std::string> cert = ReadFile(absl::GetFlag(FLAGS_tls_cert_file));
-    absl::StatusOr<std::string> key = ReadFile(absl::GetFlag(FLAGS_tls_key_file));
+    absl::StatusOr<std::string> cert = util::ReadFileToString(absl::GetFlag(FLAGS_tls_cert_file));
+    absl::StatusOr<std::string> key = util::ReadFileToString(absl::GetFlag(FLAGS_tls_key_file));
     if (!cert.ok() || !key.ok()) {
       Log("error", "bad_flag", {{"flag", "tls_cert_file/tls_key_file"}, {"error", "both must be readable"}});
       return 2;

@@ -5,7 +5,6 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <unistd.h>
 
 #include <array>
@@ -18,6 +17,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "engine/engine.h"
+#include "engine/util/file.h"
+#include "engine/util/status_macros.h"
 #include "engine/wall_clock.h"
 #include "engine/host/presets.h"
 #include "engine/report/num2str.h"
@@ -27,14 +28,6 @@
 
 namespace blklab::cli {
 namespace {
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError("cannot open " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 int Fail(const absl::Status& s) {
   std::cerr << "blklab fio: " << s.message() << "\n";
@@ -137,10 +130,7 @@ int64_t Gcd(int64_t a, int64_t b) {
 // as fio's write_*_log=PREFIX may). Each file is written afresh.
 absl::Status WriteLogFiles(const std::vector<stats::LogFile>& logs) {
   for (const stats::LogFile& f : logs) {
-    std::ofstream out(f.name, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::InvalidArgumentError("cannot write log file " + f.name);
-    out << f.contents;
-    if (!out.flush()) return absl::InvalidArgumentError("cannot write log file " + f.name);
+    BLKLAB_RETURN_IF_ERROR(util::WriteStringToFile(f.name, f.contents, "log file"));
   }
   return absl::OkStatus();
 }
@@ -179,7 +169,7 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   // The host: a preset name, or a spec file.
   absl::StatusOr<host::HostSpec> host = host::GetPreset(host_arg);
   if (!host.ok()) {
-    absl::StatusOr<std::string> text = ReadFile(host_arg);
+    absl::StatusOr<std::string> text = util::ReadFileToString(host_arg);
     if (!text.ok()) {
       return Fail(absl::InvalidArgumentError("--host=" + host_arg +
                                              ": neither a preset nor a readable file (" +
@@ -190,7 +180,7 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   }
 
   // Locally, job files come from disk and ${VAR} from the environment, as with fio.
-  auto read_file = [](const std::string& path) { return ReadFile(path); };
+  auto read_file = [](const std::string& path) { return util::ReadFileToString(path); };
   auto lookup = [](const std::string& name) -> std::optional<std::string> {
     const char* v = std::getenv(name.c_str());
     if (v == nullptr) return std::nullopt;

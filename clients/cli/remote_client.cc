@@ -1,9 +1,7 @@
 #include "clients/cli/remote_client.h"
 
 #include <chrono>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <grpcpp/impl/codegen/client_unary_call.h>
 #include <grpcpp/impl/codegen/rpc_method.h>
@@ -12,25 +10,15 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
+#include "engine/util/file.h"
 
 namespace blklab::cli {
-namespace {
-
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError("cannot read " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<RemoteClient>> RemoteClient::Create(const RemoteOptions& options) {
   std::unique_ptr<RemoteClient> c(new RemoteClient());
   c->address_ = options.server;
   if (!options.token_file.empty()) {
-    absl::StatusOr<std::string> t = ReadWholeFile(options.token_file);
+    absl::StatusOr<std::string> t = util::ReadFileToString(options.token_file);
     if (!t.ok()) return absl::InvalidArgumentError("--token_file: " + std::string(t.status().message()));
     c->token_ = std::string(absl::StripAsciiWhitespace(t->substr(0, t->find('\n'))));
     if (c->token_.empty()) return absl::InvalidArgumentError("--token_file: the token is empty");
@@ -39,7 +27,7 @@ absl::StatusOr<std::unique_ptr<RemoteClient>> RemoteClient::Create(const RemoteO
   }
   std::shared_ptr<grpc::ChannelCredentials> creds;
   if (!options.tls_ca_file.empty()) {
-    absl::StatusOr<std::string> ca = ReadWholeFile(options.tls_ca_file);
+    absl::StatusOr<std::string> ca = util::ReadFileToString(options.tls_ca_file);
     if (!ca.ok()) return absl::InvalidArgumentError("--tls_ca_file: " + std::string(ca.status().message()));
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs = *ca;

@@ -14,7 +14,6 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/ascii.h"
@@ -26,6 +25,8 @@
 #include "absl/strings/str_split.h"
 #include "clients/cli/fio_command.h"
 #include "engine/engine.h"
+#include "engine/util/file.h"
+#include "engine/util/status_macros.h"
 #include "engine/host/presets.h"
 #include "engine/report/num2str.h"
 #include "google/protobuf/util/json_util.h"
@@ -34,14 +35,6 @@ namespace blklab::cli {
 namespace {
 
 constexpr char kPrefix[] = "blklab fio";
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError("cannot open " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 int Exit(grpc::StatusCode code, const std::string& message) {
   std::cerr << kPrefix << ": " << message << "\n";
@@ -142,17 +135,11 @@ bool IsVariableName(const std::string& s) {
   return true;
 }
 
-// fio's log files, when the server returns them (JobResult.logs, once the
-// API carries it), written to the current directory as the local run does.
-template <typename R>
-absl::Status WriteResultLogs(const R& result) {
-  if constexpr (requires { result.logs(); }) {
-    for (const auto& f : result.logs()) {
-      std::ofstream out(f.name(), std::ios::binary | std::ios::trunc);
-      if (!out) return absl::InvalidArgumentError("cannot write log file " + f.name());
-      out << f.content();
-      if (!out.flush()) return absl::InvalidArgumentError("cannot write log file " + f.name());
-    }
+// fio's log files returned with the result (JobResult.logs), written to the
+// current directory as the local run does.
+absl::Status WriteResultLogs(const v1::JobResult& result) {
+  for (const v1::LogFile& f : result.logs()) {
+    BLKLAB_RETURN_IF_ERROR(util::WriteStringToFile(f.name(), f.content(), "log file"));
   }
   return absl::OkStatus();
 }
@@ -373,7 +360,7 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
     job.set_preset(host_arg);
     parse_host = *preset;
   } else {
-    absl::StatusOr<std::string> text = ReadFile(host_arg);
+    absl::StatusOr<std::string> text = util::ReadFileToString(host_arg);
     if (!text.ok()) {
       return Exit(grpc::StatusCode::INVALID_ARGUMENT,
                   "--host=" + host_arg + ": neither a preset, a stored host (hosts/NAME) nor a readable file (" +
@@ -396,7 +383,7 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
   ReadLog log;
   workload::FileReader reader = [&log](const std::string& path) -> absl::StatusOr<std::string> {
     if (auto it = log.text.find(path); it != log.text.end()) return it->second;
-    absl::StatusOr<std::string> t = ReadFile(path);
+    absl::StatusOr<std::string> t = util::ReadFileToString(path);
     if (t.ok()) {
       log.order.push_back(path);
       log.text[path] = *t;
