@@ -433,18 +433,16 @@ absl::StatusOr<PreparedJob> PrepareJob(const v1::Job& job, const host::HostSpec&
 v1::JobResult BuildJobResult(const RunRequest& request, const RunResult& run, const WallClock& clock) {
   v1::JobResult out;
   report::ReportInput input = BuildReport(request, run, clock, /*with_kernel_report=*/true);
-  report::OutputFormats json;
-  json.json = true;
-  out.set_fio_json(report::WriteReport(input, json));
-  report::OutputFormats normal;
-  normal.normal = true;
-  out.set_fio_normal(report::WriteReport(input, normal));
-  report::OutputFormats terse;
-  terse.terse = true;
-  out.set_fio_terse(report::WriteReport(input, terse));
-  report::OutputFormats json_plus;
-  json_plus.json_plus = true;
-  out.set_fio_json_plus(report::WriteReport(input, json_plus));
+  // Each format alone, as `--output-format=X` prints it.
+  auto write = [&input](bool report::OutputFormats::*format) {
+    report::OutputFormats f;
+    f.*format = true;
+    return report::WriteReport(input, f);
+  };
+  out.set_fio_json(write(&report::OutputFormats::json));
+  out.set_fio_normal(write(&report::OutputFormats::normal));
+  out.set_fio_terse(write(&report::OutputFormats::terse));
+  out.set_fio_json_plus(write(&report::OutputFormats::json_plus));
 
   for (const report::ReportEntry& e : input.entries) {
     v1::JobStats* j = out.add_jobs();
