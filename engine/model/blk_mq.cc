@@ -994,6 +994,13 @@ void RequestQueue::StartRequest(sim::Cpu& cpu, Request* rq) {
   // rounded up to a second; a pending timer moves only if the new expiry is
   // at least HZ/2 earlier (so under steady IO it is left alone). The arming
   // is priced inside blk_mq_start_request's share of the path.
+  // The expiry is never before min(deadline, now + BLK_MAX_TIMEOUT), so a
+  // timer due before that plus HZ/2 cannot move: skip the rounding (the
+  // common case, once per IO).
+  if (timeout_timer_.pending() &&
+      timeout_timer_.expires() < std::min(rq->deadline, cpu.now() + kBlkMaxTimeoutNs) + sim::kNsPerSec / 2) {
+    return;
+  }
   const sim::SimTime expiry = TimeoutExpiry(cpu.id(), rq->deadline, cpu.now());
   if (!timeout_timer_.pending() || expiry + sim::kNsPerSec / 2 <= timeout_timer_.expires()) {
     timeout_timer_.set_cpu(cpu.id());
