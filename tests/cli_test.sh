@@ -7,8 +7,8 @@
 #  - with SOURCE_DATE_EPOCH set, two runs are byte-identical;
 #  - a bad option exits non-zero and names the option on stderr;
 #  - --output=FILE writes the report to FILE and nothing to stdout;
-#  - fio's own fio_jsonplus_clat2csv --validate accepts json+ output (skipped
-#    when the tool is not installed).
+#  - fio's own fio_jsonplus_clat2csv --validate accepts json+ output (a failure
+#    when the tool is missing: scripts/setup installs fio).
 set -u
 
 BLKLAB=${1:?usage: cli_test.sh BLKLAB_BINARY SOURCE_DIR}
@@ -103,7 +103,7 @@ if command -v fio_jsonplus_clat2csv >/dev/null 2>&1; then
     fail "json+ run failed: $(head -c 300 "$TMP/plus.err")"
   fi
 else
-  echo "skip: fio_jsonplus_clat2csv not installed"
+  fail "fio_jsonplus_clat2csv not installed (scripts/setup installs fio)"
 fi
 
 # 6. fio's informational options: --showcmd prints the job file back as fio

@@ -1,7 +1,7 @@
 // tests/fio_structure_test.cc
 //
 // fio at the edges (ARCHITECTURE.md principle 4): a job from the reference
-// set (/work/shared/fio-reference, produced by the real fio 3.33) runs through
+// set (tests/data/fio-reference, produced by the real fio 3.33) runs through
 // the whole engine against a simulated null_blk, and blklab's JSON, JSON+
 // and terse output must have fio's structure: the same key tree in the same
 // order (values and option contents aside), "bins" in json+, 121 terse
@@ -34,8 +34,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-#ifndef BLKLAB_SHARED_DIR
-#define BLKLAB_SHARED_DIR "/work/shared"
+#ifndef BLKLAB_TEST_DATA_DIR
+#define BLKLAB_TEST_DATA_DIR "tests/data"
 #endif
 
 namespace blklab {
@@ -44,7 +44,7 @@ namespace {
 using ::testing::Contains;
 using ::testing::HasSubstr;
 
-const std::string kRefDir = std::string(BLKLAB_SHARED_DIR) + "/fio-reference";
+const std::string kRefDir = std::string(BLKLAB_TEST_DATA_DIR) + "/fio-reference";
 
 bool ReadFile(const std::string& path, std::string* out) {
   std::ifstream in(path, std::ios::binary);
@@ -154,7 +154,7 @@ class FioStructureTest : public ::testing::Test {
     out_ = nullptr;
   }
   void SetUp() override {
-    if (out_ == nullptr) GTEST_SKIP() << "fio reference outputs not found under " << kRefDir;
+    if (out_ == nullptr) FAIL() << "fio reference outputs not found under " << kRefDir;
   }
 
   static std::string Ref(const std::string& name) {
@@ -376,7 +376,7 @@ class ReferenceJobTest : public ::testing::TestWithParam<RefJob> {
   void SetUp() override {
     std::string job;
     if (!ReadFile(kRefDir + "/jobs/" + GetParam().name + ".fio", &job)) {
-      GTEST_SKIP() << "fio reference jobs not found under " << kRefDir;
+      FAIL() << "fio reference jobs not found under " << kRefDir;
     }
     for (const auto& [from, to] : GetParam().edits) {
       ASSERT_THAT(job, HasSubstr(from));

@@ -12,8 +12,8 @@
 #    non-empty with lines stamped on the 500 ms grid;
 #  - the clat_hist lines have fio's 1859 fields (time, dir, bs, 1856 counts);
 #  - fio2gnuplot -b / -i / -p 'logs_clat.1.log' accept them (exit 0, non-empty
-#    result); skipped when fio2gnuplot is not installed. No -g: gnuplot is
-#    absent.
+#    result); a failure when fio2gnuplot is missing (scripts/setup installs
+#    fio). No -g: gnuplot is absent.
 set -u
 
 BLKLAB=${1:?usage: logs_test.sh BLKLAB_BINARY FIO_REFERENCE_DIR}
@@ -93,7 +93,7 @@ if command -v fio2gnuplot >/dev/null 2>&1; then
   check_gnuplot iops 'result.global' -i
   check_gnuplot clat '*.global' -p 'logs_clat.1.log'
 else
-  echo "skip: fio2gnuplot is not installed"
+  fail "fio2gnuplot is not installed (scripts/setup installs fio)"
 fi
 
 checks_end log

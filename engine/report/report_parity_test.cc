@@ -1,7 +1,7 @@
 // engine/report/report_parity_test.cc
 //
 // Structure parity with the real fio 3.33 outputs in
-// BLKLAB_SHARED_DIR/fio-reference/out: for reference jobs 01-05 and 07 we
+// BLKLAB_TEST_DATA_DIR/fio-reference/out: for reference jobs 01-05 and 07 we
 // build a ReportInput with plausible simulated numbers and compare
 //  - the JSON / JSON+ key tree (recursive key paths, values ignored; the
 //    children of "bins" are data, only its presence is compared),
@@ -29,8 +29,8 @@
 #include "engine/stats/job_stats.h"
 #include "gtest/gtest.h"
 
-#ifndef BLKLAB_SHARED_DIR
-#define BLKLAB_SHARED_DIR "/nonexistent"
+#ifndef BLKLAB_TEST_DATA_DIR
+#define BLKLAB_TEST_DATA_DIR "/nonexistent"
 #endif
 
 namespace blklab::report {
@@ -42,7 +42,7 @@ using stats::JobResult;
 // --- Reference files -----------------------------------------------------------
 
 std::string RefPath(const std::string& name) {
-  return absl::StrCat(BLKLAB_SHARED_DIR, "/fio-reference/out/", name);
+  return absl::StrCat(BLKLAB_TEST_DATA_DIR, "/fio-reference/out/", name);
 }
 
 bool ReadFile(const std::string& path, std::string* out) {
@@ -57,7 +57,7 @@ bool ReadFile(const std::string& path, std::string* out) {
 #define READ_REF_OR_SKIP(var, name)                                       \
   std::string var;                                                        \
   if (!ReadFile(RefPath(name), &var)) {                                   \
-    GTEST_SKIP() << "reference file not available: " << RefPath(name);   \
+    FAIL() << "reference file not available: " << RefPath(name);   \
   }
 
 // With BLKLAB_DUMP_DIR set, the generated outputs are written there for

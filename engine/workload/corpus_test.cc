@@ -1,5 +1,5 @@
 // Runs the job-file parser over the fio example corpus
-// (shared/fio-examples, with fio 3.33's verdicts in parse-results.tsv).
+// (tests/data/fio-examples, copied from fio's repository, with fio 3.33's verdicts in parse-results.tsv).
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -42,8 +42,8 @@ std::vector<Verdict> LoadVerdicts(const fs::path& dir) {
 }
 
 TEST(CorpusTest, FioAcceptedFilesParse) {
-  const fs::path dir = fs::path(BLKLAB_SHARED_DIR) / "fio-examples";
-  if (!fs::exists(dir / "parse-results.tsv")) GTEST_SKIP() << "no corpus at " << dir;
+  const fs::path dir = fs::path(BLKLAB_TEST_DATA_DIR) / "fio-examples";
+  ASSERT_TRUE(fs::exists(dir / "parse-results.tsv")) << "no corpus at " << dir;
   const std::vector<Verdict> verdicts = LoadVerdicts(dir);
   ASSERT_FALSE(verdicts.empty());
 

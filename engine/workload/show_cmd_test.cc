@@ -201,9 +201,9 @@ std::string DescribeJobs(const ParsedJobs& p) {
 }
 
 TEST(ShowCmdCorpusTest, MatchesFioShowcmd) {
-  const fs::path dir = fs::path(BLKLAB_SHARED_DIR) / "fio-examples";
-  if (!fs::exists(dir / "parse-results.tsv")) GTEST_SKIP() << "no corpus at " << dir;
-  if (!FioInstalled()) GTEST_SKIP() << "fio is not installed";
+  const fs::path dir = fs::path(BLKLAB_TEST_DATA_DIR) / "fio-examples";
+  ASSERT_TRUE(fs::exists(dir / "parse-results.tsv")) << "no corpus at " << dir;
+  ASSERT_TRUE(FioInstalled()) << "fio is not installed (scripts/setup installs it)";
   const std::vector<std::string> files = AcceptedFiles(dir);
   ASSERT_FALSE(files.empty());
   int equal = 0, compared = 0, shown = 0;
@@ -251,9 +251,9 @@ bool ShowcmdIsEquivalent(const std::vector<Section>& sections) {
 }
 
 TEST(ShowCmdCorpusTest, NormalisedViewMatchesFio) {
-  const fs::path dir = fs::path(BLKLAB_SHARED_DIR) / "fio-examples";
-  if (!fs::exists(dir / "parse-results.tsv")) GTEST_SKIP() << "no corpus at " << dir;
-  if (!FioInstalled()) GTEST_SKIP() << "fio is not installed";
+  const fs::path dir = fs::path(BLKLAB_TEST_DATA_DIR) / "fio-examples";
+  ASSERT_TRUE(fs::exists(dir / "parse-results.tsv")) << "no corpus at " << dir;
+  ASSERT_TRUE(FioInstalled()) << "fio is not installed (scripts/setup installs it)";
   int equal = 0, compared = 0, skipped = 0, shown = 0;
   for (const std::string& f : AcceptedFiles(dir)) {
     const fs::path path = dir / f;

@@ -31,8 +31,8 @@ check = H.check
 
 def main():
     if shutil.which("openssl") is None:
-        print("skip: openssl not installed")
-        return 0
+        print("FAIL: openssl not installed (scripts/setup installs it)")
+        return 1
     cert, key = os.path.join(TMP, "cert.pem"), os.path.join(TMP, "key.pem")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
                     "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
