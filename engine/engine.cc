@@ -86,10 +86,9 @@ absl::StatusOr<int> TargetDevice(const JobSpec& spec, const std::vector<DeviceIn
 }
 
 absl::StatusOr<host::Scheduler> SchedulerFromName(const std::string& name) {
-  if (name == "none") return host::Scheduler::kNone;
-  if (name == "mq-deadline") return host::Scheduler::kMqDeadline;
-  return absl::InvalidArgumentError(absl::StrCat("ioscheduler=", name,
-                                                 ": not a scheduler of this kernel (none, mq-deadline)"));
+  if (std::optional<host::Scheduler> s = host::SchedulerFromName(name)) return *s;
+  return absl::InvalidArgumentError(absl::StrCat("ioscheduler=", name, ": not a scheduler of this kernel (",
+                                                 host::SchedulerNames(), ")"));
 }
 
 // The CPUs a clone may run on, and the one the model pins it to.
@@ -135,53 +134,17 @@ absl::StatusOr<int> CloneCpu(const JobSpec& spec, const workload::JobClone& clon
   return allowed[k % allowed.size()];
 }
 
-model::KernelKnobs KernelKnobsFor(const host::HostSpec& h) {
-  model::KernelKnobs k;
-  k.hz = h.kernel.hz;
-  k.config_blk_cgroup = h.knobs.config_blk_cgroup;
-  k.throttle_fast_path_inline = h.knobs.throttle_fast_path_inline;
-  k.cgroup_inherit_bio_start_time = h.knobs.cgroup_inherit_bio_start_time;
-  k.bio_alloc_cache = h.knobs.bio_alloc_cache;
-  k.plug_cache_time = h.knobs.plug_cache_time;
-  k.batched_completion = h.knobs.batched_completion;
-  k.plug_request_cache = h.knobs.plug_request_cache;
-  k.skip_run_queues_without_elevator = h.knobs.skip_run_queues_without_elevator;
-  k.run_all_hw_queues_on_completion = h.knobs.run_all_hw_queues_on_completion;
-  k.tag_busy_iter_shared_once = h.knobs.tag_busy_iter_shared_once;
-  k.busy_iter_takes_tags_lock = h.knobs.busy_iter_takes_tags_lock;
-  k.scsi_budget_idle_delay_run = h.knobs.scsi_budget_idle_delay_run;
-  return k;
-}
-
 // /sys/block/X/queue settings of one device instance, with the scheduler
-// fio's ioscheduler= chose.
-model::QueueConfig QueueConfigFor(const host::HostSpec& h, const DeviceInstance& d) {
-  const host::QueueSpec& q = d.spec->queue;
+// fio's ioscheduler= chose (elevator_switch resets nr_requests to the
+// kernel's default for the new scheduler).
+model::QueueConfig QueueConfigFor(const DeviceInstance& d) {
   model::QueueConfig qc;
-  qc.scheduler = d.scheduler == host::Scheduler::kMqDeadline ? model::Elevator::kMqDeadline
-                                                              : model::Elevator::kNone;
-  // nr_requests was resolved for the spec's own scheduler; fio may have
-  // switched it (elevator_switch resets nr_requests to the kernel default).
-  if (d.scheduler == q.scheduler) {
-    qc.nr_requests = static_cast<uint32_t>(q.nr_requests);
-  } else {
-    const int depth = host::TagDepth(*d.spec);
-    qc.nr_requests = static_cast<uint32_t>(
-        qc.scheduler == model::Elevator::kMqDeadline ? 2 * std::min(depth, 128) : depth);
+  qc.sysfs = d.spec->queue;
+  if (d.scheduler != qc.sysfs.scheduler) {
+    qc.sysfs.scheduler = d.scheduler;
+    qc.sysfs.nr_requests = host::DefaultNrRequests(host::TagDepth(*d.spec), d.scheduler);
   }
-  qc.iostats = q.iostats;
-  qc.rq_affinity = q.rq_affinity;
-  qc.nomerges = q.nomerges;
   qc.timeout_timer = true;
-  model::DeadlineConfig& dd = qc.deadline;
-  dd.read_expire_ns = int64_t{q.iosched.read_expire} * sim::kNsPerMs;
-  dd.write_expire_ns = int64_t{q.iosched.write_expire} * sim::kNsPerMs;
-  dd.writes_starved = q.iosched.writes_starved;
-  dd.fifo_batch = q.iosched.fifo_batch;
-  dd.front_merges = q.iosched.front_merges;
-  dd.serialize_dispatch = h.knobs.dd_serialize_dispatch;
-  dd.insert_side_lists = h.knobs.dd_insert_side_lists;
-  dd.skip_merge_if_contended = h.knobs.dd_skip_merge_if_contended;
   return qc;
 }
 
@@ -687,7 +650,7 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
   mc.socket_ns = s.costs.line_transfer_socket;
   mc.context_switch_ns = s.costs.context_switch;
   s.machine = std::make_unique<sim::Machine>(std::move(placement), mc);
-  s.kernel = std::make_unique<model::Kernel>(*s.machine, s.costs, KernelKnobsFor(req.host));
+  s.kernel = std::make_unique<model::Kernel>(*s.machine, s.costs, req.host.knobs, req.host.kernel.hz);
 
   // Devices the jobs use.
   s.devices = ListDevices(req.host);
@@ -730,7 +693,7 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
       // fio's ioscheduler= applies per LUN; the host's LUNs share one config
       // here, taken from the first LUN a job uses.
       s.hbas[entry] = std::make_unique<model::ScsiHba>(*s.kernel, absl::StrCat("host", scsi_host), names, hc,
-                                                       QueueConfigFor(req.host, d));
+                                                       QueueConfigFor(d));
       for (size_t i = 0; i < lun_devs.size(); ++i) s.queues[lun_devs[i]] = &s.hbas[entry]->queue(static_cast<int>(i));
       continue;
     }
@@ -746,7 +709,7 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
     cfg.size_bytes = d.size_bytes;
     cfg.block_size = static_cast<uint32_t>(nb.bs);
     cfg.mbps = static_cast<uint64_t>(nb.mbps);
-    const model::QueueConfig qc = QueueConfigFor(req.host, d);
+    const model::QueueConfig qc = QueueConfigFor(d);
     s.null_blks[dev] = std::make_unique<model::NullBlk>(*s.kernel, d.name, cfg, qc);
     s.queues[dev] = &s.null_blks[dev]->queue();
   }

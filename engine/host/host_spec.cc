@@ -274,13 +274,11 @@ absl::Status Decoder::DecodeQueue(const DocNode& node, const std::string& path, 
   if (const DocNode* s = node.Find("scheduler")) {
     const std::string spath = Join(path, "scheduler");
     BLKLAB_ASSIGN_OR_RETURN(std::string name, ReadString(*s, spath));
-    if (name == "none") {
-      queue.scheduler = Scheduler::kNone;
-    } else if (name == "mq-deadline") {
-      queue.scheduler = Scheduler::kMqDeadline;
-    } else {
-      return Error(spath, s->pos(), absl::StrCat("must be none or mq-deadline, got \"", name, "\""));
+    const std::optional<Scheduler> sched = SchedulerFromName(name);
+    if (!sched.has_value()) {
+      return Error(spath, s->pos(), absl::StrCat("must be one of ", SchedulerNames(), ", got \"", name, "\""));
     }
+    queue.scheduler = *sched;
   }
   if (const DocNode* io = node.Find("iosched")) {
     BLKLAB_RETURN_IF_ERROR(DecodeFields(*io, Join(path, "iosched"), queue.iosched));
@@ -425,12 +423,33 @@ absl::string_view SchedulerName(Scheduler s) {
   switch (s) {
     case Scheduler::kDefault:
       return "default";
-    case Scheduler::kNone:
-      return "none";
-    case Scheduler::kMqDeadline:
-      return "mq-deadline";
+#define BLKLAB_SCHEDULER_NAME(e, name) \
+  case Scheduler::e:                   \
+    return name;
+      BLKLAB_SCHEDULERS(BLKLAB_SCHEDULER_NAME)
+#undef BLKLAB_SCHEDULER_NAME
   }
   return "default";
+}
+
+std::optional<Scheduler> SchedulerFromName(absl::string_view name) {
+#define BLKLAB_SCHEDULER_FIND(e, n) \
+  if (name == n) return Scheduler::e;
+  BLKLAB_SCHEDULERS(BLKLAB_SCHEDULER_FIND)
+#undef BLKLAB_SCHEDULER_FIND
+  return std::nullopt;
+}
+
+std::string SchedulerNames() {
+  std::vector<absl::string_view> names;
+#define BLKLAB_SCHEDULER_LIST(e, n) names.push_back(n);
+  BLKLAB_SCHEDULERS(BLKLAB_SCHEDULER_LIST)
+#undef BLKLAB_SCHEDULER_LIST
+  return absl::StrJoin(names, ", ");
+}
+
+int DefaultNrRequests(int tag_depth, Scheduler s) {
+  return s == Scheduler::kNone || s == Scheduler::kDefault ? tag_depth : 2 * std::min(tag_depth, 128);
 }
 
 int DeviceInstances(const DeviceSpec& device) {
@@ -496,8 +515,7 @@ void ResolveDefaults(HostSpec& spec) {
     }
     if (d.queue.nr_requests == 0) {
       // blk_mq_init_sched: 2 * min(set depth, BLKDEV_DEFAULT_RQ); else the set depth.
-      const int depth = TagDepth(d);
-      d.queue.nr_requests = d.queue.scheduler == Scheduler::kMqDeadline ? 2 * std::min(depth, 128) : depth;
+      d.queue.nr_requests = DefaultNrRequests(TagDepth(d), d.queue.scheduler);
     }
   }
 }

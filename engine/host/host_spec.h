@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -249,11 +250,31 @@ struct DeadlineTunables {
   friend bool operator==(const DeadlineTunables&, const DeadlineTunables&) = default;
 };
 
-// /sys/block/X/queue/scheduler. kDefault is replaced by ResolveDefaults with
-// the kernel's choice (elevator_get_default): none for no_sched devices and
-// for devices with several hw queues and no host-wide tags, else mq-deadline.
-enum class Scheduler { kDefault, kNone, kMqDeadline };
-absl::string_view SchedulerName(Scheduler s);  // "default", "none", "mq-deadline"
+// /sys/block/X/queue/scheduler: the schedulers this kernel has, in the
+// kernel's spelling; X(enumerator, name). The model builds each through its
+// elevator registry (engine/model/elevator.h). kDefault stands for "not
+// given" and is replaced by ResolveDefaults with the kernel's choice
+// (elevator_get_default): none for no_sched devices and for devices with
+// several hw queues and no host-wide tags, else mq-deadline.
+#define BLKLAB_SCHEDULERS(X) \
+  X(kNone, "none")           \
+  X(kMqDeadline, "mq-deadline")
+
+enum class Scheduler {
+  kDefault,
+#define BLKLAB_SCHEDULER_ENUM(e, name) e,
+  BLKLAB_SCHEDULERS(BLKLAB_SCHEDULER_ENUM)
+#undef BLKLAB_SCHEDULER_ENUM
+};
+absl::string_view SchedulerName(Scheduler s);  // "default", "none", "mq-deadline", ...
+// The scheduler of that name (not "default"), or nullopt.
+std::optional<Scheduler> SchedulerFromName(absl::string_view name);
+// Every scheduler's name, comma separated ("none, mq-deadline").
+std::string SchedulerNames();
+// q->nr_requests when the spec leaves it 0: the tag depth without a
+// scheduler; 2 x min(depth, BLKDEV_DEFAULT_RQ = 128) with one
+// (blk_mq_init_sched, and elevator_switch resets to it).
+int DefaultNrRequests(int tag_depth, Scheduler s);
 
 struct QueueSpec {
   Scheduler scheduler = Scheduler::kDefault;

@@ -1,29 +1,31 @@
 // engine/model/blk_mq.h
 //
-// The multi-queue block layer (block/blk-mq.c, blk-mq-sched.c, blk-core.c):
-// per-CPU software queues (Ctx = blk_mq_ctx), hardware contexts (Hctx =
-// blk_mq_hw_ctx) with their dispatch list, SCHED_RESTART bit and run work,
-// the request queue, the plug, and the paths between them
-// (KERNEL_MODEL.md §2.2–§2.8):
+// RequestQueue models `struct request_queue` and the queue-wide paths of
+// blk-mq (block/blk-mq.c, blk-core.c; KERNEL_MODEL.md §2.2–§2.7):
 //
-//   SubmitBio          submit_bio -> submit_bio_noacct -> blk_mq_submit_bio
+//   SubmitBio          submit_bio -> submit_bio_noacct -> blk_mq_submit_bio:
+//                      merges, request allocation (plug cache, batched
+//                      tags, sleeping for a tag), plug or issue
 //   FlushPlug          blk_finish_plug -> blk_mq_flush_plug_list
-//   RunHwQueue(Async)  blk_mq_run_hw_queue(hctx, async)
-//   DispatchRequests   blk_mq_sched_dispatch_requests (scheduler none)
-//   DispatchRqList     blk_mq_dispatch_rq_list
 //   StartRequest       blk_mq_start_request (called by drivers)
 //   CompleteRequest    blk_mq_complete_request (placement by rq_affinity)
 //   EndRequest         blk_mq_end_request -> bio_endio, tag put, restart
+//   Poll               blk_hctx_poll
+//   RunHwQueuesAsync / DelayRunHwQueues / Stop- / StartStoppedHwQueues
+//                      the queue-wide run helpers
+//
+// The per-hctx paths (queue runs, dispatch, shared-tag accounting) are in
+// hctx.h, the scheduler behind the Elevator interface (elevator.h), the
+// timeout timer and its busy walk in blk_timeout.h.
 //
 // Each function charges the cost-table entries of the kernel functions it
 // stands for, under those functions' names. Shared state (sbitmap words,
 // locks, lists other CPUs read) is touched only after Sync().
 //
 // Invariants: every request that is allocated is eventually ended (no lost
-//  request): it is always in exactly one of plug list, sw queue,
-//  hctx->dispatch, the driver, or being ended. Tags are returned exactly
-//  once. A request parked on hctx->dispatch has SCHED_RESTART set or a run
-//  scheduled.
+//  request): it is always in exactly one of plug list, sw queue, the
+//  elevator, hctx->dispatch, the driver, or being ended. Tags are returned
+//  exactly once.
 // Thread-safety: thread-compatible; part of one simulation.
 // Cost: no allocation per I/O; one coroutine frame per SubmitBio.
 #ifndef BLKLAB_ENGINE_MODEL_BLK_MQ_H_
@@ -34,123 +36,28 @@
 #include <string>
 #include <vector>
 
+#include "engine/host/host_spec.h"
+#include "engine/model/blk_mq_ops.h"
+#include "engine/model/blk_timeout.h"
+#include "engine/model/elevator.h"
+#include "engine/model/hctx.h"
 #include "engine/model/kernel.h"
-#include "engine/model/mq_deadline.h"
 #include "engine/model/request.h"
 #include "engine/model/tag_set.h"
 #include "engine/sim/cacheline.h"
-#include "engine/sim/spinlock.h"
 #include "engine/sim/task.h"
-#include "engine/sim/timer.h"
-#include "engine/sim/workqueue.h"
 
 namespace blklab::model {
 
-class Hctx;
-class RequestQueue;
-
-// blk_mq_ops: what a driver provides.
-class BlkMqDriver {
- public:
-  virtual ~BlkMqDriver() = default;
-  // ->queue_rq. The driver calls q->StartRequest(rq) when it accepts it.
-  virtual BlkStatus QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last) = 0;
-  // ->commit_rqs: ring a deferred doorbell.
-  virtual void CommitRqs(sim::Cpu& cpu, Hctx* hctx) {}
-  // ->complete: runs where blk_mq_complete_request placed the completion.
-  virtual void Complete(sim::Cpu& cpu, Request* rq) = 0;
-  // ->poll: completes what a poll queue has finished; returns the count.
-  virtual int Poll(sim::Cpu& cpu, Hctx* hctx) { return 0; }
-  // ->get_budget / ->put_budget (SCSI only): has_budget() says whether the
-  // driver has them at all.
-  virtual bool has_budget() const { return false; }
-  virtual bool GetBudget(sim::Cpu& cpu, RequestQueue* q) { return true; }
-  virtual void PutBudget(sim::Cpu& cpu, RequestQueue* q) {}
-};
-
-enum class Elevator : uint8_t { kNone, kMqDeadline };
-
-// /sys/block/X/queue attributes the model honours.
+// A request queue's settings: its /sys/block/X/queue attributes as the host
+// spec gives them (scheduler and its iosched tunables, nr_requests, iostats,
+// rq_affinity, nomerges), read by the model directly.
 struct QueueConfig {
-  Elevator scheduler = Elevator::kNone;
-  uint32_t nr_requests = 0;  // 0: the tag depth (none)
-  bool iostats = true;
-  int rq_affinity = 1;       // 0, 1 (SAME_COMP), 2 (SAME_FORCE)
-  int nomerges = 0;          // 0, 1 (no complex merges), 2 (no merges)
-  DeadlineConfig deadline;   // mq-deadline tunables and RC4 switches
+  host::QueueSpec sysfs;
   // q->timeout: the per-queue request timer and its timeout work (about
   // every 5 s under IO). Off for bare model rigs that run until no event is
   // left; the engine turns it on.
   bool timeout_timer = false;
-};
-
-// blk_mq_ctx: one per CPU per queue.
-class Ctx {
- public:
-  Ctx(Kernel& kernel, const std::string& qname, int cpu);
-  int cpu() const { return cpu_; }
-  Hctx* hctx(bool polled = false) const { return hctx_[polled ? 1 : 0]; }
-
- private:
-  friend class RequestQueue;
-  friend class Hctx;
-  int cpu_;
-  Hctx* hctx_[2] = {nullptr, nullptr};  // ctx->hctxs[HCTX_TYPE_DEFAULT / _POLL]
-  uint32_t index_hw_[2] = {0, 0};       // bit in that hctx's ctx_map
-  sim::SpinLock lock_;        // ctx->lock
-  RequestList rq_list_;       // ctx->rq_lists[HCTX_TYPE_DEFAULT]
-  sim::CacheLine list_line_;
-};
-
-// blk_mq_hw_ctx.
-class Hctx {
- public:
-  Hctx(Kernel& kernel, RequestQueue* q, uint32_t queue_num, Tags* tags);
-  uint32_t queue_num() const { return queue_num_; }
-  bool is_poll() const { return is_poll_; }
-  RequestQueue* queue() const { return q_; }
-  Tags& tags() { return *tags_; }
-  bool stopped() const { return stopped_; }
-  bool sched_restart() const { return sched_restart_; }
-  size_t dispatch_len() const { return dispatch_.size(); }
-  uint32_t dispatch_busy() const { return dispatch_busy_; }
-  uint32_t wait_index = 0;  // bt_wait_ptr rotation
-
- private:
-  friend class RequestQueue;
-  class RunWork final : public sim::WorkItem {
-   public:
-    explicit RunWork(Hctx* hctx) : hctx_(hctx) {}
-    sim::Task Run(sim::Cpu& cpu) override;  // blk_mq_run_work_fn
-
-   private:
-    Hctx* hctx_;
-  };
-
-  RequestQueue* q_;
-  uint32_t queue_num_;
-  bool is_poll_ = false;
-  Tags* tags_;
-  bool stopped_ = false;        // BLK_MQ_S_STOPPED
-  bool sched_restart_ = false;  // BLK_MQ_S_SCHED_RESTART
-  uint32_t dispatch_busy_ = 0;  // EWMA (blk_mq_update_dispatch_busy)
-  sim::SpinLock lock_;          // hctx->lock
-  RequestList dispatch_;        // hctx->dispatch
-  sim::CacheLine state_line_;   // hctx->state
-  sim::CacheLine dispatch_line_;
-  std::vector<Ctx*> ctxs_;
-  std::vector<uint64_t> ctx_map_;           // pending ctx bits, 8 per word
-  std::vector<sim::CacheLine> ctx_map_lines_;
-  std::vector<int> cpumask_;
-  int next_cpu_index_ = 0;
-  int next_cpu_batch_ = 0;
-  uint32_t dispatch_from_ = 0;
-  Tags* sched_tags_ = nullptr;  // hctx->sched_tags (mq-deadline)
-  bool tag_active_ = false;     // BLK_MQ_S_TAG_ACTIVE (per-hctx tags, shared set)
-  uint32_t nr_active_ = 0;      // hctx->nr_active
-  sim::CacheLine nr_active_line_;
-  bool on_dispatch_wait_ = false;  // hctx->dispatch_wait queued on the tags
-  RunWork run_work_;
 };
 
 // blk_plug (per submitting task, on its stack in the kernel).
@@ -187,9 +94,15 @@ class RequestQueue {
   const QueueConfig& config() const { return config_; }
   Kernel& kernel() { return kernel_; }
   TagSet& tag_set() { return set_; }
+  const TagSet& tag_set() const { return set_; }
+  BlkMqDriver& driver() { return *driver_; }
+  // q->elevator (null for none).
+  Elevator* elevator() { return elevator_.get(); }
   int nr_hw_queues() const { return static_cast<int>(hctxs_.size()); }
   Hctx* hctx(int i) { return hctxs_[i].get(); }
   Ctx* ctx(int cpu) { return ctxs_[cpu].get(); }
+  // More than one queue on the tag set: TAG_QUEUE_SHARED (fair sharing).
+  bool tags_shared() const { return set_.nr_queues() > 1; }
   const DiskStats& disk_stats() const { return disk_; }
   // Closes the io_ticks busy interval at `t` (end of run).
   void FinishDiskStats(sim::SimTime t);
@@ -204,9 +117,6 @@ class RequestQueue {
   // blk_finish_plug / blk_flush_plug: issue what the plug holds.
   static sim::Task FlushPlug(sim::Cpu& cpu, Plug* plug, bool from_schedule);
 
-  sim::Task RunHwQueue(sim::Cpu& cpu, Hctx* hctx);        // async = false
-  void RunHwQueueAsync(sim::Cpu& cpu, Hctx* hctx);        // async = true
-  void DelayRunHwQueue(sim::Cpu* cpu, Hctx* hctx, int64_t delay_ns);
   void RunHwQueuesAsync(sim::Cpu& cpu);                   // blk_mq_run_hw_queues(q, true)
   void DelayRunHwQueues(sim::Cpu* cpu, int64_t delay_ns);  // blk_mq_delay_run_hw_queues
   void StopHwQueues();                                     // blk_mq_stop_hw_queues
@@ -220,15 +130,22 @@ class RequestQueue {
   // blk_hctx_poll: polls the poll queue CPU `cpu` maps to; returns completions.
   int Poll(sim::Cpu& cpu);
   bool has_poll_queues() const { return set_.config().nr_poll_queues > 0; }
-  // The elevator (null for none).
-  DeadlineSched* elevator() { return dd_.get(); }
   // Puts the request's SCSI budget back if it holds one.
   void PutRqBudget(sim::Cpu& cpu, Request* rq);
+
+  // Host-wide shared tags (BLK_MQ_F_TAG_HCTX_SHARED): the queue, not each
+  // hctx, is the tag set's user (QUEUE_FLAG_HCTX_ACTIVE and
+  // q->nr_active_requests_shared_tags).
+  struct SharedTagUsage {
+    bool active = false;
+    uint32_t nr_active = 0;
+    sim::CacheLine nr_active_line;
+  };
+  SharedTagUsage& shared_usage() { return shared_usage_; }
   // Requests holding a driver tag of this queue (fair-sharing accounting).
-  uint32_t nr_active_requests() const { return nr_active_shared_; }
+  uint32_t nr_active_requests() const { return shared_usage_.nr_active; }
 
  private:
-  friend class Hctx;
   class DoneSoftirq final : public sim::IrqHandler {
    public:
     explicit DoneSoftirq(RequestQueue* q) : q_(q) {}
@@ -245,31 +162,11 @@ class RequestQueue {
    private:
     RequestQueue* q_;
   };
-  class TimeoutTimer final : public sim::IrqHandler {
-   public:
-    explicit TimeoutTimer(RequestQueue* q) : q_(q) {}
-    sim::Task Handle(sim::Cpu& cpu, uint64_t arg) override;  // blk_rq_timed_out_timer
-
-   private:
-    RequestQueue* q_;
-  };
-  class TimeoutWork final : public sim::WorkItem {
-   public:
-    explicit TimeoutWork(RequestQueue* q) : q_(q) {}
-    sim::Task Run(sim::Cpu& cpu) override;  // blk_mq_timeout_work
-
-   private:
-    RequestQueue* q_;
-  };
-  // blk_mq_queue_tag_busy_iter over `tags` for blk_mq_check_expired; only
-  // requests of this queue (and of `hctx` unless null) count. Returns the
-  // earliest deadline seen (0: none).
-  sim::Task BusyIter(sim::Cpu& cpu, Tags& tags, Hctx* hctx, sim::SimTime* next);
-  // blk_add_timer's q->timeout arming (blk_rq_timeout, round_jiffies_up).
-  sim::SimTime TimeoutExpiry(int cpu, sim::SimTime deadline, sim::SimTime now) const;
 
   Hctx* MapQueue(int cpu, bool polled = false) { return ctxs_[cpu]->hctx(polled); }
-  bool NeedTimestamp() const { return config_.iostats || config_.scheduler != Elevator::kNone; }
+  bool NeedTimestamp() const { return config_.sysfs.iostats || elevator_ != nullptr; }
+  // The tags a request is allocated from: the scheduler's, else the driver's.
+  Tags& AllocTags(Hctx* hctx) { return elevator_ ? *hctx->sched_tags() : hctx->tags(); }
   Request* AllocRequestFast(sim::Cpu& cpu, Bio* bio, Plug* plug);
   sim::Task GetRequestSlow(sim::Cpu& cpu, Bio* bio, Plug* plug, Request** out);
   void InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx, Plug* plug);
@@ -277,24 +174,7 @@ class RequestQueue {
   BlkStatus IssueDirectly(sim::Cpu& cpu, Request* rq, bool last);
   sim::Task IssueDirectlyBusy(sim::Cpu& cpu, Request* rq);
   sim::Task InsertAndRun(sim::Cpu& cpu, Request* rq, bool run_async);
-  sim::Task BypassInsert(sim::Cpu& cpu, Request* rq, bool at_head);
-  sim::Task DispatchRequests(sim::Cpu& cpu, Hctx* hctx);
-  sim::Task DoDispatchSched(sim::Cpu& cpu, Hctx* hctx);
-  sim::Task DoDispatchSchedOnce(sim::Cpu& cpu, Hctx* hctx, bool* progress);
   sim::Task InsertRequestsSched(sim::Cpu& cpu, RequestList& list, Hctx* hctx, bool run_async);
-  bool SharedTags() const { return set_.nr_queues() > 1; }
-  void TagBusy(sim::Cpu& cpu, Hctx* hctx);
-  bool MayQueue(sim::Cpu& cpu, Hctx* hctx);
-  void IncActive(sim::Cpu& cpu, Hctx* hctx);
-  void DecActive(sim::Cpu& cpu, Hctx* hctx);
-  bool GetDriverTag(sim::Cpu& cpu, Request* rq);
-  Tags& AllocTags(Hctx* hctx) { return dd_ ? *hctx->sched_tags_ : hctx->tags(); }
-  sim::Task DispatchRqList(sim::Cpu& cpu, Hctx* hctx, RequestList& list, bool* progress);
-  sim::Task FlushBusyCtxs(sim::Cpu& cpu, Hctx* hctx, RequestList& out);
-  bool HasPending(sim::Cpu& cpu, Hctx* hctx);
-  void MarkCtxPending(sim::Cpu& cpu, Ctx* ctx, Hctx* hctx);
-  void UpdateDispatchBusy(Hctx* hctx, bool busy);
-  int NextCpu(sim::Cpu& cpu, Hctx* hctx);
   void FreeRequest(sim::Cpu& cpu, Request* rq, bool bulk);
   void FreeCachedRequests(sim::Cpu& cpu, Plug* plug);
   void AccountStart(sim::Cpu& cpu, Request* rq);
@@ -314,16 +194,10 @@ class RequestQueue {
   sim::SimTime next_part_stamp_ = 0;  // the next jiffy boundary
   uint64_t allocated_ = 0;
   uint64_t ended_ = 0;
-  std::unique_ptr<DeadlineSched> dd_;             // q->elevator
+  std::unique_ptr<Elevator> elevator_;             // q->elevator
   std::vector<std::unique_ptr<Tags>> sched_tags_;  // per hctx, or one (host-shared tags)
-  bool hctx_active_ = false;        // QUEUE_FLAG_HCTX_ACTIVE (host-shared tags)
-  uint32_t nr_active_shared_ = 0;   // q->nr_active_requests_shared_tags
-  sim::CacheLine nr_active_shared_line_;
-  TimeoutTimer timeout_irq_;
-  TimeoutWork timeout_work_;
-  sim::HrTimer timeout_timer_;  // q->timeout
-  sim::FnId fn_timeout_timer_, fn_timeout_work_, fn_busy_iter_, fn_find_and_get_req_,
-      fn_for_each_set_, fn_check_expired_;
+  SharedTagUsage shared_usage_;
+  QueueTimeout timeout_;
 };
 
 }  // namespace blklab::model

@@ -15,10 +15,11 @@ const char* CounterName(Counter c) {
   return "?";
 }
 
-Kernel::Kernel(sim::Machine& machine, const host::CostTable& costs, const KernelKnobs& knobs)
+Kernel::Kernel(sim::Machine& machine, const host::CostTable& costs, const host::Knobs& knobs, int hz)
     : machine_(machine),
       costs_(costs),
       knobs_(knobs),
+      hz_(hz),
       kblockd_(machine, "kblockd",
                sim::WorkQueueCosts{costs.kworker_queue, costs.try_to_wake_up}) {
   auto& r = machine.functions();

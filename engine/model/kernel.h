@@ -1,7 +1,7 @@
 // engine/model/kernel.h
 //
 // Kernel holds what the simulated kernel shares across devices: the cost
-// table and model knobs it runs with, the interned profile names of the
+// table, the host spec's knobs (one per kernel patch or era switch) and HZ, the interned profile names of the
 // functions the block layer charges, the kblockd workqueue, and event
 // counters (timestamps read, queue runs, IPIs, tag sleeps ...). It is not a
 // god object: per-device state lives in RequestQueue, TagSet and drivers.
@@ -15,30 +15,13 @@
 #include <string>
 
 #include "engine/host/cost_table.h"
+#include "engine/host/host_spec.h"
 #include "engine/sim/cpu.h"
 #include "engine/sim/machine.h"
 #include "engine/sim/spinlock.h"
 #include "engine/sim/workqueue.h"
 
 namespace blklab::model {
-
-// Kernel-wide switches (Kconfig and the reference-case patches that touch
-// the common path). Defaults describe a current 6.x kernel.
-struct KernelKnobs {
-  int hz = 1000;
-  bool config_blk_cgroup = false;               // CONFIG_BLK_CGROUP
-  bool throttle_fast_path_inline = true;        // RC2 patch 1
-  bool cgroup_inherit_bio_start_time = true;    // RC2 patch 2
-  bool bio_alloc_cache = true;                  // per-CPU bio cache (5.15+)
-  bool plug_cache_time = false;                 // blk_time_get_ns: timestamps cached per plug (6.9)
-  bool batched_completion = true;               // blk_mq_end_request_batch (5.16+)
-  bool plug_request_cache = true;               // plug->cached_rq, batched tag allocation (5.16+)
-  bool skip_run_queues_without_elevator = false;  // RC3 rejected shortcut
-  bool run_all_hw_queues_on_completion = false;   // RC3: scsi_end_request runs all hctx (<= 5.8)
-  bool tag_busy_iter_shared_once = true;          // RC1 fix (5.16)
-  bool busy_iter_takes_tags_lock = true;          // RC1: blk_mq_find_and_get_req (5.14+)
-  bool scsi_budget_idle_delay_run = true;         // RC5 patch 1
-};
 
 #define BLKLAB_KERNEL_COUNTERS(X) \
   X(ktime_get_ns)                 \
@@ -74,13 +57,18 @@ const char* CounterName(Counter c);
 
 class Kernel {
  public:
-  Kernel(sim::Machine& machine, const host::CostTable& costs, const KernelKnobs& knobs);
+  // `knobs` are the host spec's own (host::Knobs, every field read by some
+  // model code; engine/topology refuses the ones no code reads), `hz` its
+  // CONFIG_HZ.
+  Kernel(sim::Machine& machine, const host::CostTable& costs, const host::Knobs& knobs, int hz = 1000);
   Kernel(const Kernel&) = delete;
   Kernel& operator=(const Kernel&) = delete;
 
   sim::Machine& machine() { return machine_; }
   const host::CostTable& costs() const { return costs_; }
-  const KernelKnobs& knobs() const { return knobs_; }
+  const host::Knobs& knobs() const { return knobs_; }
+  int hz() const { return hz_; }
+  int64_t jiffy_ns() const { return sim::kNsPerSec / hz_; }
   sim::WorkQueue& kblockd() { return kblockd_; }
 
   // ktime_get_ns(): charges one timestamp read and returns the time.
@@ -116,7 +104,8 @@ class Kernel {
  private:
   sim::Machine& machine_;
   const host::CostTable& costs_;
-  KernelKnobs knobs_;
+  host::Knobs knobs_;
+  int hz_;
   sim::WorkQueue kblockd_;
   uint64_t counters_[static_cast<int>(Counter::kNumCounters)] = {};
 };

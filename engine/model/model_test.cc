@@ -89,7 +89,7 @@ class Submitter : public BioOwner {
 struct Rig {
   explicit Rig(int ncpus, const NullBlkConfig& nb, QueueConfig qc = {})
       : machine(Cpus(ncpus), sim::MachineCosts{}),
-        kernel(machine, costs, KernelKnobs{}),
+        kernel(machine, costs, host::Knobs{}),
         dev(kernel, "nullb0", nb, qc) {}
   host::CostTable costs;
   sim::Machine machine;

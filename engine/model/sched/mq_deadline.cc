@@ -1,12 +1,35 @@
-#include "engine/model/mq_deadline.h"
+#include "engine/model/sched/mq_deadline.h"
 
 #include <bit>
+#include <memory>
 
 namespace blklab::model {
 
 namespace {
 constexpr uint32_t kMaxMergeBytes = 512 * 1024;  // max_sectors_kb default
 }  // namespace
+
+DeadlineConfig DeadlineConfig::From(const host::DeadlineTunables& iosched, const host::Knobs& knobs) {
+  DeadlineConfig dd;
+  dd.read_expire_ns = int64_t{iosched.read_expire} * sim::kNsPerMs;
+  dd.write_expire_ns = int64_t{iosched.write_expire} * sim::kNsPerMs;
+  dd.writes_starved = iosched.writes_starved;
+  dd.fifo_batch = iosched.fifo_batch;
+  dd.front_merges = iosched.front_merges;
+  dd.serialize_dispatch = knobs.dd_serialize_dispatch;
+  dd.insert_side_lists = knobs.dd_insert_side_lists;
+  dd.skip_merge_if_contended = knobs.dd_skip_merge_if_contended;
+  return dd;
+}
+
+// elevator_type mq-deadline: init_sched (dd_init_sched).
+const ElevatorType kMqDeadlineElevator = {
+    host::Scheduler::kMqDeadline,
+    [](const ElevatorInit& init) -> std::unique_ptr<Elevator> {
+      return std::make_unique<DeadlineSched>(*init.kernel, init.qname,
+                                             DeadlineConfig::From(init.sysfs->iosched, init.kernel->knobs()));
+    },
+};
 
 DeadlineSched::DeadlineSched(Kernel& kernel, const std::string& qname, const DeadlineConfig& config)
     : kernel_(kernel),
@@ -22,7 +45,7 @@ DeadlineSched::DeadlineSched(Kernel& kernel, const std::string& qname, const Dea
   fn_finish_ = kernel.Intern("dd_finish_request");
 }
 
-sim::Task DeadlineSched::BioMerge(sim::Cpu& cpu, Bio* bio, Request** merged_into) {
+sim::Task DeadlineSched::BioMerge(sim::Cpu& cpu, Hctx*, Bio* bio, Request** merged_into) {
   *merged_into = nullptr;
   if (config_.skip_merge_if_contended) {
     if (!lock_.TryLock(cpu)) {
@@ -84,7 +107,7 @@ void DeadlineSched::DoInsert(sim::Cpu& cpu, Request* rq) {
   ++stats_.inserted;
 }
 
-sim::Task DeadlineSched::InsertRequests(sim::Cpu& cpu, RequestList& list) {
+sim::Task DeadlineSched::InsertRequests(sim::Cpu& cpu, Hctx*, RequestList& list) {
   co_await cpu.Sync();
   if (config_.insert_side_lists) {
     co_await insert_lock_.Lock(cpu);
@@ -100,7 +123,7 @@ sim::Task DeadlineSched::InsertRequests(sim::Cpu& cpu, RequestList& list) {
   lock_.Unlock(cpu);
 }
 
-bool DeadlineSched::HasWork(sim::Cpu& cpu) {
+bool DeadlineSched::HasWork(sim::Cpu& cpu, Hctx*) {
   // dd_has_work: list_empty_careful on the dispatch/FIFO heads and side lists.
   const sim::Machine& m = kernel_.machine();
   int64_t cost = lock_.data_line().Read(m, cpu.id(), kernel_.costs().dd_has_work);
@@ -160,7 +183,7 @@ Request* DeadlineSched::Choose(sim::Cpu& cpu) {
   return rq;
 }
 
-sim::Task DeadlineSched::DispatchRequest(sim::Cpu& cpu, Request** out) {
+sim::Task DeadlineSched::DispatchRequest(sim::Cpu& cpu, Hctx*, Request** out) {
   *out = nullptr;
   co_await cpu.Sync();
   const sim::Machine& m = kernel_.machine();

@@ -1,6 +1,7 @@
-// engine/model/mq_deadline.h
+// engine/model/sched/mq_deadline.h
 //
-// DeadlineSched models block/mq-deadline.c (KERNEL_MODEL.md §2.4, §3.5): one
+// DeadlineSched models block/mq-deadline.c (KERNEL_MODEL.md §2.4, §3.5) behind
+// the Elevator interface (elevator.h; every operation ignores the hctx): one
 // `struct deadline_data` per request queue, whatever the number of hardware
 // queues, with ONE dd->lock (its own cacheline; the lock's data line stands
 // for the dd struct, rb nodes and FIFO heads, which move with the lock).
@@ -28,14 +29,16 @@
 // Cost: prices from the cost table (dd_bio_merge, dd_insert_request +
 //  dd_insert_per_log2 * log2(queued), dd_dispatch_request, dd_has_work);
 //  std::map nodes are the model's bookkeeping (one allocation per insert).
-#ifndef BLKLAB_ENGINE_MODEL_MQ_DEADLINE_H_
-#define BLKLAB_ENGINE_MODEL_MQ_DEADLINE_H_
+#ifndef BLKLAB_ENGINE_MODEL_SCHED_MQ_DEADLINE_H_
+#define BLKLAB_ENGINE_MODEL_SCHED_MQ_DEADLINE_H_
 
 #include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
 
+#include "engine/host/host_spec.h"
+#include "engine/model/elevator.h"
 #include "engine/model/kernel.h"
 #include "engine/model/request.h"
 #include "engine/sim/cacheline.h"
@@ -44,7 +47,8 @@
 
 namespace blklab::model {
 
-// /sys/block/X/queue/iosched tunables plus the RC4 switches.
+// mq-deadline's settings: /sys/block/X/queue/iosched tunables plus the RC4
+// switches (host knobs).
 struct DeadlineConfig {
   int64_t read_expire_ns = 500 * sim::kNsPerMs;
   int64_t write_expire_ns = 5000 * sim::kNsPerMs;
@@ -54,6 +58,9 @@ struct DeadlineConfig {
   bool serialize_dispatch = false;       // DD_DISPATCHING
   bool insert_side_lists = false;        // insert_lock + side list
   bool skip_merge_if_contended = false;  // spin_trylock in dd_bio_merge
+
+  // From the host spec's iosched block (ms tunables) and knobs.
+  static DeadlineConfig From(const host::DeadlineTunables& iosched, const host::Knobs& knobs);
 };
 
 struct DeadlineStats {
@@ -65,27 +72,26 @@ struct DeadlineStats {
   uint64_t dispatch_skipped = 0;  // DD_DISPATCHING was set
 };
 
-class DeadlineSched {
+class DeadlineSched final : public Elevator {
  public:
   DeadlineSched(Kernel& kernel, const std::string& qname, const DeadlineConfig& config);
   DeadlineSched(const DeadlineSched&) = delete;
   DeadlineSched& operator=(const DeadlineSched&) = delete;
 
-  // dd_bio_merge: tries to merge `bio` into a queued request (back merge on
-  // the end-sector hash, front merge on the sort tree). *merged_into is the
-  // request or null. REQUIRES: the caller has Synced.
-  sim::Task BioMerge(sim::Cpu& cpu, Bio* bio, Request** merged_into);
+  // dd_bio_merge: back merge on the end-sector hash, front merge on the sort
+  // tree.
+  sim::Task BioMerge(sim::Cpu& cpu, Hctx* hctx, Bio* bio, Request** merged_into) override;
   // dd_insert_requests: inserts the whole list (emptied).
-  sim::Task InsertRequests(sim::Cpu& cpu, RequestList& list);
+  sim::Task InsertRequests(sim::Cpu& cpu, Hctx* hctx, RequestList& list) override;
   // dd_has_work: lock-free checks of the list heads.
-  bool HasWork(sim::Cpu& cpu);
+  bool HasWork(sim::Cpu& cpu, Hctx* hctx) override;
   // dd_dispatch_request: the next request, or null (nothing queued, or
   // another dispatcher holds DD_DISPATCHING).
-  sim::Task DispatchRequest(sim::Cpu& cpu, Request** out);
+  sim::Task DispatchRequest(sim::Cpu& cpu, Hctx* hctx, Request** out) override;
   // dd_finish_request: per-prio completed counter (an atomic on a shared line).
-  void FinishRequest(sim::Cpu& cpu, Request* rq);
+  void FinishRequest(sim::Cpu& cpu, Request* rq) override;
 
-  size_t queued() const { return queued_ + side_list_.size(); }
+  size_t queued() const override { return queued_ + side_list_.size(); }
   sim::SpinLock& lock() { return lock_; }
   const DeadlineStats& stats() const { return stats_; }
 
@@ -122,6 +128,9 @@ class DeadlineSched {
   sim::FnId fn_bio_merge_, fn_insert_, fn_dispatch_, fn_has_work_, fn_finish_;
 };
 
+// The registry entry (elevator.cc).
+extern const ElevatorType kMqDeadlineElevator;
+
 }  // namespace blklab::model
 
-#endif  // BLKLAB_ENGINE_MODEL_MQ_DEADLINE_H_
+#endif  // BLKLAB_ENGINE_MODEL_SCHED_MQ_DEADLINE_H_

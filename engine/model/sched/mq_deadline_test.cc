@@ -5,7 +5,7 @@
 
 #include "engine/host/cost_table.h"
 #include "engine/model/kernel.h"
-#include "engine/model/mq_deadline.h"
+#include "engine/model/sched/mq_deadline.h"
 #include "engine/sim/cpu.h"
 #include "engine/sim/machine.h"
 #include "gtest/gtest.h"
@@ -22,7 +22,7 @@ std::vector<sim::CpuPlacement> Cpus(int n) {
 struct Rig {
   explicit Rig(const DeadlineConfig& dc = {})
       : machine(Cpus(1), sim::MachineCosts{}),
-        kernel(machine, costs, KernelKnobs{}),
+        kernel(machine, costs, host::Knobs{}),
         dd(kernel, "sda", dc) {}
   // Runs `body` as a task on CPU 0 until it finishes.
   void Run(sim::Task body) {
@@ -49,14 +49,14 @@ sim::Task InsertAll(Rig& rig, std::vector<Request>& rqs) {
   sim::Cpu& cpu = rig.machine.cpu(0);
   RequestList list;
   for (Request& r : rqs) list.push_back(&r);
-  co_await rig.dd.InsertRequests(cpu, list);
+  co_await rig.dd.InsertRequests(cpu, nullptr, list);
 }
 
 sim::Task DispatchAll(Rig& rig, std::vector<uint64_t>& sectors) {
   sim::Cpu& cpu = rig.machine.cpu(0);
   for (;;) {
     Request* rq = nullptr;
-    co_await rig.dd.DispatchRequest(cpu, &rq);
+    co_await rig.dd.DispatchRequest(cpu, nullptr, &rq);
     if (rq == nullptr) break;
     sectors.push_back(rq->sector);
   }
@@ -90,7 +90,7 @@ TEST(DeadlineSchedTest, ExpiredFifoHeadWinsOverSortOrder) {
     co_await cpu.Sync();
     RequestList list;
     for (Request& q : v) list.push_back(&q);
-    co_await r.dd.InsertRequests(cpu, list);
+    co_await r.dd.InsertRequests(cpu, nullptr, list);
   }(rig, later));
   std::vector<uint64_t> order;
   rig.Run(DispatchAll(rig, order));
@@ -127,7 +127,7 @@ TEST(DeadlineSchedTest, BackMergeAppendsTheBio) {
   bio.bytes = 4096;
   Request* merged = nullptr;
   rig.Run([](Rig& r, Bio* b, Request** out) -> sim::Task {
-    co_await r.dd.BioMerge(r.machine.cpu(0), b, out);
+    co_await r.dd.BioMerge(r.machine.cpu(0), nullptr, b, out);
   }(rig, &bio, &merged));
   EXPECT_EQ(merged, &rqs[0]);
   EXPECT_EQ(rqs[0].bytes, 8192u);

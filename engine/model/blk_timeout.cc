@@ -1,0 +1,147 @@
+#include "engine/model/blk_timeout.h"
+
+#include <algorithm>
+
+#include "engine/model/blk_mq.h"
+
+namespace blklab::model {
+
+namespace {
+constexpr int64_t kRqTimeoutNs = 30 * sim::kNsPerSec;     // rq_timeout default (30 s)
+constexpr int64_t kBlkMaxTimeoutNs = 5 * sim::kNsPerSec;  // BLK_MAX_TIMEOUT
+}  // namespace
+
+QueueTimeout::QueueTimeout(RequestQueue* q) : q_(q), kernel_(q->kernel()), irq_(this), work_(this) {
+  timer_.Init(&kernel_.machine(), 0, &irq_, 0);
+  fn_timeout_timer_ = kernel_.Intern("blk_rq_timed_out_timer");
+  fn_timeout_work_ = kernel_.Intern("blk_mq_timeout_work");
+  fn_busy_iter_ = kernel_.Intern("bt_iter");
+  fn_find_and_get_req_ = kernel_.Intern("blk_mq_find_and_get_req");
+  fn_for_each_set_ = kernel_.Intern("blk_mq_queue_tag_busy_iter");
+  fn_check_expired_ = kernel_.Intern("blk_mq_check_expired");
+}
+
+void QueueTimeout::Add(sim::Cpu& cpu, Request* rq, bool arm) {
+  rq->deadline = cpu.now() + kRqTimeoutNs;
+  if (!arm) return;
+  // The arming is priced inside blk_mq_start_request's share of the path.
+  // The expiry is never before min(deadline, now + BLK_MAX_TIMEOUT), so a
+  // timer due before that plus HZ/2 cannot move: skip the rounding (the
+  // common case, once per IO).
+  if (timer_.pending() &&
+      timer_.expires() < std::min(rq->deadline, cpu.now() + kBlkMaxTimeoutNs) + sim::kNsPerSec / 2) {
+    return;
+  }
+  const sim::SimTime expiry = Expiry(cpu.id(), rq->deadline, cpu.now());
+  if (!timer_.pending() || expiry + sim::kNsPerSec / 2 <= timer_.expires()) {
+    timer_.set_cpu(cpu.id());
+    timer_.Start(expiry);
+  }
+}
+
+sim::SimTime QueueTimeout::Expiry(int cpu, sim::SimTime deadline, sim::SimTime now) const {
+  // blk_rq_timeout + round_jiffies_up: a whole second, skewed by 3 jiffies
+  // per CPU (added before rounding, taken off after).
+  const int64_t jiffy = kernel_.jiffy_ns();
+  // A request past its deadline (the model does not time requests out)
+  // re-arms for the next jiffy, never in the past.
+  const sim::SimTime t = std::max(now + jiffy, std::min(deadline, now + kBlkMaxTimeoutNs));
+  const int64_t skew = int64_t{3} * cpu * jiffy;
+  sim::SimTime r = (t + skew + sim::kNsPerSec - 1) / sim::kNsPerSec * sim::kNsPerSec - skew;
+  if (r < t) r += sim::kNsPerSec;
+  return r;
+}
+
+sim::Task QueueTimeout::TimerIrq::Handle(sim::Cpu& cpu, uint64_t) {
+  // blk_rq_timed_out_timer -> kblockd_schedule_work(&q->timeout_work) on
+  // the CPU the timer fired on.
+  Kernel& k = t_->kernel_;
+  k.Count(Counter::k_hardirq);
+  cpu.Charge(t_->fn_timeout_timer_, k.costs().timeout_timer_fire);
+  co_await cpu.Sync();
+  k.kblockd().Queue(&cpu, &t_->work_, cpu.id(), 0);
+}
+
+sim::Task QueueTimeout::Work::Run(sim::Cpu& cpu) {
+  // blk_mq_timeout_work: walk the busy tags for expired requests (none
+  // expire in the model), re-arm the timer for the earliest deadline, or
+  // mark the queue idle on its tag set.
+  QueueTimeout* t = t_;
+  RequestQueue* q = t->q_;
+  Kernel& k = t->kernel_;
+  k.Count(Counter::k_timeout_work);
+  cpu.Charge(t->fn_timeout_work_, k.costs().percpu_ref);
+  sim::SimTime next = 0;
+  if (q->tag_set().config().hctx_shared && k.knobs().tag_busy_iter_shared_once) {
+    // 5.16: with host-shared tags the bitmap is walked once for the queue.
+    co_await t->BusyIter(cpu, q->hctx(0)->tags(), nullptr, &next);
+  } else {
+    // Every hctx walks its tags, which with host-shared tags is the whole
+    // shared bitmap each time (RC1's "before").
+    for (int i = 0; i < q->nr_hw_queues(); ++i) {
+      co_await t->BusyIter(cpu, q->hctx(i)->tags(), q->hctx(i), &next);
+    }
+  }
+  co_await cpu.Sync();
+  if (next != 0) {
+    const sim::SimTime expiry = t->Expiry(cpu.id(), next, cpu.now());
+    cpu.Charge(k.fn.hrtimer_start, k.costs().hrtimer_arm);
+    t->timer_.set_cpu(cpu.id());
+    t->timer_.Start(expiry);
+    co_return;
+  }
+  // blk_mq_tag_idle for every hctx: leave the set's active users.
+  for (int i = 0; i < q->nr_hw_queues(); ++i) {
+    Hctx* h = q->hctx(i);
+    bool& active = h->tag_active();
+    if (!active) continue;
+    active = false;
+    Tags& tags = h->tags();
+    --tags.active_queues;
+    cpu.Charge(t->fn_timeout_work_, tags.active_queues_line.Write(k.machine(), cpu.id(), k.costs().atomic_local));
+  }
+}
+
+sim::Task QueueTimeout::BusyIter(sim::Cpu& cpu, Tags& tags, Hctx* hctx, sim::SimTime* next) {
+  // blk_mq_queue_tag_busy_iter -> bt_for_each -> sbitmap_for_each_set ->
+  // bt_iter per set bit: blk_mq_find_and_get_req (tags->lock irqsave, read
+  // rqs[bit], rq->ref++), the queue/hctx filter, blk_mq_check_expired,
+  // blk_mq_put_rq_ref. tags->lock is taken and dropped per busy bit, as in
+  // the kernel (5.14+), so concurrent walkers hand it over bit by bit.
+  const auto& c = kernel_.costs();
+  SbitmapQueue& bt = tags.bitmap_tags();
+  const uint32_t per_word = bt.bits_per_word();
+  const bool take_lock = kernel_.knobs().busy_iter_takes_tags_lock;
+  for (int w = 0; w < bt.words(); ++w) {
+    co_await cpu.Sync();
+    cpu.Charge(fn_for_each_set_, bt.ReadWordCost(cpu, w, c.sbitmap_any_bit_set_per_word));
+    const uint32_t first = static_cast<uint32_t>(w) * per_word;
+    const uint32_t last = std::min(first + per_word, tags.nr_tags());
+    uint32_t busy = 0;
+    for (uint32_t i = first; i < last; ++i) busy += tags.rq(i) != nullptr ? 1 : 0;
+    if (busy == 0) continue;
+    if (!take_lock) cpu.Charge(fn_busy_iter_, int64_t{busy} * c.busy_iter_per_bit);
+    uint32_t matched = 0;
+    for (uint32_t i = first; i < last; ++i) {
+      if (tags.rq(i) == nullptr) continue;
+      if (take_lock) {
+        co_await tags.lock().Lock(cpu);
+        cpu.Charge(fn_find_and_get_req_, c.busy_iter_per_bit);
+      }
+      // Read under the lock: the slot may have been freed meanwhile.
+      const Request* rq = tags.rq(i);
+      if (rq != nullptr && rq->q == q_ && (hctx == nullptr || rq->mq_hctx == hctx) &&
+          rq->state == Request::State::kInFlight) {
+        ++matched;
+        if (*next == 0 || rq->deadline < *next) *next = rq->deadline;
+      }
+      if (take_lock) {
+        co_await cpu.Sync();
+        tags.lock().Unlock(cpu);
+      }
+    }
+    cpu.Charge(fn_check_expired_, int64_t{matched} * c.line_read_hit);
+  }
+}
+
+}  // namespace blklab::model

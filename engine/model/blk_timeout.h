@@ -1,0 +1,90 @@
+// engine/model/blk_timeout.h
+//
+// QueueTimeout models a request queue's timeout machinery (block/blk-timeout.c
+// and blk_mq_timeout_work in block/blk-mq.c; KERNEL_MODEL.md §2.9):
+//
+//   Add           blk_add_timer, from blk_mq_start_request: the request's
+//                 deadline (start + rq_timeout), and q->timeout armed for
+//                 min(deadline, now + BLK_MAX_TIMEOUT) rounded up to a
+//                 whole second (round_jiffies_up with its per-CPU skew); a
+//                 pending timer moves only for an expiry at least HZ/2
+//                 earlier, so under steady I/O it fires about every 5 s.
+//   TimerIrq      blk_rq_timed_out_timer: queues the timeout work on kblockd
+//                 of the CPU the timer fired on.
+//   Work          blk_mq_timeout_work: walks the busy tags
+//                 (blk_mq_queue_tag_busy_iter -> bt_iter ->
+//                 blk_mq_find_and_get_req under tags->lock per busy bit,
+//                 5.14+), re-arms for the earliest deadline, or marks every
+//                 hctx idle on its tag set. With host-wide shared tags the
+//                 walk covers the whole shared bitmap once per hctx, or once
+//                 per queue with tag_busy_iter_shared_once (RC1).
+//
+// Requests are never timed out: no command outlives rq_timeout in the
+// model's devices; the walk is what costs (RC1).
+//
+// Invariants: at most one expiry of q->timeout is pending; the timer is
+//  re-armed never in the past.
+// Thread-safety: thread-compatible; part of one simulation.
+// Cost: Add is two comparisons in the steady state; a walk costs one
+//  tags->lock acquisition per busy bit.
+#ifndef BLKLAB_ENGINE_MODEL_BLK_TIMEOUT_H_
+#define BLKLAB_ENGINE_MODEL_BLK_TIMEOUT_H_
+
+#include "engine/model/kernel.h"
+#include "engine/model/request.h"
+#include "engine/model/tag_set.h"
+#include "engine/sim/task.h"
+#include "engine/sim/timer.h"
+#include "engine/sim/workqueue.h"
+
+namespace blklab::model {
+
+class Hctx;
+class RequestQueue;
+
+class QueueTimeout {
+ public:
+  explicit QueueTimeout(RequestQueue* q);
+  QueueTimeout(const QueueTimeout&) = delete;
+  QueueTimeout& operator=(const QueueTimeout&) = delete;
+
+  // blk_add_timer for `rq`, started now on `cpu`. With `arm` false only the
+  // deadline is set (rigs without the timer).
+  void Add(sim::Cpu& cpu, Request* rq, bool arm);
+
+ private:
+  class TimerIrq final : public sim::IrqHandler {
+   public:
+    explicit TimerIrq(QueueTimeout* t) : t_(t) {}
+    sim::Task Handle(sim::Cpu& cpu, uint64_t arg) override;  // blk_rq_timed_out_timer
+
+   private:
+    QueueTimeout* t_;
+  };
+  class Work final : public sim::WorkItem {
+   public:
+    explicit Work(QueueTimeout* t) : t_(t) {}
+    sim::Task Run(sim::Cpu& cpu) override;  // blk_mq_timeout_work
+
+   private:
+    QueueTimeout* t_;
+  };
+  // blk_mq_queue_tag_busy_iter over `tags` for blk_mq_check_expired; only
+  // requests of this queue (and of `hctx` unless null) count. *next becomes
+  // the earliest deadline seen (0: none).
+  sim::Task BusyIter(sim::Cpu& cpu, Tags& tags, Hctx* hctx, sim::SimTime* next);
+  // blk_rq_timeout + round_jiffies_up.
+  sim::SimTime Expiry(int cpu, sim::SimTime deadline, sim::SimTime now) const;
+
+  RequestQueue* q_;
+  Kernel& kernel_;
+  TimerIrq irq_;
+  Work work_;
+  sim::HrTimer timer_;  // q->timeout
+  sim::FnId fn_timeout_timer_, fn_timeout_work_, fn_busy_iter_, fn_find_and_get_req_,
+      fn_for_each_set_, fn_check_expired_;
+};
+
+}  // namespace blklab::model
+
+#endif  // BLKLAB_ENGINE_MODEL_BLK_TIMEOUT_H_

@@ -1,0 +1,488 @@
+#include "engine/model/hctx.h"
+
+#include <algorithm>
+
+#include "engine/model/blk_mq.h"
+
+namespace blklab::model {
+
+namespace {
+constexpr int kCpuWorkBatch = 8;                          // BLK_MQ_CPU_WORK_BATCH
+constexpr int64_t kResourceDelayNs = 3 * sim::kNsPerMs;   // BLK_MQ_RESOURCE_DELAY
+constexpr int kCtxPerMapWord = 8;                         // ctx_map: 8 bits per word
+constexpr int64_t kBudgetDelayNs = 3 * sim::kNsPerMs;     // BLK_MQ_BUDGET_DELAY
+// blk_mq_do_dispatch_sched gives up the CPU after a while (need_resched or
+// about 1 s in the kernel); the model after this many productive rounds.
+constexpr int kMaxSchedRounds = 64;
+}  // namespace
+
+Ctx::Ctx(Kernel& kernel, const std::string& qname, int cpu)
+    : cpu_(cpu),
+      lock_(kernel.machine(), qname + ":ctx->lock", kernel.fn.raw_spin_lock,
+            kernel.fn.native_queued_spin_lock_slowpath, kernel.lock_costs()) {}
+
+Hctx::Hctx(Kernel& kernel, RequestQueue* q, uint32_t queue_num, Tags* tags, bool is_poll)
+    : kernel_(kernel),
+      q_(q),
+      queue_num_(queue_num),
+      is_poll_(is_poll),
+      tags_(tags),
+      lock_(kernel.machine(), q->name() + ":hctx->lock", kernel.fn.raw_spin_lock,
+            kernel.fn.native_queued_spin_lock_slowpath, kernel.lock_costs()),
+      run_work_(this) {}
+
+void Hctx::AddCtx(Ctx* ctx, int type) {
+  ctx->hctx_[type] = this;
+  ctx->index_hw_[type] = static_cast<uint32_t>(ctxs_.size());
+  ctxs_.push_back(ctx);
+  cpumask_.push_back(ctx->cpu());
+}
+
+void Hctx::FinishSetup() {
+  if (cpumask_.empty()) cpumask_.push_back(0);
+  const size_t words = std::max<size_t>((ctxs_.size() + kCtxPerMapWord - 1) / kCtxPerMapWord, 1);
+  ctx_map_.assign(words, 0);
+  ctx_map_lines_ = std::vector<sim::CacheLine>(words);
+}
+
+sim::Task Hctx::RunWork::Run(sim::Cpu& cpu) {
+  // blk_mq_run_work_fn -> __blk_mq_run_hw_queue
+  co_await hctx_->DispatchRequests(cpu);
+}
+
+// --- queue runs -------------------------------------------------------------
+
+bool Hctx::HasPending(sim::Cpu& cpu) {
+  // blk_mq_hctx_has_pending: dispatch list, ctx_map words, elevator.
+  const sim::Machine& m = kernel_.machine();
+  const auto& c = kernel_.costs();
+  cpu.Charge(kernel_.fn.blk_mq_run_hw_queue, dispatch_line_.Read(m, cpu.id(), c.line_read_hit));
+  if (!dispatch_.empty()) return true;
+  if (Elevator* e = q_->elevator(); e != nullptr && e->HasWork(cpu, this)) return true;
+  int64_t cost = 0;
+  bool any = false;
+  for (size_t w = 0; w < ctx_map_.size(); ++w) {
+    cost += std::max<int64_t>(ctx_map_lines_[w].Read(m, cpu.id(), c.sbitmap_any_bit_set_per_word),
+                              c.sbitmap_any_bit_set_per_word);
+    if (ctx_map_[w] != 0) {
+      any = true;
+      break;
+    }
+  }
+  cpu.Charge(kernel_.fn.sbitmap_any_bit_set, cost);
+  return any;
+}
+
+int Hctx::NextCpu(sim::Cpu& cpu) {
+  // blk_mq_hctx_next_cpu: a single queue runs where it is kicked; otherwise
+  // round robin over the hctx's CPUs, moving on every 8 runs.
+  if (q_->tag_set().nr_hw_queues() == 1 || cpumask_.size() == 1) {
+    return cpumask_.size() == 1 ? cpumask_[0] : cpu.id();
+  }
+  if (++next_cpu_batch_ >= kCpuWorkBatch) {
+    next_cpu_batch_ = 0;
+    next_cpu_index_ = (next_cpu_index_ + 1) % static_cast<int>(cpumask_.size());
+  }
+  return cpumask_[next_cpu_index_];
+}
+
+sim::Task Hctx::Run(sim::Cpu& cpu) {
+  // blk_mq_run_hw_queue(hctx, false)
+  co_await cpu.Sync();
+  cpu.Charge(kernel_.fn.blk_mq_run_hw_queue, kernel_.costs().run_hw_queue_check);
+  kernel_.Count(Counter::k_run_hw_queue);
+  if (stopped_ || !HasPending(cpu)) co_return;
+  const bool on_cpu = std::find(cpumask_.begin(), cpumask_.end(), cpu.id()) != cpumask_.end();
+  if (on_cpu && !q_->tag_set().config().blocking) {
+    co_await DispatchRequests(cpu);
+    co_return;
+  }
+  kernel_.Count(Counter::k_run_hw_queue_async);
+  kernel_.kblockd().Queue(&cpu, &run_work_, NextCpu(cpu), 0, /*modify=*/true);
+}
+
+void Hctx::RunAsync(sim::Cpu& cpu) {
+  cpu.Charge(kernel_.fn.blk_mq_run_hw_queue, kernel_.costs().run_hw_queue_check);
+  kernel_.Count(Counter::k_run_hw_queue);
+  if (stopped_ || !HasPending(cpu)) return;
+  kernel_.Count(Counter::k_run_hw_queue_async);
+  kernel_.kblockd().Queue(&cpu, &run_work_, NextCpu(cpu), 0, /*modify=*/true);
+}
+
+void Hctx::DelayRun(sim::Cpu* cpu, int64_t delay_ns) {
+  kernel_.Count(Counter::k_run_hw_queue_delayed);
+  const int target = cpu != nullptr ? NextCpu(*cpu) : cpumask_[0];
+  kernel_.kblockd().Queue(cpu, &run_work_, target, delay_ns, /*modify=*/true);
+}
+
+void Hctx::QueueRunWork(sim::Cpu* cpu, int cpu_id) {
+  kernel_.Count(Counter::k_run_hw_queue_async);
+  kernel_.kblockd().Queue(cpu, &run_work_, cpu_id, 0, /*modify=*/true);
+}
+
+// --- inserts ----------------------------------------------------------------
+
+void Hctx::MarkCtxPending(sim::Cpu& cpu, Ctx* ctx) {
+  const int type = this == ctx->hctx_[0] ? 0 : 1;
+  const uint32_t w = ctx->index_hw_[type] / kCtxPerMapWord;
+  const uint64_t b = uint64_t{1} << (ctx->index_hw_[type] % kCtxPerMapWord);
+  if (ctx_map_[w] & b) return;
+  cpu.Charge(kernel_.fn.blk_mq_insert_request,
+             ctx_map_lines_[w].Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+  ctx_map_[w] |= b;
+}
+
+sim::Task Hctx::BypassInsert(sim::Cpu& cpu, Request* rq, bool at_head) {
+  co_await lock_.Lock(cpu);
+  cpu.Charge(kernel_.fn.blk_mq_insert_request,
+             dispatch_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+  if (at_head) {
+    dispatch_.push_front(rq);
+  } else {
+    dispatch_.push_back(rq);
+  }
+  kernel_.Count(Counter::k_dispatch_list_insert);
+  co_await cpu.Sync();
+  lock_.Unlock(cpu);
+}
+
+void Hctx::UpdateDispatchBusy(bool busy) {
+  if (q_->elevator() != nullptr) return;
+  uint32_t ewma = dispatch_busy_;
+  if (!ewma && !busy) return;
+  ewma *= 7;
+  if (busy) ewma += 1u << 4;
+  ewma /= 8;
+  dispatch_busy_ = ewma;
+}
+
+// --- dispatch ---------------------------------------------------------------
+
+sim::Task Hctx::FlushBusyCtxs(sim::Cpu& cpu, RequestList& out) {
+  // blk_mq_flush_busy_ctxs: for each pending ctx, splice its list under ctx->lock.
+  for (size_t w = 0; w < ctx_map_.size(); ++w) {
+    co_await cpu.Sync();
+    uint64_t bits = ctx_map_[w];
+    cpu.Charge(kernel_.fn.sbitmap_any_bit_set,
+               ctx_map_lines_[w].Read(kernel_.machine(), cpu.id(), kernel_.costs().sbitmap_any_bit_set_per_word));
+    while (bits != 0) {
+      const int b = __builtin_ctzll(bits);
+      bits &= bits - 1;
+      Ctx* ctx = ctxs_[w * kCtxPerMapWord + b];
+      co_await ctx->lock_.Lock(cpu);
+      cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list,
+                 ctx->list_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+      // Only this hctx's requests (a ctx may also hold poll-queue requests).
+      RequestList keep;
+      while (!ctx->rq_list_.empty()) {
+        Request* r = ctx->rq_list_.pop_front();
+        if (r->mq_hctx == this) {
+          out.push_back(r);
+        } else {
+          keep.push_back(r);
+        }
+      }
+      ctx->rq_list_.splice_tail(keep);
+      ctx_map_[w] &= ~(uint64_t{1} << b);
+      cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list,
+                 ctx_map_lines_[w].Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+      co_await cpu.Sync();
+      ctx->lock_.Unlock(cpu);
+    }
+  }
+}
+
+sim::Task Hctx::DispatchRequests(sim::Cpu& cpu) {
+  // blk_mq_sched_dispatch_requests -> __blk_mq_sched_dispatch_requests.
+  cpu.Charge(kernel_.fn.rcu_read_lock, kernel_.costs().rcu_read_section);
+  co_await cpu.Sync();
+  if (stopped_) co_return;
+  RequestList list;
+  if (!dispatch_.empty()) {
+    co_await lock_.Lock(cpu);
+    cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list,
+               dispatch_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+    list.splice_tail(dispatch_);
+    co_await cpu.Sync();
+    lock_.Unlock(cpu);
+  }
+  if (!list.empty()) {
+    // Leftovers first; mark RESTART so a completion re-runs us.
+    sched_restart_ = true;
+    cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list,
+               state_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+    bool progress = false;
+    co_await DispatchRqList(cpu, list, &progress);
+    co_await cpu.Sync();
+    if (!dispatch_.empty()) co_return;  // still busy: wait for a restart
+  }
+  if (q_->elevator() != nullptr) {
+    co_await DoDispatchSched(cpu);
+    co_return;
+  }
+  // Then the software queues: all at once, or (dispatch_busy) one at a time
+  // round robin (blk_mq_do_dispatch_ctx).
+  co_await FlushBusyCtxs(cpu, list);
+  if (list.empty()) co_return;
+  if (dispatch_busy_ != 0) {
+    while (!list.empty()) {
+      RequestList one;
+      one.push_back(list.pop_front());
+      bool progress = false;
+      co_await DispatchRqList(cpu, one, &progress);
+      if (!progress || !one.empty()) {
+        // Park the rest on hctx->dispatch behind what DispatchRqList left.
+        co_await cpu.Sync();
+        co_await lock_.Lock(cpu);
+        dispatch_.splice_tail(list);
+        co_await cpu.Sync();
+        lock_.Unlock(cpu);
+        break;
+      }
+    }
+    co_return;
+  }
+  bool progress = false;
+  co_await DispatchRqList(cpu, list, &progress);
+}
+
+void Hctx::ReleaseBudgets(sim::Cpu& cpu, RequestList& list) {
+  for (Request* r = list.front(); r != nullptr; r = r->next) q_->PutRqBudget(cpu, r);
+}
+
+sim::Task Hctx::DispatchRqList(sim::Cpu& cpu, RequestList& list, bool* progress) {
+  // blk_mq_dispatch_rq_list: per request blk_mq_prep_dispatch_rq (budget,
+  // driver tag), then ->queue_rq.
+  const auto& c = kernel_.costs();
+  BlkMqDriver& driver = q_->driver();
+  BlkStatus last_status = BlkStatus::kOk;
+  uint32_t queued = 0;
+  bool no_budget = false;
+  bool no_tag = false;
+  while (!list.empty()) {
+    Request* rq = list.front();
+    co_await cpu.Sync();
+    if (driver.has_budget() && !rq->budget_held) {
+      if (!driver.GetBudget(cpu, q_)) {
+        no_budget = true;
+        break;
+      }
+      rq->budget_held = true;
+    }
+    if (rq->tag == kNoTag && !GetDriverTag(cpu, rq)) {
+      // blk_mq_mark_tag_wait: not shared -> SCHED_RESTART; shared -> wait
+      // on the tag space (blk_mq_dispatch_wake). Then retry once.
+      if (!q_->tags_shared() && !q_->tag_set().config().hctx_shared) {
+        sched_restart_ = true;
+        cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list, state_line_.Write(kernel_.machine(), cpu.id(), c.atomic_local));
+      } else if (!on_dispatch_wait_) {
+        on_dispatch_wait_ = true;
+        tags_->dispatch_waiters.push_back(this);
+      }
+      if (!GetDriverTag(cpu, rq)) {
+        no_tag = true;
+        break;
+      }
+    }
+    list.pop_front();
+    cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list, c.dispatch_rq_list_per_rq);
+    kernel_.Count(Counter::k_queue_rq);
+    last_status = driver.QueueRq(cpu, this, rq, list.empty());
+    if (last_status == BlkStatus::kResource || last_status == BlkStatus::kDevResource) {
+      kernel_.Count(Counter::k_queue_rq_busy);
+      list.push_front(rq);
+      break;
+    }
+    if (last_status != BlkStatus::kOk) {
+      q_->EndRequest(cpu, rq, last_status);
+    }
+    ++queued;
+  }
+  *progress = queued > 0;
+  if (list.empty()) {
+    UpdateDispatchBusy(false);
+    co_return;
+  }
+  // Leftovers: give their budgets back, commit what was queued, park the
+  // rest on hctx->dispatch and decide who runs the queue again.
+  ReleaseBudgets(cpu, list);
+  if (queued > 0) driver.CommitRqs(cpu, this);
+  co_await lock_.Lock(cpu);
+  cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list, dispatch_line_.Write(kernel_.machine(), cpu.id(), c.atomic_local));
+  dispatch_.splice_head(list);
+  kernel_.Count(Counter::k_dispatch_list_insert);
+  co_await cpu.Sync();
+  lock_.Unlock(cpu);
+  UpdateDispatchBusy(true);
+  const bool restart_marked = sched_restart_;
+  const bool needs_resource = no_budget || last_status == BlkStatus::kResource;
+  if (!restart_marked || (no_tag && !on_dispatch_wait_)) {
+    // Somebody cleared SCHED_RESTART while we dispatched: run again now.
+    RunAsync(cpu);
+  } else if (needs_resource) {
+    DelayRun(&cpu, kResourceDelayNs);
+  }
+  // BLK_STS_DEV_RESOURCE: the driver promises a re-run when it frees resources.
+}
+
+sim::Task Hctx::DoDispatchSched(sim::Cpu& cpu) {
+  // blk_mq_do_dispatch_sched: loop while a round makes progress; newer
+  // kernels stop after a while and queue the run again.
+  for (int round = 0; round < kMaxSchedRounds; ++round) {
+    bool progress = false;
+    co_await DoDispatchSchedOnce(cpu, &progress);
+    if (!progress) co_return;
+  }
+  co_await cpu.Sync();
+  RunAsync(cpu);
+}
+
+sim::Task Hctx::DoDispatchSchedOnce(sim::Cpu& cpu, bool* progress) {
+  // __blk_mq_do_dispatch_sched
+  *progress = false;
+  const sim::Machine& m = kernel_.machine();
+  Elevator& e = *q_->elevator();
+  BlkMqDriver& driver = q_->driver();
+  // max_dispatch: 1 while dispatch is busy, else q->nr_requests (the
+  // scheduler depth).
+  const uint32_t max_dispatch = dispatch_busy_ != 0 ? 1 : std::max<uint32_t>(sched_tags_->nr_tags(), 1);
+  RequestList list;
+  uint32_t count = 0;
+  bool run_queue = false;
+  bool multi_hctxs = false;
+  do {
+    co_await cpu.Sync();
+    if (!e.HasWork(cpu, this)) break;
+    cpu.Charge(kernel_.fn.blk_mq_run_hw_queue, dispatch_line_.Read(m, cpu.id(), kernel_.costs().line_read_hit));
+    if (!dispatch_.empty()) break;
+    const bool budget = driver.has_budget();
+    // No budget: stop; the driver re-runs the queue (SCSI: its completion
+    // rule or the idle LUN's delayed run), not a 3 ms kick per hctx.
+    if (budget && !driver.GetBudget(cpu, q_)) break;
+    Request* rq = nullptr;
+    co_await e.DispatchRequest(cpu, this, &rq);
+    co_await cpu.Sync();
+    if (rq == nullptr) {
+      if (budget) driver.PutBudget(cpu, q_);
+      run_queue = true;
+      break;
+    }
+    rq->budget_held = budget;
+    if (rq->mq_hctx != this) multi_hctxs = true;
+    list.push_back(rq);
+    ++count;
+    // Stop collecting when no driver tag is left (blk_mq_get_driver_tag).
+    if (!rq->mq_hctx->GetDriverTag(cpu, rq)) break;
+  } while (count < max_dispatch);
+  if (list.empty()) {
+    if (run_queue) q_->DelayRunHwQueues(&cpu, kBudgetDelayNs);
+    co_return;
+  }
+  if (!multi_hctxs) {
+    co_await DispatchRqList(cpu, list, progress);
+    co_return;
+  }
+  // Requests of one elevator may belong to several hctxs: dispatch each
+  // hctx's share in hctx order.
+  while (!list.empty()) {
+    Hctx* h = list.front()->mq_hctx;
+    for (Request* r = list.front(); r != nullptr; r = r->next) {
+      if (r->mq_hctx->queue_num_ < h->queue_num_) h = r->mq_hctx;
+    }
+    RequestList mine, rest;
+    while (!list.empty()) {
+      Request* r = list.pop_front();
+      if (r->mq_hctx == h) {
+        mine.push_back(r);
+      } else {
+        rest.push_back(r);
+      }
+    }
+    list.splice_tail(rest);
+    bool p = false;
+    co_await h->DispatchRqList(cpu, mine, &p);
+    *progress = *progress || p;
+  }
+}
+
+void Hctx::SchedRestart(sim::Cpu& cpu) {
+  // blk_mq_sched_restart: test SCHED_RESTART on the hctx state line.
+  cpu.Charge(kernel_.fn.blk_mq_sched_restart,
+             state_line_.Read(kernel_.machine(), cpu.id(), kernel_.costs().line_read_hit));
+  if (sched_restart_) {
+    sched_restart_ = false;
+    kernel_.Count(Counter::k_sched_restart);
+    RunAsync(cpu);
+  }
+}
+
+void Hctx::DispatchWake(sim::Cpu& cpu) {
+  on_dispatch_wait_ = false;
+  RunAsync(cpu);
+}
+
+// --- shared tags ---------------------------------------------------------------
+
+bool& Hctx::tag_active() {
+  return q_->tag_set().config().hctx_shared ? q_->shared_usage().active : tag_active_;
+}
+
+void Hctx::TagBusy(sim::Cpu& cpu) {
+  // blk_mq_tag_busy: test the active bit, mark it once and count the user.
+  // (The kernel takes tags->lock for the count; the model charges the line.)
+  const sim::Machine& m = kernel_.machine();
+  bool& active = tag_active();
+  cpu.Charge(kernel_.fn.blk_mq_get_tag, state_line_.Read(m, cpu.id(), kernel_.costs().line_read_hit));
+  if (active) return;
+  active = true;
+  ++tags_->active_queues;
+  cpu.Charge(kernel_.fn.blk_mq_get_tag, tags_->active_queues_line.Write(m, cpu.id(), kernel_.costs().atomic_local));
+}
+
+bool Hctx::MayQueue(sim::Cpu& cpu) {
+  // hctx_may_queue: active requests < max(ceil(depth / users), 4).
+  const sim::Machine& m = kernel_.machine();
+  cpu.Charge(kernel_.fn.blk_mq_get_tag, tags_->active_queues_line.Read(m, cpu.id(), kernel_.costs().line_read_hit));
+  const uint32_t users = static_cast<uint32_t>(std::max(tags_->active_queues, 1));
+  const uint32_t depth = tags_->nr_tags();
+  const uint32_t limit = std::max<uint32_t>((depth + users - 1) / users, 4);
+  const bool shared_q = q_->tag_set().config().hctx_shared;
+  RequestQueue::SharedTagUsage& u = q_->shared_usage();
+  sim::CacheLine& line = shared_q ? u.nr_active_line : nr_active_line_;
+  cpu.Charge(kernel_.fn.blk_mq_get_tag, line.Read(m, cpu.id(), kernel_.costs().line_read_hit));
+  return (shared_q ? u.nr_active : nr_active_) < limit;
+}
+
+void Hctx::IncActive(sim::Cpu& cpu) {
+  const bool shared_q = q_->tag_set().config().hctx_shared;
+  RequestQueue::SharedTagUsage& u = q_->shared_usage();
+  sim::CacheLine& line = shared_q ? u.nr_active_line : nr_active_line_;
+  cpu.Charge(kernel_.fn.blk_mq_get_tag, line.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+  ++(shared_q ? u.nr_active : nr_active_);
+}
+
+void Hctx::DecActive(sim::Cpu& cpu) {
+  const bool shared_q = q_->tag_set().config().hctx_shared;
+  RequestQueue::SharedTagUsage& u = q_->shared_usage();
+  sim::CacheLine& line = shared_q ? u.nr_active_line : nr_active_line_;
+  cpu.Charge(kernel_.fn.sbitmap_queue_clear, line.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+  --(shared_q ? u.nr_active : nr_active_);
+}
+
+bool Hctx::GetDriverTag(sim::Cpu& cpu, Request* rq) {
+  // blk_mq_get_driver_tag (scheduler queues).
+  if (rq->tag != kNoTag) return true;
+  const bool fair = q_->tags_shared();
+  if (fair) {
+    TagBusy(cpu);
+    if (!MayQueue(cpu)) return false;
+  }
+  const int bit = tags_->bitmap_tags().Get(cpu);
+  if (bit < 0) return false;
+  rq->tag = static_cast<uint32_t>(bit);
+  tags_->set_rq(rq->tag, rq);
+  if (fair) IncActive(cpu);
+  return true;
+}
+
+}  // namespace blklab::model
