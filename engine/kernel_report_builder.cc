@@ -1,0 +1,134 @@
+#include "engine/kernel_report_builder.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "engine/sim/cpu.h"
+#include "engine/sim/spinlock.h"
+
+namespace blklab {
+
+void CollectResults(const RunRequest& req, const Simulation& s, sim::SimTime end, bool final,
+                    RunResult& result) {
+  result.clones.clear();
+  for (size_t i = 0; i < s.clones.size(); ++i) {
+    const job::JobThread& t = *s.clones[i];
+    const workload::JobClone& c = req.jobs.clones[i];
+    CloneResult cr;
+    cr.job_index = c.job_index;
+    cr.clone_index = c.clone_index;
+    cr.thread_number = c.thread_number;
+    cr.group_id = c.group_id;
+    cr.cpu = t.config().cpu;
+    cr.device = s.plan.clone_disk[i] >= 0 ? s.plan.disks[s.plan.clone_disk[i]].name : "";
+    cr.start_ns = t.config().start_at;
+    cr.end_ns = t.done() ? t.finished_at() : end;
+    cr.result = final ? t.result() : t.PeekResult(end);
+    result.clones.push_back(std::move(cr));
+  }
+  result.virtual_ns = end;
+  result.events = s.machine->sim().events_delivered();
+}
+
+absl::Status BuildKernelReport(const RunRequest& req, Simulation& s, sim::SimTime end, bool final,
+                               RunResult& result) {
+  sim::Machine& m = *s.machine;
+  // blklab's kernel report: CPU modes, profile, locks, counters, devices.
+  stats::KernelReport& k = result.kernel;
+  k.host_name = req.host.name;
+  k.elapsed_ns = end;
+  k.events = result.events;
+  int64_t sys_ns = 0;
+  int used = 0;
+  for (int c = 0; c < m.num_cpus(); ++c) {
+    sim::Cpu& cpu = m.cpu(c);
+    if (final) cpu.AccountIdleUntil(end);
+    if (cpu.busy_ns() == 0) continue;
+    ++used;
+    stats::CpuRow row;
+    row.cpu = c;
+    for (int mode = 0; mode < sim::kNumModes; ++mode) {
+      row.mode_ns[mode] = cpu.mode_ns(static_cast<sim::Mode>(mode));
+    }
+    k.busy_ns += cpu.busy_ns();
+    sys_ns += cpu.mode_ns(sim::Mode::kSys) + cpu.mode_ns(sim::Mode::kIrq) +
+              cpu.mode_ns(sim::Mode::kSoftirq);
+    k.cpus.push_back(row);
+  }
+  k.sys_pct = end > 0 && used > 0 ? 100.0 * static_cast<double>(sys_ns) / (static_cast<double>(end) * used) : 0;
+  const auto& fns = m.functions();
+  int64_t slowpath = 0;
+  for (sim::FnId fn = 0; fn < fns.size(); ++fn) {
+    for (int mode = 0; mode < 4; ++mode) {
+      int64_t ns = 0;
+      for (int c = 0; c < m.num_cpus(); ++c) ns += m.cpu(c).fn_ns(fn, static_cast<sim::Mode>(mode));
+      if (ns == 0) continue;
+      stats::ProfileRow row;
+      row.function = fns.name(fn);
+      row.mode = static_cast<stats::CpuMode>(mode);
+      row.self_ns = ns;
+      row.share_pct = k.busy_ns > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(k.busy_ns) : 0;
+      if (row.function == "native_queued_spin_lock_slowpath") slowpath += ns;
+      k.profile.push_back(std::move(row));
+    }
+  }
+  std::stable_sort(k.profile.begin(), k.profile.end(),
+                   [](const stats::ProfileRow& a, const stats::ProfileRow& b) {
+                     if (a.self_ns != b.self_ns) return a.self_ns > b.self_ns;
+                     if (a.function != b.function) return a.function < b.function;
+                     return a.mode < b.mode;
+                   });
+  k.contention_pct = k.busy_ns > 0 ? 100.0 * static_cast<double>(slowpath) / k.busy_ns : 0;
+  std::map<std::string, stats::LockRow> locks;  // ordered by name: deterministic
+  for (const sim::SpinLock* l : m.locks()) {
+    const sim::LockStats& st = l->stats();
+    if (st.acquisitions == 0) continue;
+    stats::LockRow& row = locks[l->name()];
+    row.name = l->name();
+    row.acquisitions += st.acquisitions;
+    row.contended += st.contended;
+    row.wait_ns += st.wait_ns;
+    row.hold_ns += st.hold_ns;
+    row.max_waiters = std::max<uint64_t>(row.max_waiters, st.max_waiters);
+  }
+  for (auto& [name, row] : locks) k.locks.push_back(row);
+  for (int c = 0; c < static_cast<int>(model::Counter::kNumCounters); ++c) {
+    const uint64_t v = s.kernel->counter(static_cast<model::Counter>(c));
+    if (v == 0) continue;
+    k.counters.push_back(stats::CounterRow{model::CounterName(static_cast<model::Counter>(c)), v});
+  }
+  k.counters.push_back(stats::CounterRow{"sim_events", result.events});
+  std::sort(k.counters.begin(), k.counters.end(),
+            [](const stats::CounterRow& a, const stats::CounterRow& b) { return a.name < b.name; });
+  for (auto& c : result.clones) k.total_ios += c.result.dirs[0].total_ios + c.result.dirs[1].total_ios +
+                                               c.result.dirs[2].total_ios;
+  for (size_t dev = 0; dev < s.queues.size(); ++dev) {
+    if (s.queues[dev] == nullptr) continue;
+    model::RequestQueue& q = *s.queues[dev];
+    if (final) q.FinishDiskStats(end);
+    model::DiskStats ds = q.disk_stats();
+    if (!final && ds.in_flight > 0 && end > ds.busy_since) ds.io_ticks_ns += end - ds.busy_since;
+    stats::DeviceRow row;
+    row.name = s.plan.disks[dev].name;
+    row.read_ios = ds.ios[0];
+    row.write_ios = ds.ios[1];
+    row.read_merges = ds.merges[0];
+    row.write_merges = ds.merges[1];
+    row.read_ticks_ms = ds.ticks_ns[0] / 1000000;
+    row.write_ticks_ms = ds.ticks_ns[1] / 1000000;
+    row.in_queue_ms = ds.in_queue_ns / 1000000;
+    row.util_pct = end > 0 ? 100.0 * static_cast<double>(ds.io_ticks_ns) / static_cast<double>(end) : 0;
+    k.devices.push_back(row);
+    // Invariant: no request is lost.
+    if (final && q.requests_outstanding() != 0) {
+      return absl::InternalError(absl::StrCat("device ", row.name, ": ", q.requests_outstanding(),
+                                              " request(s) never completed"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace blklab

@@ -1,0 +1,150 @@
+#include "engine/model/device_factory.h"
+
+#include <utility>
+#include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "engine/model/drivers/null_blk.h"
+#include "engine/model/drivers/scsi/hba.h"
+#include "engine/util/check.h"
+
+namespace blklab::model {
+
+namespace {
+
+template <class... Fs>
+struct Overloaded : Fs... {
+  using Fs::operator()...;
+};
+template <class... Fs>
+Overloaded(Fs...) -> Overloaded<Fs...>;
+
+// nr_devices null_blk instances, each its own tag set and queue.
+class NullBlkDevices final : public BlockDevice {
+ public:
+  RequestQueue* disk(int i) override { return devs_[i] ? &devs_[i]->queue() : nullptr; }
+  std::vector<std::unique_ptr<NullBlk>> devs_;
+};
+
+// One SCSI host with all its LUNs (they share its tags).
+class HbaDevice final : public BlockDevice {
+ public:
+  explicit HbaDevice(std::unique_ptr<Hba> hba) : hba_(std::move(hba)) {}
+  RequestQueue* disk(int i) override { return &hba_->queue(i); }
+
+ private:
+  std::unique_ptr<Hba> hba_;
+};
+
+NullBlkConfig NullBlkConfigFrom(const host::NullBlkSpec& nb) {
+  NullBlkConfig cfg;
+  cfg.submit_queues = static_cast<uint32_t>(nb.submit_queues);
+  cfg.poll_queues = static_cast<uint32_t>(nb.poll_queues);
+  cfg.hw_queue_depth = static_cast<uint32_t>(nb.hw_queue_depth);
+  cfg.irqmode = nb.irqmode;
+  cfg.completion_nsec = nb.completion_nsec;
+  cfg.home_node = nb.home_node;
+  cfg.blocking = nb.blocking;
+  cfg.size_bytes = static_cast<uint64_t>(nb.gb) << 30;
+  cfg.block_size = static_cast<uint32_t>(nb.bs);
+  cfg.mbps = static_cast<uint64_t>(nb.mbps);
+  return cfg;
+}
+
+HbaConfig HbaConfigFrom(const host::HbaSpec& hba) {
+  HbaConfig hc;
+  hc.lld = hba.lld;
+  hc.host.can_queue = static_cast<uint32_t>(hba.can_queue);
+  hc.host.nr_hw_queues = static_cast<uint32_t>(hba.nr_hw_queues);
+  hc.host.host_tagset = hba.host_tagset;
+  hc.host.cmd_per_lun = static_cast<uint32_t>(hba.cmd_per_lun);
+  hc.firmware_nsec = hba.firmware_nsec;
+  hc.max_iops = hba.max_iops;
+  hc.drives = static_cast<uint32_t>(hba.drives);
+  hc.drive_iops = hba.drive_iops;
+  hc.drive_latency_nsec = hba.drive_latency_nsec;
+  hc.stripe_bytes = static_cast<uint64_t>(hba.stripe_kb) << 10;
+  return hc;
+}
+
+}  // namespace
+
+DiskInfo DescribeDisks(const host::DeviceSpec& device) {
+  return std::visit(
+      Overloaded{
+          [](const host::NullBlkSpec& nb) {
+            return DiskInfo{static_cast<uint64_t>(nb.gb) << 30, nb.poll_queues > 0, false};
+          },
+          [](const host::NvmeSpec& nv) { return DiskInfo{static_cast<uint64_t>(nv.gb) << 30, false, false}; },
+          [](const host::ScsiDebugSpec& sd) {
+            return DiskInfo{static_cast<uint64_t>(sd.dev_size_mb) << 20, false, true};
+          },
+          [](const host::HbaSpec& hba) { return DiskInfo{static_cast<uint64_t>(hba.gb) << 30, false, true}; },
+      },
+      device.driver);
+}
+
+absl::Status CheckModelled(const host::DeviceSpec& device, const std::string& path) {
+  return std::visit(
+      Overloaded{
+          [&path](const host::NullBlkSpec& nb) -> absl::Status {
+            if (nb.queue_mode != 2) {
+              return absl::UnimplementedError(absl::StrCat(path, ".null_blk.queue_mode=", nb.queue_mode,
+                                                           ": only blk-mq (2) is modelled"));
+            }
+            if (nb.shared_tags || nb.shared_tag_bitmap) {
+              return absl::UnimplementedError(
+                  absl::StrCat(path, ".null_blk: shared_tags / shared_tag_bitmap are not modelled yet"));
+            }
+            if (nb.memory_backed) {
+              return absl::UnimplementedError(absl::StrCat(path, ".null_blk.memory_backed is not modelled"));
+            }
+            if (nb.use_per_node_hctx) {
+              return absl::UnimplementedError(absl::StrCat(path, ".null_blk.use_per_node_hctx is not modelled"));
+            }
+            return absl::OkStatus();
+          },
+          [&path](const host::NvmeSpec&) -> absl::Status {
+            return absl::UnimplementedError(absl::StrCat(path, ": the nvme driver is not modelled yet"));
+          },
+          [&path](const host::ScsiDebugSpec&) -> absl::Status {
+            return absl::UnimplementedError(absl::StrCat(
+                path, ": the scsi_debug driver is not modelled yet (the SCSI path is: use an hba device)"));
+          },
+          [](const host::HbaSpec&) -> absl::Status { return absl::OkStatus(); },
+      },
+      device.driver);
+}
+
+std::unique_ptr<BlockDevice> CreateBlockDevice(Kernel& kernel, const host::DeviceSpec& device,
+                                               const DeviceBuild& build) {
+  return std::visit(
+      Overloaded{
+          [&](const host::NullBlkSpec& nb) -> std::unique_ptr<BlockDevice> {
+            auto out = std::make_unique<NullBlkDevices>();
+            out->devs_.resize(build.disk_names.size());
+            const NullBlkConfig cfg = NullBlkConfigFrom(nb);
+            for (size_t i = 0; i < build.disk_names.size(); ++i) {
+              if (!build.used[i]) continue;
+              out->devs_[i] = std::make_unique<NullBlk>(kernel, build.disk_names[i], cfg, build.queues[i]);
+            }
+            return out;
+          },
+          [](const host::NvmeSpec&) -> std::unique_ptr<BlockDevice> {
+            BLKLAB_CHECK(false && "nvme is refused by CheckModelled");
+            return nullptr;
+          },
+          [](const host::ScsiDebugSpec&) -> std::unique_ptr<BlockDevice> {
+            BLKLAB_CHECK(false && "scsi_debug is refused by CheckModelled");
+            return nullptr;
+          },
+          [&](const host::HbaSpec& hba) -> std::unique_ptr<BlockDevice> {
+            return std::make_unique<HbaDevice>(std::make_unique<Hba>(
+                kernel, absl::StrCat("host", build.scsi_host_no), build.disk_names, HbaConfigFrom(hba),
+                build.queues[build.first_used]));
+          },
+      },
+      device.driver);
+}
+
+}  // namespace blklab::model

@@ -1,0 +1,358 @@
+#include "engine/topology.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/host/cpu_topology.h"
+#include "engine/model/device_factory.h"
+#include "engine/util/status_macros.h"
+#include "engine/workload/io_generator.h"
+
+namespace blklab {
+namespace {
+
+using workload::IoEngine;
+using workload::JobSpec;
+
+std::vector<Disk> ListDisks(const host::HostSpec& host) {
+  std::vector<Disk> out;
+  for (size_t e = 0; e < host.devices.size(); ++e) {
+    const host::DeviceSpec& d = host.devices[e];
+    const model::DiskInfo info = model::DescribeDisks(d);
+    const int n = host::DeviceInstances(d);
+    for (int i = 0; i < n; ++i) {
+      Disk disk;
+      disk.name = host::DeviceInstanceName(d, i);
+      disk.entry = e;
+      disk.index = i;
+      disk.spec = &d;
+      disk.scheduler = d.queue.scheduler;
+      disk.size_bytes = info.size_bytes;
+      disk.has_poll_queues = info.has_poll_queues;
+      out.push_back(disk);
+    }
+  }
+  return out;
+}
+
+std::string DiskNames(const std::vector<Disk>& disks) {
+  std::vector<std::string> names;
+  for (const auto& d : disks) names.push_back(d.name);
+  return absl::StrJoin(names, ", ");
+}
+
+// filename= -> disk index, or -1 for the null engine.
+absl::StatusOr<int> TargetDisk(const JobSpec& spec, const std::vector<Disk>& disks) {
+  if (spec.ioengine == IoEngine::kNull) return -1;
+  if (spec.filenames.empty()) return 0;  // no filename: the host's first device
+  if (spec.filenames.size() > 1) {
+    return absl::UnimplementedError(absl::StrCat(
+        "job '", spec.name, "': filename lists several targets (",
+        absl::StrJoin(spec.filenames, ":"), "); blklab runs a job against one device so far"));
+  }
+  std::string name = spec.filenames[0];
+  if (absl::StartsWith(name, "/dev/")) name = name.substr(5);
+  for (size_t i = 0; i < disks.size(); ++i) {
+    if (disks[i].name == name) return static_cast<int>(i);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("job '", spec.name, "': filename=", spec.filenames[0],
+                                                 " is not a device of this host; ", "devices: ",
+                                                 DiskNames(disks)));
+}
+
+absl::StatusOr<host::Scheduler> SchedulerFromName(const std::string& name) {
+  if (std::optional<host::Scheduler> s = host::SchedulerFromName(name)) return *s;
+  return absl::InvalidArgumentError(absl::StrCat("ioscheduler=", name, ": not a scheduler of this kernel (",
+                                                 host::SchedulerNames(), ")"));
+}
+
+// The CPUs a clone may run on, and the one the model pins it to.
+// numa_cpu_nodes= (what `numactl -N` does for a whole fio run) keeps only the
+// CPUs of those NUMA nodes of the host, intersected with cpus_allowed.
+absl::StatusOr<int> CloneCpu(const JobSpec& spec, const workload::JobClone& clone,
+                             const host::CpuTopology& topo) {
+  const int ncpus = topo.num_cpus();
+  for (uint32_t node : spec.numa_cpu_nodes) {
+    if (static_cast<int>(node) >= topo.num_numa_nodes()) {
+      return absl::InvalidArgumentError(absl::StrCat("job '", spec.name, "': numa_cpu_nodes names node ",
+                                                     node, " but the host has ", topo.num_numa_nodes(),
+                                                     " NUMA node(s)"));
+    }
+  }
+  auto on_nodes = [&spec, &topo](int c) {
+    if (spec.numa_cpu_nodes.empty()) return true;
+    return std::find(spec.numa_cpu_nodes.begin(), spec.numa_cpu_nodes.end(),
+                     static_cast<uint32_t>(topo.cpu(c).numa_node)) != spec.numa_cpu_nodes.end();
+  };
+  std::vector<int> allowed;
+  for (uint32_t c : spec.cpus_allowed) {
+    if (static_cast<int>(c) >= ncpus) {
+      return absl::InvalidArgumentError(absl::StrCat("job '", spec.name, "': cpus_allowed names CPU ",
+                                                     c, " but the host has ", ncpus, " CPUs"));
+    }
+    if (on_nodes(static_cast<int>(c))) allowed.push_back(static_cast<int>(c));
+  }
+  if (spec.cpus_allowed.empty()) {
+    for (int c = 0; c < ncpus; ++c) {
+      if (on_nodes(c)) allowed.push_back(c);
+    }
+  }
+  if (allowed.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job '", spec.name, "': cpus_allowed and numa_cpu_nodes leave no CPU of the host"));
+  }
+  // split: clone k gets the k-th CPU (round robin). shared: the scheduler
+  // would spread the clones; the model pins them round robin by thread number.
+  const uint32_t k = spec.cpus_allowed_policy == workload::CpusAllowedPolicy::kSplit
+                         ? clone.clone_index
+                         : clone.thread_number - 1;
+  return allowed[k % allowed.size()];
+}
+
+// Knobs and tunables the host spec accepts that no model code reads yet:
+// setting one away from its default is refused by name, never ignored.
+absl::Status CheckUnmodelled(const host::HostSpec& host, const std::vector<Disk>& disks,
+                             const std::vector<int>& clone_disk) {
+  const host::Knobs& k = host.knobs;
+  const host::Knobs defaults;
+  struct Unmodelled {
+    const char* name;
+    bool set;
+  };
+  const Unmodelled knobs[] = {
+      {"restart_walks_shared_tag_queues",
+       k.restart_walks_shared_tag_queues != defaults.restart_walks_shared_tag_queues},
+      {"scsi_atomic_device_busy", k.scsi_atomic_device_busy != defaults.scsi_atomic_device_busy},
+      {"scsi_atomic_host_busy", k.scsi_atomic_host_busy != defaults.scsi_atomic_host_busy},
+      {"dd_insert_buckets", k.dd_insert_buckets != defaults.dd_insert_buckets},
+  };
+  for (const Unmodelled& u : knobs) {
+    if (u.set) {
+      return absl::UnimplementedError(absl::StrCat(
+          "knobs.", u.name, " is not modelled yet; leave it at its default (",
+          u.name == std::string_view("dd_insert_buckets") ? "use dd_insert_side_lists for the insert fix" : "the 6.x behaviour",
+          ")"));
+    }
+  }
+  const host::DeadlineTunables iosched_defaults;
+  for (int d : clone_disk) {
+    if (d < 0 || disks[d].scheduler != host::Scheduler::kMqDeadline) continue;
+    const host::DeadlineTunables& t = disks[d].spec->queue.iosched;
+    const std::string path = absl::StrCat("devices[", disks[d].entry, "].queue.iosched.");
+    if (t.async_depth != iosched_defaults.async_depth) {
+      return absl::UnimplementedError(
+          absl::StrCat(path, "async_depth is not modelled yet (mq-deadline has one priority level)"));
+    }
+    if (t.prio_aging_expire != iosched_defaults.prio_aging_expire) {
+      return absl::UnimplementedError(
+          absl::StrCat(path, "prio_aging_expire is not modelled yet (mq-deadline has one priority level)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Starts every clone whose stonewall wave has begun and whose wait_for job
+// has no clone left running, at `now` plus its own startdelay; opens the
+// next wave once every clone of the earlier ones is done (fio's a.7 rules).
+// Cost: O(clones) per call.
+void StartReadyClones(Simulation& s, sim::SimTime now) {
+  while (s.next_wave < s.wave_left.size() && s.wave_left[s.next_wave - 1] == 0) ++s.next_wave;
+  for (size_t k = 0; k < s.clones.size(); ++k) {
+    if (s.started[k] || s.wave[k] >= s.next_wave) continue;
+    if (const int w = s.wait_for_job[k]; w >= 0 && s.job_left[w] > 0) continue;
+    s.started[k] = true;
+    if (now == 0) {
+      s.clones[k]->Start();
+    } else {
+      s.clones[k]->StartAt(now + s.clones[k]->config().start_at);
+    }
+  }
+}
+
+// /sys/block/X/queue settings of one disk, with the scheduler fio's
+// ioscheduler= chose (elevator_switch resets nr_requests to the kernel's
+// default for the new scheduler).
+model::QueueConfig QueueConfigFor(const Disk& d) {
+  model::QueueConfig qc;
+  qc.sysfs = d.spec->queue;
+  if (d.scheduler != qc.sysfs.scheduler) {
+    qc.sysfs.scheduler = d.scheduler;
+    qc.sysfs.nr_requests = host::DefaultNrRequests(host::TagDepth(*d.spec), d.scheduler);
+  }
+  qc.timeout_timer = true;
+  return qc;
+}
+
+uint64_t RegionBytes(const RunPlan& plan, int clone, const JobSpec& spec) {
+  const int d = plan.clone_disk[clone];
+  return d >= 0 ? plan.disks[d].size_bytes : std::max<uint64_t>(spec.size.bytes, uint64_t{1} << 30);
+}
+
+}  // namespace
+
+absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
+  BLKLAB_RETURN_IF_ERROR(host::ValidateHostSpec(req.host));
+  BLKLAB_ASSIGN_OR_RETURN(host::CpuTopology topo, host::CpuTopology::Create(req.host.cpus));
+  if (req.jobs.clones.empty()) return absl::InvalidArgumentError("no jobs to run");
+  RunPlan plan;
+  plan.disks = ListDisks(req.host);
+
+  // Each job's disk and fio's ioscheduler=.
+  const auto& jobs = req.jobs.jobs;
+  std::vector<int> job_disk(jobs.size(), -1);
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    BLKLAB_ASSIGN_OR_RETURN(job_disk[j], TargetDisk(jobs[j], plan.disks));
+    const int d = job_disk[j];
+    if (d < 0) continue;
+    if (!jobs[j].ioscheduler.empty()) {
+      BLKLAB_ASSIGN_OR_RETURN(plan.disks[d].scheduler, SchedulerFromName(jobs[j].ioscheduler));
+    }
+    if (jobs[j].engine_flags.hipri && !plan.disks[d].has_poll_queues) {
+      return absl::InvalidArgumentError(absl::StrCat("job '", jobs[j].name, "': hipri needs poll queues, but device ",
+                                                     plan.disks[d].name, " has none (null_blk poll_queues=0)"));
+    }
+  }
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const int d = job_disk[j];
+    if (d < 0) continue;
+    BLKLAB_RETURN_IF_ERROR(
+        model::CheckModelled(*plan.disks[d].spec, absl::StrCat("devices[", plan.disks[d].entry, "]")));
+  }
+  for (const auto& c : req.jobs.clones) plan.clone_disk.push_back(job_disk[c.job_index]);
+  BLKLAB_RETURN_IF_ERROR(CheckUnmodelled(req.host, plan.disks, plan.clone_disk));
+
+  // Each clone's CPU, engine, bounds and region.
+  for (size_t i = 0; i < req.jobs.clones.size(); ++i) {
+    const auto& c = req.jobs.clones[i];
+    const JobSpec& spec = jobs[c.job_index];
+    BLKLAB_ASSIGN_OR_RETURN(int cpu, CloneCpu(spec, c, topo));
+    plan.clone_cpu.push_back(cpu);
+    if (spec.ioengine == IoEngine::kUnmodelled) {
+      return absl::UnimplementedError(absl::StrCat("ioengine=", spec.ioengine_name, " is not modelled by blklab"));
+    }
+    const bool bounded = spec.runtime_ns > 0 || (!spec.time_based);
+    if (!bounded) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("job '", spec.name, "': time_based needs runtime= (the run would never end)"));
+    }
+    if (spec.runtime_ns + spec.ramp_time_ns > req.limits.max_virtual_ns) {
+      return absl::ResourceExhaustedError(absl::StrCat("job '", spec.name,
+                                                       "': runtime+ramp_time exceeds the virtual-time limit of ",
+                                                       req.limits.max_virtual_ns / 1000000000, " s"));
+    }
+    BLKLAB_RETURN_IF_ERROR(
+        workload::ResolveClone(spec, c.clone_index, RegionBytes(plan, static_cast<int>(i), spec)).status());
+  }
+  return plan;
+}
+
+absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& req, RunPlan plan) {
+  auto sp = std::make_unique<Simulation>();
+  Simulation& s = *sp;
+  s.plan = std::move(plan);
+
+  // Machine: CPUs with their topology and the machine-level prices.
+  BLKLAB_ASSIGN_OR_RETURN(host::CpuTopology topo, host::CpuTopology::Create(req.host.cpus));
+  BLKLAB_ASSIGN_OR_RETURN(s.costs, host::BuildCostTable(req.host));
+  std::vector<sim::CpuPlacement> placement(topo.num_cpus());
+  for (int c = 0; c < topo.num_cpus(); ++c) {
+    const host::CpuInfo& info = topo.cpu(c);
+    placement[c] = sim::CpuPlacement{info.core, info.llc, info.die, info.socket, info.numa_node};
+  }
+  sim::MachineCosts mc;
+  mc.same_core_ns = s.costs.line_read_hit;
+  mc.llc_ns = s.costs.line_transfer_llc;
+  mc.die_ns = s.costs.line_transfer_die;
+  mc.socket_ns = s.costs.line_transfer_socket;
+  mc.context_switch_ns = s.costs.context_switch;
+  s.machine = std::make_unique<sim::Machine>(std::move(placement), mc);
+  s.kernel = std::make_unique<model::Kernel>(*s.machine, s.costs, req.host.knobs, req.host.kernel.hz);
+
+  // Devices the jobs use: one driver instance per host entry with a used disk.
+  const std::vector<Disk>& disks = s.plan.disks;
+  s.devices.resize(req.host.devices.size());
+  s.queues.assign(disks.size(), nullptr);
+  int scsi_hosts = 0;
+  for (size_t e = 0; e < req.host.devices.size(); ++e) {
+    const host::DeviceSpec& spec = req.host.devices[e];
+    model::DeviceBuild build;
+    std::vector<int> entry_disks;
+    for (size_t i = 0; i < disks.size(); ++i) {
+      if (disks[i].entry != e) continue;
+      entry_disks.push_back(static_cast<int>(i));
+      build.disk_names.push_back(disks[i].name);
+      build.used.push_back(false);
+      build.queues.push_back(QueueConfigFor(disks[i]));
+    }
+    bool any = false;
+    for (int d : s.plan.clone_disk) {
+      if (d < 0 || disks[d].entry != e) continue;
+      if (!any) build.first_used = static_cast<size_t>(disks[d].index);
+      any = true;
+      build.used[disks[d].index] = true;
+    }
+    build.scsi_host_no = scsi_hosts;
+    if (model::DescribeDisks(spec).scsi_host) ++scsi_hosts;
+    if (!any) continue;
+    s.devices[e] = model::CreateBlockDevice(*s.kernel, spec, build);
+    for (size_t k = 0; k < entry_disks.size(); ++k) {
+      s.queues[entry_disks[k]] = s.devices[e]->disk(static_cast<int>(k));
+    }
+  }
+
+  // Clones: one simulated fio thread each; stonewall opens a new wave.
+  uint32_t wave = 0;
+  const auto& jobs = req.jobs.jobs;
+  for (size_t i = 0; i < req.jobs.clones.size(); ++i) {
+    const workload::JobClone& c = req.jobs.clones[i];
+    const JobSpec& spec = jobs[c.job_index];
+    if (i > 0 && c.clone_index == 0 && spec.stonewall) ++wave;
+    s.wave.push_back(wave);
+    int wait_job = -1;
+    if (!spec.wait_for.empty()) {
+      // The parser checked that exactly one earlier job has this name.
+      for (size_t j = 0; j < c.job_index; ++j) {
+        if (jobs[j].name == spec.wait_for) wait_job = static_cast<int>(j);
+      }
+    }
+    s.wait_for_job.push_back(wait_job);
+    s.clone_job.push_back(c.job_index);
+    s.started.push_back(false);
+    const int d = s.plan.clone_disk[i];
+    BLKLAB_ASSIGN_OR_RETURN(workload::ClonePlan cplan,
+                            workload::ResolveClone(spec, c.clone_index, RegionBytes(s.plan, static_cast<int>(i), spec)));
+    BLKLAB_ASSIGN_OR_RETURN(workload::IoGenerator gen,
+                            workload::IoGenerator::Create(spec, cplan, c.thread_number, req.seed));
+    job::JobThreadConfig jc;
+    jc.spec = &spec;
+    jc.plan = cplan;
+    jc.thread_number = c.thread_number;
+    jc.cpu = s.plan.clone_cpu[i];
+    jc.queue = d >= 0 ? s.queues[d] : nullptr;
+    jc.start_at = spec.startdelay_min_ns;
+    jc.ramp_end = jc.start_at + spec.ramp_time_ns;
+    jc.end_at = spec.runtime_ns > 0 ? jc.ramp_end + spec.runtime_ns : sim::kSimTimeNever;
+    s.clones.push_back(std::make_unique<job::JobThread>(*s.kernel, jc, std::move(gen)));
+  }
+  s.wave_left.assign(wave + 1, 0);
+  s.job_left.assign(jobs.size(), 0);
+  Simulation* self = &s;
+  for (size_t i = 0; i < s.clones.size(); ++i) {
+    ++s.wave_left[s.wave[i]];
+    ++s.job_left[s.clone_job[i]];
+    s.clones[i]->set_on_done([self, i](job::JobThread* t) {
+      ++self->done;
+      --self->wave_left[self->wave[i]];
+      --self->job_left[self->clone_job[i]];
+      StartReadyClones(*self, t->finished_at());
+    });
+  }
+  StartReadyClones(s, 0);
+  return sp;
+}
+
+}  // namespace blklab

@@ -1,0 +1,89 @@
+// engine/topology.h
+//
+// The topology builder: the one place that turns a host spec and a set of
+// fio job clones into a simulated machine (ARCHITECTURE.md, "Data flow"):
+// CPUs with their topology and the machine-level prices, the kernel (cost
+// table, knobs, HZ), the block devices the jobs use (through the device
+// factory, model/device_factory.h), and one simulated fio thread per clone,
+// pinned to its CPU, wired to its disk and ordered by fio's stonewall /
+// wait_for rules.
+//
+// Planning (PlanRun) is separate from building so that a run can be
+// validated without building anything: it resolves each clone's disk and
+// CPU, applies fio's ioscheduler=, and refuses what the model cannot run —
+// drivers, knobs no model code reads yet, engines — naming the field.
+//
+// Invariants: after BuildSimulation, every clone has a CPU and (unless it
+//  uses fio's null engine) a request queue; the Simulation is never moved
+//  (clone callbacks point into it).
+// Thread-safety: a Simulation belongs to the thread that runs it.
+// Cost: O(disks + clones) to plan; building allocates every modelled
+//  structure once (requests per tag, locks, cachelines).
+#ifndef BLKLAB_ENGINE_TOPOLOGY_H_
+#define BLKLAB_ENGINE_TOPOLOGY_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "engine/engine.h"
+#include "engine/host/cost_table.h"
+#include "engine/host/host_spec.h"
+#include "engine/job/job_thread.h"
+#include "engine/model/block_device.h"
+#include "engine/model/kernel.h"
+#include "engine/sim/machine.h"
+
+namespace blklab {
+
+// One disk of the host (a device instance: a null_blk of nr_devices, a LUN).
+struct Disk {
+  std::string name;
+  size_t entry = 0;   // index in host.devices
+  int index = 0;      // instance within its entry
+  const host::DeviceSpec* spec = nullptr;
+  host::Scheduler scheduler = host::Scheduler::kNone;  // after fio's ioscheduler=
+  uint64_t size_bytes = 0;
+  bool has_poll_queues = false;
+};
+
+// What a run will use, resolved and checked.
+struct RunPlan {
+  std::vector<Disk> disks;        // every disk of the host, in host order
+  std::vector<int> clone_disk;    // per clone: its disk, or -1 (ioengine=null)
+  std::vector<int> clone_cpu;     // per clone: the CPU it is pinned to
+};
+
+// Resolves and checks everything a run needs without building it.
+absl::StatusOr<RunPlan> PlanRun(const RunRequest& req);
+
+// Everything one run owns.
+struct Simulation {
+  RunPlan plan;
+  std::unique_ptr<sim::Machine> machine;
+  host::CostTable costs;
+  std::unique_ptr<model::Kernel> kernel;
+  std::vector<std::unique_ptr<model::BlockDevice>> devices;  // per host entry (null if unused)
+  std::vector<model::RequestQueue*> queues;                  // per disk (null if unused)
+  std::vector<std::unique_ptr<job::JobThread>> clones;
+  // fio's start order: stonewall waves and wait_for (StartReadyClones).
+  std::vector<uint32_t> wave;        // stonewall wave per clone
+  std::vector<uint32_t> clone_job;   // per clone: its job's index
+  std::vector<int> wait_for_job;     // per clone: the job index its wait_for names, or -1
+  std::vector<bool> started;         // per clone
+  std::vector<uint32_t> wave_left;   // per wave: clones not done
+  std::vector<uint32_t> job_left;    // per job: clones not done
+  uint32_t next_wave = 1;
+  uint32_t done = 0;
+};
+
+// Builds the machine, kernel, devices and clones of `plan` and starts the
+// clones that may start at time 0.
+absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& req, RunPlan plan);
+
+}  // namespace blklab
+
+#endif  // BLKLAB_ENGINE_TOPOLOGY_H_
