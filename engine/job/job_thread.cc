@@ -69,14 +69,16 @@ JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, workl
       spec_(*config.spec),
       gen_(std::move(gen)),
       cpu_(kernel.machine().cpu(config.cpu)),
+      thread_(std::make_unique<sim::Thread>(kernel.machine(), "fio/" + config.spec->name, config.cpu)),
       collector_(stats::CollectorConfig{
           static_cast<int64_t>(config.spec->bwavgtime_ms) * sim::kNsPerMs,
-          static_cast<int64_t>(config.spec->iopsavgtime_ms) * sim::kNsPerMs}) {
+          static_cast<int64_t>(config.spec->iopsavgtime_ms) * sim::kNsPerMs}),
+      ctx_{kernel, cpu_, *thread_, config.queue, *config.spec} {
   const uint32_t depth =
       workload::IsSynchronous(spec_.ioengine) ? 1 : std::max<uint32_t>(spec_.iodepth, 1);
   io_us_.resize(depth);
   queued_.reserve(depth);
-  completed_.Reset(depth);
+  ctx_.completed.Reset(depth);
   submitting_.reserve(depth);
   for (uint32_t i = 0; i < depth; ++i) {
     io_us_[i].bio.owner = this;
@@ -90,29 +92,13 @@ JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, workl
                             : spec_.iodepth_batch_complete_max;
   const uint64_t loops = std::max<uint64_t>(spec_.loops, 1);
   bytes_limit_ = config.plan.io_limit_bytes * loops;
-  thread_ = std::make_unique<sim::Thread>(kernel.machine(), "fio/" + spec_.name, config.cpu);
   rate_rng_ = sim::RngStream(spec_.randseed, sim::RngStreamId::kRate, config.thread_number);
 
   auto& r = kernel.machine().functions();
   fn_get_io_u_ = r.Intern("fio:get_io_u");
   fn_io_completed_ = r.Intern("fio:io_completed");
-  fn_syscall_ = r.Intern("entry_SYSCALL_64");
-  fn_io_uring_enter_ = r.Intern("__x64_sys_io_uring_enter");
-  fn_io_submit_sqes_ = r.Intern("io_submit_sqes");
-  fn_fget_ = r.Intern("fget");
-  fn_pin_ = r.Intern("bio_iov_iter_get_pages");
-  fn_io_req_complete_post_ = r.Intern("io_req_complete_post");
-  fn_tctx_task_work_ = r.Intern("tctx_task_work");
-  fn_io_submit_ = r.Intern("__x64_sys_io_submit");
-  fn_io_submit_one_ = r.Intern("io_submit_one");
-  fn_io_getevents_ = r.Intern("__x64_sys_io_getevents");
-  fn_aio_complete_ = r.Intern("aio_complete");
-  fn_read_events_ = r.Intern("read_events");
-  fn_pread_ = r.Intern("__x64_sys_pread64");
-  fn_blkdev_read_iter_ = r.Intern("blkdev_read_iter");
-  fn_io_schedule_ = r.Intern("io_schedule");
-  fn_try_to_wake_up_ = r.Intern("try_to_wake_up");
   fn_usec_spin_ = r.Intern("fio:usec_spin");
+  engine_ = MakeIoEngine(ctx_);
   for (int d = 0; d < 3; ++d) has_rate_ |= spec_.rate_iops[d] > 0 || spec_.rate_bps[d] > 0;
   if (std::optional<stats::JobLogConfig> lc = LogConfigFor(spec_, config.thread_number)) {
     logger_ = std::make_unique<stats::JobLogger>(*std::move(lc));
@@ -187,10 +173,6 @@ void JobThread::StartAt(sim::SimTime at) {
   thread_->Start(Main(), at);
 }
 
-int64_t JobThread::PinCost(uint32_t bytes) const {
-  return static_cast<int64_t>((bytes + 4095) / 4096) * kernel_.costs().page_pin_4k;
-}
-
 void JobThread::MaybeStartStats() {
   if (stats_started_at_ >= 0 || cpu_.now() < config_.ramp_end) return;
   stats_started_at_ = cpu_.now();
@@ -223,14 +205,14 @@ bool JobThread::PrepareIo(IoU* u) {
   u->bio.sector = io.offset >> model::kSectorShift;
   u->bio.bytes = static_cast<uint32_t>(io.length);
   u->bio.bi_next = nullptr;
-  u->bio.polled = spec_.engine_flags.hipri && spec_.ioengine == IoEngine::kIoUring;
+  u->bio.polled = engine_->polled();
   u->start_time = cpu_.now();
-  u->state = IoState::kQueued;
+  u->state = IoU::State::kQueued;
   u->error = false;
-  ++cur_depth_;
+  ++ctx_.in_flight;
   ++ios_issued_;
   bytes_issued_ += io.length;
-  if (collector_.started()) collector_.RecordIssue(u->dir, cur_depth_);
+  if (collector_.started()) collector_.RecordIssue(u->dir, ctx_.in_flight);
   return true;
 }
 
@@ -278,7 +260,7 @@ sim::Task JobThread::SleepUntil(sim::SimTime t) {
 sim::Task JobThread::Quiesce() {
   if (!queued_.empty()) co_await Commit();
   if (workload::IsSynchronous(spec_.ioengine)) co_return;
-  while (cur_depth_ > 0) co_await Reap(1, cur_depth_);
+  while (ctx_.in_flight > 0) co_await Reap(1, ctx_.in_flight);
 }
 
 workload::Direction JobThread::RateDirection(workload::Direction picked) const {
@@ -315,12 +297,12 @@ sim::Task JobThread::Throttle(IoU* u) {
   if (slot > cpu_.now()) {
     // fio's rate_ddir quiesces before it sleeps (io_submit_mode=inline):
     // submit what is queued and reap everything in flight except `u`
-    // (prepared, counted in cur_depth_, not yet queued); then sleep to the
+    // (prepared, counted in ctx_.in_flight, not yet queued); then sleep to the
     // slot.
     if (!queued_.empty()) co_await Commit();
     if (!workload::IsSynchronous(spec_.ioengine)) {
-      while (cur_depth_ > 1) {
-        if (!TryReapFromRing(1, cur_depth_ - 1)) co_await Reap(1, cur_depth_ - 1);
+      while (ctx_.in_flight > 1) {
+        if (!TryReapFromRing(1, ctx_.in_flight - 1)) co_await Reap(1, ctx_.in_flight - 1);
       }
     }
     co_await SleepUntil(slot);
@@ -351,11 +333,11 @@ sim::Task JobThread::AsyncLoop() {
     PrepareIo(u);
     if (has_rate_) co_await Throttle(u);
     queued_.push_back(u);
-    if (queued_.size() >= batch_submit_ || cur_depth_ >= depth) co_await Commit();
+    if (queued_.size() >= batch_submit_ || ctx_.in_flight >= depth) co_await Commit();
     if (spec_.thinktime_ns > 0) co_await ThinkTime(/*issued=*/true);
-    if (cur_depth_ >= depth) {
+    if (ctx_.in_flight >= depth) {
       // wait_for_completions: the queue is full, reap at least one.
-      const uint32_t min = std::max<uint32_t>(1, std::min(batch_complete_min_, cur_depth_));
+      const uint32_t min = std::max<uint32_t>(1, std::min(batch_complete_min_, ctx_.in_flight));
       const uint32_t max = std::max(batch_complete_max_, min);
       if (!TryReapFromRing(min, max)) co_await Reap(min, max);
       if (spec_.thinktime_ns > 0) co_await ThinkTime(/*issued=*/false);
@@ -363,130 +345,33 @@ sim::Task JobThread::AsyncLoop() {
   }
   // Drain: submit what is queued, reap everything in flight.
   if (!queued_.empty()) co_await Commit();
-  while (cur_depth_ > 0) co_await Reap(1, cur_depth_);
-}
-
-void JobThread::ChargeSubmitOne(IoU* u) {
-  // Per-SQE / per-iocb work before submit_bio.
-  const auto& c = kernel_.costs();
-  const bool io_uring = spec_.ioengine == IoEngine::kIoUring || spec_.ioengine == IoEngine::kIoUringCmd;
-  if (io_uring) {
-    cpu_.Charge(fn_io_submit_sqes_, c.io_uring_issue_sqe);
-    if (!spec_.engine_flags.registerfiles) cpu_.Charge(fn_fget_, c.fget_fput);
-    if (!spec_.engine_flags.fixedbufs) cpu_.Charge(fn_pin_, PinCost(u->bio.bytes));
-  } else {
-    cpu_.Charge(fn_io_submit_one_, c.libaio_submit_iocb);
-    cpu_.Charge(fn_pin_, PinCost(u->bio.bytes));
-  }
-  const bool cached = io_uring && kernel_.knobs().bio_alloc_cache;
-  cpu_.Charge(kernel_.fn.bio_alloc_bioset, cached ? c.bio_alloc_cached : c.bio_alloc_slab);
-  u->state = IoState::kInFlight;
+  while (ctx_.in_flight > 0) co_await Reap(1, ctx_.in_flight);
 }
 
 sim::Task JobThread::Commit() {
-  const auto& c = kernel_.costs();
   const uint32_t n = static_cast<uint32_t>(queued_.size());
   if (n == 0) co_return;
-  if (spec_.ioengine == IoEngine::kNull) {
-    // fio's null engine: commit "completes" everything queued.
-    for (IoU* u : queued_) {
-      u->issue_time = cpu_.now();
-      u->state = IoState::kCompleted;
-      completed_.push_back(u);
-    }
-    collector_.RecordSubmitCall(n);
-    queued_.clear();
-    co_return;
-  }
-  const bool io_uring = spec_.ioengine == IoEngine::kIoUring || spec_.ioengine == IoEngine::kIoUringCmd;
-  cpu_.Charge(io_uring ? fn_io_uring_enter_ : fn_io_submit_, c.syscall_entry_exit);
-  // io_submit_state_start / io_submit: a plug around batches of more than two.
-  model::Plug plug;
-  model::Plug* p = nullptr;
-  if (n > 2) {
-    plug.nr_ios = n;
-    p = &plug;
-  }
   // Submission may complete I/O inline and reuse nothing of queued_ (io_us
   // are freed only when reaped), so the batch is stable; move it aside.
   submitting_.swap(queued_);
   queued_.clear();
-  for (IoU* u : submitting_) {
-    ChargeSubmitOne(u);
-    co_await config_.queue->SubmitBio(cpu_, &u->bio, p);
-  }
-  if (p != nullptr) co_await model::RequestQueue::FlushPlug(cpu_, p, false);
-  if (io_uring) RunTaskWork();
-  const sim::SimTime now = cpu_.now();
-  for (IoU* u : submitting_) u->issue_time = now;
+  co_await engine_->Commit(submitting_);
   collector_.RecordSubmitCall(n);
-}
-
-void JobThread::RunTaskWork() {
-  // tctx_task_work: post the CQEs of completions that ran elsewhere.
-  const auto& c = kernel_.costs();
-  for (IoU* u : task_work_) {
-    cpu_.Charge(fn_tctx_task_work_, c.io_uring_task_work);
-    cpu_.Charge(fn_io_req_complete_post_, c.io_uring_cqe_post);
-    u->state = IoState::kCompleted;
-    completed_.push_back(u);
-  }
-  task_work_.clear();
 }
 
 void JobThread::BioEndio(sim::Cpu& cpu, model::Bio* bio, model::BlkStatus status) {
   IoU* u = &io_us_[bio->cookie];
   u->error = status != model::BlkStatus::kOk;
-  const auto& c = kernel_.costs();
-  const bool own_context = &cpu == &cpu_ && cpu.level() == sim::Level::kTask &&
-                           cpu.current_thread() == thread_.get();
-  switch (spec_.ioengine) {
-    case IoEngine::kIoUring:
-    case IoEngine::kIoUringCmd:
-      if (bio->polled) {
-        // IOPOLL: ki_complete only marks the request done (iopoll_completed);
-        // the owning ring's io_do_iopoll posts the CQE when it polls next.
-        cpu.Charge(fn_io_req_complete_post_, c.io_uring_cqe_post);
-        u->state = IoState::kCompleted;
-        completed_.push_back(u);
-        return;
-      }
-      if (own_context) {
-        cpu.Charge(fn_io_req_complete_post_, c.io_uring_cqe_post);
-        u->state = IoState::kCompleted;
-        completed_.push_back(u);
-        return;
-      }
-      // io_req_task_work_add: queue to the submitter and notify it.
-      cpu.Charge(fn_io_req_complete_post_, c.atomic_local);
-      task_work_.push_back(u);
-      break;
-    case IoEngine::kLibaio:
-    case IoEngine::kPosixaio:
-      cpu.Charge(fn_aio_complete_, c.libaio_event / 2);
-      u->state = IoState::kCompleted;
-      completed_.push_back(u);
-      if (waiting_ && completed_.size() < wait_for_) return;
-      break;
-    default:
-      u->state = IoState::kCompleted;
-      completed_.push_back(u);
-      break;
-  }
-  if (waiting_ && thread_->sleeping()) {
-    waiting_ = false;
-    cpu.Charge(fn_try_to_wake_up_, c.try_to_wake_up);
-    thread_->Wake(cpu.now());
-  }
+  engine_->Complete(cpu, u);
 }
 
 void JobThread::ReapCompleted(uint32_t max) {
-  const uint32_t n = std::min<uint32_t>(max, static_cast<uint32_t>(completed_.size()));
+  const uint32_t n = std::min<uint32_t>(max, static_cast<uint32_t>(ctx_.completed.size()));
   if (n == 0) return;
   const sim::SimTime now = cpu_.now();
   for (uint32_t i = 0; i < n; ++i) {
-    IoU* u = completed_.front();
-    completed_.pop_front();
+    IoU* u = ctx_.completed.front();
+    ctx_.completed.pop_front();
     cpu_.Charge(fn_io_completed_, kernel_.costs().fio_user_per_io - kernel_.costs().fio_user_per_io / 2);
     if (collector_.started() && u->start_time >= stats_started_at_) {
       const int64_t slat = workload::IsSynchronous(spec_.ioengine) ? stats::kNoSlat
@@ -497,9 +382,9 @@ void JobThread::ReapCompleted(uint32_t max) {
     ++ios_completed_;
     ++dir_ios_[static_cast<int>(u->dir)];
     dir_bytes_[static_cast<int>(u->dir)] += u->bio.bytes;
-    u->state = IoState::kFree;
+    u->state = IoU::State::kFree;
     free_.push_back(u);
-    --cur_depth_;
+    --ctx_.in_flight;
   }
   collector_.RecordReapCall(n);
 }
@@ -507,66 +392,17 @@ void JobThread::ReapCompleted(uint32_t max) {
 bool JobThread::TryReapFromRing(uint32_t min, uint32_t max) {
   // io_uring's CQ ring (and fio's null engine) are read in user space: with
   // enough completions there, no kernel entry and no suspension.
-  const bool ring = spec_.ioengine == IoEngine::kNull ||
-                    ((spec_.ioengine == IoEngine::kIoUring || spec_.ioengine == IoEngine::kIoUringCmd));
-  if (!ring || completed_.size() < min) return false;
+  if (!engine_->reaps_in_user_space() || ctx_.completed.size() < min) return false;
   ReapCompleted(max);
   return true;
 }
 
 sim::Task JobThread::Reap(uint32_t min, uint32_t max) {
-  const auto& c = kernel_.costs();
-  switch (spec_.ioengine) {
-    case IoEngine::kNull:
-      break;
-    case IoEngine::kIoUring:
-    case IoEngine::kIoUringCmd:
-      if (spec_.engine_flags.hipri && completed_.size() < min) {
-        // IOPOLL: io_uring_enter(GETEVENTS) -> io_iopoll_check: spin on the
-        // poll queue until enough completions, no interrupt, no sleep.
-        cpu_.Charge(fn_io_uring_enter_, c.syscall_entry_exit);
-        while (completed_.size() < min) {
-          co_await cpu_.Sync();
-          const int n = config_.queue->Poll(cpu_);
-          if (n == 0 && completed_.size() < min && cur_depth_ == completed_.size()) break;
-        }
-        break;
-      }
-      // The CQ ring is read from user space; enter the kernel only to wait.
-      if (completed_.size() < min) {
-        cpu_.Charge(fn_io_uring_enter_, c.syscall_entry_exit);
-        co_await cpu_.Sync();
-        RunTaskWork();
-        while (completed_.size() < min) {
-          waiting_ = true;
-          wait_for_ = min;
-          co_await cpu_.Sleep();  // io_cqring_wait
-          co_await cpu_.Sync();
-          waiting_ = false;
-          RunTaskWork();
-        }
-      }
-      break;
-    default:
-      // io_getevents: always a syscall; read_events per event.
-      cpu_.Charge(fn_io_getevents_, c.syscall_entry_exit);
-      co_await cpu_.Sync();
-      while (completed_.size() < min) {
-        waiting_ = true;
-        wait_for_ = min;
-        co_await cpu_.Sleep();
-        co_await cpu_.Sync();
-        waiting_ = false;
-      }
-      cpu_.Charge(fn_read_events_,
-                  static_cast<int64_t>(std::min<size_t>(max, completed_.size())) * (c.libaio_event / 2));
-      break;
-  }
+  co_await engine_->GetEvents(min, max);
   ReapCompleted(max);
 }
 
 sim::Task JobThread::SyncLoop() {
-  const auto& c = kernel_.costs();
   for (;;) {
     co_await cpu_.Sync();
     MaybeStartStats();
@@ -575,30 +411,8 @@ sim::Task JobThread::SyncLoop() {
     free_.pop_back();
     PrepareIo(u);
     if (has_rate_) co_await Throttle(u);
-    u->issue_time = cpu_.now();
-    if (spec_.ioengine == IoEngine::kNull) {
-      u->state = IoState::kCompleted;
-      completed_.push_back(u);
-    } else {
-      // pread64 -> blkdev_read_iter -> __blkdev_direct_IO_simple -> submit_bio
-      cpu_.Charge(fn_pread_, c.syscall_entry_exit);
-      cpu_.Charge(fn_blkdev_read_iter_, c.psync_per_io);
-      cpu_.Charge(fn_pin_, PinCost(u->bio.bytes));
-      // __blkdev_direct_IO_simple uses an on-stack bio up to DIO_INLINE_BIO_VECS
-      // (4) pages; larger IOs allocate one.
-      if (u->bio.bytes > 4 * 4096) cpu_.Charge(kernel_.fn.bio_alloc_bioset, c.bio_alloc_slab);
-      u->state = IoState::kInFlight;
-      co_await config_.queue->SubmitBio(cpu_, &u->bio, nullptr);
-      co_await cpu_.Sync();
-      while (u->state != IoState::kCompleted) {
-        waiting_ = true;
-        cpu_.Charge(fn_io_schedule_, c.line_read_hit);
-        co_await cpu_.Sleep();
-        co_await cpu_.Sync();
-        waiting_ = false;
-      }
-    }
-    collector_.RecordSubmitCall(1);
+    queued_.push_back(u);
+    co_await Commit();
     ReapCompleted(1);
     // One IO is both issued and completed here: it counts for either type.
     if (spec_.thinktime_ns > 0) {

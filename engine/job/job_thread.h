@@ -2,21 +2,9 @@
 //
 // JobThread is one fio job clone running on a simulated CPU: fio's main loop
 // (do_io: get an io_u, queue it, commit a batch, reap when the queue is
-// full) driving one of the I/O engine models against a simulated request
-// queue (KERNEL_MODEL.md §2.1, §3.8):
-//
-//  * io_uring: io_uring_enter per submitted batch (a plug when more than two
-//    SQEs go in at once, plug->nr_ios = batch), per-SQE issue cost, fget/fput
-//    unless registerfiles, page pinning unless fixedbufs, the per-CPU bio
-//    cache; completions in the submitter's own context post their CQE at
-//    once, others go through task_work and wake the submitter if it waits in
-//    io_cqring_wait. Reaping reads the CQ ring without a syscall when enough
-//    CQEs are there.
-//  * libaio: io_submit (per-iocb cost, plug above two iocbs) and
-//    io_getevents (a syscall per reap; aio_complete on the completing CPU).
-//  * psync/sync/pvsync/pvsync2/vsync: one syscall per I/O that sleeps until
-//    the bio ends unless it ended inline; no slat, as fio reports none.
-//  * null: fio's own null engine: no kernel at all, only fio's user work.
+// full) driving one of the I/O engine models (io_engine.h: io_uring, libaio,
+// the synchronous engines, fio's null engine) against a simulated request
+// queue (KERNEL_MODEL.md §2.1, §3.8).
 //
 // User-space work is charged to `fio:*` functions (usr time), kernel work to
 // kernel names (sys time). Statistics go to a stats::JobStatsCollector in
@@ -43,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/job/io_engine.h"
 #include "engine/model/blk_mq.h"
 #include "engine/model/kernel.h"
 #include "engine/model/request.h"
@@ -55,36 +44,6 @@
 #include "engine/workload/job_spec.h"
 
 namespace blklab::job {
-
-// Fixed-capacity FIFO of pointers (the CQ ring / aio ring / done list): an
-// io_u is in it at most once, so capacity = iodepth suffices.
-template <typename T>
-class PtrRing {
- public:
-  void Reset(size_t capacity) {
-    slots_.assign(capacity == 0 ? 1 : capacity, nullptr);
-    head_ = size_ = 0;
-  }
-  size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-  void push_back(T* p) {
-    BLKLAB_DCHECK(size_ < slots_.size());
-    size_t i = head_ + size_;
-    if (i >= slots_.size()) i -= slots_.size();
-    slots_[i] = p;
-    ++size_;
-  }
-  T* front() const { return slots_[head_]; }
-  void pop_front() {
-    if (++head_ == slots_.size()) head_ = 0;
-    --size_;
-  }
-
- private:
-  std::vector<T*> slots_;
-  size_t head_ = 0;
-  size_t size_ = 0;
-};
 
 struct JobThreadConfig {
   const workload::JobSpec* spec = nullptr;
@@ -115,7 +74,7 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   const JobThreadConfig& config() const { return config_; }
   uint64_t ios_completed() const { return ios_completed_; }
   uint64_t ios_issued() const { return ios_issued_; }
-  uint32_t in_flight() const { return cur_depth_; }
+  uint32_t in_flight() const { return ctx_.in_flight; }
 
   // The result; valid once done().
   const stats::JobResult& result() const { return result_; }
@@ -156,34 +115,21 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   void OnEvent(uint32_t kind, uint64_t arg) override;  // timed wake-up (rate, thinktime)
 
  private:
-  enum class IoState : uint8_t { kFree, kQueued, kInFlight, kCompleted };
-  struct IoU {
-    model::Bio bio;
-    IoState state = IoState::kFree;
-    stats::Dir dir = stats::Dir::kRead;
-    sim::SimTime start_time = 0;   // prepared (fio's io_u->start_time)
-    sim::SimTime issue_time = 0;   // the submitting syscall returned
-    bool error = false;
-  };
-
   sim::Task Main();
   sim::Task AsyncLoop();
   sim::Task SyncLoop();
   sim::Task Commit();                         // submit the queued io_us
-  void ChargeSubmitOne(IoU* u);
   sim::Task Reap(uint32_t min, uint32_t max);
   bool TryReapFromRing(uint32_t min, uint32_t max);  // Reap without suspending, if possible
   sim::Task SleepUntil(sim::SimTime t);       // usec_sleep: the CPU is free meanwhile
   sim::Task Throttle(IoU* u);                 // rate / rate_iops: wait for the IO's slot
   sim::Task ThinkTime(bool issued);           // thinktime after thinktime_blocks IOs
   sim::Task Quiesce();                        // io_u_quiesce: reap everything in flight
-  void RunTaskWork();                         // io_uring: post CQEs queued by other contexts
   void ReapCompleted(uint32_t max);
   bool Stopping();
   bool PrepareIo(IoU* u);
   void MaybeStartStats();
   void FinishStats();
-  int64_t PinCost(uint32_t bytes) const;
 
   model::Kernel& kernel_;
   JobThreadConfig config_;
@@ -201,14 +147,11 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   std::vector<IoU*> free_;
   std::vector<IoU*> queued_;        // prepared, not yet submitted
   std::vector<IoU*> submitting_;    // the batch of the Commit in progress
-  PtrRing<IoU> completed_;          // CQ ring / aio ring / done, in completion order
-  std::vector<IoU*> task_work_;     // io_uring completions waiting for task_work
-  uint32_t cur_depth_ = 0;          // fio's td->cur_depth
+  IoContext ctx_;                   // what the engine sees (ring, in flight, waiting)
+  std::unique_ptr<IoEngineModel> engine_;
   uint32_t batch_submit_ = 1;
   uint32_t batch_complete_min_ = 1;
   uint32_t batch_complete_max_ = 1;
-  bool waiting_ = false;            // sleeping in io_cqring_wait / read_events / sync I/O
-  uint32_t wait_for_ = 0;
   bool done_ = false;
   std::function<void(JobThread*)> on_done_;
   bool stopping_ = false;
@@ -226,10 +169,7 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   sim::RngStream rate_rng_;
   uint64_t wake_gen_ = 0;
 
-  sim::FnId fn_get_io_u_, fn_io_completed_, fn_syscall_, fn_io_uring_enter_, fn_io_submit_sqes_,
-      fn_fget_, fn_pin_, fn_io_req_complete_post_, fn_tctx_task_work_, fn_io_submit_,
-      fn_io_submit_one_, fn_io_getevents_, fn_aio_complete_, fn_read_events_, fn_pread_,
-      fn_blkdev_read_iter_, fn_io_schedule_, fn_try_to_wake_up_, fn_usec_spin_;
+  sim::FnId fn_get_io_u_, fn_io_completed_, fn_usec_spin_;
   bool has_rate_ = false;
   // fio's rate_ddir: the direction a mixed job issues next under rate caps.
   workload::Direction RateDirection(workload::Direction picked) const;

@@ -1,0 +1,112 @@
+// fio's io_uring engine (and io_uring_cmd) as the kernel sees it
+// (KERNEL_MODEL.md §2.1): io_uring_enter per submitted batch, a plug above
+// two SQEs with plug->nr_ios = batch, per-SQE issue (io_submit_sqes ->
+// io_read -> blkdev_read_iter -> __blkdev_direct_IO_async), fget/fput
+// unless registerfiles, page pinning unless fixedbufs, the per-CPU bio
+// cache. Completions in the submitter's own context post their CQE at once;
+// others go through task_work (io_req_task_work_add) and wake the submitter
+// if it waits in io_cqring_wait. IOPOLL (hipri): completions are only
+// marked; the submitter spins in io_do_iopoll -> blk_hctx_poll. The CQ ring
+// is read from user space.
+#include <memory>
+#include <vector>
+
+#include "engine/job/io_engine.h"
+
+namespace blklab::job {
+namespace {
+
+class IoUringEngine final : public IoEngineModel {
+ public:
+  explicit IoUringEngine(IoContext& ctx) : ctx_(ctx) {
+    auto& r = ctx.kernel.machine().functions();
+    fn_io_uring_enter_ = r.Intern("__x64_sys_io_uring_enter");
+    fn_io_submit_sqes_ = r.Intern("io_submit_sqes");
+    fn_fget_ = r.Intern("fget");
+    fn_pin_ = r.Intern("bio_iov_iter_get_pages");
+    fn_io_req_complete_post_ = r.Intern("io_req_complete_post");
+    fn_tctx_task_work_ = r.Intern("tctx_task_work");
+    task_work_.reserve(std::max<uint32_t>(ctx.spec.iodepth, 1));
+  }
+
+  bool reaps_in_user_space() const override { return true; }
+  bool polled() const override { return ctx_.spec.engine_flags.hipri && ctx_.spec.ioengine == workload::IoEngine::kIoUring; }
+
+  sim::Task Commit(std::vector<IoU*>& batch) override {
+    const auto& c = ctx_.kernel.costs();
+    const auto& flags = ctx_.spec.engine_flags;
+    co_await SubmitBatch(
+        ctx_, batch, fn_io_uring_enter_,
+        [this, &c, &flags](IoU* u) {
+          ctx_.cpu.Charge(fn_io_submit_sqes_, c.io_uring_issue_sqe);
+          if (!flags.registerfiles) ctx_.cpu.Charge(fn_fget_, c.fget_fput);
+          if (!flags.fixedbufs) ctx_.cpu.Charge(fn_pin_, PinCost(c, u->bio.bytes));
+          ctx_.cpu.Charge(ctx_.kernel.fn.bio_alloc_bioset,
+                          ctx_.kernel.knobs().bio_alloc_cache ? c.bio_alloc_cached : c.bio_alloc_slab);
+        },
+        [this] { RunTaskWork(); });
+  }
+
+  void Complete(sim::Cpu& cpu, IoU* u) override {
+    const auto& c = ctx_.kernel.costs();
+    const bool own_context = &cpu == &ctx_.cpu && cpu.level() == sim::Level::kTask &&
+                             cpu.current_thread() == &ctx_.thread;
+    if (u->bio.polled || own_context) {
+      // IOPOLL: ki_complete only marks the request done (iopoll_completed);
+      // the owning ring's io_do_iopoll posts the CQE when it polls next.
+      // Own context: the CQE is posted at once.
+      cpu.Charge(fn_io_req_complete_post_, c.io_uring_cqe_post);
+      ctx_.Post(u);
+      return;
+    }
+    // io_req_task_work_add: queue to the submitter and notify it.
+    cpu.Charge(fn_io_req_complete_post_, c.atomic_local);
+    task_work_.push_back(u);
+    ctx_.WakeWaiter(cpu);
+  }
+
+  sim::Task GetEvents(uint32_t min, uint32_t max) override {
+    const auto& c = ctx_.kernel.costs();
+    if (ctx_.spec.engine_flags.hipri && ctx_.completed.size() < min) {
+      // IOPOLL: io_uring_enter(GETEVENTS) -> io_iopoll_check: spin on the
+      // poll queue until enough completions, no interrupt, no sleep.
+      ctx_.cpu.Charge(fn_io_uring_enter_, c.syscall_entry_exit);
+      while (ctx_.completed.size() < min) {
+        co_await ctx_.cpu.Sync();
+        const int n = ctx_.queue->Poll(ctx_.cpu);
+        if (n == 0 && ctx_.completed.size() < min && ctx_.in_flight == ctx_.completed.size()) break;
+      }
+      co_return;
+    }
+    // The CQ ring is read from user space; enter the kernel only to wait.
+    if (ctx_.completed.size() < min) {
+      ctx_.cpu.Charge(fn_io_uring_enter_, c.syscall_entry_exit);
+      co_await ctx_.cpu.Sync();
+      RunTaskWork();
+      co_await ctx_.SleepUntilCompleted(min, [this] { RunTaskWork(); });  // io_cqring_wait
+    }
+  }
+
+ private:
+  // tctx_task_work: post the CQEs of completions that ran elsewhere.
+  void RunTaskWork() {
+    const auto& c = ctx_.kernel.costs();
+    for (IoU* u : task_work_) {
+      ctx_.cpu.Charge(fn_tctx_task_work_, c.io_uring_task_work);
+      ctx_.cpu.Charge(fn_io_req_complete_post_, c.io_uring_cqe_post);
+      ctx_.Post(u);
+    }
+    task_work_.clear();
+  }
+
+  IoContext& ctx_;
+  std::vector<IoU*> task_work_;  // completions waiting for task_work
+  sim::FnId fn_io_uring_enter_, fn_io_submit_sqes_, fn_fget_, fn_pin_, fn_io_req_complete_post_,
+      fn_tctx_task_work_;
+};
+
+}  // namespace
+
+std::unique_ptr<IoEngineModel> MakeIoUringEngine(IoContext& ctx) { return std::make_unique<IoUringEngine>(ctx); }
+
+}  // namespace blklab::job

@@ -1,0 +1,37 @@
+// fio's null engine: no kernel at all. Commit "completes" everything queued
+// at once; completions are reaped in user space.
+#include <memory>
+#include <vector>
+
+#include "engine/job/io_engine.h"
+
+namespace blklab::job {
+namespace {
+
+class NullEngine final : public IoEngineModel {
+ public:
+  explicit NullEngine(IoContext& ctx) : ctx_(ctx) {}
+
+  bool reaps_in_user_space() const override { return true; }
+
+  sim::Task Commit(std::vector<IoU*>& batch) override {
+    for (IoU* u : batch) {
+      u->issue_time = ctx_.cpu.now();
+      ctx_.Post(u);
+    }
+    co_return;
+  }
+
+  void Complete(sim::Cpu&, IoU*) override {}  // no bios
+
+  sim::Task GetEvents(uint32_t, uint32_t) override { co_return; }
+
+ private:
+  IoContext& ctx_;
+};
+
+}  // namespace
+
+std::unique_ptr<IoEngineModel> MakeNullEngine(IoContext& ctx) { return std::make_unique<NullEngine>(ctx); }
+
+}  // namespace blklab::job

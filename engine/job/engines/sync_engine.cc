@@ -1,0 +1,65 @@
+// fio's synchronous engines (psync, sync, pvsync, pvsync2, vsync) as the
+// kernel sees them (KERNEL_MODEL.md §2.1): one syscall per I/O
+// (pread64 -> blkdev_read_iter -> __blkdev_direct_IO_simple -> submit_bio)
+// that sleeps in io_schedule until the bio ends, unless it ended inline.
+// fio reports no slat for them.
+#include <memory>
+#include <vector>
+
+#include "engine/job/io_engine.h"
+
+namespace blklab::job {
+namespace {
+
+class SyncEngine final : public IoEngineModel {
+ public:
+  explicit SyncEngine(IoContext& ctx) : ctx_(ctx) {
+    auto& r = ctx.kernel.machine().functions();
+    fn_pread_ = r.Intern("__x64_sys_pread64");
+    fn_blkdev_read_iter_ = r.Intern("blkdev_read_iter");
+    fn_pin_ = r.Intern("bio_iov_iter_get_pages");
+    fn_io_schedule_ = r.Intern("io_schedule");
+  }
+
+  sim::Task Commit(std::vector<IoU*>& batch) override {
+    const auto& c = ctx_.kernel.costs();
+    sim::Cpu& cpu = ctx_.cpu;
+    for (IoU* u : batch) {
+      u->issue_time = cpu.now();
+      cpu.Charge(fn_pread_, c.syscall_entry_exit);
+      cpu.Charge(fn_blkdev_read_iter_, c.psync_per_io);
+      cpu.Charge(fn_pin_, PinCost(c, u->bio.bytes));
+      // __blkdev_direct_IO_simple uses an on-stack bio up to
+      // DIO_INLINE_BIO_VECS (4) pages; larger IOs allocate one.
+      if (u->bio.bytes > 4 * 4096) cpu.Charge(ctx_.kernel.fn.bio_alloc_bioset, c.bio_alloc_slab);
+      u->state = IoU::State::kInFlight;
+      co_await ctx_.queue->SubmitBio(cpu, &u->bio, nullptr);
+      co_await cpu.Sync();
+      while (u->state != IoU::State::kCompleted) {
+        ctx_.waiting = true;
+        cpu.Charge(fn_io_schedule_, c.line_read_hit);
+        co_await cpu.Sleep();
+        co_await cpu.Sync();
+        ctx_.waiting = false;
+      }
+    }
+  }
+
+  void Complete(sim::Cpu& cpu, IoU* u) override {
+    ctx_.Post(u);
+    ctx_.WakeWaiter(cpu);
+  }
+
+  // Every I/O completed inside its own call.
+  sim::Task GetEvents(uint32_t, uint32_t) override { co_return; }
+
+ private:
+  IoContext& ctx_;
+  sim::FnId fn_pread_, fn_blkdev_read_iter_, fn_pin_, fn_io_schedule_;
+};
+
+}  // namespace
+
+std::unique_ptr<IoEngineModel> MakeSyncEngine(IoContext& ctx) { return std::make_unique<SyncEngine>(ctx); }
+
+}  // namespace blklab::job

@@ -1,0 +1,34 @@
+#include "engine/job/io_engine.h"
+
+namespace blklab::job {
+
+using workload::IoEngine;
+
+void IoContext::WakeWaiter(sim::Cpu& on) {
+  if (!waiting || !thread.sleeping()) return;
+  waiting = false;
+  on.Charge(kernel.fn.try_to_wake_up, kernel.costs().try_to_wake_up);
+  thread.Wake(on.now());
+}
+
+int64_t PinCost(const host::CostTable& costs, uint32_t bytes) {
+  return static_cast<int64_t>((bytes + 4095) / 4096) * costs.page_pin_4k;
+}
+
+std::unique_ptr<IoEngineModel> MakeIoEngine(IoContext& ctx) {
+  switch (ctx.spec.ioengine) {
+    case IoEngine::kIoUring:
+    case IoEngine::kIoUringCmd:
+      return MakeIoUringEngine(ctx);
+    case IoEngine::kLibaio:
+    case IoEngine::kPosixaio:
+      return MakeLibaioEngine(ctx);
+    case IoEngine::kNull:
+      return MakeNullEngine(ctx);
+    default:
+      BLKLAB_CHECK(workload::IsSynchronous(ctx.spec.ioengine));
+      return MakeSyncEngine(ctx);
+  }
+}
+
+}  // namespace blklab::job

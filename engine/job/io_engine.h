@@ -1,0 +1,188 @@
+// engine/job/io_engine.h
+//
+// IoEngineModel is the model of one fio I/O engine (fio's `struct ioengine_ops`:
+// ->queue, ->commit, ->getevents, ->event), as the kernel sees it
+// (KERNEL_MODEL.md §2.1, §3.8). A JobThread (job_thread.h) runs fio's main
+// loop and asks its engine to:
+//
+//   Commit     submit a batch of prepared io_us: the submitting syscall(s),
+//              each IO's path into the block layer (SubmitBio), the plug;
+//              sets each io_u's issue time (the end of the submitting call)
+//   Complete   bio->bi_end_io for one io_u, in whatever context ended it
+//              (task, softirq or hardirq of any CPU): post it where the
+//              thread reaps, wake the thread if it waits
+//   GetEvents  wait until at least `min` completions can be reaped (the
+//              reaping syscall, polling, or sleeping)
+//
+// Engines: io_uring (and io_uring_cmd), libaio (and posixaio), the
+// synchronous ones (psync, sync, pvsync, pvsync2, vsync) and fio's null
+// engine, each in its own file. MakeIoEngine is the one place that picks an
+// engine by name; adding one is a file plus a line there.
+//
+// IoContext is what an engine sees of its fio thread: the CPU and thread it
+// runs on, its request queue, the ring completions are posted to, and the
+// "waiting for completions" state a completion may wake.
+//
+// Invariants: an io_u is posted to `completed` exactly once per issue.
+// Thread-safety: thread-compatible; part of one simulation.
+// Cost: each engine charges its own cost-table entries; no allocation per I/O.
+#ifndef BLKLAB_ENGINE_JOB_IO_ENGINE_H_
+#define BLKLAB_ENGINE_JOB_IO_ENGINE_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/model/blk_mq.h"
+#include "engine/model/kernel.h"
+#include "engine/model/request.h"
+#include "engine/sim/cpu.h"
+#include "engine/stats/job_stats.h"
+#include "engine/util/check.h"
+#include "engine/workload/job_spec.h"
+
+namespace blklab::job {
+
+// Fixed-capacity FIFO of pointers (the CQ ring / aio ring / done list): an
+// io_u is in it at most once, so capacity = iodepth suffices.
+template <typename T>
+class PtrRing {
+ public:
+  void Reset(size_t capacity) {
+    slots_.assign(capacity == 0 ? 1 : capacity, nullptr);
+    head_ = size_ = 0;
+  }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  void push_back(T* p) {
+    BLKLAB_DCHECK(size_ < slots_.size());
+    size_t i = head_ + size_;
+    if (i >= slots_.size()) i -= slots_.size();
+    slots_[i] = p;
+    ++size_;
+  }
+  T* front() const { return slots_[head_]; }
+  void pop_front() {
+    if (++head_ == slots_.size()) head_ = 0;
+    --size_;
+  }
+
+ private:
+  std::vector<T*> slots_;
+  size_t head_ = 0;
+  size_t size_ = 0;
+};
+
+// fio's struct io_u: one I/O unit and its bio.
+struct IoU {
+  enum class State : uint8_t { kFree, kQueued, kInFlight, kCompleted };
+  model::Bio bio;
+  State state = State::kFree;
+  stats::Dir dir = stats::Dir::kRead;
+  sim::SimTime start_time = 0;   // prepared (fio's io_u->start_time)
+  sim::SimTime issue_time = 0;   // the submitting syscall returned
+  bool error = false;
+};
+
+// What an engine sees of its fio thread.
+struct IoContext {
+  model::Kernel& kernel;
+  sim::Cpu& cpu;                   // the CPU the fio thread is pinned to
+  sim::Thread& thread;             // the fio thread
+  model::RequestQueue* queue;      // its disk (null for fio's null engine)
+  const workload::JobSpec& spec;
+  PtrRing<IoU> completed;          // completions ready to reap, in order
+  uint32_t in_flight = 0;          // fio's cur_depth: prepared and not reaped
+  bool waiting = false;            // sleeping for completions
+  uint32_t wait_for = 0;           // ... until `completed` holds this many
+
+  // Posts `u` as completed (ready to reap).
+  void Post(IoU* u) {
+    u->state = IoU::State::kCompleted;
+    completed.push_back(u);
+  }
+  // Wakes the fio thread if it sleeps waiting for completions (the caller
+  // runs on `on`, which pays try_to_wake_up).
+  void WakeWaiter(sim::Cpu& on);
+  // Sleeps the fio thread until `completed` holds `min` entries; `on_wake`
+  // runs after each wake-up (io_uring's task_work). REQUIRES: task level on
+  // `cpu`, Synced.
+  template <typename F>
+  sim::Task SleepUntilCompleted(uint32_t min, F on_wake);
+};
+
+class IoEngineModel {
+ public:
+  virtual ~IoEngineModel() = default;
+  // Submits `batch` (every io_u prepared, none submitted); sets each issue
+  // time. The batch may complete (in part) before this returns.
+  virtual sim::Task Commit(std::vector<IoU*>& batch) = 0;
+  // bio->bi_end_io for `u` on `cpu`.
+  virtual void Complete(sim::Cpu& cpu, IoU* u) = 0;
+  // Returns once at least `min` completions are in ctx.completed (or no
+  // more can come); charges the reaping call for up to `max` events.
+  virtual sim::Task GetEvents(uint32_t min, uint32_t max) = 0;
+  // Completions are read in user space (the CQ ring, fio's null engine):
+  // reaping needs no kernel entry when enough are there.
+  virtual bool reaps_in_user_space() const { return false; }
+  // Bios of this engine are polled (io_uring IOPOLL: REQ_POLLED).
+  virtual bool polled() const { return false; }
+};
+
+// The engine of `ctx.spec.ioengine`. REQUIRES: a modelled engine.
+std::unique_ptr<IoEngineModel> MakeIoEngine(IoContext& ctx);
+
+// Engines (one file each).
+std::unique_ptr<IoEngineModel> MakeIoUringEngine(IoContext& ctx);
+std::unique_ptr<IoEngineModel> MakeLibaioEngine(IoContext& ctx);
+std::unique_ptr<IoEngineModel> MakeSyncEngine(IoContext& ctx);
+std::unique_ptr<IoEngineModel> MakeNullEngine(IoContext& ctx);
+
+// Page pinning of a non-fixed buffer of `bytes` (bio_iov_iter_get_pages).
+int64_t PinCost(const host::CostTable& costs, uint32_t bytes);
+
+// The submitting call of the asynchronous engines: `syscall_fn` charged
+// once, a plug around batches of more than two (plug->nr_ios = batch), each
+// io_u's per-IO work (`per_io`, before submit_bio) and SubmitBio, the plug's
+// flush, then `after` (still inside the call), and every issue time set to
+// the end of the call.
+template <typename PerIo, typename After>
+sim::Task SubmitBatch(IoContext& ctx, std::vector<IoU*>& batch, sim::FnId syscall_fn, PerIo per_io,
+                      After after);
+
+template <typename F>
+sim::Task IoContext::SleepUntilCompleted(uint32_t min, F on_wake) {
+  while (completed.size() < min) {
+    waiting = true;
+    wait_for = min;
+    co_await cpu.Sleep();
+    co_await cpu.Sync();
+    waiting = false;
+    on_wake();
+  }
+}
+
+template <typename PerIo, typename After>
+sim::Task SubmitBatch(IoContext& ctx, std::vector<IoU*>& batch, sim::FnId syscall_fn, PerIo per_io,
+                      After after) {
+  ctx.cpu.Charge(syscall_fn, ctx.kernel.costs().syscall_entry_exit);
+  model::Plug plug;
+  model::Plug* p = nullptr;
+  if (batch.size() > 2) {
+    plug.nr_ios = static_cast<uint32_t>(batch.size());
+    p = &plug;
+  }
+  for (IoU* u : batch) {
+    per_io(u);
+    u->state = IoU::State::kInFlight;
+    co_await ctx.queue->SubmitBio(ctx.cpu, &u->bio, p);
+  }
+  if (p != nullptr) co_await model::RequestQueue::FlushPlug(ctx.cpu, p, false);
+  after();
+  const sim::SimTime now = ctx.cpu.now();
+  for (IoU* u : batch) u->issue_time = now;
+}
+
+}  // namespace blklab::job
+
+#endif  // BLKLAB_ENGINE_JOB_IO_ENGINE_H_
