@@ -5,8 +5,10 @@
 // value kind, default, tier (FIO_COMPAT.md b: 1 = modelled faithfully,
 // 2 = accepted and typed where cheap, 3 = accepted with a warning), whether it
 // may appear bare, and for engine-private options the engines that own it.
-// ApplyOption() converts one option line into typed JobSpec fields; it is the
-// only place where option strings are interpreted.
+// ApplyOption() converts one option line into typed JobSpec fields: through
+// the entry's binding when the value lands in one field as parsed, else by
+// code for that option; it is the only place where option strings are
+// interpreted.
 //
 // Invariants: names and aliases are unique across the table; entries with
 //   OptionId::kGeneric are validated for their kind but set no typed field.
@@ -18,10 +20,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "engine/workload/job_spec.h"
+#include "engine/workload/value_syntax.h"
 
 namespace blklab::workload {
 
@@ -151,6 +155,75 @@ enum class OptionId : uint16_t {
   kGeneric,
 };
 
+// How an option whose value lands in one JobSpec field as it is parsed is
+// applied: the table names the field and the parse (bool, integer range,
+// size, time with its default unit, size or percentage, log prefix, text,
+// per-direction sizes). Options that need more (rw's modifier, bs's
+// validation, ioengine, ...) have kind kNone and are applied by code.
+struct OptionBinding {
+  enum class Kind : uint8_t { kNone, kBool, kU32, kU64, kString, kTime, kSizeOrPercent, kLog, kPerDirSize };
+  Kind kind = Kind::kNone;
+  void* (*field)(JobSpec*) = nullptr;  // the typed field (see Bind* below)
+  uint64_t lo = 0, hi = 0;             // kU32 range
+  TimeUnit unit = TimeUnit::kSeconds;  // kTime default unit
+};
+
+namespace binding_internal {
+template <auto M>
+void* Field(JobSpec* s) { return &(s->*M); }
+template <auto M, auto N>
+void* Field(JobSpec* s) { return &((s->*M).*N); }
+template <auto M>
+struct MemberOf;
+template <typename C, typename T, T C::*M>
+struct MemberOf<M> {
+  using type = T;
+};
+template <auto M, auto... N>
+struct Target {
+  using type = typename MemberOf<M>::type;
+};
+template <auto M, auto N>
+struct Target<M, N> {
+  using type = typename MemberOf<N>::type;
+};
+template <typename T, auto... M>
+constexpr OptionBinding Make(OptionBinding::Kind kind, uint64_t lo = 0, uint64_t hi = 0,
+                             TimeUnit unit = TimeUnit::kSeconds) {
+  static_assert(std::is_same_v<typename Target<M...>::type, T>, "option bound to a field of another type");
+  return OptionBinding{kind, &Field<M...>, lo, hi, unit};
+}
+}  // namespace binding_internal
+
+// Bindings for the table: BindBool<&JobSpec::direct>(),
+// BindBool<&JobSpec::engine_flags, &EngineFlags::hipri>(), ...
+template <auto... M>
+constexpr OptionBinding BindBool() { return binding_internal::Make<bool, M...>(OptionBinding::Kind::kBool); }
+template <auto... M>
+constexpr OptionBinding BindU32(uint64_t lo, uint64_t hi) {
+  return binding_internal::Make<uint32_t, M...>(OptionBinding::Kind::kU32, lo, hi);
+}
+template <auto... M>
+constexpr OptionBinding BindU64() { return binding_internal::Make<uint64_t, M...>(OptionBinding::Kind::kU64); }
+template <auto... M>
+constexpr OptionBinding BindString() {
+  return binding_internal::Make<std::string, M...>(OptionBinding::Kind::kString);
+}
+template <auto... M>
+constexpr OptionBinding BindTime(TimeUnit unit) {
+  return binding_internal::Make<int64_t, M...>(OptionBinding::Kind::kTime, 0, 0, unit);
+}
+template <auto... M>
+constexpr OptionBinding BindSizeOrPercent() {
+  return binding_internal::Make<SizeSpec, M...>(OptionBinding::Kind::kSizeOrPercent);
+}
+template <auto... M>
+constexpr OptionBinding BindLog() { return binding_internal::Make<LogSpec, M...>(OptionBinding::Kind::kLog); }
+template <auto... M>
+constexpr OptionBinding BindPerDirSize() {
+  return binding_internal::Make<PerDir<uint64_t>, M...>(OptionBinding::Kind::kPerDirSize);
+}
+
 struct OptionDef {
   const char* name;
   const char* aliases;   // space separated; "" if none
@@ -161,6 +234,7 @@ struct OptionDef {
   const char* choices;   // space separated (kChoice)
   const char* engines;   // space separated owner engines; "" = general option
   const char* help;
+  OptionBinding binding = {};  // kNone: applied by code (ApplyOption)
 
   bool bare_allowed() const { return kind == OptionKind::kFlag || kind == OptionKind::kFlagOrString; }
   bool is_engine_private() const { return engines[0] != '\0'; }
