@@ -121,9 +121,19 @@ void SbitmapQueue::Clear(sim::Cpu& cpu, uint32_t bit, bool bulk) {
   Word& w = words_[bit >> shift_];
   const uint64_t b = uint64_t{1} << (bit & ((1u << shift_) - 1));
   BLKLAB_CHECK((w.word & b) && !(w.cleared & b));
-  w.cleared |= b;
-  int64_t cost = w.cleared_line.Write(
-      m, cpu.id(), bulk ? kernel_.costs().sbitmap_clear_bulk_per_tag : kernel_.costs().sbitmap_clear);
+  const int64_t op_ns = bulk ? kernel_.costs().sbitmap_clear_bulk_per_tag : kernel_.costs().sbitmap_clear;
+  int64_t cost;
+  if (kernel_.knobs().sbitmap_deferred_clear) {
+    // 4.20+: the bit goes to the word's `cleared` mask (its own line).
+    w.cleared |= b;
+    cost = w.cleared_line.Write(m, cpu.id(), op_ns);
+  } else {
+    // Before: clear_bit on the allocation word itself, the line every
+    // allocator of that word writes.
+    w.word &= ~b;
+    --busy_;
+    cost = w.word_line.Write(m, cpu.id(), op_ns);
+  }
   alloc_hint_[cpu.id()] = bit;
   cpu.Charge(kernel_.fn.sbitmap_queue_clear, cost);
   if (ws_active_ > 0) WakeUp(cpu);

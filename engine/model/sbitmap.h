@@ -5,7 +5,9 @@
 // 2^shift bits (64, lowered until there are at least 4 words), each word and
 // its `cleared` mask on their own cachelines; a per-CPU allocation hint;
 // deferred clear (a freed bit goes to `cleared` and is folded back into the
-// word only when an allocation finds the word full); and 8 wait queues with
+// word only when an allocation finds the word full; knob
+// sbitmap_deferred_clear, 4.20+; without it a free clears the bit in the
+// word, on the allocators' line); and 8 wait queues with
 // batched wake-ups (`wake_batch` = clamp(depth/8, 1, 8)).
 //
 // Invariants: a bit is allocated at most once; busy() = set bits not yet

@@ -1,0 +1,198 @@
+// tests/knobs_test.cc
+//
+// Every knob of the host spec (host::Knobs, one per kernel patch or era
+// switch) either changes a simulated result when flipped from its default,
+// or is refused by name: none is accepted and silently ignored. The list of
+// knobs comes from the host spec's own field list, so a new knob without a
+// case here fails the test.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/engine.h"
+#include "engine/host/host_spec.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/sim_test_support.h"
+
+namespace blklab {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace ::blklab::testing_support;  // NOLINT: test helpers
+
+// Every knob by name.
+std::map<std::string, bool host::Knobs::*> KnobFields() {
+  std::map<std::string, bool host::Knobs::*> out;
+#define BLKLAB_KNOB_INT(name, def, lo, hi, doc)
+#define BLKLAB_KNOB_INT64(name, def, lo, hi, doc)
+#define BLKLAB_KNOB_BOOL(name, def, lo, hi, doc) out[#name] = &host::Knobs::name;
+  BLKLAB_KNOB_FIELDS(BLKLAB_KNOB_INT, BLKLAB_KNOB_INT64, BLKLAB_KNOB_BOOL)
+#undef BLKLAB_KNOB_INT
+#undef BLKLAB_KNOB_INT64
+#undef BLKLAB_KNOB_BOOL
+  return out;
+}
+
+// One CPU, null_blk with a poll queue, scheduler none; BLK_CGROUP as given.
+std::string NullYaml(bool blk_cgroup) {
+  return absl::StrCat(
+      "name: knob-null\n"
+      "cpus: {count: 1}\n"
+      "kernel: {config: {BLK_CGROUP: ", blk_cgroup ? "true" : "false", "}}\n"
+      "devices:\n"
+      "  - name: nullb0\n"
+      "    null_blk: {irqmode: 0, submit_queues: 1, poll_queues: 1}\n"
+      "    queue: {scheduler: none}\n");
+}
+const std::vector<std::string> kBatchedJob = {
+    "--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=512", "--iodepth=32",
+    "--iodepth_batch_submit=8", "--iodepth_batch_complete_min=8", "--runtime=5ms", "--time_based"};
+const std::vector<std::string> kPolledJob = {
+    "--name=t", "--ioengine=io_uring", "--hipri=1", "--rw=randread", "--bs=512", "--iodepth=32",
+    "--iodepth_batch_submit=8", "--iodepth_batch_complete_min=8", "--runtime=5ms", "--time_based"};
+
+// Eight CPUs submitting to one mq-deadline queue (RC4's shape, small).
+std::string DeadlineYaml(const std::string& knobs) {
+  return absl::StrCat(
+      "name: knob-dd\n"
+      "cpus: {count: 8}\n"
+      "knobs: {", knobs, "}\n"
+      "devices:\n"
+      "  - name: nullb0\n"
+      "    null_blk: {irqmode: 1, submit_queues: 1, poll_queues: 0}\n"
+      "    queue: {scheduler: mq-deadline}\n");
+}
+const std::vector<std::string> kDeadlineJob = {
+    "--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=512", "--iodepth=4",
+    "--iodepth_batch_submit=4", "--iodepth_batch_complete=4", "--numjobs=8",
+    "--cpus_allowed_policy=split", "--runtime=5ms", "--time_based"};
+
+// A SCSI host with host-wide tags and 4 LUNs, slow enough for 6 s of
+// virtual time (one timeout walk per queue); mq-deadline.
+const char kHbaWalkYaml[] =
+    "name: knob-hba-walk\n"
+    "cpus: {count: 4}\n"
+    "knobs: {tag_busy_iter_shared_once: false}\n"
+    "devices:\n"
+    "  - name: sdb\n"
+    "    hba: {lld: 1, can_queue: 128, nr_hw_queues: 4, host_tagset: true, virtual_drives: 4,\n"
+    "          cmd_per_lun: 64, firmware_nsec: 1000, max_iops: 20000, drives: 2,\n"
+    "          drive_latency_nsec: 100000, gb: 4}\n"
+    "    queue: {scheduler: mq-deadline}\n";
+const std::vector<std::string> kHbaWalkJob = {
+    "--ioengine=libaio", "--rw=randread", "--bs=4k", "--iodepth=16", "--runtime=6s", "--time_based",
+    "--name=a", "--filename=/dev/sdb", "--name=b", "--filename=/dev/sdc"};
+
+// A SCSI host exposing 8 hw queues (RC3's shape, small), scheduler none.
+std::string HbaQueuesYaml(const std::string& knobs) {
+  return absl::StrCat(
+      "name: knob-hba-queues\n"
+      "cpus: {count: 4}\n"
+      "knobs: {", knobs, "}\n"
+      "devices:\n"
+      "  - name: sdb\n"
+      "    hba: {lld: 0, can_queue: 256, nr_hw_queues: 8, host_tagset: true, virtual_drives: 1,\n"
+      "          cmd_per_lun: 256, firmware_nsec: 1000, drives: 4, drive_latency_nsec: 20000}\n"
+      "    queue: {scheduler: none}\n");
+}
+const std::vector<std::string> kHbaQueuesJob = {
+    "--name=t", "--ioengine=libaio", "--rw=randread", "--bs=4k", "--iodepth=32", "--numjobs=2",
+    "--runtime=5ms", "--time_based"};
+
+struct KnobCase {
+  std::string yaml;
+  std::vector<std::string> args;
+  bool refused = false;  // flipping it is refused (not modelled yet)
+};
+
+std::map<std::string, KnobCase> Cases() {
+  const KnobCase refused{NullYaml(true), kBatchedJob, true};
+  return {
+      {"tag_busy_iter_shared_once", {kHbaWalkYaml, kHbaWalkJob}},
+      {"busy_iter_takes_tags_lock", {kHbaWalkYaml, kHbaWalkJob}},
+      {"config_blk_cgroup", {NullYaml(true), kBatchedJob}},
+      {"throttle_fast_path_inline", {NullYaml(true), kBatchedJob}},
+      {"cgroup_inherit_bio_start_time", {NullYaml(true), kBatchedJob}},
+      {"run_all_hw_queues_on_completion", {HbaQueuesYaml(""), kHbaQueuesJob}},
+      {"skip_run_queues_without_elevator",
+       {HbaQueuesYaml("run_all_hw_queues_on_completion: true"), kHbaQueuesJob}},
+      {"dd_serialize_dispatch", {DeadlineYaml(""), kDeadlineJob}},
+      {"dd_insert_buckets", {DeadlineYaml("dd_insert_side_lists: false"), kDeadlineJob, true}},
+      {"dd_insert_side_lists", {DeadlineYaml(""), kDeadlineJob}},
+      {"dd_skip_merge_if_contended", {DeadlineYaml(""), kDeadlineJob}},
+      {"restart_walks_shared_tag_queues", refused},
+      {"scsi_budget_idle_delay_run", refused},
+      {"scsi_atomic_device_busy", refused},
+      {"scsi_atomic_host_busy", refused},
+      {"sbitmap_deferred_clear", {NullYaml(true), kBatchedJob}},
+      {"plug_request_cache", {NullYaml(true), kBatchedJob}},
+      {"batched_completion", {NullYaml(true), kPolledJob}},
+      {"plug_cache_time", {NullYaml(false), kBatchedJob}},
+      {"bio_alloc_cache", {NullYaml(true), kBatchedJob}},
+  };
+}
+
+// What a flip must change: IOs, CPU time, counters, the profile, the locks.
+std::string Digest(const RunResult& r) {
+  std::string s = absl::StrCat("ios=", TotalIos(r), " busy=", r.kernel.busy_ns, "\n");
+  for (const auto& c : r.kernel.counters) absl::StrAppend(&s, c.name, "=", c.count, " ");
+  for (const auto& p : r.kernel.profile) absl::StrAppend(&s, "\n", p.function, " ", p.self_ns);
+  for (const auto& l : r.kernel.locks) absl::StrAppend(&s, "\n", l.name, " ", l.acquisitions, " ", l.wait_ns);
+  return s;
+}
+
+TEST(Knobs, EveryKnobChangesAResultOrIsRefusedByName) {
+  const std::map<std::string, KnobCase> cases = Cases();
+  for (const auto& [name, field] : KnobFields()) {
+    SCOPED_TRACE(name);
+    auto it = cases.find(name);
+    ASSERT_NE(it, cases.end()) << "knob " << name << " has no case in knobs_test.cc";
+    const KnobCase& kc = it->second;
+    host::HostSpec base = HostFromYaml(kc.yaml);
+    host::HostSpec flipped = base;
+    flipped.knobs.*field = !(base.knobs.*field);
+    if (name == "config_blk_cgroup") {
+      // The knob mirrors kernel.config.BLK_CGROUP (and its dependants).
+      flipped.kernel.config.BLK_CGROUP = flipped.knobs.config_blk_cgroup;
+      flipped.kernel.config.BLK_DEV_THROTTLING = flipped.knobs.config_blk_cgroup;
+      flipped.kernel.config.BLK_CGROUP_IOCOST = flipped.knobs.config_blk_cgroup;
+    }
+    RunOutcome b = RunArgs(base, kc.args);
+    ASSERT_TRUE(b.result.ok()) << b.result.status();
+    RunOutcome f = RunArgs(flipped, kc.args);
+    if (kc.refused) {
+      ASSERT_FALSE(f.result.ok()) << "flipping " << name << " was accepted";
+      EXPECT_EQ(f.result.status().code(), absl::StatusCode::kUnimplemented);
+      EXPECT_THAT(f.result.status().message(), HasSubstr(name));
+      continue;
+    }
+    ASSERT_TRUE(f.result.ok()) << f.result.status();
+    EXPECT_NE(Digest(*b.result), Digest(*f.result)) << "flipping " << name << " changed nothing";
+  }
+  for (const auto& [name, kc] : cases) {
+    EXPECT_TRUE(KnobFields().count(name)) << "case for unknown knob " << name;
+  }
+}
+
+// mq-deadline's tunables that the model does not read are refused too.
+TEST(Knobs, UnmodelledDeadlineTunablesAreRefusedByName) {
+  for (const char* tunable : {"async_depth: 16", "prio_aging_expire: 5000"}) {
+    SCOPED_TRACE(tunable);
+    const std::string yaml = absl::StrCat(
+        "name: knob-iosched\n"
+        "cpus: {count: 2}\n"
+        "devices:\n"
+        "  - name: nullb0\n"
+        "    null_blk: {irqmode: 0, poll_queues: 0}\n"
+        "    queue: {scheduler: mq-deadline, iosched: {", tunable, "}}\n");
+    RunOutcome r = RunArgs(HostFromYaml(yaml), kBatchedJob);
+    ASSERT_FALSE(r.result.ok());
+    EXPECT_EQ(r.result.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_THAT(r.result.status().message(), HasSubstr(std::string(tunable).substr(0, 8)));
+  }
+}
+
+}  // namespace
+}  // namespace blklab
