@@ -591,21 +591,6 @@ TEST(ScsiHba, Rc3RestartsRuleRecovers) {
   EXPECT_LT(ProfileNs(after.kernel, "sbitmap_any_bit_set"), ProfileNs(before.kernel, "sbitmap_any_bit_set"));
 }
 
-// A LUN queue depth below what the job asks for: budget failures are
-// recorded (sdev->restarts) and the completion side re-runs the queue, so
-// nothing is lost or stuck.
-TEST(ScsiHba, BudgetStarvedLunKeepsRunning) {
-  for (const char* sched : {"none", "mq-deadline"}) {
-    const host::HostSpec h = HbaHost(2, "", "cmd_per_lun: 4, drive_latency_nsec: 50000", sched);
-    RunOutcome r = RunArgs(h, {"--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--direct=1",
-                               "--rw=randread", "--bs=4k", "--iodepth=32", "--numjobs=2",
-                               "--runtime=20ms", "--time_based=1"});
-    ASSERT_TRUE(r.result.ok()) << sched << ": " << r.result.status();
-    EXPECT_GT(TotalIos(*r.result), 0u);
-    EXPECT_GT(ProfileNs(r.result->kernel, "scsi_mq_get_budget"), 0);
-  }
-}
-
 // RC1 (scaled down): several LUNs on one host-wide tag set with many hw
 // queues and many requests in flight. After ~5 s each queue's timeout work
 // walks the busy tags; before 5.16 every hctx walks the whole shared bitmap,
@@ -684,6 +669,22 @@ TEST(ModelRegressions, TwoPollersSharingOnePollQueueDoNotStall) {
                           "--time_based=1"});
   ASSERT_TRUE(r.result.ok()) << r.result.status();
   for (const auto& c : r.result->clones) EXPECT_GT(c.result.dir(stats::Dir::kRead).total_ios, 0u);
+}
+
+// io_uring IOPOLL at a queue depth above the poll queue's tags: polled bios
+// are REQ_NOWAIT, so a bio that finds no tag ends with -EAGAIN and io_uring
+// issues it again, while the submitter keeps polling. An earlier model slept
+// the only poller on the tag wait queue, where nobody would ever complete
+// the requests holding the tags.
+TEST(ModelRegressions, PolledQueueDeeperThanItsTagsReissuesInsteadOfSleeping) {
+  RunOutcome r = RunArgs(NullHost(1, "irqmode: 0, poll_queues: 1, hw_queue_depth: 16"),
+                         {"--name=t", "--ioengine=io_uring", "--hipri=1", "--rw=randread", "--bs=512",
+                          "--iodepth=64", "--iodepth_batch_submit=16", "--runtime=5ms", "--time_based=1"});
+  ASSERT_TRUE(r.result.ok()) << r.result.status();
+  EXPECT_GT(TotalIos(*r.result), 0u);
+  EXPECT_GT(CounterOf(r.result->kernel, "submit_bio"), CounterOf(r.result->kernel, "requests_completed"))
+      << "some bios were issued again";
+  EXPECT_EQ(CounterOf(r.result->kernel, "tag_sleep"), 0u);
 }
 
 // Clones pinned to one CPU that never sleep (irqmode=0 completes inline)

@@ -117,15 +117,16 @@ class IoEngineModel {
   // Submits `batch` (every io_u prepared, none submitted); sets each issue
   // time. The batch may complete (in part) before this returns.
   virtual sim::Task Commit(std::vector<IoU*>& batch) = 0;
-  // bio->bi_end_io for `u` on `cpu`.
-  virtual void Complete(sim::Cpu& cpu, IoU* u) = 0;
+  // bio->bi_end_io for `u` on `cpu`, with the bio's status.
+  virtual void Complete(sim::Cpu& cpu, IoU* u, model::BlkStatus status) = 0;
   // Returns once at least `min` completions are in ctx.completed (or no
   // more can come); charges the reaping call for up to `max` events.
   virtual sim::Task GetEvents(uint32_t min, uint32_t max) = 0;
   // Completions are read in user space (the CQ ring, fio's null engine):
   // reaping needs no kernel entry when enough are there.
   virtual bool reaps_in_user_space() const { return false; }
-  // Bios of this engine are polled (io_uring IOPOLL: REQ_POLLED).
+  // Bios of this engine are polled (io_uring IOPOLL: REQ_POLLED, and
+  // REQ_NOWAIT as bio_set_polled sets it for async kiocbs).
   virtual bool polled() const { return false; }
 };
 

@@ -206,6 +206,7 @@ bool JobThread::PrepareIo(IoU* u) {
   u->bio.bytes = static_cast<uint32_t>(io.length);
   u->bio.bi_next = nullptr;
   u->bio.polled = engine_->polled();
+  u->bio.nowait = u->bio.polled;
   u->start_time = cpu_.now();
   u->state = IoU::State::kQueued;
   u->error = false;
@@ -362,7 +363,7 @@ sim::Task JobThread::Commit() {
 void JobThread::BioEndio(sim::Cpu& cpu, model::Bio* bio, model::BlkStatus status) {
   IoU* u = &io_us_[bio->cookie];
   u->error = status != model::BlkStatus::kOk;
-  engine_->Complete(cpu, u);
+  engine_->Complete(cpu, u, status);
 }
 
 void JobThread::ReapCompleted(uint32_t max) {

@@ -44,6 +44,7 @@ namespace blklab::model {
   X(ipi)                          \
   X(block_softirq)                \
   X(hardirq)                      \
+  X(budget_failure)               \
   X(requests_completed)
 
 enum class Counter : int {

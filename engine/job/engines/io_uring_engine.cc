@@ -6,8 +6,11 @@
 // cache. Completions in the submitter's own context post their CQE at once;
 // others go through task_work (io_req_task_work_add) and wake the submitter
 // if it waits in io_cqring_wait. IOPOLL (hipri): completions are only
-// marked; the submitter spins in io_do_iopoll -> blk_hctx_poll. The CQ ring
-// is read from user space.
+// marked; the submitter spins in io_do_iopoll -> blk_hctx_poll. Polled bios
+// are REQ_NOWAIT: a request that finds no tag ends with -EAGAIN and
+// io_uring issues it again (REQ_F_REISSUE; the kernel hands it to io-wq,
+// the model retries it from the polling loop, which keeps completing what
+// holds the tags). The CQ ring is read from user space.
 #include <memory>
 #include <vector>
 
@@ -27,6 +30,8 @@ class IoUringEngine final : public IoEngineModel {
     fn_io_req_complete_post_ = r.Intern("io_req_complete_post");
     fn_tctx_task_work_ = r.Intern("tctx_task_work");
     task_work_.reserve(std::max<uint32_t>(ctx.spec.iodepth, 1));
+    reissue_.reserve(std::max<uint32_t>(ctx.spec.iodepth, 1));
+    reissuing_.reserve(std::max<uint32_t>(ctx.spec.iodepth, 1));
   }
 
   bool reaps_in_user_space() const override { return true; }
@@ -47,8 +52,13 @@ class IoUringEngine final : public IoEngineModel {
         [this] { RunTaskWork(); });
   }
 
-  void Complete(sim::Cpu& cpu, IoU* u) override {
+  void Complete(sim::Cpu& cpu, IoU* u, model::BlkStatus status) override {
     const auto& c = ctx_.kernel.costs();
+    if (status == model::BlkStatus::kAgain && u->bio.polled) {
+      // io_complete_rw_iopoll: -EAGAIN -> REQ_F_REISSUE, no CQE.
+      reissue_.push_back(u);
+      return;
+    }
     const bool own_context = &cpu == &ctx_.cpu && cpu.level() == sim::Level::kTask &&
                              cpu.current_thread() == &ctx_.thread;
     if (u->bio.polled || own_context) {
@@ -74,6 +84,7 @@ class IoUringEngine final : public IoEngineModel {
       while (ctx_.completed.size() < min) {
         co_await ctx_.cpu.Sync();
         const int n = ctx_.queue->Poll(ctx_.cpu);
+        if (!reissue_.empty()) co_await Reissue();
         if (n == 0 && ctx_.completed.size() < min && ctx_.in_flight == ctx_.completed.size()) break;
       }
       co_return;
@@ -99,8 +110,22 @@ class IoUringEngine final : public IoEngineModel {
     task_work_.clear();
   }
 
+  // Issues again what ended with -EAGAIN (io_uring's reissue of a
+  // REQ_F_REISSUE request): the SQE's issue path and submit_bio once more.
+  sim::Task Reissue() {
+    const auto& c = ctx_.kernel.costs();
+    reissuing_.swap(reissue_);
+    for (IoU* u : reissuing_) {
+      ctx_.cpu.Charge(fn_io_submit_sqes_, c.io_uring_issue_sqe);
+      co_await ctx_.queue->SubmitBio(ctx_.cpu, &u->bio, nullptr);
+    }
+    reissuing_.clear();
+  }
+
   IoContext& ctx_;
   std::vector<IoU*> task_work_;  // completions waiting for task_work
+  std::vector<IoU*> reissue_;    // polled requests that ended with -EAGAIN
+  std::vector<IoU*> reissuing_;  // the batch Reissue is submitting
   sim::FnId fn_io_uring_enter_, fn_io_submit_sqes_, fn_fget_, fn_pin_, fn_io_req_complete_post_,
       fn_tctx_task_work_;
 };

@@ -37,7 +37,7 @@ class LibaioEngine final : public IoEngineModel {
         [] {});
   }
 
-  void Complete(sim::Cpu& cpu, IoU* u) override {
+  void Complete(sim::Cpu& cpu, IoU* u, model::BlkStatus) override {
     cpu.Charge(fn_aio_complete_, ctx_.kernel.costs().libaio_event / 2);
     ctx_.Post(u);
     if (ctx_.waiting && ctx_.completed.size() < ctx_.wait_for) return;

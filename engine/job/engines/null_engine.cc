@@ -22,7 +22,7 @@ class NullEngine final : public IoEngineModel {
     co_return;
   }
 
-  void Complete(sim::Cpu&, IoU*) override {}  // no bios
+  void Complete(sim::Cpu&, IoU*, model::BlkStatus) override {}  // no bios
 
   sim::Task GetEvents(uint32_t, uint32_t) override { co_return; }
 

@@ -45,7 +45,7 @@ class SyncEngine final : public IoEngineModel {
     }
   }
 
-  void Complete(sim::Cpu& cpu, IoU* u) override {
+  void Complete(sim::Cpu& cpu, IoU* u, model::BlkStatus) override {
     ctx_.Post(u);
     ctx_.WakeWaiter(cpu);
   }

@@ -46,6 +46,7 @@ bool ScsiDevice::GetBudget(sim::Cpu& cpu, RequestQueue* rq_q) {
   // Budget failure: record it for the completion side's re-run rule.
   ++restarts_;
   ++host_->budget_failures_;
+  k.Count(Counter::k_budget_failure);
   cpu.Charge(host_->fn_get_budget_, restarts_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
   if (device_busy_ == 0 && k.knobs().scsi_budget_idle_delay_run) {
     rq_q->DelayRunHwQueues(&cpu, kScsiQueueDelayNs);

@@ -1,0 +1,236 @@
+// tests/mechanism_direction_test.cc
+//
+// One direction test per mechanism: each fails when the mechanism is
+// removed (checked by breaking each on purpose, see tests/README.md):
+//
+//  * fair sharing of a shared tag set (hctx_may_queue) caps a deep job on
+//    one LUN at its share while another LUN is active;
+//  * each of RC4's three mq-deadline switches alone takes dd->lock less
+//    often per IO than none of them;
+//  * rq_affinity: completions dispatched on another LLC group go back to
+//    the submitter by IPI (1), always when the CPUs differ (2), never (0);
+//  * RC2's two patches, each alone, on a polled null_blk core;
+//  * SCHED_RESTART re-runs a queue whose dispatch ran out of driver tags;
+//  * the dispatch-busy average sends submissions through the software
+//    queues while the driver answers busy;
+//  * a LUN's budget fails when the job asks for more than cmd_per_lun, and
+//    the completion side's re-run keeps the LUN going.
+//
+// Thresholds are exact properties of the deterministic model (worked out
+// below), not statistical allowances.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/engine.h"
+#include "engine/host/host_spec.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/sim_test_support.h"
+
+namespace blklab {
+namespace {
+
+using namespace ::blklab::testing_support;  // NOLINT: test helpers
+
+// --- fair tag sharing -----------------------------------------------------------
+
+// Two LUNs share 16 host tags (TAG_QUEUE_SHARED). Each command takes
+// 1 us of firmware + 200 us of drive, so a job's IOPS measure how many tags
+// it holds. While both LUNs are active, hctx_may_queue caps each at
+// max(ceil(16 / 2), 4) = 8: the QD32 job gets at most 8 / 201 us ~ 39.8K
+// IOPS, where without the cap it would hold the 14 tags the QD2 job leaves.
+TEST(FairTagSharing, DeepJobIsCappedAtItsShare) {
+  const host::HostSpec h = HostFromYaml(
+      "name: fair\n"
+      "cpus: {count: 2}\n"
+      "devices:\n"
+      "  - name: sdb\n"
+      "    hba: {lld: 0, can_queue: 16, nr_hw_queues: 1, host_tagset: false, virtual_drives: 2,\n"
+      "          cmd_per_lun: 64, firmware_nsec: 1000, drives: 64, drive_latency_nsec: 200000}\n"
+      "    queue: {scheduler: none}\n");
+  const RunResult r = MustRun(h, {"--ioengine=libaio", "--rw=randread", "--bs=4k", "--runtime=100ms",
+                                  "--time_based", "--name=deep", "--filename=/dev/sdb", "--iodepth=32",
+                                  "--name=shallow", "--filename=/dev/sdc", "--iodepth=2"});
+  ASSERT_EQ(r.clones.size(), 2u);
+  const double deep = r.clones[0].result.dir(stats::Dir::kRead).iops();
+  const double shallow = r.clones[1].result.dir(stats::Dir::kRead).iops();
+  const double share = 8.0 / 201e-6;
+  EXPECT_LE(deep, share * 1.001) << Describe(r);
+  EXPECT_GT(deep, share * 0.9) << Describe(r);
+  EXPECT_GT(shallow, 2.0 / 201e-6 * 0.9);
+}
+
+// --- RC4's mq-deadline switches, one at a time ------------------------------
+
+std::string DeadlineHost(bool serialize, bool side_lists, bool skip_merge) {
+  auto b = [](bool v) { return v ? "true" : "false"; };
+  return absl::StrCat(
+      "name: dd\n"
+      "cpus: {count: 8}\n"
+      "knobs: {dd_serialize_dispatch: ", b(serialize), ", dd_insert_side_lists: ", b(side_lists),
+      ", dd_skip_merge_if_contended: ", b(skip_merge), "}\n"
+      "devices:\n"
+      "  - name: nullb0\n"
+      "    null_blk: {irqmode: 1, submit_queues: 1, poll_queues: 0}\n"
+      "    queue: {scheduler: mq-deadline}\n");
+}
+
+RunResult DeadlineRun(bool serialize, bool side_lists, bool skip_merge) {
+  return MustRun(HostFromYaml(DeadlineHost(serialize, side_lists, skip_merge)),
+                 {"--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=512", "--iodepth=4",
+                  "--iodepth_batch_submit=4", "--iodepth_batch_complete=4", "--numjobs=8",
+                  "--cpus_allowed_policy=split", "--norandommap", "--runtime=10ms", "--time_based"});
+}
+
+double DdLockPerIo(const RunResult& r) {
+  return static_cast<double>(LockOf(r.kernel, "nullb0:dd->lock").acquisitions) /
+         static_cast<double>(TotalIos(r));
+}
+
+TEST(Rc4Switches, EachAloneTakesDdLockLessOften) {
+  const RunResult none = DeadlineRun(false, false, false);
+  const double base = DdLockPerIo(none);
+  // Without the switches every IO takes dd->lock for the merge probe, the
+  // insert and at least one dispatch call.
+  EXPECT_GT(base, 2.0) << Describe(none);
+  const RunResult serialize = DeadlineRun(true, false, false);
+  const RunResult side = DeadlineRun(false, true, false);
+  const RunResult skip = DeadlineRun(false, false, true);
+  EXPECT_LT(DdLockPerIo(serialize), base - 0.1) << Describe(serialize);
+  EXPECT_LT(DdLockPerIo(side), base - 0.1) << Describe(side);
+  EXPECT_LT(DdLockPerIo(skip), base - 0.1) << Describe(skip);
+  // Side lists: inserts take dd->insert_lock instead.
+  EXPECT_GT(LockOf(side.kernel, "nullb0:dd->insert_lock").acquisitions, 0u);
+  EXPECT_EQ(LockOf(none.kernel, "nullb0:dd->insert_lock").acquisitions, 0u);
+}
+
+// --- rq_affinity and completion IPIs -------------------------------------------
+
+// One hw queue under mq-deadline: any CPU may dispatch another CPU's
+// request, and null_blk's irqmode=1 completes it where it was dispatched.
+// Eight CPUs in two LLC groups of four.
+RunResult AffinityRun(int rq_affinity) {
+  const host::HostSpec h = HostFromYaml(absl::StrCat(
+      "name: affinity\n"
+      "cpus: {count: 8, cores_per_ccx: 4}\n"
+      "devices:\n"
+      "  - name: nullb0\n"
+      "    null_blk: {irqmode: 1, submit_queues: 1, poll_queues: 0}\n"
+      "    queue: {scheduler: mq-deadline, rq_affinity: ", rq_affinity, "}\n"));
+  return MustRun(h, {"--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=4k", "--iodepth=8",
+                     "--iodepth_batch_submit=4", "--numjobs=8", "--cpus_allowed_policy=split",
+                     "--runtime=5ms", "--time_based"});
+}
+
+TEST(RqAffinity, CompletionsGoHomeByIpi) {
+  const RunResult off = AffinityRun(0);
+  const RunResult same_llc = AffinityRun(1);
+  const RunResult same_cpu = AffinityRun(2);
+  EXPECT_EQ(CounterOf(off.kernel, "ipi"), 0u) << Describe(off);
+  EXPECT_GT(CounterOf(same_llc.kernel, "ipi"), 0u) << Describe(same_llc);
+  // rq_affinity=2 also sends the completions of the same LLC group home.
+  const double ipi1 = static_cast<double>(CounterOf(same_llc.kernel, "ipi")) / TotalIos(same_llc);
+  const double ipi2 = static_cast<double>(CounterOf(same_cpu.kernel, "ipi")) / TotalIos(same_cpu);
+  EXPECT_GT(ipi2, ipi1) << Describe(same_cpu);
+  EXPECT_GT(ProfileNs(same_cpu.kernel, "generic_smp_call_function_single_interrupt"), 0);
+}
+
+// --- RC2's patches, each alone ---------------------------------------------------
+// A 5.15-era kernel (no timestamp cache in the plug), BLK_CGROUP on.
+
+RunResult CgroupRun(const std::string& knobs) {
+  const host::HostSpec h = HostFromYaml(absl::StrCat(
+      "name: rc2\n"
+      "cpus: {count: 1}\n"
+      "kernel: {config: {BLK_CGROUP: true}}\n"
+      "knobs: {plug_cache_time: false, ", knobs, "}\n"
+      "devices:\n"
+      "  - name: nullb0\n"
+      "    null_blk: {irqmode: 0, submit_queues: 1, poll_queues: 1, hw_queue_depth: 256}\n"
+      "    queue: {scheduler: none}\n"));
+  return MustRun(h, {"--name=t", "--ioengine=io_uring", "--hipri=1", "--fixedbufs=1", "--registerfiles=1",
+                     "--rw=randread", "--bs=512", "--iodepth=128", "--iodepth_batch_submit=32",
+                     "--iodepth_batch_complete_min=32", "--runtime=5ms", "--time_based"});
+}
+
+double TimestampsPerIo(const RunResult& r) {
+  return static_cast<double>(CounterOf(r.kernel, "ktime_get_ns")) / CounterOf(r.kernel, "requests_completed");
+}
+
+TEST(Rc2Patches, EachAloneRemovesItsCost) {
+  const RunResult both = CgroupRun("throttle_fast_path_inline: true, cgroup_inherit_bio_start_time: true");
+  const RunResult no_inline = CgroupRun("throttle_fast_path_inline: false, cgroup_inherit_bio_start_time: true");
+  const RunResult no_inherit = CgroupRun("throttle_fast_path_inline: true, cgroup_inherit_bio_start_time: false");
+  // Patch 1: blk_throtl_bio is an out-of-line call without it.
+  EXPECT_EQ(ProfileNs(both.kernel, "blk_throtl_bio"), 0);
+  EXPECT_GT(ProfileNs(no_inline.kernel, "blk_throtl_bio"), 0);
+  EXPECT_LT(RunIops(no_inline), RunIops(both));
+  // Patch 2: one timestamp read more per IO without it.
+  EXPECT_NEAR(TimestampsPerIo(no_inherit) - TimestampsPerIo(both), 1.0, 0.01)
+      << Describe(both) << "\n" << Describe(no_inherit);
+  EXPECT_LT(RunIops(no_inherit), RunIops(both));
+}
+
+// --- SCHED_RESTART ---------------------------------------------------------------
+
+// mq-deadline with 64 scheduler tags over 4 driver tags: dispatch runs out
+// of driver tags, marks SCHED_RESTART and parks the request; only a
+// completion's blk_mq_sched_restart runs the queue again once every
+// submitter waits for completions.
+TEST(SchedRestart, ACompletionReRunsAQueueOutOfDriverTags) {
+  const host::HostSpec h = HostFromYaml(
+      "name: restart\n"
+      "cpus: {count: 2}\n"
+      "devices:\n"
+      "  - name: nullb0\n"
+      "    null_blk: {irqmode: 2, completion_nsec: 20000, hw_queue_depth: 4, submit_queues: 1, poll_queues: 0}\n"
+      "    queue: {scheduler: mq-deadline, nr_requests: 64}\n");
+  RunOutcome r = RunArgs(h, {"--name=t", "--ioengine=libaio", "--rw=randread", "--bs=4k", "--iodepth=16",
+                             "--numjobs=2", "--runtime=20ms", "--time_based"});
+  ASSERT_TRUE(r.result.ok()) << r.result.status();
+  EXPECT_GT(CounterOf(r.result->kernel, "sched_restart"), 0u) << Describe(*r.result);
+  // Four tags and 20 us per command: close to 4 / 20 us = 200K IOPS.
+  EXPECT_GT(RunIops(*r.result), 0.9 * 4 / 20e-6) << Describe(*r.result);
+}
+
+// --- dispatch busy -----------------------------------------------------------------
+
+// null_blk's bandwidth cap answers BLK_STS_DEV_RESOURCE: the dispatch-busy
+// average rises, and with one hw queue blk_mq_submit_bio then inserts into
+// the software queue and runs the queue instead of issuing directly.
+TEST(DispatchBusy, BusyDriverSendsSubmissionsThroughTheSoftwareQueues) {
+  const RunResult capped =
+      MustRun(NullHost(2, "irqmode: 0, submit_queues: 1, mbps: 200"),
+              {"--name=t", "--ioengine=libaio", "--rw=randread", "--bs=4k", "--iodepth=8",
+               "--numjobs=2", "--runtime=50ms", "--time_based"});
+  EXPECT_GT(CounterOf(capped.kernel, "queue_rq_busy"), 0u) << Describe(capped);
+  EXPECT_GT(CounterOf(capped.kernel, "sw_queue_insert"), 0u) << Describe(capped);
+}
+
+// --- SCSI budgets -------------------------------------------------------------------
+
+// cmd_per_lun 4 under a QD32 job: the LUN's budget fails (sdev->restarts)
+// and the completion side re-runs the queue; the run keeps going at the
+// LUN's depth: 4 / 51 us.
+TEST(ScsiBudget, StarvedLunRecordsFailuresAndKeepsRunning) {
+  for (const char* sched : {"none", "mq-deadline"}) {
+    SCOPED_TRACE(sched);
+    const host::HostSpec h = HostFromYaml(absl::StrCat(
+        "name: budget\n"
+        "cpus: {count: 2}\n"
+        "devices:\n"
+        "  - name: sdb\n"
+        "    hba: {cmd_per_lun: 4, firmware_nsec: 1000, drives: 16, drive_latency_nsec: 50000}\n"
+        "    queue: {scheduler: ", sched, "}\n"));
+    RunOutcome r = RunArgs(h, {"--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--rw=randread",
+                               "--bs=4k", "--iodepth=32", "--numjobs=2", "--runtime=20ms", "--time_based"});
+    ASSERT_TRUE(r.result.ok()) << r.result.status();
+    EXPECT_GT(CounterOf(r.result->kernel, "budget_failure"), 0u) << Describe(*r.result);
+    EXPECT_GT(RunIops(*r.result), 0.9 * 4 / 51e-6) << Describe(*r.result);
+    EXPECT_LT(RunIops(*r.result), 1.001 * 4 / 51e-6) << Describe(*r.result);
+  }
+}
+
+}  // namespace
+}  // namespace blklab
