@@ -101,6 +101,15 @@ const std::vector<std::string> kHbaQueuesJob = {
     "--name=t", "--ioengine=libaio", "--rw=randread", "--bs=4k", "--iodepth=32", "--numjobs=2",
     "--runtime=5ms", "--time_based"};
 
+// One CPU, an NVMe drive with a poll queue.
+const char kNvmeYaml[] =
+    "name: knob-nvme\n"
+    "cpus: {count: 1}\n"
+    "devices:\n"
+    "  - name: nvme0n1\n"
+    "    nvme: {poll_queues: 1, latency_nsec: 5000}\n"
+    "    queue: {scheduler: none}\n";
+
 struct KnobCase {
   std::string yaml;
   std::vector<std::string> args;
@@ -131,6 +140,7 @@ std::map<std::string, KnobCase> Cases() {
       {"batched_completion", {NullYaml(true), kPolledJob}},
       {"plug_cache_time", {NullYaml(false), kBatchedJob}},
       {"bio_alloc_cache", {NullYaml(true), kBatchedJob}},
+      {"queue_rqs", {kNvmeYaml, kPolledJob}},
   };
 }
 

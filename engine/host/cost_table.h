@@ -63,9 +63,12 @@ enum class CostSource { kSrc, kDerived, kGuess };
   X(dd_has_work, 3, kGuess, "dd_has_work lock-free list-head checks (cache hot)")               \
   X(dd_side_list_add, 10, kGuess, "dd_insert_requests splice onto the side list (insert_lock held)") \
   X(null_queue_rq, 20, kGuess, "null_queue_rq + null_handle_cmd")                               \
-  X(nvme_queue_rq, 80, kGuess, "nvme_queue_rq, single")                                         \
-  X(nvme_queue_rqs_per_rq, 25, kGuess, "nvme_queue_rqs per request inside a batch")             \
-  X(nvme_cqe, 15, kGuess, "nvme_handle_cqe per CQE")                                            \
+  X(nvme_prep_rq, 25, kGuess, "nvme_prep_rq: nvme_setup_cmd, single-segment DMA map, per request") \
+  X(nvme_sq_copy, 5, kGuess, "nvme_sq_copy_cmd: 64-byte SQE copy and tail update (sq_lock held)") \
+  X(nvme_doorbell, 25, kGuess, "nvme_write_sq_db / nvme_ring_cq_doorbell: one posted MMIO write") \
+  X(nvme_cqe, 15, kGuess, "nvme_handle_cqe per CQE (tag lookup, status, batch add)")            \
+  X(nvme_complete_batch_rq, 8, kGuess, "nvme_pci_unmap_rq + nvme_complete_batch_req per request") \
+  X(nvme_complete_rq, 40, kGuess, "nvme_pci_complete_rq: unmap + nvme_complete_rq, single path") \
   X(hardirq_entry_exit, 600, kGuess, "hardirq entry/exit for a device interrupt")               \
   X(end_request_batch, 20, kGuess, "blk_mq_end_request_batch per request")                      \
   X(end_request_single, 50, kGuess, "blk_mq_end_request .. blk_mq_free_request, single")        \

@@ -95,6 +95,7 @@ namespace blklab::host {
   BOOL(scsi_atomic_host_busy, false, 0, 0, "RC5 era: atomic shost->host_busy checked per command")    \
   BOOL(sbitmap_deferred_clear, true, 0, 0, "sbitmap deferred clear (4.20+)")                          \
   BOOL(plug_request_cache, true, 0, 0, "plug->cached_rq + batched tag allocation (5.16+)")            \
+  BOOL(queue_rqs, true, 0, 0, "->queue_rqs: a plug's requests go to the driver as one batch (5.17+)")  \
   BOOL(batched_completion, true, 0, 0, "io_comp_batch / blk_mq_end_request_batch (5.16+)")            \
   BOOL(plug_cache_time, true, 0, 0, "timestamp cached in struct blk_plug (6.9)")                      \
   BOOL(bio_alloc_cache, true, 0, 0, "per-CPU bio cache for non-polled IO (5.16+)")
@@ -119,16 +120,31 @@ namespace blklab::host {
   BOOL(memory_backed, false, 0, 0, "store data in memory (copy under a per-device lock)")             \
   INT64(mbps, 0, 0, 1000000, "bandwidth cap, MB/s (0 = none)")
 
-// devices[].nvme: nvme-pci parameters plus a simple media model (placeholder
-// until the NVMe driver model lands).
+// devices[].nvme: nvme-pci module parameters and the controller's limits,
+// plus the media model (KERNEL_MODEL.md §3.7; drivers/nvme/host/pci.c): the
+// driver asks for one I/O queue per CPU (nr_io_queues overrides it) plus
+// write_queues and poll_queues and gets at most max_queues; poll queues come
+// out of that and always leave one interrupt queue. CPUs map to queues as
+// the managed-IRQ spread puts them (SMT siblings together), and each
+// interrupt queue's completions arrive on one CPU of its group. The media is
+// one timing stage (model/media): read/write service time, IOPS and
+// bandwidth ceilings, internal parallelism. Optional interrupt coalescing
+// (Set Features 08h: the driver never sets it; the controller's default is
+// off): an interrupt waits for `irq_coalesce_threshold` completions or
+// `irq_coalesce_time_us`, whichever comes first.
 #define BLKLAB_NVME_FIELDS(INT, INT64, BOOL)                                                        \
-  INT(nr_io_queues, 0, 0, 1024, "default-map IO queues; 0 = one per CPU, capped by max_queues")      \
-  INT(max_queues, 128, 1, 1024, "controller limit on IO queues")                                     \
-  INT(io_queue_depth, 1024, 2, 4095, "entries per IO queue (tag depth = io_queue_depth - 1)")         \
-  INT(write_queues, 0, 0, 1024, "extra queues for writes")                                           \
-  INT(poll_queues, 0, 0, 1024, "IOPOLL queues")                                                      \
-  INT64(latency_nsec, 10000, 0, 1000000000, "media read latency, ns [guess]")                       \
+  INT(nr_io_queues, 0, 0, 1024, "interrupt-driven I/O queues wanted; 0 = one per CPU (the driver's ask)") \
+  INT(max_queues, 128, 1, 1024, "controller limit on I/O queues (Number of Queues feature)")       \
+  INT(io_queue_depth, 1024, 2, 4095, "entries per I/O queue (tag depth = io_queue_depth - 1)")         \
+  INT(write_queues, 0, 0, 1024, "extra queues for writes (reads then get their own map)")           \
+  INT(poll_queues, 0, 0, 1024, "IOPOLL queues (no interrupt)")                                      \
+  INT64(latency_nsec, 10000, 0, 1000000000, "media read service time, ns [guess per drive]")       \
+  INT64(write_latency_nsec, 0, 0, 1000000000, "media write service time, ns; 0 = latency_nsec")    \
   INT64(max_iops, 0, 0, 1000000000, "drive IOPS ceiling (0 = none)")                                  \
+  INT64(max_mbps, 0, 0, 100000000, "drive bandwidth ceiling, MB/s (0 = none)")                        \
+  INT(parallelism, 0, 0, 65536, "commands the media serves at once (0 = unlimited)")                \
+  INT(irq_coalesce_threshold, 0, 0, 255, "interrupt coalescing: completions per interrupt (0 = off)") \
+  INT(irq_coalesce_time_us, 0, 0, 25500, "interrupt coalescing: longest wait, us (0 = off)")        \
   INT(bs, 512, 512, 4096, "logical block size, bytes (power of two)")                                \
   INT64(gb, 1000, 1, 1048576, "namespace size, GiB")
 

@@ -331,7 +331,8 @@ sim::Task RequestQueue::SubmitBio(sim::Cpu& cpu, Bio* bio, Plug* plug) {
     co_return;
   }
   if (!hctx->stopped()) {
-    const BlkStatus status = IssueDirectly(cpu, rq, /*last=*/true);
+    BlkStatus status;
+    co_await IssueDirectly(cpu, rq, /*last=*/true, &status);
     if (status == BlkStatus::kResource || status == BlkStatus::kDevResource) {
       co_await IssueDirectlyBusy(cpu, rq);
     }
@@ -376,7 +377,7 @@ sim::Task RequestQueue::InsertAndRun(sim::Cpu& cpu, Request* rq, bool run_async)
   }
 }
 
-BlkStatus RequestQueue::IssueDirectly(sim::Cpu& cpu, Request* rq, bool last) {
+sim::Task RequestQueue::IssueDirectly(sim::Cpu& cpu, Request* rq, bool last, BlkStatus* status_out) {
   // blk_mq_try_issue_directly -> __blk_mq_issue_directly -> ->queue_rq.
   // REQUIRES: the caller has Synced and the hctx is not stopped.
   Hctx* hctx = rq->mq_hctx;
@@ -387,12 +388,15 @@ BlkStatus RequestQueue::IssueDirectly(sim::Cpu& cpu, Request* rq, bool last) {
   if (driver_->has_budget() && !rq->budget_held) {
     if (!driver_->GetBudget(cpu, this)) {
       kernel_.Count(Counter::k_queue_rq_busy);
-      return BlkStatus::kResource;
+      *status_out = BlkStatus::kResource;
+      co_return;
     }
     rq->budget_held = true;
   }
   kernel_.Count(Counter::k_queue_rq);
-  const BlkStatus status = driver_->QueueRq(cpu, hctx, rq, last);
+  BlkStatus status;
+  co_await driver_->QueueRq(cpu, hctx, rq, last, &status);
+  *status_out = status;
   switch (status) {
     case BlkStatus::kOk:
       hctx->UpdateDispatchBusy(false);
@@ -407,7 +411,6 @@ BlkStatus RequestQueue::IssueDirectly(sim::Cpu& cpu, Request* rq, bool last) {
       EndRequest(cpu, rq, status);
       break;
   }
-  return status;
 }
 
 sim::Task RequestQueue::IssueDirectlyBusy(sim::Cpu& cpu, Request* rq) {
@@ -435,6 +438,16 @@ sim::Task RequestQueue::FlushPlug(sim::Cpu& cpu, Plug* plug, bool from_schedule)
   plug->multiple_queues = false;
   cpu.Charge(kernel.fn.blk_mq_flush_plug_list, kernel.costs().line_read_hit);
   if (!multiple && !q->elevator_ && !from_schedule) {
+    // ->queue_rqs (5.17+): the whole plug to the driver at once, unless the
+    // tags are shared (queue_rqs would skip the active-request accounting).
+    if (q->driver_->has_queue_rqs() && kernel.knobs().queue_rqs && !q->tags_shared()) {
+      cpu.Charge(kernel.fn.rcu_read_lock, kernel.costs().rcu_read_section);
+      co_await cpu.Sync();
+      if (!list.front()->mq_hctx->stopped()) {
+        kernel.Count(Counter::k_queue_rq, list.size());
+        co_await q->driver_->QueueRqs(cpu, list);
+      }
+    }
     // blk_mq_plug_issue_direct: each request tried directly, `last` on the final one.
     while (!list.empty()) {
       Request* rq = list.pop_front();
@@ -444,7 +457,8 @@ sim::Task RequestQueue::FlushPlug(sim::Cpu& cpu, Plug* plug, bool from_schedule)
         co_await q->InsertAndRun(cpu, rq, /*run_async=*/false);
         continue;
       }
-      const BlkStatus st = q->IssueDirectly(cpu, rq, list.empty());
+      BlkStatus st;
+      co_await q->IssueDirectly(cpu, rq, list.empty(), &st);
       if (st == BlkStatus::kResource || st == BlkStatus::kDevResource) {
         co_await q->IssueDirectlyBusy(cpu, rq);
         // The rest goes through the software queues.
@@ -535,20 +549,21 @@ void RequestQueue::StartRequest(sim::Cpu& cpu, Request* rq) {
 }
 
 void RequestQueue::CompleteRequest(sim::Cpu& cpu, Request* rq) {
-  // blk_mq_complete_request -> blk_mq_complete_request_remote
+  // blk_mq_complete_request: remote (IPI, BLOCK_SOFTIRQ), else ->complete here.
+  if (CompleteRequestRemote(cpu, rq)) return;
+  cpu.Charge(kernel_.fn.blk_mq_complete_request, kernel_.costs().complete_request_local);
+  driver_->Complete(cpu, rq);
+}
+
+bool RequestQueue::CompleteRequestRemote(sim::Cpu& cpu, Request* rq) {
+  // blk_mq_complete_request_remote: polled, or the submitter's own CPU on a
+  // one-ctx hctx: local. Else an IPI to the submitter when rq_affinity asks
+  // (same LLC group, or same CPU with 2); else BLOCK_SOFTIRQ on a
+  // single-queue device; else local.
   const auto& c = kernel_.costs();
   const int submit_cpu = rq->mq_ctx->cpu();
-  const bool single_ctx = rq->mq_hctx->nr_ctx() == 1;
-  if (rq->bio != nullptr && rq->bio->polled) {
-    cpu.Charge(kernel_.fn.blk_mq_complete_request, c.complete_request_local);
-    driver_->Complete(cpu, rq);
-    return;
-  }
-  if (single_ctx && submit_cpu == cpu.id()) {
-    cpu.Charge(kernel_.fn.blk_mq_complete_request, c.complete_request_local);
-    driver_->Complete(cpu, rq);
-    return;
-  }
+  if (rq->bio != nullptr && rq->bio->polled) return false;
+  if (rq->mq_hctx->nr_ctx() == 1 && submit_cpu == cpu.id()) return false;
   bool need_ipi = false;
   if (config_.sysfs.rq_affinity > 0 && submit_cpu != cpu.id()) {
     const sim::Machine& m = kernel_.machine();
@@ -558,18 +573,16 @@ void RequestQueue::CompleteRequest(sim::Cpu& cpu, Request* rq) {
   if (need_ipi) {
     cpu.Charge(kernel_.fn.smp_call_function_single_async, c.ipi_send);
     kernel_.Count(Counter::k_ipi);
-    kernel_.machine().cpu(submit_cpu).RaiseHardirq(cpu.now() + c.ipi_delivery_latency,
-                                                   &completion_ipi_,
+    kernel_.machine().cpu(submit_cpu).RaiseHardirq(cpu.now() + c.ipi_delivery_latency, &completion_ipi_,
                                                    reinterpret_cast<uint64_t>(rq));
-    return;
+    return true;
   }
   if (set_.nr_hw_queues() == 1) {
     cpu.Charge(kernel_.fn.blk_mq_raise_softirq, c.raise_softirq);
     cpu.RaiseSoftirq(&done_softirq_, reinterpret_cast<uint64_t>(rq));
-    return;
+    return true;
   }
-  cpu.Charge(kernel_.fn.blk_mq_complete_request, c.complete_request_local);
-  driver_->Complete(cpu, rq);
+  return false;
 }
 
 sim::Task RequestQueue::CompletionIpi::Handle(sim::Cpu& cpu, uint64_t arg) {
@@ -591,20 +604,15 @@ sim::Task RequestQueue::DoneSoftirq::Handle(sim::Cpu& cpu, uint64_t arg) {
   q_->driver_->Complete(cpu, reinterpret_cast<Request*>(arg));
 }
 
-int RequestQueue::Poll(sim::Cpu& cpu) {
+sim::Task RequestQueue::Poll(sim::Cpu& cpu, int* completed) {
   // blk_hctx_poll -> ->poll on the poll queue this CPU maps to.
   Hctx* hctx = MapQueue(cpu.id(), /*polled=*/true);
   cpu.Charge(kernel_.fn.blk_hctx_poll, kernel_.costs().io_poll_per_call);
-  return driver_->Poll(cpu, hctx);
+  co_await driver_->Poll(cpu, hctx, completed);
 }
 
-void RequestQueue::EndRequest(sim::Cpu& cpu, Request* rq, BlkStatus status, bool batched) {
-  // blk_mq_end_request -> blk_update_request (bio_endio) -> __blk_mq_end_request
-  // (or blk_mq_end_request_batch for an io_comp_batch).
-  const auto& c = kernel_.costs();
-  const bool batch = batched && kernel_.knobs().batched_completion;
-  cpu.Charge(batch ? kernel_.fn.blk_mq_end_request_batch : kernel_.fn.blk_mq_end_request,
-             batch ? c.end_request_batch : c.end_request_single);
+void RequestQueue::EndBios(sim::Cpu& cpu, Request* rq, BlkStatus status) {
+  // blk_update_request / blk_complete_request: bio_endio for each bio.
   Bio* bio = rq->bio;
   while (bio != nullptr) {
     Bio* next = bio->bi_next;
@@ -613,11 +621,35 @@ void RequestQueue::EndRequest(sim::Cpu& cpu, Request* rq, BlkStatus status, bool
     bio = next;
   }
   rq->bio = rq->biotail = nullptr;
+}
+
+void RequestQueue::EndRequest(sim::Cpu& cpu, Request* rq, BlkStatus status) {
+  // blk_mq_end_request -> blk_update_request (bio_endio) -> __blk_mq_end_request.
+  cpu.Charge(kernel_.fn.blk_mq_end_request, kernel_.costs().end_request_single);
+  EndBios(cpu, rq, status);
   sim::SimTime now = cpu.now();
   if (NeedTimestamp()) now = kernel_.Ktime(cpu);
   AccountDone(cpu, rq, now);
-  FreeRequest(cpu, rq, batch);
+  FreeRequest(cpu, rq, /*bulk=*/false);
   kernel_.Count(Counter::k_requests_completed);
+}
+
+void RequestQueue::EndRequestBatch(sim::Cpu& cpu, RequestList& list) {
+  if (!kernel_.knobs().batched_completion) {
+    while (!list.empty()) EndRequest(cpu, list.pop_front(), BlkStatus::kOk);
+    return;
+  }
+  // blk_mq_end_request_batch: one clock read for the batch (need_ts).
+  const sim::SimTime now = NeedTimestamp() && !list.empty() ? kernel_.Ktime(cpu) : cpu.now();
+  const auto& c = kernel_.costs();
+  while (!list.empty()) {
+    Request* rq = list.pop_front();
+    cpu.Charge(kernel_.fn.blk_mq_end_request_batch, c.end_request_batch);
+    EndBios(cpu, rq, BlkStatus::kOk);
+    AccountDone(cpu, rq, now);
+    FreeRequest(cpu, rq, /*bulk=*/true);
+    kernel_.Count(Counter::k_requests_completed);
+  }
 }
 
 void RequestQueue::FreeRequest(sim::Cpu& cpu, Request* rq, bool bulk) {

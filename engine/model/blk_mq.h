@@ -125,10 +125,19 @@ class RequestQueue {
   // Driver-facing.
   void StartRequest(sim::Cpu& cpu, Request* rq);
   void CompleteRequest(sim::Cpu& cpu, Request* rq);
-  // `batched`: ended through an io_comp_batch (blk_mq_end_request_batch).
-  void EndRequest(sim::Cpu& cpu, Request* rq, BlkStatus status, bool batched = false);
-  // blk_hctx_poll: polls the poll queue CPU `cpu` maps to; returns completions.
-  int Poll(sim::Cpu& cpu);
+  // blk_mq_complete_request_remote: hands the completion to the submitting
+  // CPU (IPI) or to BLOCK_SOFTIRQ and returns true, or returns false when
+  // the caller completes it here (inline, or in its io_comp_batch).
+  bool CompleteRequestRemote(sim::Cpu& cpu, Request* rq);
+  // blk_mq_end_request: one request, its own end timestamp.
+  void EndRequest(sim::Cpu& cpu, Request* rq, BlkStatus status);
+  // blk_mq_end_request_batch: the requests of an io_comp_batch (emptied),
+  // one timestamp for all of them, tags put in bulk. Before batched
+  // completion (knob batched_completion off) each ends on its own.
+  void EndRequestBatch(sim::Cpu& cpu, RequestList& list);
+  // blk_hctx_poll: polls the poll queue CPU `cpu` maps to; *completed is
+  // how many requests it ended.
+  sim::Task Poll(sim::Cpu& cpu, int* completed);
   bool has_poll_queues() const { return set_.config().nr_poll_queues > 0; }
   // Puts the request's SCSI budget back if it holds one.
   void PutRqBudget(sim::Cpu& cpu, Request* rq);
@@ -171,11 +180,13 @@ class RequestQueue {
   sim::Task GetRequestSlow(sim::Cpu& cpu, Bio* bio, Plug* plug, Request** out);
   void InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx, Plug* plug);
   bool AttemptPlugMerge(sim::Cpu& cpu, Plug* plug, Bio* bio);
-  BlkStatus IssueDirectly(sim::Cpu& cpu, Request* rq, bool last);
+  // blk_mq_try_issue_directly; *status is the driver's answer.
+  sim::Task IssueDirectly(sim::Cpu& cpu, Request* rq, bool last, BlkStatus* status);
   sim::Task IssueDirectlyBusy(sim::Cpu& cpu, Request* rq);
   sim::Task InsertAndRun(sim::Cpu& cpu, Request* rq, bool run_async);
   sim::Task InsertRequestsSched(sim::Cpu& cpu, RequestList& list, Hctx* hctx, bool run_async);
   void FreeRequest(sim::Cpu& cpu, Request* rq, bool bulk);
+  void EndBios(sim::Cpu& cpu, Request* rq, BlkStatus status);
   void FreeCachedRequests(sim::Cpu& cpu, Plug* plug);
   void AccountStart(sim::Cpu& cpu, Request* rq);
   void AccountDone(sim::Cpu& cpu, Request* rq, sim::SimTime now);

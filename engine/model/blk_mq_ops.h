@@ -2,9 +2,11 @@
 //
 // BlkMqDriver is the model's `struct blk_mq_ops` (include/linux/blk-mq.h):
 // what a block driver gives blk-mq. The paths of blk_mq.h and hctx.h call
-// it: ->queue_rq for each dispatched request, ->commit_rqs to ring a
-// deferred doorbell, ->complete where blk_mq_complete_request placed the
-// completion, ->poll for polled queues, and the SCSI budget pair.
+// it: ->queue_rq for each dispatched request, ->queue_rqs for a plug's
+// requests at once, ->commit_rqs to ring a deferred doorbell, ->complete
+// where blk_mq_complete_request placed the completion, ->poll for polled
+// queues, and the SCSI budget pair. The submission-side operations are
+// coroutines: a driver may wait for its own locks (nvmeq->sq_lock).
 //
 // Invariants: QueueRq either accepts the request (and calls
 //  RequestQueue::StartRequest) or answers busy without keeping it; every
@@ -16,6 +18,7 @@
 
 #include "engine/model/request.h"
 #include "engine/sim/cpu.h"
+#include "engine/sim/task.h"
 
 namespace blklab::model {
 
@@ -25,14 +28,22 @@ class RequestQueue;
 class BlkMqDriver {
  public:
   virtual ~BlkMqDriver() = default;
-  // ->queue_rq. The driver calls q->StartRequest(rq) when it accepts it.
-  virtual BlkStatus QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last) = 0;
+  // ->queue_rq: *status is the answer (kOk: accepted; the driver called
+  // q->StartRequest(rq)). REQUIRES: the caller has Synced.
+  virtual sim::Task QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last, BlkStatus* status) = 0;
+  // ->queue_rqs: takes what it can of `list` (a plug's requests, one
+  // queue, no scheduler); what is left is issued one by one.
+  virtual bool has_queue_rqs() const { return false; }
+  virtual sim::Task QueueRqs(sim::Cpu& cpu, RequestList& list) { co_return; }
   // ->commit_rqs: ring a deferred doorbell.
-  virtual void CommitRqs(sim::Cpu& cpu, Hctx* hctx) {}
+  virtual sim::Task CommitRqs(sim::Cpu& cpu, Hctx* hctx) { co_return; }
   // ->complete: runs where blk_mq_complete_request placed the completion.
   virtual void Complete(sim::Cpu& cpu, Request* rq) = 0;
-  // ->poll: completes what a poll queue has finished; returns the count.
-  virtual int Poll(sim::Cpu& cpu, Hctx* hctx) { return 0; }
+  // ->poll: completes what a poll queue has finished; *completed is the count.
+  virtual sim::Task Poll(sim::Cpu& cpu, Hctx* hctx, int* completed) {
+    *completed = 0;
+    co_return;
+  }
   // ->get_budget / ->put_budget (SCSI only): has_budget() says whether the
   // driver has them at all.
   virtual bool has_budget() const { return false; }

@@ -1,10 +1,12 @@
 #include "engine/model/device_factory.h"
 
+#include <algorithm>
 #include <utility>
 #include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "engine/model/drivers/null_blk.h"
+#include "engine/model/drivers/nvme.h"
 #include "engine/model/drivers/scsi/hba.h"
 #include "engine/util/check.h"
 
@@ -24,6 +26,16 @@ class NullBlkDevices final : public BlockDevice {
  public:
   RequestQueue* disk(int i) override { return devs_[i] ? &devs_[i]->queue() : nullptr; }
   std::vector<std::unique_ptr<NullBlk>> devs_;
+};
+
+// One NVMe namespace on its controller.
+class NvmeDevice final : public BlockDevice {
+ public:
+  explicit NvmeDevice(std::unique_ptr<Nvme> nvme) : nvme_(std::move(nvme)) {}
+  RequestQueue* disk(int i) override { return &nvme_->queue(); }
+
+ private:
+  std::unique_ptr<Nvme> nvme_;
 };
 
 // One SCSI host with all its LUNs (they share its tags).
@@ -51,6 +63,26 @@ NullBlkConfig NullBlkConfigFrom(const host::NullBlkSpec& nb) {
   return cfg;
 }
 
+// nvme_setup_io_queues: one queue per CPU (or nr_io_queues) plus the poll
+// queues, at most what the controller grants; poll queues come out of that
+// and leave at least one interrupt queue.
+NvmeConfig NvmeConfigFrom(const host::NvmeSpec& nv, int ncpus) {
+  NvmeConfig cfg;
+  const int64_t wanted = int64_t{nv.nr_io_queues > 0 ? nv.nr_io_queues : ncpus} + nv.poll_queues;
+  const uint32_t granted = static_cast<uint32_t>(std::min<int64_t>(wanted, nv.max_queues));
+  cfg.poll_queues = std::min<uint32_t>(static_cast<uint32_t>(nv.poll_queues), granted - 1);
+  cfg.default_queues = granted - cfg.poll_queues;
+  cfg.queue_depth = static_cast<uint32_t>(nv.io_queue_depth - 1);
+  cfg.media.read_latency_ns = nv.latency_nsec;
+  cfg.media.write_latency_ns = nv.write_latency_nsec > 0 ? nv.write_latency_nsec : nv.latency_nsec;
+  cfg.media.max_iops = nv.max_iops;
+  cfg.media.max_bytes_per_sec = nv.max_mbps * 1000000;
+  cfg.media.parallelism = static_cast<uint32_t>(nv.parallelism);
+  cfg.irq_coalesce_threshold = static_cast<uint32_t>(nv.irq_coalesce_threshold);
+  cfg.irq_coalesce_time_ns = int64_t{nv.irq_coalesce_time_us} * 1000;
+  return cfg;
+}
+
 HbaConfig HbaConfigFrom(const host::HbaSpec& hba) {
   HbaConfig hc;
   hc.lld = hba.lld;
@@ -75,7 +107,11 @@ DiskInfo DescribeDisks(const host::DeviceSpec& device) {
           [](const host::NullBlkSpec& nb) {
             return DiskInfo{static_cast<uint64_t>(nb.gb) << 30, nb.poll_queues > 0, false};
           },
-          [](const host::NvmeSpec& nv) { return DiskInfo{static_cast<uint64_t>(nv.gb) << 30, false, false}; },
+          [](const host::NvmeSpec& nv) {
+            // Poll queues exist when asked for and the controller grants more
+            // than one queue (one always stays interrupt driven).
+            return DiskInfo{static_cast<uint64_t>(nv.gb) << 30, nv.poll_queues > 0 && nv.max_queues > 1, false};
+          },
           [](const host::ScsiDebugSpec& sd) {
             return DiskInfo{static_cast<uint64_t>(sd.dev_size_mb) << 20, false, true};
           },
@@ -104,8 +140,12 @@ absl::Status CheckModelled(const host::DeviceSpec& device, const std::string& pa
             }
             return absl::OkStatus();
           },
-          [&path](const host::NvmeSpec&) -> absl::Status {
-            return absl::UnimplementedError(absl::StrCat(path, ": the nvme driver is not modelled yet"));
+          [&path](const host::NvmeSpec& nv) -> absl::Status {
+            if (nv.write_queues > 0) {
+              return absl::UnimplementedError(absl::StrCat(
+                  path, ".nvme.write_queues: separate read and write queue maps are not modelled yet"));
+            }
+            return absl::OkStatus();
           },
           [&path](const host::ScsiDebugSpec&) -> absl::Status {
             return absl::UnimplementedError(absl::StrCat(
@@ -130,9 +170,9 @@ std::unique_ptr<BlockDevice> CreateBlockDevice(Kernel& kernel, const host::Devic
             }
             return out;
           },
-          [](const host::NvmeSpec&) -> std::unique_ptr<BlockDevice> {
-            BLKLAB_CHECK(false && "nvme is refused by CheckModelled");
-            return nullptr;
+          [&](const host::NvmeSpec& nv) -> std::unique_ptr<BlockDevice> {
+            return std::make_unique<NvmeDevice>(std::make_unique<Nvme>(
+                kernel, build.disk_names[0], NvmeConfigFrom(nv, kernel.machine().num_cpus()), build.queues[0]));
           },
           [](const host::ScsiDebugSpec&) -> std::unique_ptr<BlockDevice> {
             BLKLAB_CHECK(false && "scsi_debug is refused by CheckModelled");

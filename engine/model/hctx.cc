@@ -287,7 +287,7 @@ sim::Task Hctx::DispatchRqList(sim::Cpu& cpu, RequestList& list, bool* progress)
     list.pop_front();
     cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list, c.dispatch_rq_list_per_rq);
     kernel_.Count(Counter::k_queue_rq);
-    last_status = driver.QueueRq(cpu, this, rq, list.empty());
+    co_await driver.QueueRq(cpu, this, rq, list.empty(), &last_status);
     if (last_status == BlkStatus::kResource || last_status == BlkStatus::kDevResource) {
       kernel_.Count(Counter::k_queue_rq_busy);
       list.push_front(rq);
@@ -306,7 +306,7 @@ sim::Task Hctx::DispatchRqList(sim::Cpu& cpu, RequestList& list, bool* progress)
   // Leftovers: give their budgets back, commit what was queued, park the
   // rest on hctx->dispatch and decide who runs the queue again.
   ReleaseBudgets(cpu, list);
-  if (queued > 0) driver.CommitRqs(cpu, this);
+  if (queued > 0) co_await driver.CommitRqs(cpu, this);
   co_await lock_.Lock(cpu);
   cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list, dispatch_line_.Write(kernel_.machine(), cpu.id(), c.atomic_local));
   dispatch_.splice_head(list);

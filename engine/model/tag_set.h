@@ -63,7 +63,21 @@ struct TagSetConfig {
   uint32_t queue_depth = 64;
   bool blocking = false;        // BLK_MQ_F_BLOCKING
   bool hctx_shared = false;     // BLK_MQ_F_TAG_HCTX_SHARED (one Tags for all hctx)
+  // Per CPU: its default-map queue and its poll-map queue (0-based within
+  // the poll queues), as the driver's map_queues sets them (NVMe: the
+  // managed-IRQ spread, GroupCpusEvenly). Empty: blk_mq_map_queues'
+  // contiguous split.
+  std::vector<uint32_t> mq_map;
+  std::vector<uint32_t> poll_map;
 };
+
+// group_cpus_evenly (lib/group_cpus.c, the managed-IRQ spread): CPU ->
+// group for `nr_groups` groups. Groups are apportioned to NUMA nodes by CPU
+// count (at least one each; whole nodes round robin when there are fewer
+// groups than nodes); inside a node each group takes an equal share of CPUs
+// in ascending id order, the first groups one more, and a CPU's SMT
+// siblings join its group.
+std::vector<uint32_t> GroupCpusEvenly(const sim::Machine& machine, uint32_t nr_groups);
 
 class TagSet {
  public:

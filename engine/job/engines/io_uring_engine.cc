@@ -83,7 +83,8 @@ class IoUringEngine final : public IoEngineModel {
       ctx_.cpu.Charge(fn_io_uring_enter_, c.syscall_entry_exit);
       while (ctx_.completed.size() < min) {
         co_await ctx_.cpu.Sync();
-        const int n = ctx_.queue->Poll(ctx_.cpu);
+        int n = 0;
+        co_await ctx_.queue->Poll(ctx_.cpu, &n);
         if (!reissue_.empty()) co_await Reissue();
         if (n == 0 && ctx_.completed.size() < min && ctx_.in_flight == ctx_.completed.size()) break;
       }

@@ -32,7 +32,12 @@ NullBlk::NullBlk(Kernel& kernel, std::string name, const NullBlkConfig& config,
   bw_budget_bytes_ = BytesPerTick(config.mbps);
 }
 
-BlkStatus NullBlk::QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last) {
+sim::Task NullBlk::QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last, BlkStatus* status) {
+  *status = NullQueueRq(cpu, hctx, rq);
+  co_return;
+}
+
+BlkStatus NullBlk::NullQueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq) {
   cpu.Charge(fn_queue_rq_, kernel_.costs().null_queue_rq);
   if (config_.mbps > 0) {
     // null_handle_throttled: the budget refills every tick (nullb_bwtimer_fn);
@@ -86,18 +91,18 @@ void NullBlk::Complete(sim::Cpu& cpu, Request* rq) {
   q_->EndRequest(cpu, rq, BlkStatus::kOk);
 }
 
-int NullBlk::Poll(sim::Cpu& cpu, Hctx* hctx) {
+sim::Task NullBlk::Poll(sim::Cpu& cpu, Hctx* hctx, int* completed) {
   // null_poll: everything done on this poll queue ends through one
   // io_comp_batch (blk_mq_end_request_batch).
   RequestList& list = poll_lists_[hctx->queue_num()];
   int n = 0;
-  while (!list.empty()) {
-    Request* rq = list.pop_front();
+  for (Request* rq = list.front(); rq != nullptr; rq = rq->next) {
     cpu.Charge(fn_complete_rq_, kernel_.costs().line_read_hit);
-    q_->EndRequest(cpu, rq, BlkStatus::kOk, /*batched=*/true);
     ++n;
   }
-  return n;
+  q_->EndRequestBatch(cpu, list);
+  *completed = n;
+  co_return;
 }
 
 sim::Task NullBlk::TimerIrq::Handle(sim::Cpu& cpu, uint64_t arg) {

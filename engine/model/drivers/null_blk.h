@@ -57,9 +57,9 @@ class NullBlk final : public BlkMqDriver {
   const std::string& name() const { return name_; }
   const NullBlkConfig& config() const { return config_; }
 
-  BlkStatus QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last) override;
+  sim::Task QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last, BlkStatus* status) override;
   void Complete(sim::Cpu& cpu, Request* rq) override;
-  int Poll(sim::Cpu& cpu, Hctx* hctx) override;
+  sim::Task Poll(sim::Cpu& cpu, Hctx* hctx, int* completed) override;
 
  private:
   class TimerIrq final : public sim::IrqHandler {
@@ -78,6 +78,8 @@ class NullBlk final : public BlkMqDriver {
    private:
     NullBlk* nb_;
   };
+
+  BlkStatus NullQueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq);  // null_queue_rq
 
   Kernel& kernel_;
   std::string name_;

@@ -62,14 +62,15 @@ void ScsiDevice::PutBudget(sim::Cpu& cpu, RequestQueue* rq_q) {
 
 // --- submission and completion ------------------------------------------------
 
-BlkStatus ScsiDevice::QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last) {
+sim::Task ScsiDevice::QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last, BlkStatus* status) {
   // scsi_queue_rq: device/target/host ready checks, scsi_prepare_cmd,
   // blk_mq_start_request, scsi_dispatch_cmd -> LLD queuecommand.
   Kernel& k = host_->kernel_;
   cpu.Charge(host_->fn_queue_rq_, k.costs().scsi_queue_rq);
   q_->StartRequest(cpu, rq);
   host_->lld_->QueueCommand(cpu, *this, rq);
-  return BlkStatus::kOk;
+  *status = BlkStatus::kOk;
+  co_return;
 }
 
 void ScsiDevice::Complete(sim::Cpu& cpu, Request* rq) {

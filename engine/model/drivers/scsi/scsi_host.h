@@ -97,7 +97,8 @@ class ScsiHost {
 class ScsiDevice final : public BlkMqDriver {
  public:
   ScsiDevice(ScsiHost* host, uint32_t queue_depth) : host_(host), queue_depth_(queue_depth) {}
-  BlkStatus QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last) override;  // scsi_queue_rq
+  sim::Task QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last,
+                    BlkStatus* status) override;                                     // scsi_queue_rq
   void Complete(sim::Cpu& cpu, Request* rq) override;                               // scsi_complete
   bool has_budget() const override { return true; }
   bool GetBudget(sim::Cpu& cpu, RequestQueue* q) override;  // scsi_mq_get_budget
