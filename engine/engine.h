@@ -36,6 +36,7 @@
 #include "engine/stats/job_stats.h"
 #include "engine/stats/kernel_report.h"
 #include "engine/workload/job_parser.h"
+#include "engine/workload/t_io_uring.h"
 
 namespace blklab {
 
@@ -217,6 +218,50 @@ absl::Status ValidateRun(const RunRequest& request);
 
 absl::StatusOr<RunResult> RunFio(const RunRequest& request, const SnapshotFn& on_snapshot = nullptr,
                                  const std::atomic<bool>* cancel = nullptr);
+
+// --- t/io_uring (blklab io_uring) ---------------------------------------------
+
+// fio's t/io_uring benchmark on a simulated host: its threads and loop
+// (job/t_io_uring_thread.h) against the host's devices named as files.
+struct IoUringRunRequest {
+  host::HostSpec host;
+  workload::TioUringSpec spec;
+  // CPUs the submitter threads run on, round robin (taskset -c LIST); empty:
+  // thread i on CPU i (mod the host's CPU count).
+  std::vector<uint32_t> cpus;
+  uint64_t seed = 0;
+  RunLimits limits;
+};
+
+// One second of virtual time: the deltas the tool prints (submitted IOs,
+// io_uring_enter calls, reaped CQEs), summed over threads.
+struct IoUringSecond {
+  uint64_t done = 0;
+  uint64_t calls = 0;
+  uint64_t reaps = 0;
+};
+
+struct IoUringResult {
+  std::vector<IoUringSecond> seconds;     // every whole second simulated
+  std::vector<std::string> thread_files;  // per thread: the last file assigned
+  std::vector<int> thread_cpus;
+  std::vector<stats::LatencyHistogram> latency;  // per thread (-t1)
+  stats::KernelReport kernel;
+  int64_t virtual_ns = 0;
+  bool interrupted = false;  // stopped by `cancel` (t/io_uring: "Exiting on signal")
+};
+
+// Called after each simulated second (t/io_uring's per-second line).
+using IoUringSecondFn = std::function<void(const IoUringSecond&)>;
+
+// Runs -r seconds (or, with -r0, until `cancel` is set: the result then
+// says interrupted). InvalidArgument / Unimplemented name what is wrong:
+// a file that is not a device of the host, a mode blklab does not model;
+// FailedPrecondition carries the tool's own failure lines (polled IO on a
+// device without poll queues). `on_start` runs once the files are open and
+// before any IO, where the tool prints its startup lines.
+absl::StatusOr<IoUringResult> RunIoUring(const IoUringRunRequest& request, const std::function<void()>& on_start,
+                                         const IoUringSecondFn& on_second, const std::atomic<bool>* cancel = nullptr);
 
 // Wall-clock values for fio's header fields; tests pass fixed ones.
 struct WallClock {

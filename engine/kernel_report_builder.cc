@@ -35,12 +35,20 @@ void CollectResults(const RunRequest& req, const Simulation& s, sim::SimTime end
 
 absl::Status BuildKernelReport(const RunRequest& req, Simulation& s, sim::SimTime end, bool final,
                                RunResult& result) {
+  uint64_t total_ios = 0;
+  for (auto& c : result.clones) {
+    total_ios += c.result.dirs[0].total_ios + c.result.dirs[1].total_ios + c.result.dirs[2].total_ios;
+  }
+  return BuildKernelReportFor(req.host.name, s, end, final, total_ios, result.kernel);
+}
+
+absl::Status BuildKernelReportFor(const std::string& host_name, Simulation& s, sim::SimTime end, bool final,
+                                  uint64_t total_ios, stats::KernelReport& k) {
   sim::Machine& m = *s.machine;
   // blklab's kernel report: CPU modes, profile, locks, counters, devices.
-  stats::KernelReport& k = result.kernel;
-  k.host_name = req.host.name;
+  k.host_name = host_name;
   k.elapsed_ns = end;
-  k.events = result.events;
+  k.events = m.sim().events_delivered();
   int64_t sys_ns = 0;
   int used = 0;
   for (int c = 0; c < m.num_cpus(); ++c) {
@@ -100,11 +108,10 @@ absl::Status BuildKernelReport(const RunRequest& req, Simulation& s, sim::SimTim
     if (v == 0) continue;
     k.counters.push_back(stats::CounterRow{model::CounterName(static_cast<model::Counter>(c)), v});
   }
-  k.counters.push_back(stats::CounterRow{"sim_events", result.events});
+  k.counters.push_back(stats::CounterRow{"sim_events", k.events});
   std::sort(k.counters.begin(), k.counters.end(),
             [](const stats::CounterRow& a, const stats::CounterRow& b) { return a.name < b.name; });
-  for (auto& c : result.clones) k.total_ios += c.result.dirs[0].total_ios + c.result.dirs[1].total_ios +
-                                               c.result.dirs[2].total_ios;
+  k.total_ios = total_ios;
   for (size_t dev = 0; dev < s.queues.size(); ++dev) {
     if (s.queues[dev] == nullptr) continue;
     model::RequestQueue& q = *s.queues[dev];

@@ -13,6 +13,9 @@
 #ifndef BLKLAB_ENGINE_KERNEL_REPORT_BUILDER_H_
 #define BLKLAB_ENGINE_KERNEL_REPORT_BUILDER_H_
 
+#include <cstdint>
+#include <string>
+
 #include "absl/status/status.h"
 #include "engine/engine.h"
 #include "engine/topology.h"
@@ -28,6 +31,9 @@ void CollectResults(const RunRequest& req, const Simulation& s, sim::SimTime end
 // and every disk's busy time, and fails Internal if a request was lost.
 absl::Status BuildKernelReport(const RunRequest& req, Simulation& s, sim::SimTime end, bool final,
                                RunResult& result);
+// The same for any workload: `total_ios` completed IOs, on host `host_name`.
+absl::Status BuildKernelReportFor(const std::string& host_name, Simulation& s, sim::SimTime end, bool final,
+                                  uint64_t total_ios, stats::KernelReport& k);
 
 }  // namespace blklab
 

@@ -18,6 +18,8 @@ namespace {
 using workload::IoEngine;
 using workload::JobSpec;
 
+}  // namespace
+
 std::vector<Disk> ListDisks(const host::HostSpec& host) {
   std::vector<Disk> out;
   for (size_t e = 0; e < host.devices.size(); ++e) {
@@ -39,6 +41,8 @@ std::vector<Disk> ListDisks(const host::HostSpec& host) {
   return out;
 }
 
+namespace {
+
 std::string DiskNames(const std::vector<Disk>& disks) {
   std::vector<std::string> names;
   for (const auto& d : disks) names.push_back(d.name);
@@ -54,14 +58,7 @@ absl::StatusOr<int> TargetDisk(const JobSpec& spec, const std::vector<Disk>& dis
         "job '", spec.name, "': filename lists several targets (",
         absl::StrJoin(spec.filenames, ":"), "); blklab runs a job against one device so far"));
   }
-  std::string name = spec.filenames[0];
-  if (absl::StartsWith(name, "/dev/")) name = name.substr(5);
-  for (size_t i = 0; i < disks.size(); ++i) {
-    if (disks[i].name == name) return static_cast<int>(i);
-  }
-  return absl::InvalidArgumentError(absl::StrCat("job '", spec.name, "': filename=", spec.filenames[0],
-                                                 " is not a device of this host; ", "devices: ",
-                                                 DiskNames(disks)));
+  return DiskByName(disks, spec.filenames[0], absl::StrCat("job '", spec.name, "': filename="));
 }
 
 absl::StatusOr<host::Scheduler> SchedulerFromName(const std::string& name) {
@@ -190,6 +187,20 @@ model::QueueConfig QueueConfigFor(const Disk& d) {
   return qc;
 }
 
+}  // namespace
+
+absl::StatusOr<int> DiskByName(const std::vector<Disk>& disks, const std::string& file, const std::string& what) {
+  std::string name = file;
+  if (absl::StartsWith(name, "/dev/")) name = name.substr(5);
+  for (size_t i = 0; i < disks.size(); ++i) {
+    if (disks[i].name == name) return static_cast<int>(i);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, file, " is not a device of this host; devices: ", DiskNames(disks)));
+}
+
+namespace {
+
 uint64_t RegionBytes(const RunPlan& plan, int clone, const JobSpec& spec) {
   const int d = plan.clone_disk[clone];
   return d >= 0 ? plan.disks[d].size_bytes : std::max<uint64_t>(spec.size.bytes, uint64_t{1} << 30);
@@ -253,14 +264,10 @@ absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
   return plan;
 }
 
-absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& req, RunPlan plan) {
-  auto sp = std::make_unique<Simulation>();
-  Simulation& s = *sp;
-  s.plan = std::move(plan);
-
+absl::Status BuildPlatform(const host::HostSpec& host, const std::vector<int>& used, Simulation& s) {
   // Machine: CPUs with their topology and the machine-level prices.
-  BLKLAB_ASSIGN_OR_RETURN(host::CpuTopology topo, host::CpuTopology::Create(req.host.cpus));
-  BLKLAB_ASSIGN_OR_RETURN(s.costs, host::BuildCostTable(req.host));
+  BLKLAB_ASSIGN_OR_RETURN(host::CpuTopology topo, host::CpuTopology::Create(host.cpus));
+  BLKLAB_ASSIGN_OR_RETURN(s.costs, host::BuildCostTable(host));
   std::vector<sim::CpuPlacement> placement(topo.num_cpus());
   for (int c = 0; c < topo.num_cpus(); ++c) {
     const host::CpuInfo& info = topo.cpu(c);
@@ -273,15 +280,15 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
   mc.socket_ns = s.costs.line_transfer_socket;
   mc.context_switch_ns = s.costs.context_switch;
   s.machine = std::make_unique<sim::Machine>(std::move(placement), mc);
-  s.kernel = std::make_unique<model::Kernel>(*s.machine, s.costs, req.host.knobs, req.host.kernel.hz);
+  s.kernel = std::make_unique<model::Kernel>(*s.machine, s.costs, host.knobs, host.kernel.hz);
 
   // Devices the jobs use: one driver instance per host entry with a used disk.
   const std::vector<Disk>& disks = s.plan.disks;
-  s.devices.resize(req.host.devices.size());
+  s.devices.resize(host.devices.size());
   s.queues.assign(disks.size(), nullptr);
   int scsi_hosts = 0;
-  for (size_t e = 0; e < req.host.devices.size(); ++e) {
-    const host::DeviceSpec& spec = req.host.devices[e];
+  for (size_t e = 0; e < host.devices.size(); ++e) {
+    const host::DeviceSpec& spec = host.devices[e];
     model::DeviceBuild build;
     std::vector<int> entry_disks;
     for (size_t i = 0; i < disks.size(); ++i) {
@@ -292,7 +299,7 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
       build.queues.push_back(QueueConfigFor(disks[i]));
     }
     bool any = false;
-    for (int d : s.plan.clone_disk) {
+    for (int d : used) {
       if (d < 0 || disks[d].entry != e) continue;
       if (!any) build.first_used = static_cast<size_t>(disks[d].index);
       any = true;
@@ -306,6 +313,16 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
       s.queues[entry_disks[k]] = s.devices[e]->disk(static_cast<int>(k));
     }
   }
+
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& req, RunPlan plan) {
+  auto sp = std::make_unique<Simulation>();
+  Simulation& s = *sp;
+  s.plan = std::move(plan);
+
+  BLKLAB_RETURN_IF_ERROR(BuildPlatform(req.host, s.plan.clone_disk, s));
 
   // Clones: one simulated fio thread each; stonewall opens a new wave.
   uint32_t wave = 0;

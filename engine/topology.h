@@ -84,6 +84,16 @@ struct Simulation {
 // clones that may start at time 0.
 absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& req, RunPlan plan);
 
+// Every disk of the host, in host order (fio's ioscheduler= not applied).
+std::vector<Disk> ListDisks(const host::HostSpec& host);
+// The disk a file name (/dev/NAME or NAME) names, or InvalidArgument listing
+// the host's disks; `what` prefixes the message.
+absl::StatusOr<int> DiskByName(const std::vector<Disk>& disks, const std::string& name, const std::string& what);
+// The platform of a simulation: the machine and its prices, the kernel, and
+// the driver instances of the disks in `used` (s.plan.disks set; the first
+// use of each device entry decides a shared SCSI host's queue settings).
+absl::Status BuildPlatform(const host::HostSpec& host, const std::vector<int>& used, Simulation& s);
+
 }  // namespace blklab
 
 #endif  // BLKLAB_ENGINE_TOPOLOGY_H_

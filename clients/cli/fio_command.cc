@@ -1,5 +1,7 @@
 #include "clients/cli/fio_command.h"
 
+#include "clients/cli/host_arg.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -140,8 +142,7 @@ absl::Status WriteLogFiles(const std::vector<stats::LogFile>& logs) {
 int RunFioCommand(const std::vector<std::string>& all_args) {
   // The host: --host= wins, then $BLKLAB_HOST (same values), then the
   // embedded default. fio job files cannot name a host.
-  std::string host_arg(host::kDefaultPresetName);
-  if (const char* env = std::getenv("BLKLAB_HOST"); env != nullptr && env[0] != '\0') host_arg = env;
+  std::string host_arg = DefaultHostArg();
   uint64_t seed = 0;
   int perf_top = 0;
   std::vector<std::string> args;
@@ -167,17 +168,8 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   }
 
   // The host: a preset name, or a spec file.
-  absl::StatusOr<host::HostSpec> host = host::GetPreset(host_arg);
-  if (!host.ok()) {
-    absl::StatusOr<std::string> text = util::ReadFileToString(host_arg);
-    if (!text.ok()) {
-      return Fail(absl::InvalidArgumentError("--host=" + host_arg +
-                                             ": neither a preset nor a readable file (" +
-                                             std::string(host.status().message()) + ")"));
-    }
-    host = host::ParseHostSpec(*text);
-    if (!host.ok()) return Fail(absl::InvalidArgumentError(host_arg + ": " + std::string(host.status().message())));
-  }
+  absl::StatusOr<host::HostSpec> host = LoadHost(host_arg);
+  if (!host.ok()) return Fail(host.status());
 
   // Locally, job files come from disk and ${VAR} from the environment, as with fio.
   auto read_file = [](const std::string& path) { return util::ReadFileToString(path); };

@@ -1,6 +1,7 @@
 // blklab: the command-line client.
 //
 //   blklab fio [options] [job files]   run fio jobs in-process on a simulated host
+//   blklab io_uring [options] FILES     fio's t/io_uring benchmark, simulated
 //   blklab hosts list                  list the built-in host presets
 //   blklab hosts show NAME             print a preset's YAML
 //
@@ -14,6 +15,7 @@
 
 #include "absl/strings/match.h"
 #include "clients/cli/fio_command.h"
+#include "clients/cli/io_uring_command.h"
 #include "engine/host/presets.h"
 #ifdef BLKLAB_CLI_REMOTE
 #include "clients/cli/remote.h"
@@ -24,6 +26,8 @@ namespace {
 void Usage(std::ostream& out) {
   out << "usage: blklab fio [--host=PRESET|FILE] [--seed=N] [--perf-top[=N]] [fio options] [job files]\n"
          "       (local runs: the host also from BLKLAB_HOST; --host= wins)\n"
+         "       blklab io_uring [--host=PRESET|FILE] [--cpus=LIST] [--seed=N] [--output-format=normal|json]\n"
+         "             [t/io_uring options: -d -s -c -b -p -B -F -n -N -O -t -T -r -R -a -S -X -P -u -D] FILES\n"
          "       blklab hosts list\n"
          "       blklab hosts show NAME\n"
          "remote (blklabd), ADDR also from BLKLAB_SERVER, the token from BLKLAB_TOKEN:\n"
@@ -118,6 +122,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (cmd == "fio") return blklab::cli::RunFioCommand(rest);
+  if (cmd == "io_uring") return blklab::cli::RunIoUringCommand(rest);
   if (cmd == "hosts") return Hosts(rest);
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     Usage(std::cout);

@@ -77,6 +77,9 @@ class PtrRing {
 struct IoU {
   enum class State : uint8_t { kFree, kQueued, kInFlight, kCompleted };
   model::Bio bio;
+  model::RequestQueue* queue = nullptr;  // the disk it goes to
+  uint32_t file = 0;                     // the thread's file index (t/io_uring)
+  uint32_t tag = 0;                      // t/io_uring's clock-batch index
   State state = State::kFree;
   stats::Dir dir = stats::Dir::kRead;
   sim::SimTime start_time = 0;   // prepared (fio's io_u->start_time)
@@ -91,6 +94,8 @@ struct IoContext {
   sim::Thread& thread;             // the fio thread
   model::RequestQueue* queue;      // its disk (null for fio's null engine)
   const workload::JobSpec& spec;
+  // Every disk the thread's I/O goes to (IOPOLL polls each); empty: queue.
+  std::vector<model::RequestQueue*> queues;
   PtrRing<IoU> completed;          // completions ready to reap, in order
   uint32_t in_flight = 0;          // fio's cur_depth: prepared and not reaped
   bool waiting = false;            // sleeping for completions
@@ -120,8 +125,10 @@ class IoEngineModel {
   // bio->bi_end_io for `u` on `cpu`, with the bio's status.
   virtual void Complete(sim::Cpu& cpu, IoU* u, model::BlkStatus status) = 0;
   // Returns once at least `min` completions are in ctx.completed (or no
-  // more can come); charges the reaping call for up to `max` events.
-  virtual sim::Task GetEvents(uint32_t min, uint32_t max) = 0;
+  // more can come); charges the reaping call for up to `max` events, unless
+  // `in_call`: already inside the submitting syscall (io_uring_enter with
+  // to_submit and GETEVENTS at once, as t/io_uring calls it).
+  virtual sim::Task GetEvents(uint32_t min, uint32_t max, bool in_call = false) = 0;
   // Completions are read in user space (the CQ ring, fio's null engine):
   // reaping needs no kernel entry when enough are there.
   virtual bool reaps_in_user_space() const { return false; }
@@ -176,7 +183,7 @@ sim::Task SubmitBatch(IoContext& ctx, std::vector<IoU*>& batch, sim::FnId syscal
   for (IoU* u : batch) {
     per_io(u);
     u->state = IoU::State::kInFlight;
-    co_await ctx.queue->SubmitBio(ctx.cpu, &u->bio, p);
+    co_await u->queue->SubmitBio(ctx.cpu, &u->bio, p);
   }
   if (p != nullptr) co_await model::RequestQueue::FlushPlug(ctx.cpu, p, false);
   after();

@@ -83,6 +83,7 @@ JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, workl
   for (uint32_t i = 0; i < depth; ++i) {
     io_us_[i].bio.owner = this;
     io_us_[i].bio.cookie = i;
+    io_us_[i].queue = config.queue;
     free_.push_back(&io_us_[depth - 1 - i]);
   }
   batch_submit_ = spec_.iodepth_batch_submit == 0 ? depth : std::min(spec_.iodepth_batch_submit, depth);

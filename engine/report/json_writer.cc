@@ -149,7 +149,10 @@ Json JobObject(const ReportInput& input, const ReportEntry& e, bool json_plus) {
   return j;
 }
 
-Json KernelObject(const stats::KernelReport& k) {
+
+}  // namespace
+
+Json KernelReportJson(const stats::KernelReport& k) {
   Json o = Json::Object();
   o.Add("host", k.host_name);
   o.AddInt("elapsed_ns", k.elapsed_ns);
@@ -202,8 +205,6 @@ Json KernelObject(const stats::KernelReport& k) {
   return o;
 }
 
-}  // namespace
-
 std::string WriteJson(const ReportInput& input, bool json_plus) {
   Json root = Json::Object();
   root.Add("fio version", input.fio_version);
@@ -231,7 +232,7 @@ std::string WriteJson(const ReportInput& input, bool json_plus) {
     }
     root.Add("disk_util", std::move(disks));
   }
-  if (input.kernel.has_value()) root.Add("blklab", KernelObject(*input.kernel));
+  if (input.kernel.has_value()) root.Add("blklab", KernelReportJson(*input.kernel));
   return root.Print() + "\n";
 }
 

@@ -23,9 +23,12 @@ void ProfileRows(const stats::KernelReport& k, int top_n, std::string* out) {
   for (size_t i = 0; i < n; ++i) {
     const stats::ProfileRow& p = k.profile[i];
     const bool user = p.mode == stats::CpuMode::kUser;
+    // User-space rows are named "program:function"; the program is perf's
+    // shared object.
+    const size_t colon = p.function.find(':');
+    const std::string object = !user ? "[kernel]" : colon == std::string::npos ? "fio" : p.function.substr(0, colon);
     absl::StrAppend(out, absl::StrFormat("  %7.2f%%  %-7s  %-13s  %s %s\n", p.share_pct,
-                                         stats::CpuModeName(p.mode), user ? "fio" : "[kernel]",
-                                         user ? "[.]" : "[k]", p.function));
+                                         stats::CpuModeName(p.mode), object, user ? "[.]" : "[k]", p.function));
   }
 }
 

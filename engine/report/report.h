@@ -32,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "engine/report/json.h"
 #include "engine/stats/job_stats.h"
 #include "engine/stats/kernel_report.h"
 
@@ -159,6 +160,9 @@ struct OutputFormats {
 absl::StatusOr<OutputFormats> ParseOutputFormats(absl::string_view spec);
 // All selected formats in fio's order: terse, json, normal.
 std::string WriteReport(const ReportInput& input, const OutputFormats& formats);
+
+// blklab's kernel report as the JSON object under the "blklab" key.
+Json KernelReportJson(const stats::KernelReport& kernel);
 
 // blklab's extra normal-output sections (CPU modes, profile, locks).
 std::string WriteKernelSections(const stats::KernelReport& kernel);

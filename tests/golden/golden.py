@@ -7,7 +7,8 @@ Usage:
   tests/golden/golden.py BLKLAB NAME...     only the named scenarios
 
 Each line of tests/golden/scenarios.txt is `NAME ARGS...`; the scenario runs
-`BLKLAB fio ARGS --output-format=json` in a scratch directory (paths in ARGS
+`BLKLAB fio ARGS --output-format=json` (or `BLKLAB io_uring ...` when ARGS
+start with io_uring) in a scratch directory (paths in ARGS
 are relative to the repository) with SOURCE_DATE_EPOCH pinned, and its
 standard output must equal tests/golden/expected/NAME.json: fio's JSON and
 blklab's kernel report (profile, locks, counters, CPU modes, devices). A
@@ -54,7 +55,10 @@ def run(blklab, args):
     env = {k: v for k, v in os.environ.items() if not k.startswith("BLKLAB_")}
     env["SOURCE_DATE_EPOCH"] = "1700000000"
     with tempfile.TemporaryDirectory(prefix="blklab-golden-") as scratch:
-        cmd = [blklab, "fio"] + [absolutize(a) for a in args] + ["--output-format=json"]
+        # `NAME io_uring ARGS` runs `blklab io_uring` (t/io_uring); else `blklab fio`.
+        sub = ["io_uring"] if args and args[0] == "io_uring" else ["fio"]
+        rest = args[1:] if sub == ["io_uring"] else args
+        cmd = [blklab] + sub + [absolutize(a) for a in rest] + ["--output-format=json"]
         p = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
         return None, "exit %d: %s" % (p.returncode, p.stderr.strip()[:2000])

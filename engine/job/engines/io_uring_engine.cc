@@ -75,16 +75,24 @@ class IoUringEngine final : public IoEngineModel {
     ctx_.WakeWaiter(cpu);
   }
 
-  sim::Task GetEvents(uint32_t min, uint32_t max) override {
+  sim::Task GetEvents(uint32_t min, uint32_t max, bool in_call) override {
     const auto& c = ctx_.kernel.costs();
     if (ctx_.spec.engine_flags.hipri && ctx_.completed.size() < min) {
       // IOPOLL: io_uring_enter(GETEVENTS) -> io_iopoll_check: spin on the
-      // poll queue until enough completions, no interrupt, no sleep.
-      ctx_.cpu.Charge(fn_io_uring_enter_, c.syscall_entry_exit);
+      // poll queues until enough completions, no interrupt, no sleep.
+      if (!in_call) ctx_.cpu.Charge(fn_io_uring_enter_, c.syscall_entry_exit);
       while (ctx_.completed.size() < min) {
         co_await ctx_.cpu.Sync();
         int n = 0;
-        co_await ctx_.queue->Poll(ctx_.cpu, &n);
+        if (ctx_.queues.empty()) {
+          co_await ctx_.queue->Poll(ctx_.cpu, &n);
+        } else {
+          for (model::RequestQueue* q : ctx_.queues) {
+            int k = 0;
+            co_await q->Poll(ctx_.cpu, &k);
+            n += k;
+          }
+        }
         if (!reissue_.empty()) co_await Reissue();
         if (n == 0 && ctx_.completed.size() < min && ctx_.in_flight == ctx_.completed.size()) break;
       }
@@ -92,7 +100,7 @@ class IoUringEngine final : public IoEngineModel {
     }
     // The CQ ring is read from user space; enter the kernel only to wait.
     if (ctx_.completed.size() < min) {
-      ctx_.cpu.Charge(fn_io_uring_enter_, c.syscall_entry_exit);
+      if (!in_call) ctx_.cpu.Charge(fn_io_uring_enter_, c.syscall_entry_exit);
       co_await ctx_.cpu.Sync();
       RunTaskWork();
       co_await ctx_.SleepUntilCompleted(min, [this] { RunTaskWork(); });  // io_cqring_wait
@@ -118,7 +126,7 @@ class IoUringEngine final : public IoEngineModel {
     reissuing_.swap(reissue_);
     for (IoU* u : reissuing_) {
       ctx_.cpu.Charge(fn_io_submit_sqes_, c.io_uring_issue_sqe);
-      co_await ctx_.queue->SubmitBio(ctx_.cpu, &u->bio, nullptr);
+      co_await u->queue->SubmitBio(ctx_.cpu, &u->bio, nullptr);
     }
     reissuing_.clear();
   }

@@ -44,9 +44,9 @@ class LibaioEngine final : public IoEngineModel {
     ctx_.WakeWaiter(cpu);
   }
 
-  sim::Task GetEvents(uint32_t min, uint32_t max) override {
+  sim::Task GetEvents(uint32_t min, uint32_t max, bool in_call) override {
     const auto& c = ctx_.kernel.costs();
-    ctx_.cpu.Charge(fn_io_getevents_, c.syscall_entry_exit);
+    if (!in_call) ctx_.cpu.Charge(fn_io_getevents_, c.syscall_entry_exit);
     co_await ctx_.cpu.Sync();
     co_await ctx_.SleepUntilCompleted(min, [] {});
     ctx_.cpu.Charge(fn_read_events_,

@@ -24,7 +24,7 @@ class NullEngine final : public IoEngineModel {
 
   void Complete(sim::Cpu&, IoU*, model::BlkStatus) override {}  // no bios
 
-  sim::Task GetEvents(uint32_t, uint32_t) override { co_return; }
+  sim::Task GetEvents(uint32_t, uint32_t, bool) override { co_return; }
 
  private:
   IoContext& ctx_;

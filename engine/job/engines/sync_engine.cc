@@ -33,7 +33,7 @@ class SyncEngine final : public IoEngineModel {
       // DIO_INLINE_BIO_VECS (4) pages; larger IOs allocate one.
       if (u->bio.bytes > 4 * 4096) cpu.Charge(ctx_.kernel.fn.bio_alloc_bioset, c.bio_alloc_slab);
       u->state = IoU::State::kInFlight;
-      co_await ctx_.queue->SubmitBio(cpu, &u->bio, nullptr);
+      co_await u->queue->SubmitBio(cpu, &u->bio, nullptr);
       co_await cpu.Sync();
       while (u->state != IoU::State::kCompleted) {
         ctx_.waiting = true;
@@ -51,7 +51,7 @@ class SyncEngine final : public IoEngineModel {
   }
 
   // Every I/O completed inside its own call.
-  sim::Task GetEvents(uint32_t, uint32_t) override { co_return; }
+  sim::Task GetEvents(uint32_t, uint32_t, bool) override { co_return; }
 
  private:
   IoContext& ctx_;
