@@ -196,16 +196,24 @@ TEST(SchedRestart, ACompletionReRunsAQueueOutOfDriverTags) {
 
 // --- dispatch busy -----------------------------------------------------------------
 
-// null_blk's bandwidth cap answers BLK_STS_DEV_RESOURCE: the dispatch-busy
-// average rises, and with one hw queue blk_mq_submit_bio then inserts into
-// the software queue and runs the queue instead of issuing directly.
-TEST(DispatchBusy, BusyDriverSendsSubmissionsThroughTheSoftwareQueues) {
-  const RunResult capped =
-      MustRun(NullHost(2, "irqmode: 0, submit_queues: 1, mbps: 200"),
-              {"--name=t", "--ioengine=libaio", "--rw=randread", "--bs=4k", "--iodepth=8",
-               "--numjobs=2", "--runtime=50ms", "--time_based"});
-  EXPECT_GT(CounterOf(capped.kernel, "queue_rq_busy"), 0u) << Describe(capped);
-  EXPECT_GT(CounterOf(capped.kernel, "sw_queue_insert"), 0u) << Describe(capped);
+// A LUN whose budget (cmd_per_lun 4) is far below the job's depth: dispatch
+// leaves requests on hctx->dispatch, the dispatch-busy average rises, and
+// with one hw queue blk_mq_submit_bio then inserts into the software queue
+// and runs the queue from kblockd instead of trying a direct issue (which
+// the kernel keeps for an idle queue).
+TEST(DispatchBusy, BusyQueueSendsSubmissionsThroughTheSoftwareQueues) {
+  const host::HostSpec h = HostFromYaml(
+      "name: busy\n"
+      "cpus: {count: 2}\n"
+      "devices:\n"
+      "  - name: sdb\n"
+      "    hba: {cmd_per_lun: 4, firmware_nsec: 1000, drives: 16, drive_latency_nsec: 50000}\n"
+      "    queue: {scheduler: none}\n");
+  const RunResult r = MustRun(h, {"--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--rw=randread",
+                                  "--bs=4k", "--iodepth=32", "--numjobs=2", "--runtime=20ms", "--time_based"});
+  const uint64_t submitted = CounterOf(r.kernel, "submit_bio");
+  EXPECT_GT(CounterOf(r.kernel, "sw_queue_insert"), submitted / 2) << Describe(r);
+  EXPECT_LT(CounterOf(r.kernel, "direct_issue"), submitted / 10) << Describe(r);
 }
 
 // --- SCSI budgets -------------------------------------------------------------------
