@@ -19,6 +19,7 @@
 #include "engine/util/status_macros.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
+#include "server/proto_time.h"
 
 namespace blklab::server {
 namespace {
@@ -150,15 +151,6 @@ absl::Status DocToMessage(const DocNode& doc, Message* m, const std::string& pat
     }
   }
   return absl::OkStatus();
-}
-
-void SetDuration(int64_t ns, google::protobuf::Duration* d) {
-  d->set_seconds(ns / 1000000000);
-  d->set_nanos(static_cast<int32_t>(ns % 1000000000));
-}
-
-int64_t DurationNs(const google::protobuf::Duration& d) {
-  return d.seconds() * 1000000000 + d.nanos();
 }
 
 void FillLatency(const stats::RunningStat& s, const stats::LatencyHistogram& h,

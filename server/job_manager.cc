@@ -9,20 +9,10 @@
 #include "absl/time/time.h"
 #include "engine/engine.h"
 #include "server/log.h"
+#include "server/proto_time.h"
 
 namespace blklab::server {
 namespace {
-
-void SetTimestamp(absl::Time t, google::protobuf::Timestamp* out) {
-  const int64_t ns = absl::ToUnixNanos(t);
-  out->set_seconds(ns / 1000000000);
-  out->set_nanos(static_cast<int32_t>(ns % 1000000000));
-}
-
-void SetDuration(int64_t ns, google::protobuf::Duration* d) {
-  d->set_seconds(ns / 1000000000);
-  d->set_nanos(static_cast<int32_t>(ns % 1000000000));
-}
 
 // The final snapshot of a stream: the whole job (FULL view).
 v1::Snapshot FinalSnapshot(const v1::Job& job, uint64_t sequence) {

@@ -18,6 +18,7 @@
 #include "engine/host/presets.h"
 #include "google/protobuf/util/field_mask_util.h"
 #include "server/log.h"
+#include "server/proto_time.h"
 #include "server/status_convert.h"
 
 namespace blklab::server {
@@ -27,12 +28,6 @@ grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* ctx, const absl::St
   grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
   r->Finish(ToGrpcStatus(status));
   return r;
-}
-
-void SetNow(google::protobuf::Timestamp* t) {
-  const int64_t ns = absl::ToUnixNanos(absl::Now());
-  t->set_seconds(ns / 1000000000);
-  t->set_nanos(static_cast<int32_t>(ns % 1000000000));
 }
 
 std::string RandomHex(int bytes) {
@@ -80,10 +75,7 @@ v1::Snapshot MergeSnapshots(const v1::Snapshot& older, const v1::Snapshot& newer
   v1::Snapshot m = newer;
   const double a = older.interval().seconds() + older.interval().nanos() * 1e-9;
   const double b = newer.interval().seconds() + newer.interval().nanos() * 1e-9;
-  const int64_t ns = (older.interval().seconds() + newer.interval().seconds()) * 1000000000LL +
-                     older.interval().nanos() + newer.interval().nanos();
-  m.mutable_interval()->set_seconds(ns / 1000000000);
-  m.mutable_interval()->set_nanos(static_cast<int32_t>(ns % 1000000000));
+  SetDuration(DurationNs(older.interval()) + DurationNs(newer.interval()), m.mutable_interval());
   auto merge = [&](const v1::IntervalDirection& x, const v1::IntervalDirection& y, v1::IntervalDirection* out) {
     out->set_ios(x.ios() + y.ios());
     if (a + b > 0) {
@@ -322,7 +314,7 @@ grpc::ServerUnaryReactor* HostServiceImpl::CreateHost(grpc::CallbackServerContex
   v1::Host host;
   host.set_name("hosts/" + req->host_id());
   if (absl::Status s = CanonicalSpec(*spec, host.mutable_spec()); !s.ok()) return Reply(ctx, s);
-  SetNow(host.mutable_create_time());
+  SetTimestamp(absl::Now(), host.mutable_create_time());
   *host.mutable_update_time() = host.create_time();
   host.set_etag(RandomHex(8));
   if (!req->validate_only()) {
@@ -395,7 +387,7 @@ grpc::ServerUnaryReactor* HostServiceImpl::UpdateHost(grpc::CallbackServerContex
   absl::StatusOr<host::HostSpec> spec = HostSpecFromProto(updated.spec(), limits_->host, *id);
   if (!spec.ok()) return Reply(ctx, spec.status());
   if (absl::Status s = CanonicalSpec(*spec, updated.mutable_spec()); !s.ok()) return Reply(ctx, s);
-  SetNow(updated.mutable_update_time());
+  SetTimestamp(absl::Now(), updated.mutable_update_time());
   updated.set_etag(RandomHex(8));
   if (!req->validate_only()) {
     if (absl::Status s = store_->UpdateHost(updated); !s.ok()) return Reply(ctx, s);
@@ -508,7 +500,7 @@ absl::Status JobServiceImpl::DoCreateJob(const v1::CreateJobRequest& req, v1::Jo
   *job.mutable_limits() = in.limits();
   job.set_state(v1::Job::QUEUED);
   if (absl::Status s = HostSpecToProto(*host, job.mutable_resolved_host()); !s.ok()) return s;
-  SetNow(job.mutable_create_time());
+  SetTimestamp(absl::Now(), job.mutable_create_time());
   job.set_request_id(rid);
   if (req.validate_only()) {
     *resp = std::move(job);
@@ -615,8 +607,7 @@ grpc::ServerWriteReactor<v1::Snapshot>* JobServiceImpl::WatchJob(grpc::CallbackS
     };
     return new Reject(id.status());
   }
-  const absl::Duration min_interval = absl::Seconds(req->min_wall_interval().seconds()) +
-                                      absl::Nanoseconds(req->min_wall_interval().nanos());
+  const absl::Duration min_interval = absl::Nanoseconds(DurationNs(req->min_wall_interval()));
   auto* reactor = new WatchReactor(jobs_, &streams_, *id, min_interval);
   reactor->Begin();
   return reactor;

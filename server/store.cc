@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "server/proto_time.h"
 
 namespace blklab::server {
 namespace {
@@ -43,9 +44,7 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state, seq);
 )sql";
 
-int64_t TimestampMs(const google::protobuf::Timestamp& t) {
-  return t.seconds() * 1000 + t.nanos() / 1000000;
-}
+int64_t TimestampMs(const google::protobuf::Timestamp& t) { return absl::ToUnixMillis(TimeFromProto(t)); }
 
 // Mkdir -p.
 absl::Status MakeDirs(const std::string& path) {
@@ -202,11 +201,8 @@ v1::Host ReadHost(sqlite3_stmt* st) {
   v1::Host h;
   h.set_name(absl::StrCat("hosts/", Column(st, 0)));
   h.mutable_spec()->ParseFromString(Column(st, 1));
-  const int64_t c = sqlite3_column_int64(st, 2), u = sqlite3_column_int64(st, 3);
-  h.mutable_create_time()->set_seconds(c / 1000);
-  h.mutable_create_time()->set_nanos(static_cast<int32_t>(c % 1000) * 1000000);
-  h.mutable_update_time()->set_seconds(u / 1000);
-  h.mutable_update_time()->set_nanos(static_cast<int32_t>(u % 1000) * 1000000);
+  SetTimestamp(absl::FromUnixMillis(sqlite3_column_int64(st, 2)), h.mutable_create_time());
+  SetTimestamp(absl::FromUnixMillis(sqlite3_column_int64(st, 3)), h.mutable_update_time());
   h.set_etag(Column(st, 4));
   return h;
 }
