@@ -104,13 +104,6 @@ inline constexpr size_t kSnapshotTopLocks = 10;
 void FillSnapshotInterval(const SnapshotInterval& interval, v1::Snapshot* out);
 
 
-// "jobs/x" -> "x" (InvalidArgument when `name` is not "<collection>/<id>"
-// with a valid id).
-absl::StatusOr<std::string> ParseResourceName(const std::string& name,
-                                              const std::string& collection);
-// [a-z0-9][a-z0-9-]{0,62}.
-bool IsValidResourceId(const std::string& id);
-
 }  // namespace blklab::server
 
 #endif  // BLKLAB_SERVER_CONVERT_H_

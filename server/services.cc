@@ -19,6 +19,7 @@
 #include "google/protobuf/util/field_mask_util.h"
 #include "server/log.h"
 #include "server/proto_time.h"
+#include "server/resource_name.h"
 #include "server/status_convert.h"
 
 namespace blklab::server {
@@ -351,7 +352,9 @@ grpc::ServerUnaryReactor* HostServiceImpl::ListHosts(grpc::CallbackServerContext
   if (!hosts.ok()) return Reply(ctx, hosts.status());
   for (int i = 0; i < static_cast<int>(hosts->size()) && i < size; ++i) *resp->add_hosts() = (*hosts)[i];
   if (static_cast<int>(hosts->size()) > size) {
-    resp->set_next_page_token("h1:" + resp->hosts(size - 1).name().substr(6));
+    absl::StatusOr<std::string> last = ParseResourceName(resp->hosts(size - 1).name(), "hosts");
+    if (!last.ok()) return Reply(ctx, last.status());
+    resp->set_next_page_token("h1:" + *last);
   }
   return Reply(ctx, absl::OkStatus());
 }
