@@ -33,7 +33,9 @@
 #include "server/job_manager.h"
 #include "server/metrics.h"
 #include "server/log.h"
-#include "server/services.h"
+#include "server/host_service.h"
+#include "server/job_service.h"
+#include "server/rpc.h"
 #include "server/store.h"
 #include "engine/util/file.h"
 
@@ -154,9 +156,9 @@ int Run() {
   if (!metrics_listen.empty()) jm.observer = job_metrics.get();
   JobManager jobs(store->get(), jm);
   jobs_ptr = &jobs;
-  Authorizer auth(token);
-  HostServiceImpl host_service(store->get(), &jm.limits, &auth);
-  JobServiceImpl job_service(store->get(), &jobs, &jm.limits, &auth, absl::GetFlag(FLAGS_max_streams));
+  RpcGate gate(token);
+  HostServiceImpl host_service(store->get(), &jm.limits, &gate);
+  JobServiceImpl job_service(store->get(), &jobs, &jm.limits, &gate, absl::GetFlag(FLAGS_max_streams));
 
   std::shared_ptr<grpc::ServerCredentials> creds;
   if (!absl::GetFlag(FLAGS_tls_cert_file).empty() || !absl::GetFlag(FLAGS_tls_key_file).empty()) {
