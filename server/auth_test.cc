@@ -41,7 +41,7 @@ class AuthTest : public ::testing::Test {
     store_ = *std::move(store);
     jobs_.emplace(store_.get(), JobManagerOptions{});  // no workers: nothing runs
     hosts_.emplace(store_.get(), &limits_, &gate_);
-    job_service_.emplace(store_.get(), &*jobs_, &limits_, &gate_, 8);
+    job_service_.emplace(store_.get(), &jobs_->queue(), &limits_, &gate_, 8);
     grpc::EnableDefaultHealthCheckService(true);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
     grpc::ServerBuilder builder;

@@ -410,6 +410,7 @@ absl::StatusOr<PreparedJob> PrepareJob(const v1::Job& job, const host::HostSpec&
   out.request.host = host;
   out.request.jobs = std::move(parsed->jobs);
   out.request.seed = job.seed();
+  out.realtime = job.pace() == v1::Job::REALTIME;
   out.request.limits = out.limits.run;
   // WatchJob intervals: fio's --status-interval, else 1 s of virtual time;
   // slices stay at most 100 ms (cancellation, pacing) and divide it. The
@@ -481,6 +482,8 @@ v1::JobResult BuildJobResult(const RunRequest& request, const RunResult& run, co
   return out;
 }
 
+namespace {
+
 void FillSnapshotInterval(const SnapshotInterval& iv, v1::Snapshot* out) {
   SetDuration(iv.end_ns - iv.start_ns, out->mutable_interval());
   v1::IntervalDirection* dirs[stats::kNumDirs] = {out->mutable_read(), out->mutable_write(),
@@ -522,6 +525,33 @@ void FillSnapshotInterval(const SnapshotInterval& iv, v1::Snapshot* out) {
     row->set_wait_ns(locks[i]->wait_ns);
     row->set_hold_ns(locks[i]->hold_ns);
   }
+}
+
+}  // namespace
+
+v1::Snapshot IntervalSnapshot(const std::string& name, uint64_t sequence, int64_t virtual_ns,
+                              double progress_fraction, int64_t wall_ns, const SnapshotInterval& interval) {
+  v1::Snapshot s;
+  s.set_job(name);
+  s.set_sequence(sequence);
+  s.set_state(v1::Job::RUNNING);
+  SetDuration(virtual_ns, s.mutable_virtual_time());
+  SetDuration(wall_ns, s.mutable_wall_time());
+  s.set_progress_fraction(progress_fraction);
+  FillSnapshotInterval(interval, &s);
+  return s;
+}
+
+v1::Snapshot FinalSnapshot(const v1::Job& job, uint64_t sequence) {
+  v1::Snapshot s;
+  s.set_job(job.name());
+  s.set_sequence(sequence);
+  s.set_state(job.state());
+  if (job.has_result()) *s.mutable_virtual_time() = job.result().virtual_time();
+  *s.mutable_wall_time() = job.wall_time();
+  s.set_progress_fraction(job.state() == v1::Job::SUCCEEDED ? 1.0 : job.progress_fraction());
+  *s.mutable_final_job() = job;
+  return s;
 }
 
 }  // namespace blklab::server

@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "engine/host/presets.h"
 #include "engine/util/status_macros.h"
+#include "server/job_record.h"
 #include "server/log.h"
 #include "server/proto_time.h"
 #include "server/resource_name.h"
@@ -134,7 +135,7 @@ class WatchChannel final : public WatchSink {
 // One WatchJob call (route_guide's Lister pattern). Deletes itself in OnDone.
 class WatchReactor final : public grpc::ServerWriteReactor<v1::Snapshot> {
  public:
-  WatchReactor(JobManager* jobs, std::atomic<int>* streams, std::string id, absl::Duration min_wall_interval)
+  WatchReactor(JobQueue* jobs, std::atomic<int>* streams, std::string id, absl::Duration min_wall_interval)
       : jobs_(jobs), streams_(streams), id_(std::move(id)),
         channel_(std::make_shared<WatchChannel>(this, min_wall_interval)) {}
 
@@ -152,7 +153,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Snapshot> {
   }
 
  private:
-  JobManager* const jobs_;
+  JobQueue* const jobs_;
   std::atomic<int>* const streams_;
   const std::string id_;
   const std::shared_ptr<WatchChannel> channel_;
@@ -277,42 +278,44 @@ absl::Status JobServiceImpl::DoCreateJob(const v1::CreateJobRequest& req, v1::Jo
       return absl::OkStatus();
     }
   }
-  std::string id = req.job_id();
-  if (id.empty()) {
-    id = "j-" + RandomHex(8);
-  } else if (!IsValidResourceId(id)) {
+  JobRecord job;
+  job.id = req.job_id();
+  if (job.id.empty()) {
+    job.id = "j-" + RandomHex(8);
+  } else if (!IsValidResourceId(job.id)) {
     return absl::InvalidArgumentError("job_id: must match [a-z0-9][a-z0-9-]{0,62}");
   }
   const v1::Job& in = req.job();
   BLKLAB_ASSIGN_OR_RETURN(host::HostSpec host, ResolveTarget(in));
   BLKLAB_RETURN_IF_ERROR(PrepareJob(in, host, *limits_).status());
 
-  v1::Job job;
-  job.set_name("jobs/" + id);
+  // The definition: what the client asked for, and the host it resolved to.
+  auto definition = std::make_shared<v1::Job>();
   switch (in.target_case()) {
     case v1::Job::kHost:
-      job.set_host(in.host());
+      definition->set_host(in.host());
       break;
     case v1::Job::kHostSpec:
-      *job.mutable_host_spec() = in.host_spec();
+      *definition->mutable_host_spec() = in.host_spec();
       break;
     default:
-      job.set_preset(in.preset());
+      definition->set_preset(in.preset());
   }
   if (in.has_spec()) {
-    *job.mutable_spec() = in.spec();
+    *definition->mutable_spec() = in.spec();
   } else {
-    *job.mutable_fio() = in.fio();
+    *definition->mutable_fio() = in.fio();
   }
-  job.set_seed(in.seed());
-  job.set_pace(in.pace());
-  *job.mutable_limits() = in.limits();
-  job.set_state(v1::Job::QUEUED);
-  BLKLAB_RETURN_IF_ERROR(HostSpecToProto(host, job.mutable_resolved_host()));
-  SetTimestamp(absl::Now(), job.mutable_create_time());
-  job.set_request_id(rid);
+  definition->set_seed(in.seed());
+  definition->set_pace(in.pace());
+  *definition->mutable_limits() = in.limits();
+  BLKLAB_RETURN_IF_ERROR(HostSpecToProto(host, definition->mutable_resolved_host()));
+  definition->set_request_id(rid);
+  job.definition = std::move(definition);
+  job.state = JobState::kQueued;
+  job.create_time = absl::Now();
   if (req.validate_only()) {
-    *resp = std::move(job);
+    *resp = JobToProto(job);
     return absl::OkStatus();
   }
   if (absl::Status s = jobs_->Submit(job); !s.ok()) {
@@ -328,8 +331,17 @@ absl::Status JobServiceImpl::DoCreateJob(const v1::CreateJobRequest& req, v1::Jo
     return s;
   }
   Log("info", "job_created", {{"job", job.name()}, {"request_id", rid}});
-  *resp = std::move(job);
+  *resp = JobToProto(job);
   return absl::OkStatus();
+}
+
+void JobServiceImpl::FillProgress(v1::Job* job) const {
+  absl::StatusOr<std::string> id = ParseResourceName(job->name(), "jobs");
+  if (!id.ok()) return;
+  const std::optional<JobProgress> progress = jobs_->Progress(*id);
+  if (!progress) return;
+  SetDuration(progress->virtual_ns, job->mutable_progress_virtual_time());
+  job->set_progress_fraction(progress->fraction);
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::CreateJob(grpc::CallbackServerContext* ctx,
@@ -342,7 +354,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* ct
   return gate_->Unary(ctx, [&]() -> absl::Status {
     BLKLAB_ASSIGN_OR_RETURN(std::string id, ParseResourceName(req->name(), "jobs"));
     BLKLAB_ASSIGN_OR_RETURN(*resp, store_->GetJob(id, req->view() != v1::JOB_VIEW_BASIC));
-    jobs_->FillProgress(resp);
+    FillProgress(resp);
     return absl::OkStatus();
   });
 }
@@ -362,7 +374,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* 
         Store::JobPage page,
         store_->ListJobs(filter, before, PageSize(req->page_size()), req->view() == v1::JOB_VIEW_FULL));
     for (v1::Job& j : page.jobs) {
-      jobs_->FillProgress(&j);
+      FillProgress(&j);
       *resp->add_jobs() = std::move(j);
     }
     if (page.more) resp->set_next_page_token(absl::StrCat("j1:", page.last_seq));
@@ -374,8 +386,9 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext*
                                                     const v1::CancelJobRequest* req, v1::Job* resp) {
   return gate_->Unary(ctx, [&]() -> absl::Status {
     BLKLAB_ASSIGN_OR_RETURN(std::string id, ParseResourceName(req->name(), "jobs"));
-    BLKLAB_ASSIGN_OR_RETURN(*resp, jobs_->Cancel(id));
+    BLKLAB_ASSIGN_OR_RETURN(JobRecord job, jobs_->Cancel(id));
     Log("info", "job_cancel_requested", {{"job", req->name()}});
+    *resp = JobToProto(job);
     resp->clear_result();
     return absl::OkStatus();
   });

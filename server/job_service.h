@@ -4,18 +4,19 @@
 // jobs ("jobs/{job}") created from a fio bundle or a structured JobSpec, run
 // in the background by the job manager. Handlers are thin (STYLE.md §3.5):
 // each enters through the RpcGate (server/rpc.h: the auth check,
-// absl::Status -> grpc::Status), converts the request (server/convert.h),
-// calls the store or the JobManager, and converts back. Jobs are read from
-// the store (GetJob, ListJobs), with the live progress of running ones laid
-// over; everything that changes a job goes through the JobManager.
+// absl::Status -> grpc::Status), converts the request (server/convert.h,
+// server/job_record.h), calls the store or the JobQueue, and converts back.
+// Jobs are read from the store (GetJob, ListJobs), with the live progress of
+// running ones laid over; everything that changes a job goes through the
+// JobQueue.
 //
 // WatchJob is a server-streaming write reactor (route_guide's Lister
-// pattern) fed by the job manager's snapshots through a WatchChannel. A slow
+// pattern) fed by the queue's snapshots through a WatchChannel. A slow
 // reader gets merged intervals instead of slowing the run down, and a
 // stream sends at most one snapshot per `min_wall_interval` of wall time.
 //
 // Thread-safety: thread-safe; shared state lives in the Store and the
-//   JobManager, which are thread-safe. The stream count is atomic.
+//   JobQueue, which are thread-safe. The stream count is atomic.
 // Cost: unary handlers do one or a few store statements; CreateJob also
 //   resolves the host and parses the bundle (linear in their size).
 #ifndef BLKLAB_SERVER_JOB_SERVICE_H_
@@ -26,7 +27,7 @@
 #include "absl/status/status.h"
 #include "blklab/v1/service.grpc.pb.h"
 #include "server/convert.h"
-#include "server/job_manager.h"
+#include "server/job_queue.h"
 #include "server/rpc.h"
 #include "server/store.h"
 
@@ -36,7 +37,7 @@ class JobServiceImpl final : public v1::JobService::CallbackService {
  public:
   // `store`, `jobs`, `limits` and `gate` outlive the service. At most
   // `max_streams` WatchJob streams are open at once.
-  JobServiceImpl(Store* store, JobManager* jobs, const JobLimitsConfig* limits, const RpcGate* gate,
+  JobServiceImpl(Store* store, JobQueue* jobs, const JobLimitsConfig* limits, const RpcGate* gate,
                  int max_streams)
       : store_(store), jobs_(jobs), limits_(limits), gate_(gate), max_streams_(max_streams) {}
 
@@ -58,9 +59,11 @@ class JobServiceImpl final : public v1::JobService::CallbackService {
   // The host a new job simulates, from its target (a stored host, an inline
   // spec or a preset), resolved and validated.
   absl::StatusOr<host::HostSpec> ResolveTarget(const v1::Job& job);
+  // Lays the live progress of a QUEUED or RUNNING job over `job`.
+  void FillProgress(v1::Job* job) const;
 
   Store* const store_;
-  JobManager* const jobs_;
+  JobQueue* const jobs_;
   const JobLimitsConfig* const limits_;
   const RpcGate* const gate_;
   const int max_streams_;
