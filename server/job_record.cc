@@ -44,21 +44,7 @@ std::optional<JobState> StateFromProto(v1::Job::State state) {
 
 }  // namespace
 
-const char* JobStateName(JobState state) {
-  switch (state) {
-    case JobState::kQueued:
-      return "QUEUED";
-    case JobState::kRunning:
-      return "RUNNING";
-    case JobState::kSucceeded:
-      return "SUCCEEDED";
-    case JobState::kFailed:
-      return "FAILED";
-    case JobState::kCancelled:
-      return "CANCELLED";
-  }
-  return "STATE_UNSPECIFIED";
-}
+const std::string& JobStateName(JobState state) { return v1::Job::State_Name(StateToProto(state)); }
 
 v1::Job JobToProto(const JobRecord& r) {
   v1::Job job = *r.definition;

@@ -53,7 +53,7 @@ namespace blklab::server {
 enum class JobState { kQueued, kRunning, kSucceeded, kFailed, kCancelled };
 
 // "QUEUED", "RUNNING", ... as the API names the states.
-const char* JobStateName(JobState state);
+const std::string& JobStateName(JobState state);
 
 // How far a run has come: virtual time covered and the fraction of the
 // planned run done, [0, 1] (0 while the end cannot be estimated).
