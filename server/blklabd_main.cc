@@ -33,7 +33,9 @@
 #include "server/job_manager.h"
 #include "server/metrics.h"
 #include "server/log.h"
-#include "server/services.h"
+#include "server/host_service.h"
+#include "server/job_service.h"
+#include "server/rpc.h"
 #include "server/store.h"
 #include "engine/util/file.h"
 
@@ -138,8 +140,8 @@ int Run() {
   auto job_metrics = std::make_shared<JobMetrics>(mo, [&jobs_ptr, store_ptr] {
     ServerGauges g;
     if (jobs_ptr != nullptr) {
-      g.queued = jobs_ptr->queued();
-      g.running = jobs_ptr->running();
+      g.queued = jobs_ptr->queue().queued();
+      g.running = jobs_ptr->queue().running();
       g.workers = jobs_ptr->workers();
     }
     if (absl::StatusOr<std::map<v1::Job::State, int64_t>> c = store_ptr->CountJobsByState(); c.ok()) {
@@ -154,9 +156,9 @@ int Run() {
   if (!metrics_listen.empty()) jm.observer = job_metrics.get();
   JobManager jobs(store->get(), jm);
   jobs_ptr = &jobs;
-  Authorizer auth(token);
-  HostServiceImpl host_service(store->get(), &jm.limits, &auth);
-  JobServiceImpl job_service(store->get(), &jobs, &jm.limits, &auth, absl::GetFlag(FLAGS_max_streams));
+  RpcGate gate(token);
+  HostServiceImpl host_service(store->get(), &jm.limits, &gate);
+  JobServiceImpl job_service(store->get(), &jobs.queue(), &jm.limits, &gate, absl::GetFlag(FLAGS_max_streams));
 
   std::shared_ptr<grpc::ServerCredentials> creds;
   if (!absl::GetFlag(FLAGS_tls_cert_file).empty() || !absl::GetFlag(FLAGS_tls_key_file).empty()) {
@@ -218,7 +220,7 @@ int Run() {
        {"data_dir", data_dir},
        {"auth", token.empty() ? "off" : "bearer"},
        {"tls", absl::GetFlag(FLAGS_tls_cert_file).empty() ? "off" : "on"},
-       {"queued", absl::StrCat(jobs.queued())}});
+       {"queued", absl::StrCat(jobs.queue().queued())}});
 
   // Signals are blocked in every thread (see main) and taken here.
   std::thread signals([&] {

@@ -19,6 +19,7 @@
 #include "engine/util/status_macros.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
+#include "server/proto_time.h"
 
 namespace blklab::server {
 namespace {
@@ -150,15 +151,6 @@ absl::Status DocToMessage(const DocNode& doc, Message* m, const std::string& pat
     }
   }
   return absl::OkStatus();
-}
-
-void SetDuration(int64_t ns, google::protobuf::Duration* d) {
-  d->set_seconds(ns / 1000000000);
-  d->set_nanos(static_cast<int32_t>(ns % 1000000000));
-}
-
-int64_t DurationNs(const google::protobuf::Duration& d) {
-  return d.seconds() * 1000000000 + d.nanos();
 }
 
 void FillLatency(const stats::RunningStat& s, const stats::LatencyHistogram& h,
@@ -418,6 +410,7 @@ absl::StatusOr<PreparedJob> PrepareJob(const v1::Job& job, const host::HostSpec&
   out.request.host = host;
   out.request.jobs = std::move(parsed->jobs);
   out.request.seed = job.seed();
+  out.realtime = job.pace() == v1::Job::REALTIME;
   out.request.limits = out.limits.run;
   // WatchJob intervals: fio's --status-interval, else 1 s of virtual time;
   // slices stay at most 100 ms (cancellation, pacing) and divide it. The
@@ -489,6 +482,8 @@ v1::JobResult BuildJobResult(const RunRequest& request, const RunResult& run, co
   return out;
 }
 
+namespace {
+
 void FillSnapshotInterval(const SnapshotInterval& iv, v1::Snapshot* out) {
   SetDuration(iv.end_ns - iv.start_ns, out->mutable_interval());
   v1::IntervalDirection* dirs[stats::kNumDirs] = {out->mutable_read(), out->mutable_write(),
@@ -532,24 +527,31 @@ void FillSnapshotInterval(const SnapshotInterval& iv, v1::Snapshot* out) {
   }
 }
 
-bool IsValidResourceId(const std::string& id) {
-  if (id.empty() || id.size() > 63) return false;
-  auto ok = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  if (!ok(id[0])) return false;
-  for (char c : id) {
-    if (!ok(c) && c != '-') return false;
-  }
-  return true;
+}  // namespace
+
+v1::Snapshot IntervalSnapshot(const std::string& name, uint64_t sequence, int64_t virtual_ns,
+                              double progress_fraction, int64_t wall_ns, const SnapshotInterval& interval) {
+  v1::Snapshot s;
+  s.set_job(name);
+  s.set_sequence(sequence);
+  s.set_state(v1::Job::RUNNING);
+  SetDuration(virtual_ns, s.mutable_virtual_time());
+  SetDuration(wall_ns, s.mutable_wall_time());
+  s.set_progress_fraction(progress_fraction);
+  FillSnapshotInterval(interval, &s);
+  return s;
 }
 
-absl::StatusOr<std::string> ParseResourceName(const std::string& name, const std::string& collection) {
-  const std::string prefix = collection + "/";
-  if (!absl::StartsWith(name, prefix) || !IsValidResourceId(name.substr(prefix.size()))) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("name: expected \"", collection, "/{id}\" with {id} matching [a-z0-9][a-z0-9-]{0,62}, got \"",
-                     name, "\""));
-  }
-  return name.substr(prefix.size());
+v1::Snapshot FinalSnapshot(const v1::Job& job, uint64_t sequence) {
+  v1::Snapshot s;
+  s.set_job(job.name());
+  s.set_sequence(sequence);
+  s.set_state(job.state());
+  if (job.has_result()) *s.mutable_virtual_time() = job.result().virtual_time();
+  *s.mutable_wall_time() = job.wall_time();
+  s.set_progress_fraction(job.state() == v1::Job::SUCCEEDED ? 1.0 : job.progress_fraction());
+  *s.mutable_final_job() = job;
+  return s;
 }
 
 }  // namespace blklab::server

@@ -71,6 +71,7 @@ EffectiveLimits EffectiveJobLimits(const v1::JobLimits& job, const JobLimitsConf
 struct PreparedJob {
   RunRequest request;
   EffectiveLimits limits;
+  bool realtime = false;  // pace REALTIME: hold virtual time to wall time
 };
 
 // Parses and validates the job's fio bundle against `host` (already
@@ -98,18 +99,16 @@ inline constexpr int64_t kMinStatusIntervalNs = 10'000'000;
 // Locks a WatchJob snapshot lists (Snapshot.top_locks).
 inline constexpr size_t kSnapshotTopLocks = 10;
 
-// Fills a WatchJob snapshot's interval figures (interval length, per
-// direction IOs / rates / clat percentiles, CPU shares, contention, the
-// most contended locks) from the engine's interval view.
-void FillSnapshotInterval(const SnapshotInterval& interval, v1::Snapshot* out);
+// A RUNNING WatchJob snapshot of job `name`: its progress (virtual time
+// covered, fraction done, wall time since the run started) and the interval
+// figures (interval length, per direction IOs / rates / clat percentiles,
+// CPU shares, contention, the most contended locks) of the engine's interval
+// view that closes a status interval.
+v1::Snapshot IntervalSnapshot(const std::string& name, uint64_t sequence, int64_t virtual_ns,
+                              double progress_fraction, int64_t wall_ns, const SnapshotInterval& interval);
 
-
-// "jobs/x" -> "x" (InvalidArgument when `name` is not "<collection>/<id>"
-// with a valid id).
-absl::StatusOr<std::string> ParseResourceName(const std::string& name,
-                                              const std::string& collection);
-// [a-z0-9][a-z0-9-]{0,62}.
-bool IsValidResourceId(const std::string& id);
+// The final snapshot of a stream: the whole job (FULL view) in a final state.
+v1::Snapshot FinalSnapshot(const v1::Job& job, uint64_t sequence);
 
 }  // namespace blklab::server
 

@@ -158,12 +158,5 @@ TEST(ConvertTest, RefusesOptionsTouchingTheMachine) {
   EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(ConvertTest, ResourceNames) {
-  EXPECT_EQ(*ParseResourceName("jobs/abc-1", "jobs"), "abc-1");
-  EXPECT_FALSE(ParseResourceName("jobs/ABC", "jobs").ok());
-  EXPECT_FALSE(ParseResourceName("hosts/abc", "jobs").ok());
-  EXPECT_FALSE(ParseResourceName("jobs/", "jobs").ok());
-}
-
 }  // namespace
 }  // namespace blklab::server

@@ -6,9 +6,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
+#include "server/resource_name.h"
 
 #ifndef BLKLAB_VERSION_STRING
 #define BLKLAB_VERSION_STRING "unknown"
@@ -64,19 +64,22 @@ std::pair<std::string, std::string> SplitLockName(const std::string& name) {
 JobMetrics::JobMetrics(const JobMetricsOptions& options, std::function<ServerGauges()> server_gauges)
     : options_(options), server_gauges_(std::move(server_gauges)) {}
 
-std::string JobMetrics::HostLabel(const v1::Job& job) {
-  switch (job.target_case()) {
+std::string JobMetrics::HostLabel(const JobRecord& job) {
+  const v1::Job& definition = *job.definition;
+  switch (definition.target_case()) {
     case v1::Job::kPreset:
-      return job.preset();
-    case v1::Job::kHost:
-      return std::string(absl::StripPrefix(job.host(), "hosts/"));
+      return definition.preset();
+    case v1::Job::kHost: {
+      absl::StatusOr<std::string> id = ParseResourceName(definition.host(), "hosts");
+      return id.ok() ? *id : definition.host();
+    }
     default:
-      return job.resolved_host().name();
+      return definition.resolved_host().name();
   }
 }
 
-void JobMetrics::JobStarted(const v1::Job& job, const std::string& display_name) {
-  const std::string id(absl::StripPrefix(job.name(), "jobs/"));
+void JobMetrics::JobStarted(const JobRecord& job, const std::string& display_name) {
+  const std::string& id = job.id;
   absl::MutexLock lock(&mu_);
   ExpireLocked(options_.now());  // bounded also when nothing scrapes
   auto it = jobs_.find(id);
@@ -90,8 +93,7 @@ void JobMetrics::JobStarted(const v1::Job& job, const std::string& display_name)
   ++hosts_[s.host].active_jobs;
 }
 
-void JobMetrics::JobProgress(const std::string& job_name, const Snapshot& snap, int64_t wall_ns) {
-  const std::string id(absl::StripPrefix(job_name, "jobs/"));
+void JobMetrics::JobProgress(const std::string& id, const Snapshot& snap, int64_t wall_ns) {
   absl::MutexLock lock(&mu_);
   auto it = jobs_.find(id);
   if (it == jobs_.end() || !it->second.running) return;
@@ -164,8 +166,8 @@ void JobMetrics::JobProgress(const std::string& job_name, const Snapshot& snap, 
   }
 }
 
-void JobMetrics::JobEnded(const v1::Job& job) {
-  const std::string id(absl::StripPrefix(job.name(), "jobs/"));
+void JobMetrics::JobEnded(const JobRecord& job) {
+  const std::string& id = job.id;
   const absl::Time now = options_.now();
   absl::MutexLock lock(&mu_);
   ExpireLocked(now);
@@ -173,9 +175,9 @@ void JobMetrics::JobEnded(const v1::Job& job) {
   if (it == jobs_.end() || !it->second.running) return;
   it->second.running = false;
   it->second.ended = now;
-  it->second.state = job.state() == v1::Job::SUCCEEDED ? "succeeded"
-                     : job.state() == v1::Job::CANCELLED ? "cancelled"
-                                                          : "failed";
+  it->second.state = job.state == JobState::kSucceeded   ? "succeeded"
+                     : job.state == JobState::kCancelled ? "cancelled"
+                                                         : "failed";
   HostHistogram& h = hosts_[it->second.host];
   if (--h.active_jobs == 0) h.idle_since = now;
 }

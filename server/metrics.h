@@ -42,7 +42,8 @@
 #include "engine/engine.h"
 #include "prometheus/collectable.h"
 #include "prometheus/metric_family.h"
-#include "server/job_manager.h"
+#include "server/job_queue.h"
+#include "server/job_record.h"
 
 namespace prometheus {
 class Exposer;
@@ -73,9 +74,9 @@ class JobMetrics : public JobObserver, public prometheus::Collectable {
   JobMetrics(const JobMetricsOptions& options, std::function<ServerGauges()> server_gauges);
 
   // JobObserver.
-  void JobStarted(const v1::Job& job, const std::string& display_name) override;
-  void JobProgress(const std::string& job_name, const Snapshot& snapshot, int64_t wall_ns) override;
-  void JobEnded(const v1::Job& job) override;
+  void JobStarted(const JobRecord& job, const std::string& display_name) override;
+  void JobProgress(const std::string& id, const Snapshot& snapshot, int64_t wall_ns) override;
+  void JobEnded(const JobRecord& job) override;
 
   // prometheus::Collectable: every family of the catalogue except the gRPC
   // ones. Drops expired series first.
@@ -86,7 +87,7 @@ class JobMetrics : public JobObserver, public prometheus::Collectable {
 
   // The label value of a job's host: the preset, the stored host's id, or
   // the inline spec's name.
-  static std::string HostLabel(const v1::Job& job);
+  static std::string HostLabel(const JobRecord& job);
 
  private:
   struct LockTotals {

@@ -4,6 +4,7 @@
 #include "server/metrics.h"
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
 #include "server/grpc_metrics.h"
+#include "server/job_record.h"
 
 namespace blklab::server {
 namespace {
@@ -33,11 +35,13 @@ JobMetricsOptions Options(FakeClock* clock) {
   return o;
 }
 
-v1::Job MakeJob(const std::string& id, const std::string& preset) {
-  v1::Job j;
-  j.set_name("jobs/" + id);
-  j.set_preset(preset);
-  j.set_state(v1::Job::RUNNING);
+JobRecord MakeJob(const std::string& id, const std::string& preset) {
+  auto definition = std::make_shared<v1::Job>();
+  definition->set_preset(preset);
+  JobRecord j;
+  j.id = id;
+  j.definition = std::move(definition);
+  j.state = JobState::kRunning;
   return j;
 }
 
@@ -76,7 +80,7 @@ RunResult RunInto(JobMetrics& m, const std::string& id, const std::vector<std::s
   req.status_interval_ns = 50'000'000;
   m.JobStarted(MakeJob(id, "null-1cpu"), parsed->jobs.jobs.front().name);
   int64_t wall = 0;
-  absl::StatusOr<RunResult> r = RunFio(req, [&](const Snapshot& s) { m.JobProgress("jobs/" + id, s, wall += 1000000); });
+  absl::StatusOr<RunResult> r = RunFio(req, [&](const Snapshot& s) { m.JobProgress(id, s, wall += 1000000); });
   EXPECT_TRUE(r.ok()) << r.status();
   return *std::move(r);
 }
@@ -137,8 +141,8 @@ TEST(JobMetrics, SeriesAgreeWithTheRun) {
   }
 
   // Ended: running drops to 0, the series stay for the retention time.
-  v1::Job done = MakeJob("j1", "null-1cpu");
-  done.set_state(v1::Job::SUCCEEDED);
+  JobRecord done = MakeJob("j1", "null-1cpu");
+  done.state = JobState::kSucceeded;
   m.JobEnded(done);
   clock.now += absl::Seconds(29);
   EXPECT_EQ(Samples(Text(m)).at(R"(blklab_job_running{job_id="j1",host="null-1cpu"})"), 0);
@@ -172,11 +176,13 @@ TEST(JobMetrics, LockSeriesAddUpToTheKernelReport) {
   req.jobs = parsed->jobs;
   req.snapshot_interval_ns = 50'000'000;
   req.status_interval_ns = 50'000'000;
-  v1::Job job;
-  job.set_name("jobs/lk");
-  job.mutable_resolved_host()->set_name("two");
+  auto definition = std::make_shared<v1::Job>();
+  definition->mutable_resolved_host()->set_name("two");
+  JobRecord job;
+  job.id = "lk";
+  job.definition = std::move(definition);
   m.JobStarted(job, "t");
-  absl::StatusOr<RunResult> r = RunFio(req, [&](const Snapshot& s) { m.JobProgress("jobs/lk", s, 1); });
+  absl::StatusOr<RunResult> r = RunFio(req, [&](const Snapshot& s) { m.JobProgress("lk", s, 1); });
   ASSERT_TRUE(r.ok()) << r.status();
   const std::map<std::string, double> s = Samples(Text(m));
   ASSERT_FALSE(r->kernel.locks.empty());
@@ -209,13 +215,13 @@ TEST(JobMetrics, CardinalityIsBoundedByRetention) {
   snap.interval.busy_ns = 1000;
   snap.interval.locks.push_back({"nullb0:ctx->lock", 10, 1, 5, 5, 0});
   m.JobStarted(MakeJob("keep", "default"), "keep");
-  m.JobProgress("jobs/keep", snap, 1);
+  m.JobProgress("keep", snap, 1);
   for (int i = 0; i < 500; ++i) {
     const std::string id = absl::StrCat("j", i);
-    v1::Job j = MakeJob(id, absl::StrCat("host", i % 7));
+    JobRecord j = MakeJob(id, absl::StrCat("host", i % 7));
     m.JobStarted(j, "x");
-    m.JobProgress(j.name(), snap, 1);
-    j.set_state(v1::Job::SUCCEEDED);
+    m.JobProgress(j.id, snap, 1);
+    j.state = JobState::kSucceeded;
     m.JobEnded(j);
     clock.now += absl::Milliseconds(10);
   }
@@ -229,7 +235,7 @@ TEST(JobMetrics, CardinalityIsBoundedByRetention) {
   // many as an exporter that only ever saw that job.
   JobMetrics alone(Options(&clock), nullptr);
   alone.JobStarted(MakeJob("keep", "default"), "keep");
-  alone.JobProgress("jobs/keep", snap, 1);
+  alone.JobProgress("keep", snap, 1);
   EXPECT_EQ(after, Samples(Text(alone)).size()) << "peak " << peak;
   EXPECT_GT(after, base);
 }
@@ -247,9 +253,9 @@ TEST(JobMetrics, ExportedLocksStayExported) {
   snap.clones_running = 1;
   snap.interval.busy_ns = 1000;
   snap.interval.locks = {{"nullb0:a->lock", 10, 1, 50, 0, 0}, {"nullb0:b->lock", 10, 1, 5, 0, 0}};
-  m.JobProgress("jobs/j", snap, 1);
+  m.JobProgress("j", snap, 1);
   snap.interval.locks = {{"nullb0:a->lock", 1, 0, 0, 0, 0}, {"nullb0:b->lock", 10, 5, 500, 0, 0}};
-  m.JobProgress("jobs/j", snap, 2);
+  m.JobProgress("j", snap, 2);
   const std::map<std::string, double> s = Samples(Text(m));
   EXPECT_EQ(s.at(R"(blklab_job_lock_acquisitions_total{job_id="j",host="default",device="nullb0",lock="a->lock"})"), 11);
   EXPECT_EQ(CountPrefix(s, "blklab_job_lock_acquisitions_total{"), 1u);

@@ -13,8 +13,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "engine/util/status_macros.h"
+#include "server/proto_time.h"
+#include "server/resource_name.h"
 
 namespace blklab::server {
 namespace {
@@ -43,9 +45,7 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state, seq);
 )sql";
 
-int64_t TimestampMs(const google::protobuf::Timestamp& t) {
-  return t.seconds() * 1000 + t.nanos() / 1000000;
-}
+int64_t TimestampMs(const google::protobuf::Timestamp& t) { return absl::ToUnixMillis(TimeFromProto(t)); }
 
 // Mkdir -p.
 absl::Status MakeDirs(const std::string& path) {
@@ -180,11 +180,12 @@ absl::StatusOr<sqlite3_stmt*> Store::Prepare(const char* sql) {
 }
 
 absl::Status Store::CreateHost(const v1::Host& host) {
+  BLKLAB_ASSIGN_OR_RETURN(const std::string id, ParseResourceName(host.name(), "hosts"));
   absl::MutexLock lock(&mu_);
   absl::StatusOr<sqlite3_stmt*> st =
       Prepare("INSERT INTO hosts(id, spec, create_ms, update_ms, etag) VALUES(?, ?, ?, ?, ?)");
   if (!st.ok()) return st.status();
-  BindText(*st, 1, std::string(absl::StripPrefix(host.name(), "hosts/")));
+  BindText(*st, 1, id);
   BindBlob(*st, 2, host.spec().SerializeAsString());
   sqlite3_bind_int64(*st, 3, TimestampMs(host.create_time()));
   sqlite3_bind_int64(*st, 4, TimestampMs(host.update_time()));
@@ -202,11 +203,8 @@ v1::Host ReadHost(sqlite3_stmt* st) {
   v1::Host h;
   h.set_name(absl::StrCat("hosts/", Column(st, 0)));
   h.mutable_spec()->ParseFromString(Column(st, 1));
-  const int64_t c = sqlite3_column_int64(st, 2), u = sqlite3_column_int64(st, 3);
-  h.mutable_create_time()->set_seconds(c / 1000);
-  h.mutable_create_time()->set_nanos(static_cast<int32_t>(c % 1000) * 1000000);
-  h.mutable_update_time()->set_seconds(u / 1000);
-  h.mutable_update_time()->set_nanos(static_cast<int32_t>(u % 1000) * 1000000);
+  SetTimestamp(absl::FromUnixMillis(sqlite3_column_int64(st, 2)), h.mutable_create_time());
+  SetTimestamp(absl::FromUnixMillis(sqlite3_column_int64(st, 3)), h.mutable_update_time());
   h.set_etag(Column(st, 4));
   return h;
 }
@@ -225,13 +223,14 @@ absl::StatusOr<v1::Host> Store::GetHost(const std::string& id) {
 }
 
 absl::Status Store::UpdateHost(const v1::Host& host) {
+  BLKLAB_ASSIGN_OR_RETURN(const std::string id, ParseResourceName(host.name(), "hosts"));
   absl::MutexLock lock(&mu_);
   absl::StatusOr<sqlite3_stmt*> st = Prepare("UPDATE hosts SET spec = ?, update_ms = ?, etag = ? WHERE id = ?");
   if (!st.ok()) return st.status();
   BindBlob(*st, 1, host.spec().SerializeAsString());
   sqlite3_bind_int64(*st, 2, TimestampMs(host.update_time()));
   BindText(*st, 3, host.etag());
-  BindText(*st, 4, std::string(absl::StripPrefix(host.name(), "hosts/")));
+  BindText(*st, 4, id);
   if (sqlite3_step(*st) != SQLITE_DONE) return Error("update host");
   if (sqlite3_changes(db_) == 0) return absl::NotFoundError(host.name() + " not found");
   return absl::OkStatus();
@@ -262,13 +261,14 @@ absl::StatusOr<std::vector<v1::Host>> Store::ListHosts(const std::string& after_
 }
 
 absl::Status Store::InsertJob(const v1::Job& job) {
+  BLKLAB_ASSIGN_OR_RETURN(const std::string id, ParseResourceName(job.name(), "jobs"));
   absl::MutexLock lock(&mu_);
   absl::StatusOr<sqlite3_stmt*> st = Prepare(
       "INSERT INTO jobs(id, request_id, host, preset, state, create_ms, job) VALUES(?, ?, ?, ?, ?, ?, ?)");
   if (!st.ok()) return st.status();
   v1::Job copy = job;
   copy.clear_result();
-  BindText(*st, 1, std::string(absl::StripPrefix(job.name(), "jobs/")));
+  BindText(*st, 1, id);
   if (job.request_id().empty()) {
     sqlite3_bind_null(*st, 2);
   } else {
@@ -284,10 +284,10 @@ absl::Status Store::InsertJob(const v1::Job& job) {
 }
 
 absl::Status Store::UpdateJob(const v1::Job& job) {
+  BLKLAB_ASSIGN_OR_RETURN(const std::string id, ParseResourceName(job.name(), "jobs"));
   absl::MutexLock lock(&mu_);
   v1::Job copy = job;
   copy.clear_result();
-  const std::string id(absl::StripPrefix(job.name(), "jobs/"));
   absl::StatusOr<sqlite3_stmt*> st;
   if (job.has_result()) {
     // State and result in one statement: never SUCCEEDED without a result.

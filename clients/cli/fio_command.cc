@@ -139,33 +139,73 @@ absl::Status WriteLogFiles(const std::vector<stats::LogFile>& logs) {
 
 }  // namespace
 
+absl::StatusOr<BlklabOptions> SplitBlklabOptions(const std::vector<std::string>& args, RunSite site) {
+  BlklabOptions out;
+  for (const std::string& a : args) {
+    if (absl::StartsWith(a, "--host=")) {
+      out.host = a.substr(7);
+    } else if (absl::StartsWith(a, "--seed=")) {
+      if (!absl::SimpleAtoi(a.substr(7), &out.seed)) {
+        return absl::InvalidArgumentError("--seed: not an unsigned integer: " + a.substr(7));
+      }
+    } else if (absl::StartsWith(a, "--pace=")) {
+      const std::string v = a.substr(7);
+      if (site == RunSite::kLocal) {
+        return absl::InvalidArgumentError(
+            "--pace: only with --server (a paced job runs on blklabd so that its metrics can be watched live)");
+      }
+      if (v != "realtime" && v != "fast") {
+        return absl::InvalidArgumentError("--pace: expected realtime or fast, got " + v);
+      }
+      out.realtime = v == "realtime";
+    } else if (a == "--perf-top" || absl::StartsWith(a, "--perf-top=")) {
+      if (site == RunSite::kRemote) {
+        return absl::UnimplementedError(
+            "--perf-top: not available with --server (the result carries the profile rows: "
+            "blklab jobs get ID --json)");
+      }
+      out.perf_top = 25;
+      if (a != "--perf-top" && (!absl::SimpleAtoi(a.substr(11), &out.perf_top) || out.perf_top <= 0)) {
+        return absl::InvalidArgumentError("--perf-top: not a positive integer: " + a.substr(11));
+      }
+    } else {
+      out.fio_args.push_back(a);
+    }
+  }
+  return out;
+}
+
+report::OutputFormats SelectedFormats(const workload::FioInvocation& invocation) {
+  report::OutputFormats formats;
+  for (workload::OutputFormat f : invocation.output_formats) {
+    switch (f) {
+      case workload::OutputFormat::kNormal:
+        formats.normal = true;
+        break;
+      case workload::OutputFormat::kTerse:
+        formats.terse = true;
+        break;
+      case workload::OutputFormat::kJson:
+        formats.json = true;
+        break;
+      case workload::OutputFormat::kJsonPlus:
+        formats.json_plus = true;
+        break;
+    }
+  }
+  return formats;
+}
+
 int RunFioCommand(const std::vector<std::string>& all_args) {
+  absl::StatusOr<BlklabOptions> options = SplitBlklabOptions(all_args, RunSite::kLocal);
+  if (!options.ok()) return Fail(options.status());
   // The host: --host= wins, then $BLKLAB_HOST (same values), then the
   // embedded default. fio job files cannot name a host.
   std::string host_arg = DefaultHostArg();
-  uint64_t seed = 0;
-  int perf_top = 0;
-  std::vector<std::string> args;
-  for (const std::string& a : all_args) {
-    if (absl::StartsWith(a, "--host=")) {
-      host_arg = a.substr(7);
-    } else if (absl::StartsWith(a, "--seed=")) {
-      if (!absl::SimpleAtoi(a.substr(7), &seed)) {
-        return Fail(absl::InvalidArgumentError("--seed: not an unsigned integer: " + a.substr(7)));
-      }
-    } else if (absl::StartsWith(a, "--pace=")) {
-      return Fail(absl::InvalidArgumentError(
-          "--pace: only with --server (a paced job runs on blklabd so that its metrics can be watched live)"));
-    } else if (a == "--perf-top") {
-      perf_top = 25;
-    } else if (absl::StartsWith(a, "--perf-top=")) {
-      if (!absl::SimpleAtoi(a.substr(11), &perf_top) || perf_top <= 0) {
-        return Fail(absl::InvalidArgumentError("--perf-top: not a positive integer: " + a.substr(11)));
-      }
-    } else {
-      args.push_back(a);
-    }
-  }
+  if (options->host) host_arg = *options->host;
+  const uint64_t seed = options->seed;
+  const int perf_top = options->perf_top;
+  const std::vector<std::string>& args = options->fio_args;
 
   // The host: a preset name, or a spec file.
   absl::StatusOr<host::HostSpec> host = LoadHost(host_arg);
@@ -205,23 +245,7 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   for (const std::string& w : parsed->jobs.warnings) std::cerr << "blklab fio: warning: " << w << "\n";
   if (inv.parse_only) return 0;
 
-  report::OutputFormats formats;
-  for (workload::OutputFormat f : inv.output_formats) {
-    switch (f) {
-      case workload::OutputFormat::kNormal:
-        formats.normal = true;
-        break;
-      case workload::OutputFormat::kTerse:
-        formats.terse = true;
-        break;
-      case workload::OutputFormat::kJson:
-        formats.json = true;
-        break;
-      case workload::OutputFormat::kJsonPlus:
-        formats.json_plus = true;
-        break;
-    }
-  }
+  const report::OutputFormats formats = SelectedFormats(inv);
 
   // Everything (the preamble, interim and final reports) goes to --output
   // or stdout.

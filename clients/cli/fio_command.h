@@ -26,14 +26,42 @@
 #ifndef BLKLAB_CLIENTS_CLI_FIO_COMMAND_H_
 #define BLKLAB_CLIENTS_CLI_FIO_COMMAND_H_
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/report/report.h"
+#include "engine/workload/job_parser.h"
 
 namespace blklab::cli {
 
 // Returns the process exit code; output goes to stdout (or --output), errors
 // to stderr.
 int RunFioCommand(const std::vector<std::string>& args);
+
+// blklab's own options of `blklab fio`, taken out of the command line, and
+// fio's arguments that are left, in order.
+struct BlklabOptions {
+  std::optional<std::string> host;  // --host=PRESET|FILE (remote: also hosts/NAME)
+  uint64_t seed = 0;                // --seed=N
+  bool realtime = false;            // --pace=realtime|fast (remote runs only)
+  int perf_top = 0;                 // --perf-top[=N] rows, 0: off (local runs only)
+  std::vector<std::string> fio_args;
+};
+
+// Where the jobs run: in-process, or on blklabd (`--server`).
+enum class RunSite { kLocal, kRemote };
+
+// Splits `args` into blklab's options and fio's arguments. The first bad
+// option, in argument order, is the error: InvalidArgument for a bad value
+// or for --pace in a local run, Unimplemented for --perf-top in a remote
+// one (the result carries the profile rows instead).
+absl::StatusOr<BlklabOptions> SplitBlklabOptions(const std::vector<std::string>& args, RunSite site);
+
+// The output formats fio's command line selects (--output-format).
+report::OutputFormats SelectedFormats(const workload::FioInvocation& invocation);
 
 }  // namespace blklab::cli
 

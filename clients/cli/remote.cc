@@ -111,6 +111,22 @@ std::vector<std::string> HostRow(const v1::Host& h) {
 }
 const std::vector<std::string> kHostHeader = {"NAME", "CPUS", "DEVICES", "UPDATED", "DESCRIPTION"};
 
+// Every item of a paged List call: `fetch(token, &page)` gets the page
+// after `token` ("" for the first). The items of all pages are appended to
+// `*all`, whose next_page_token stays empty.
+template <typename Response, typename Fetch>
+grpc::Status ListAll(Fetch fetch, Response* all) {
+  std::string token;
+  do {
+    Response page;
+    if (grpc::Status s = fetch(token, &page); !s.ok()) return s;
+    token = page.next_page_token();
+    page.clear_next_page_token();
+    all->MergeFrom(page);
+  } while (!token.empty());
+  return grpc::Status::OK;
+}
+
 int Hosts(RemoteClient& c, const std::vector<std::string>& args) {
   const std::string usage = "hosts list | get NAME | create NAME FILE | delete NAME | presets  [--json]";
   const Parsed p = ParseArgs(args);
@@ -120,16 +136,14 @@ int Hosts(RemoteClient& c, const std::vector<std::string>& args) {
   const std::string prefix = "blklab hosts " + sub;
   if (sub == "list" && p.positional.size() == 1) {
     v1::ListHostsResponse all;
-    std::string token;
-    do {
-      v1::ListHostsRequest req;
-      req.set_page_token(token);
-      v1::ListHostsResponse resp;
-      grpc::Status s = c.hosts().ListHosts(c.NewContext().get(), req, &resp);
-      if (!s.ok()) return ReportStatus(prefix, s);
-      for (const v1::Host& h : resp.hosts()) *all.add_hosts() = h;
-      token = resp.next_page_token();
-    } while (!token.empty());
+    grpc::Status s = ListAll(
+        [&](const std::string& token, v1::ListHostsResponse* page) {
+          v1::ListHostsRequest req;
+          req.set_page_token(token);
+          return c.hosts().ListHosts(c.NewContext().get(), req, page);
+        },
+        &all);
+    if (!s.ok()) return ReportStatus(prefix, s);
     if (p.json) {
       std::cout << ToJson(all);
       return 0;
@@ -166,9 +180,7 @@ int Hosts(RemoteClient& c, const std::vector<std::string>& args) {
     std::ostringstream text;
     text << in.rdbuf();
     v1::CreateHostRequest req;
-    std::string id = p.positional[1];
-    if (absl::StartsWith(id, "hosts/")) id = id.substr(6);
-    req.set_host_id(id);
+    req.set_host_id(ResourceId("hosts", p.positional[1]));
     req.set_spec_text(text.str());
     v1::Host h;
     grpc::Status s = c.hosts().CreateHost(c.NewContext().get(), req, &h);
@@ -228,18 +240,16 @@ int Jobs(RemoteClient& c, const std::vector<std::string>& args) {
       terms.push_back("host = \"" + ResourceName("hosts", it->second) + "\"");
     }
     v1::ListJobsResponse all;
-    std::string token;
-    do {
-      v1::ListJobsRequest req;
-      req.set_filter(absl::StrJoin(terms, " AND "));
-      req.set_page_token(token);
-      req.set_page_size(1000);
-      v1::ListJobsResponse resp;
-      grpc::Status s = c.jobs().ListJobs(c.NewContext().get(), req, &resp);
-      if (!s.ok()) return ReportStatus(prefix, s);
-      for (const v1::Job& j : resp.jobs()) *all.add_jobs() = j;
-      token = resp.next_page_token();
-    } while (!token.empty());
+    grpc::Status s = ListAll(
+        [&](const std::string& token, v1::ListJobsResponse* page) {
+          v1::ListJobsRequest req;
+          req.set_filter(absl::StrJoin(terms, " AND "));
+          req.set_page_token(token);
+          req.set_page_size(1000);
+          return c.jobs().ListJobs(c.NewContext().get(), req, page);
+        },
+        &all);
+    if (!s.ok()) return ReportStatus(prefix, s);
     if (p.json) {
       std::cout << ToJson(all);
       return 0;

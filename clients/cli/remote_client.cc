@@ -8,6 +8,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "engine/util/file.h"
@@ -108,6 +109,10 @@ std::string ToJson(const google::protobuf::Message& message, bool indent) {
 std::string ResourceName(const std::string& collection, const std::string& id_or_name) {
   if (absl::StartsWith(id_or_name, collection + "/")) return id_or_name;
   return collection + "/" + id_or_name;
+}
+
+std::string ResourceId(const std::string& collection, const std::string& id_or_name) {
+  return std::string(absl::StripPrefix(id_or_name, collection + "/"));
 }
 
 }  // namespace blklab::cli

@@ -72,6 +72,8 @@ std::string ToJson(const google::protobuf::Message& message, bool indent = true)
 
 // "jobs/x" for "x" or "jobs/x" (likewise for hosts).
 std::string ResourceName(const std::string& collection, const std::string& id_or_name);
+// The inverse: "x" for "x" or "jobs/x".
+std::string ResourceId(const std::string& collection, const std::string& id_or_name);
 
 }  // namespace blklab::cli
 

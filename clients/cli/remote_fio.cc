@@ -30,6 +30,7 @@
 #include "engine/host/presets.h"
 #include "engine/report/num2str.h"
 #include "google/protobuf/util/json_util.h"
+#include "server/status_convert.h"
 
 namespace blklab::cli {
 namespace {
@@ -272,62 +273,27 @@ int JobExit(const std::string& prefix, const v1::Job& job) {
 }
 
 int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args) {
-  std::string host_arg(host::kDefaultPresetName);
-  uint64_t seed = 0;
-  v1::Job::Pace pace = v1::Job::AS_FAST_AS_POSSIBLE;
-  std::vector<std::string> args;
-  for (const std::string& a : all_args) {
-    if (absl::StartsWith(a, "--host=")) {
-      host_arg = a.substr(7);
-    } else if (absl::StartsWith(a, "--seed=")) {
-      if (!absl::SimpleAtoi(a.substr(7), &seed)) {
-        return Exit(grpc::StatusCode::INVALID_ARGUMENT, "--seed: not an unsigned integer: " + a.substr(7));
-      }
-    } else if (absl::StartsWith(a, "--pace=")) {
-      const std::string v = a.substr(7);
-      if (v == "realtime") {
-        pace = v1::Job::REALTIME;
-      } else if (v == "fast") {
-        pace = v1::Job::AS_FAST_AS_POSSIBLE;
-      } else {
-        return Exit(grpc::StatusCode::INVALID_ARGUMENT, "--pace: expected realtime or fast, got " + v);
-      }
-    } else if (a == "--perf-top" || absl::StartsWith(a, "--perf-top=")) {
-      return Exit(grpc::StatusCode::UNIMPLEMENTED,
-                  "--perf-top: not available with --server (the result carries the profile rows: "
-                  "blklab jobs get ID --json)");
-    } else {
-      args.push_back(a);
-    }
-  }
+  absl::StatusOr<BlklabOptions> options = SplitBlklabOptions(all_args, RunSite::kRemote);
+  if (!options.ok()) return Exit(server::ToGrpcCode(options.status().code()), std::string(options.status().message()));
+  // Remote runs take --host only (not $BLKLAB_HOST).
+  const std::string host_arg = options->host.value_or(std::string(host::kDefaultPresetName));
+  const uint64_t seed = options->seed;
+  const v1::Job::Pace pace = options->realtime ? v1::Job::REALTIME : v1::Job::AS_FAST_AS_POSSIBLE;
+  const std::vector<std::string>& args = options->fio_args;
 
   // Informational options run nothing: answered locally, as without --server.
   absl::StatusOr<workload::FioInvocation> pre = workload::ParseFioArgs(args);
   if (pre.ok() && (pre->version || pre->cmdhelp.has_value() || pre->enghelp.has_value() || pre->showcmd)) {
     return RunFioCommand(all_args);
   }
-  bool normal = true, json = false, terse = false, json_plus = false, parse_only = false;
+  report::OutputFormats formats;
+  formats.normal = true;
+  bool parse_only = false;
   std::string output, eta = "auto";
   int64_t status_interval_ns = 0;
   std::set<std::string> job_files;
   if (pre.ok()) {
-    normal = false;
-    for (workload::OutputFormat f : pre->output_formats) {
-      switch (f) {
-        case workload::OutputFormat::kNormal:
-          normal = true;
-          break;
-        case workload::OutputFormat::kJson:
-          json = true;
-          break;
-        case workload::OutputFormat::kTerse:
-          terse = true;
-          break;
-        case workload::OutputFormat::kJsonPlus:
-          json_plus = true;
-          break;
-      }
-    }
+    formats = SelectedFormats(*pre);
     output = pre->output;
     eta = pre->eta;
     parse_only = pre->parse_only;
@@ -447,7 +413,7 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
   }
 
   const bool tty = isatty(STDOUT_FILENO) == 1;
-  const bool show_progress = eta == "always" ? (normal || !output.empty()) : (eta == "auto" && tty);
+  const bool show_progress = eta == "always" ? (formats.normal || !output.empty()) : (eta == "auto" && tty);
   RemoteProgress progress(std::cout, clones);
   if (show_progress) progress.Queued(created.name());
   v1::Job final_job;
@@ -462,13 +428,13 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
   }
   // fio's order: terse, json, normal.
   std::string text;
-  if (terse) text += final_job.result().fio_terse();
-  if (json_plus) {
+  if (formats.terse) text += final_job.result().fio_terse();
+  if (formats.json_plus) {
     text += final_job.result().fio_json_plus();  // json+ includes json
-  } else if (json) {
+  } else if (formats.json) {
     text += final_job.result().fio_json();
   }
-  if (normal) text += final_job.result().fio_normal();
+  if (formats.normal) text += final_job.result().fio_normal();
   out << text << std::flush;
   if (!out) return Exit(grpc::StatusCode::INVALID_ARGUMENT, "cannot write the report");
   return 0;

@@ -1,0 +1,125 @@
+#include "server/job_runner.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "engine/util/status_macros.h"
+#include "server/log.h"
+
+namespace blklab::server {
+namespace {
+
+JobProgress ProgressOf(const Snapshot& snap) {
+  JobProgress p;
+  p.virtual_ns = snap.virtual_ns;
+  p.fraction = snap.virtual_total_ns > 0
+                   ? std::min(1.0, static_cast<double>(snap.virtual_ns) / static_cast<double>(snap.virtual_total_ns))
+                   : 0.0;
+  return p;
+}
+
+// Holds a REALTIME-paced run's virtual time to wall time: sleeps until
+// `virtual_ns` of wall time have passed since `start`, in steps short
+// enough to notice a stop at once.
+void PaceTo(const ActiveJob& job, absl::Time start, int64_t virtual_ns) {
+  const absl::Time target = start + absl::Nanoseconds(virtual_ns);
+  while (!job.stopping()) {
+    const absl::Duration left = target - absl::Now();
+    if (left <= absl::ZeroDuration()) break;
+    absl::SleepFor(std::min(left, absl::Milliseconds(10)));
+  }
+}
+
+}  // namespace
+
+void JobRunner::Run(ActiveJob& job) const {
+  JobRecord record = job.record();
+  const absl::Time start = absl::Now();
+  Log("info", "job_started", {{"job", record.name()}});
+
+  const absl::StatusOr<PreparedJob> prepared = Prepare(record);
+  absl::StatusOr<RunResult> run = absl::UnknownError("not run");
+  if (!prepared.ok()) {
+    run = prepared.status();
+  } else {
+    if (observer_ != nullptr) {
+      const auto& specs = prepared->request.jobs.jobs;
+      observer_->JobStarted(record, specs.empty() ? std::string() : specs.front().name);
+    }
+    const RunContext context{job, record.name(), start, prepared->limits.max_wall_ns, prepared->realtime};
+    run = RunFio(
+        prepared->request, [&](const Snapshot& snap) { OnSnapshot(context, snap); }, job.stop_flag());
+  }
+
+  const StopReason reason = job.stop_reason();
+  if (reason == StopReason::kShutdown) {
+    // Leave the stored state RUNNING: the next start re-runs the job.
+    Log("info", "job_interrupted", {{"job", record.name()}, {"reason", "shutdown"}});
+    return;
+  }
+  const absl::Time end = absl::Now();
+  JobRecord final_record = FinalRecord(job, std::move(record), reason, prepared, run, start, end);
+  Log("info", "job_done",
+      {{"job", final_record.name()},
+       {"state", JobStateName(final_record.state)},
+       {"wall_ms", absl::StrCat(absl::ToInt64Milliseconds(end - start))},
+       {"error", std::string(final_record.error.message())}});
+  queue_->Finish(job, std::move(final_record));
+}
+
+absl::StatusOr<PreparedJob> JobRunner::Prepare(const JobRecord& record) const {
+  BLKLAB_ASSIGN_OR_RETURN(host::HostSpec host, HostSpecFromProto(record.definition->resolved_host(), limits_.host));
+  return PrepareJob(*record.definition, host, limits_);
+}
+
+void JobRunner::OnSnapshot(const RunContext& run, const Snapshot& snap) const {
+  const int64_t wall_ns = absl::ToInt64Nanoseconds(absl::Now() - run.start);
+  const JobProgress progress = ProgressOf(snap);
+  uint64_t sequence = 0;
+  const std::vector<std::shared_ptr<WatchSink>> sinks =
+      run.job.RecordProgress(progress, snap.has_interval, &sequence);
+  if (!sinks.empty()) {
+    const v1::Snapshot proto =
+        IntervalSnapshot(run.name, sequence, progress.virtual_ns, progress.fraction, wall_ns, snap.interval);
+    for (const auto& sink : sinks) sink->Push(proto);
+  }
+  if (observer_ != nullptr) observer_->JobProgress(run.job.id(), snap, wall_ns);
+  if (wall_ns > run.max_wall_ns) run.job.Stop(StopReason::kWallLimit);
+  if (run.realtime) PaceTo(run.job, run.start, snap.virtual_ns);
+}
+
+JobRecord JobRunner::FinalRecord(const ActiveJob& job, JobRecord record, StopReason reason,
+                                 const absl::StatusOr<PreparedJob>& prepared, const absl::StatusOr<RunResult>& run,
+                                 absl::Time start, absl::Time end) {
+  record.end_time = end;
+  record.wall_time = end - start;
+  if (run.ok()) {
+    auto result = std::make_shared<v1::JobResult>(BuildJobResult(prepared->request, *run, WallClockNow()));
+    record.state = JobState::kSucceeded;
+    record.progress = JobProgress{run->virtual_ns, 1.0};
+    record.result = std::move(result);
+    return record;
+  }
+  switch (reason) {
+    case StopReason::kCancel:
+      record.error = absl::CancelledError("cancelled by CancelJob");
+      break;
+    case StopReason::kWallLimit:
+      record.error = absl::ResourceExhaustedError(absl::StrCat(
+          "wall-time limit (max_wall_time = ", prepared->limits.max_wall_ns / 1000000000, " s) reached"));
+      break;
+    default:
+      record.error = run.status();
+  }
+  record.state = record.error.code() == absl::StatusCode::kCancelled ? JobState::kCancelled : JobState::kFailed;
+  // How far it came: the last progress the run recorded.
+  record.progress = job.record().progress.value_or(JobProgress{});
+  return record;
+}
+
+}  // namespace blklab::server
