@@ -251,7 +251,7 @@ void Cpu::Loop() {
     UpdateThreadAccount();
     reason_ = SuspendReason::kNone;
     resuming_spin_ = false;
-    h.resume();
+    RunChain(h);
 
     // The context returned control: finished or suspended.
     if (run_level == Level::kHardirq && hardirq_.task.done()) {

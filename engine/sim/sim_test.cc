@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "engine/sim/cacheline.h"
@@ -106,6 +108,49 @@ TEST(CpuTest, ChargesTimeToFunctionsAndModes) {
   EXPECT_EQ(t.state(), Thread::State::kDone);
   // A single CPU with nothing else pending needs no events besides the start.
   EXPECT_LE(m.sim().events_delivered(), 2u);
+}
+
+// Awaiting a child and completing hand control over through RunChain's
+// trampoline: half a million round trips must leave the host stack where it
+// was (a chain of resume() calls would grow it by a frame or two per trip and,
+// unoptimized or under AddressSanitizer, overflow it).
+struct StackSpan {
+  uintptr_t lowest = UINTPTR_MAX;
+  uintptr_t highest = 0;
+  void Note() {
+    int marker = 0;
+    auto here = reinterpret_cast<uintptr_t>(&marker);
+    lowest = std::min(lowest, here);
+    highest = std::max(highest, here);
+  }
+};
+
+Task Leaf(StackSpan& span) {
+  span.Note();
+  co_return;
+}
+
+Task Middle(StackSpan& span) {
+  co_await Leaf(span);
+  co_await Leaf(span);
+}
+
+TEST(TaskTest, AwaitAndCompletionDoNotGrowTheHostStack) {
+  Machine m(Cpus(1), MachineCosts{});
+  Thread t(m, "loop", 0);
+  StackSpan span;
+  int rounds = 0;
+  auto body = [](StackSpan& span, int& rounds) -> Task {
+    for (int i = 0; i < 250000; ++i) {
+      co_await Middle(span);
+      ++rounds;
+    }
+  };
+  t.Start(body(span, rounds), 0);
+  m.sim().Run();
+  EXPECT_EQ(rounds, 250000);
+  EXPECT_EQ(t.state(), Thread::State::kDone);
+  EXPECT_LT(span.highest - span.lowest, 64u * 1024) << "the host stack grew with each await";
 }
 
 TEST(CpuTest, TwoThreadsOnTwoCpusRunInParallel) {

@@ -7,16 +7,22 @@
 // CPUs catch up in virtual time (see cpu.h).
 //
 // A Task is lazy: it starts when awaited (`co_await Child(...)`) or when its
-// owner resumes the handle (a thread's root task). Completion resumes the
-// awaiting coroutine by symmetric transfer, so deep call chains do not grow
-// the host stack.
+// owner runs it with RunChain (a thread's root task). Awaiting a child and
+// completing hand control over by symmetric transfer through a trampoline:
+// the suspending coroutine names its successor and returns to RunChain, which
+// resumes it. Neither deep call chains nor a job's millions of
+// await/complete round trips grow the host stack, whatever the compiler does
+// with tail calls (returning a handle from await_suspend relies on a tail
+// call that GCC emits only when optimizing and AddressSanitizer can defeat).
 //
-// Invariants: a Task is awaited at most once; a root Task is resumed by its
-//  owner only while suspended.
+// Invariants: a Task is awaited at most once; a root Task is resumed, through
+//  RunChain, by its owner only while suspended; every resume of a Task goes
+//  through RunChain.
 // Thread-safety: frames come from a thread-local pool; a Task must be created,
 //  resumed and destroyed on one thread (each simulation runs on one thread).
 // Cost: frame allocation is a pop from a thread-local free list of 64-byte
-//  size classes (no malloc in steady state); await + completion is a few ns.
+//  size classes (no malloc in steady state); await + completion is a few ns
+//  (two trips through the trampoline's loop).
 #ifndef BLKLAB_ENGINE_SIM_TASK_H_
 #define BLKLAB_ENGINE_SIM_TASK_H_
 
@@ -34,6 +40,23 @@ class FramePool {
   static void Free(void* p, size_t size);
 };
 
+namespace internal {
+// The coroutine RunChain resumes next; set by a suspending Task.
+inline thread_local std::coroutine_handle<> next_in_chain;
+}  // namespace internal
+
+// Resumes `h`, then every coroutine control is handed to, until one suspends
+// without naming a successor (it waits on a lock, a timer, a CPU). Re-entrant:
+// a nested chain leaves the outer one's successor as it found it.
+inline void RunChain(std::coroutine_handle<> h) {
+  std::coroutine_handle<> outer = std::exchange(internal::next_in_chain, {});
+  while (h) {
+    h.resume();
+    h = std::exchange(internal::next_in_chain, {});
+  }
+  internal::next_in_chain = outer;
+}
+
 class Task {
  public:
   struct promise_type {
@@ -46,9 +69,8 @@ class Task {
 
     struct FinalAwaiter {
       bool await_ready() noexcept { return false; }
-      std::coroutine_handle<> await_suspend(std::coroutine_handle<promise_type> h) noexcept {
-        std::coroutine_handle<> next = h.promise().continuation;
-        return next ? next : std::noop_coroutine();
+      void await_suspend(std::coroutine_handle<promise_type> h) noexcept {
+        internal::next_in_chain = h.promise().continuation;
       }
       void await_resume() noexcept {}
     };
@@ -76,9 +98,9 @@ class Task {
 
   // Awaiting a Task runs it; the awaiter continues when it completes.
   bool await_ready() const noexcept { return !handle_ || handle_.done(); }
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiting) noexcept {
+  void await_suspend(std::coroutine_handle<> awaiting) noexcept {
     handle_.promise().continuation = awaiting;
-    return handle_;
+    internal::next_in_chain = handle_;
   }
   void await_resume() const noexcept {}
 
