@@ -3,7 +3,8 @@
 // CacheLine is a cheap MESI model of one hot shared cache line
 // (KERNEL_MODEL.md §1.3): it remembers which CPU wrote it last and which CPUs
 // hold a current copy. A read by a CPU holding a copy is a hit; otherwise the
-// line moves from its last writer (price by topology, Machine::TransferCost).
+// line comes from the closest CPU holding it (price by topology,
+// Machine::TransferCost).
 // A write or atomic by the owner with no other copies is local; by another
 // CPU it pays the transfer from the last writer; by the owner while others
 // hold copies it pays the farthest invalidation. The other copies are
@@ -37,9 +38,10 @@ class CacheLine {
       return hit_ns;
     }
     if (IsSharer(cpu)) return hit_ns;
+    const int64_t t = NearestCopy(m, cpu);
     SetSharer(m, cpu);
     ++transfers_;
-    const int64_t t = m.TransferCost(owner_, cpu);
+    m.NoteTransfer(cpu);
     return t > hit_ns ? t : hit_ns;
   }
 
@@ -51,6 +53,7 @@ class CacheLine {
     if (owner_ >= 0 && owner_ != cpu) {
       cost += m.TransferCost(owner_, cpu);  // read-for-ownership from the last writer
       ++transfers_;
+      m.NoteTransfer(cpu);
     } else if (owner_ == cpu) {
       // Shared copies elsewhere: the upgrade waits for the farthest invalidation.
       cost += FarthestSharer(m, cpu);
@@ -75,6 +78,18 @@ class CacheLine {
     }
     return worst;
   }
+  // A read miss is served by the closest CPU holding a copy (a shared line
+  // read by a CPU of the same CCX comes from there, not from the writer).
+  int64_t NearestCopy(const Machine& m, int cpu) const {
+    int64_t best = m.TransferCost(owner_, cpu);
+    for (size_t w = 0; w < sharers_.size() && best > 0; ++w) {
+      for (uint64_t bits = sharers_[w]; bits != 0; bits &= bits - 1) {
+        const int other = static_cast<int>(w * 64 + __builtin_ctzll(bits));
+        best = std::min(best, m.TransferCost(other, cpu));
+      }
+    }
+    return best;
+  }
   bool IsSharer(int cpu) const {
     const size_t w = static_cast<size_t>(cpu) >> 6;
     return w < sharers_.size() && (sharers_[w] >> (cpu & 63)) & 1;
@@ -97,6 +112,65 @@ class CacheLine {
   int nr_sharers_ = 0;
   uint64_t transfers_ = 0;
   std::vector<uint64_t> sharers_;
+};
+
+// AccessCost prices a run of accesses by one CPU the way an out-of-order
+// x86 core (TSO) exposes their misses: a load that depends on the previous
+// one (a pointer chase) waits for it; independent loads overlap, so a batch
+// of them costs its slowest miss; plain stores retire into the store buffer
+// and their misses overlap with everything after them, but a later atomic
+// (lock-prefixed RMW) or the end of the run (a spin_unlock's release store
+// becomes visible only after them) waits for the slowest. Hits cost `hit_ns`
+// each. Use one per critical section or per step; Take() returns the total.
+//
+// Thread-safety: thread-compatible. Cost: O(1) per access plus CacheLine's.
+class AccessCost {
+ public:
+  AccessCost(const Machine& m, int cpu, int64_t hit_ns) : m_(m), cpu_(cpu), hit_(hit_ns) {}
+
+  // Instructions: `ns` of work in program order.
+  void Work(int64_t ns) { serial_ += ns; }
+  // A load whose address depends on earlier loads (waits for them).
+  void Load(CacheLine& line) {
+    FlushLoads();
+    serial_ += line.Read(m_, cpu_, hit_);
+  }
+  // A load independent of the other pending independent loads.
+  void LoadIndependent(CacheLine& line) {
+    const int64_t c = line.Read(m_, cpu_, hit_);
+    serial_ += hit_;
+    loads_ = std::max(loads_, c - hit_);
+  }
+  // A plain store (through the store buffer).
+  void Store(CacheLine& line) {
+    const int64_t c = line.Write(m_, cpu_, hit_);
+    serial_ += hit_;
+    stores_ = std::max(stores_, c - hit_);
+  }
+  // A locked RMW: drains the store buffer, then owns the line.
+  void Atomic(CacheLine& line, int64_t local_ns) {
+    FlushLoads();
+    serial_ += stores_ + line.Write(m_, cpu_, local_ns);
+    stores_ = 0;
+  }
+  // The run's cost so far, with the pending misses settled; resets.
+  int64_t Take() {
+    const int64_t total = serial_ + loads_ + stores_;
+    serial_ = loads_ = stores_ = 0;
+    return total;
+  }
+
+ private:
+  void FlushLoads() {
+    serial_ += loads_;
+    loads_ = 0;
+  }
+  const Machine& m_;
+  int cpu_;
+  int64_t hit_;
+  int64_t serial_ = 0;
+  int64_t loads_ = 0;   // slowest pending independent load miss
+  int64_t stores_ = 0;  // slowest pending store miss
 };
 
 }  // namespace blklab::sim

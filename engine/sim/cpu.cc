@@ -1,6 +1,7 @@
 #include "engine/sim/cpu.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
 namespace blklab::sim {
@@ -29,6 +30,32 @@ void Thread::Wake(SimTime at) {
 
 Cpu::Cpu(Machine& machine, int id) : machine_(machine), id_(id) {
   fn_schedule_ = machine.functions().Intern("__schedule");
+  fn_tick_ = machine.functions().Intern("tick_sched_timer");
+}
+
+void Cpu::set_smt_sibling(Cpu* sibling) {
+  smt_sibling_ = sibling;
+  smt_busy_permille_ = machine_.costs().smt_busy_permille;
+  smt_spin_permille_ = machine_.costs().smt_spin_permille;
+  if (smt_busy_permille_ == 1000 && smt_spin_permille_ == 1000) smt_sibling_ = nullptr;
+}
+
+void Cpu::ArmTick() {
+  const int64_t period = machine_.costs().tick_period_ns;
+  if (period <= 0 || tick_armed_) return;
+  tick_armed_ = true;
+  const SimTime base = std::max(now_, machine_.sim().Now());
+  RaiseHardirq((base / period + 1) * period, &tick_, 0);
+}
+
+Task Cpu::TickHandler::Handle(Cpu& cpu, uint64_t) {
+  cpu.Charge(cpu.fn_tick_, cpu.machine_.costs().tick_ns);
+  cpu.tick_armed_ = false;
+  // NOHZ: a CPU with nothing to run stops ticking until it is busy again.
+  if (cpu.current_thread_ != nullptr || !cpu.runqueue_.empty() || cpu.spinning_ || cpu.softirq_.active) {
+    cpu.ArmTick();
+  }
+  co_return;
 }
 
 void Cpu::GrowAccounts(FnId fn) {
@@ -56,13 +83,34 @@ void Cpu::Suspend(std::coroutine_handle<> h, SuspendReason reason) {
       break;
   }
   reason_ = reason;
-  if (reason == SuspendReason::kSpin) spinning_ = true;
 }
 
-void Cpu::ResumeAfterSpin(SimTime at, SimTime since, FnId slowpath_fn) {
-  spin_since_ = since;
+void Cpu::SuspendSpinning(std::coroutine_handle<> h, FnId slowpath_fn, bool irqs_on) {
+  BLKLAB_CHECK(!spinning_ && "a context spins while another one on its CPU already spins");
+  Suspend(h, SuspendReason::kSpin);
+  spinning_ = true;
+  spin_granted_ = false;
+  spin_level_ = level_;
+  spin_irqs_on_ = irqs_on && irq_off_depth_ == 0 && level_ != Level::kHardirq;
+  spin_since_ = now_;
   spin_fn_ = slowpath_fn;
-  machine_.sim().Schedule(at, this, kSpinGranted, 0);
+}
+
+void Cpu::ResumeAfterSpin(SimTime at) { machine_.sim().Schedule(at, this, kSpinGranted, 0); }
+
+bool Cpu::IrqOnTopOfSpin() const {
+  return spinning_ && ((spin_level_ < Level::kHardirq && hardirq_.active) ||
+                       (spin_level_ < Level::kSoftirq && softirq_.active));
+}
+
+void Cpu::ChargeSpinUntil(SimTime t) {
+  // While a context spins with nothing on top of it, now_ == spin_since_.
+  if (t > now_) {
+    level_ = spin_level_;
+    UpdateThreadAccount();
+    ChargeRaw(spin_fn_, t - now_);
+  }
+  spin_since_ = now_;
 }
 
 void Cpu::RaiseHardirq(SimTime at, IrqHandler* handler, uint64_t arg) {
@@ -78,9 +126,40 @@ void Cpu::RaiseHardirq(SimTime at, IrqHandler* handler, uint64_t arg) {
   machine_.sim().Schedule(at, this, kHardirqArrive, slot);
 }
 
-void Cpu::RaiseSoftirq(IrqHandler* handler, uint64_t arg) {
+bool Cpu::RaiseSoftirq(IrqHandler* handler, uint64_t arg) {
   softirq_pending_.push_back(IrqWork{handler, arg});
+  bool woke = false;
+  if (level_ == Level::kTask && !in_ksoftirqd()) {
+    // raise_softirq outside interrupt context: wakeup_softirqd.
+    if (ksoftirqd_ == nullptr) {
+      ksoftirqd_ = std::make_unique<Thread>(machine_, "ksoftirqd/" + std::to_string(id_), id_);
+      ksoftirqd_->wakeup_preempts_ = true;
+      ksoftirqd_->Start(KsoftirqdBody(), now_);
+      woke = true;
+    } else if (ksoftirqd_->sleeping()) {
+      ksoftirqd_->Wake(now_);
+      woke = true;
+    }
+  }
   UpdatePreempt();
+  return woke;
+}
+
+Task Cpu::KsoftirqdBody() {
+  for (;;) {
+    // run_ksoftirqd: the pending softirqs run on top of this thread at its
+    // Syncs (Loop starts them while ksoftirqd is current).
+    while (!softirq_pending_.empty() || softirq_.active) co_await Sync();
+    co_await Sleep();
+  }
+}
+
+bool Cpu::need_resched() const {
+  if (current_thread_ == nullptr) return false;
+  for (const Thread* t : runqueue_) {
+    if (t->wakeup_preempts_ || t->nice_ < current_thread_->nice_) return true;
+  }
+  return false;
 }
 
 int64_t Cpu::mode_ns(Mode m) const {
@@ -100,9 +179,10 @@ void Cpu::AccountIdleUntil(SimTime t) {
 }
 
 void Cpu::UpdatePreempt() {
+  irq_pending_ = level_ < Level::kHardirq && HardirqTakeable();
   bool p = false;
   if (level_ < Level::kHardirq && !hardirq_pending_.empty()) p = true;
-  if (level_ < Level::kSoftirq && !softirq_pending_.empty()) p = true;
+  if (level_ < Level::kSoftirq && !softirq_pending_.empty() && in_ksoftirqd()) p = true;
   if (!p && level_ == Level::kTask && current_thread_ != nullptr) {
     for (const Thread* t : runqueue_) {
       if (t->nice_ < current_thread_->nice_) {
@@ -115,7 +195,14 @@ void Cpu::UpdatePreempt() {
 }
 
 void Cpu::Kick(SimTime at) {
-  if (spinning_ || in_loop_ || !idle_) return;  // the CPU will look at its work itself
+  if (in_loop_) return;  // the CPU will look at its work itself
+  if (spinning_) {
+    // An irqs-on spin takes an arriving hardirq at once; otherwise the CPU
+    // looks at its work when the lock is granted.
+    if (!spin_irqs_on_ || hardirq_pending_.empty() || IrqOnTopOfSpin()) return;
+  } else if (!idle_) {
+    return;  // the running context sees it at its next Sync
+  }
   if (run_scheduled_at_ <= at) return;
   ++run_gen_;
   run_scheduled_at_ = at;
@@ -143,6 +230,7 @@ void Cpu::OnEvent(uint32_t kind, uint64_t arg) {
     case kRun:
       if (arg != run_gen_) return;  // superseded
       run_scheduled_at_ = kSimTimeNever;
+      if (spinning_ && !IrqOnTopOfSpin()) ChargeSpinUntil(t);  // the spin up to the interrupt
       break;
     case kHardirqArrive: {
       IrqWork w = hardirq_arrivals_[arg];
@@ -155,12 +243,18 @@ void Cpu::OnEvent(uint32_t kind, uint64_t arg) {
       return;
     case kSpinGranted:
       BLKLAB_CHECK(spinning_);
+      if (IrqOnTopOfSpin() || now_ > t) {
+        // Granted while an interrupt runs on top of the spin: the spinner
+        // notices when the interrupt returns (Loop resumes it then).
+        spin_granted_ = true;
+        if (in_loop_ || IrqOnTopOfSpin()) return;
+        break;
+      }
+      ChargeSpinUntil(t);
       spinning_ = false;
       // The granted context resumes first: the lock is reserved for it, so
       // an interrupt or another thread run now could spin on it forever.
       resuming_spin_ = true;
-      UpdateThreadAccount();
-      Charge(spin_fn_, t - spin_since_);
       break;
   }
   if (idle_ && t > now_) idle_ns_ += t - now_;
@@ -173,10 +267,27 @@ void Cpu::Loop() {
   for (;;) {
     std::coroutine_handle<> h;
     Level run_level;
+    // The spinning context, if its level is next to run: resumed when the
+    // grant landed during an interrupt, else the CPU goes on spinning.
+    auto spinner_blocks = [this](Level l) {
+      if (!spinning_ || spin_level_ != l) return false;
+      if (spin_granted_) {
+        spinning_ = false;
+        spin_granted_ = false;
+        resuming_spin_ = true;
+        return false;
+      }
+      level_ = l;
+      spin_since_ = now_;
+      return true;
+    };
     if (hardirq_.active) {
+      if (spinner_blocks(Level::kHardirq)) break;
       run_level = Level::kHardirq;
       h = hardirq_.resume;
-    } else if (!hardirq_pending_.empty() && lock_depth_ == 0 && !resuming_spin_) {
+    } else if (!hardirq_pending_.empty() && irq_off_depth_ == 0 && !resuming_spin_ &&
+               (!spinning_ || spin_irqs_on_)) {
+      // A hardirq: on a free CPU, at a Sync, or on top of an irqs-on spin.
       IrqWork w = hardirq_pending_.front();
       hardirq_pending_.pop_front();
       hardirq_.active = true;
@@ -187,9 +298,14 @@ void Cpu::Loop() {
       run_level = Level::kHardirq;
       h = hardirq_.resume;
     } else if (softirq_.active) {
+      if (spinner_blocks(Level::kSoftirq)) break;
       run_level = Level::kSoftirq;
       h = softirq_.resume;
-    } else if (!softirq_pending_.empty() && lock_depth_ == 0 && !resuming_spin_) {
+    } else if (!softirq_pending_.empty() && irq_off_depth_ == 0 && !resuming_spin_ &&
+               (irq_exit_ || (in_ksoftirqd() && lock_depth_ == 0 && !spinning_))) {
+      // Softirqs: at a hardirq's (or the previous softirq's) exit, or in
+      // ksoftirqd.
+      irq_exit_ = false;
       IrqWork w = softirq_pending_.front();
       softirq_pending_.pop_front();
       softirq_.active = true;
@@ -200,6 +316,8 @@ void Cpu::Loop() {
       run_level = Level::kSoftirq;
       h = softirq_.resume;
     } else {
+      irq_exit_ = false;
+      if (spinner_blocks(Level::kTask)) break;
       run_level = Level::kTask;
       level_ = Level::kTask;
       if (current_thread_ != nullptr && lock_depth_ == 0 && !resuming_spin_) {
@@ -207,13 +325,15 @@ void Cpu::Loop() {
         // the end of the time slice with an equal one waiting.
         const bool slice_over = now_ >= slice_end_;
         for (Thread* t : runqueue_) {
-          if (t->nice_ < current_thread_->nice_ || (slice_over && t->nice_ == current_thread_->nice_)) {
+          if (t->nice_ < current_thread_->nice_ || (slice_over && t->nice_ == current_thread_->nice_) ||
+              (t->wakeup_preempts_ && preempt_point_)) {
             current_thread_->state_ = Thread::State::kRunnable;
             runqueue_.push_back(current_thread_);
             current_thread_ = nullptr;
             break;
           }
         }
+        preempt_point_ = false;
         if (current_thread_ != nullptr && slice_over) {
           slice_end_ = runqueue_.empty() ? kSimTimeNever : now_ + machine_.costs().sched_slice_ns;
         }
@@ -225,14 +345,16 @@ void Cpu::Loop() {
           preempt_pending_ = false;
           return;
         }
-        // Lowest nice first, FIFO among equals.
+        // A pre-empting ksoftirqd first, then lowest nice, FIFO among equals.
         auto best = runqueue_.begin();
         for (auto it = runqueue_.begin(); it != runqueue_.end(); ++it) {
-          if ((*it)->nice_ < (*best)->nice_) best = it;
+          if ((*best)->wakeup_preempts_) break;
+          if ((*it)->wakeup_preempts_ || (*it)->nice_ < (*best)->nice_) best = it;
         }
         Thread* next = *best;
         runqueue_.erase(best);
         idle_ = false;
+        ArmTick();
         current_thread_ = next;
         slice_end_ = runqueue_.empty() ? kSimTimeNever : now_ + machine_.costs().sched_slice_ns;
         UpdateThreadAccount();
@@ -257,13 +379,15 @@ void Cpu::Loop() {
     if (run_level == Level::kHardirq && hardirq_.task.done()) {
       hardirq_.active = false;
       hardirq_.task = Task();
-      level_ = Level::kTask;
+      level_ = softirq_.active ? Level::kSoftirq : Level::kTask;
+      irq_exit_ = true;
       continue;
     }
     if (run_level == Level::kSoftirq && softirq_.task.done()) {
       softirq_.active = false;
       softirq_.task = Task();
       level_ = Level::kTask;
+      irq_exit_ = true;  // __do_softirq goes on with what is pending
       continue;
     }
     if (run_level == Level::kTask && current_thread_->root_.done()) {
@@ -279,6 +403,8 @@ void Cpu::Loop() {
         in_loop_ = false;
         return;
       case SuspendReason::kSpin:
+        // An irqs-on spin takes a hardirq already pending at once.
+        if (spin_irqs_on_ && !hardirq_pending_.empty()) continue;
         in_loop_ = false;
         return;
       case SuspendReason::kSleep:
@@ -290,6 +416,10 @@ void Cpu::Loop() {
         BLKLAB_CHECK(false && "context suspended without telling its CPU why");
     }
   }
+  // The spinning context is next and its lock not yet granted: the CPU spins.
+  UpdateThreadAccount();
+  UpdatePreempt();
+  in_loop_ = false;
 }
 
 }  // namespace blklab::sim

@@ -27,11 +27,21 @@
 //    lower one only at Sync() points.
 //  * Threads of equal priority share a CPU in time slices of
 //    MachineCosts::sched_slice_ns (a CFS-like round robin); a lower nice
-//    value pre-empts at the next Sync.
-//  * A context spinning on a lock keeps its CPU busy and holds back its
-//    interrupts until the lock is granted (the irq-off spin of
-//    spin_lock_irqsave; plain spin_lock is treated the same, a documented
-//    simplification).
+//    value pre-empts at the next Sync; a woken ksoftirqd takes the CPU at the
+//    running task's next PreemptPoint (end of a system call, cond_resched) or
+//    sleep.
+//  * A context spinning on a lock keeps its CPU busy until the lock is
+//    granted. Spinning on a spin_lock_irqsave lock, or while holding one,
+//    holds back hardirqs (irqs off); spinning on a plain spin_lock leaves
+//    them on: an arriving hardirq (and the softirqs pending at its exit)
+//    runs on top of the spin, and a grant that lands meanwhile takes effect
+//    only when the interrupt returns (the lock stays reserved, so the
+//    interrupt lengthens everybody's wait, as on the real machine).
+//  * Holding a plain spin_lock keeps the task from being pre-empted but not
+//    from hardirqs: they are taken at the holder's next Sync.
+//  * A busy CPU takes the scheduler tick (MachineCosts::tick_period_ns, on
+//    jiffy boundaries; none while idle, as with NOHZ): a hardirq charged to
+//    `tick_sched_timer`, at whose exit pending softirqs run.
 // Thread-safety: thread-compatible; owned by the Machine of one run.
 // Cost: Charge is two array additions; Sync is one comparison when nothing
 //  else is due.
@@ -41,6 +51,7 @@
 #include <coroutine>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -112,6 +123,11 @@ class Thread {
   std::coroutine_handle<> resume_;
   uint64_t context_switches_ = 0;
   uint64_t wake_gen_ = 0;
+  // Woken, it takes the CPU at the running task's next pre-emption point
+  // (Cpu::PreemptPoint, or when it sleeps): ksoftirqd, whose wake-up sets
+  // need_resched on the task that raised the softirq (EEVDF favours a
+  // thread that mostly sleeps); honoured at voluntary pre-emption points.
+  bool wakeup_preempts_ = false;
 };
 
 class Cpu final : public EventHandler {
@@ -121,12 +137,23 @@ class Cpu final : public EventHandler {
   Cpu& operator=(const Cpu&) = delete;
 
   int id() const { return id_; }
+  // The SMT sibling whose execution this CPU shares (Machine sets it).
+  void set_smt_sibling(Cpu* sibling);
   Machine& machine() { return machine_; }
   SimTime now() const { return now_; }
   Level level() const { return level_; }
 
-  // Charges `ns` of CPU time at the current level to function `fn`.
+  // Charges `ns` of CPU time at the current level to function `fn`: the
+  // time the work takes on this CPU, longer when its SMT sibling is busy
+  // (MachineCosts::smt_*_permille) — the sibling's state as last seen.
   void Charge(FnId fn, int64_t ns) {
+    if (smt_sibling_ != nullptr && !smt_sibling_->idle_) [[unlikely]] {
+      ns = ns * (smt_sibling_->spinning_ ? smt_spin_permille_ : smt_busy_permille_) / 1000;
+    }
+    ChargeRaw(fn, ns);
+  }
+  // Charges wall time that SMT sharing does not stretch (a spin).
+  void ChargeRaw(FnId fn, int64_t ns) {
     if (fn >= nr_fns_) [[unlikely]] GrowAccounts(fn);
     // Task level: usr or sys by the function; irq levels: their own mode.
     const int mode = level_ == Level::kTask ? user_flags_[fn] : level_mode_;
@@ -139,12 +166,24 @@ class Cpu final : public EventHandler {
   // first letting other events run.
   bool CanRunInline() const {
     return now_ < machine_.sim().NextEventTime() && now_ < machine_.horizon() &&
-           ((!preempt_pending_ && now_ < slice_end_) || lock_depth_ > 0);
+           (lock_depth_ > 0 ? !irq_pending_ : !preempt_pending_ && now_ < slice_end_);
   }
 
-  // Spinlock bookkeeping: no pre-emption of the running context while > 0.
-  void EnterLock() { ++lock_depth_; }
-  void ExitLock() { --lock_depth_; }
+  // Spinlock bookkeeping: no pre-emption of the running context while a
+  // lock is held; no hardirqs while an irqs-off lock (spin_lock_irqsave) is.
+  void EnterLock(bool irqs_off) {
+    ++lock_depth_;
+    if (irqs_off) ++irq_off_depth_;
+    UpdatePreempt();
+  }
+  void ExitLock(bool irqs_off) {
+    --lock_depth_;
+    if (irqs_off) --irq_off_depth_;
+    UpdatePreempt();
+  }
+  // True when hardirqs are masked at the current point (irqs-off lock held,
+  // or running in a hardirq).
+  bool irqs_disabled() const { return irq_off_depth_ > 0 || level_ == Level::kHardirq; }
 
   // Awaitable: yield to earlier events / pending interrupts if needed.
   struct SyncAwaiter {
@@ -154,6 +193,24 @@ class Cpu final : public EventHandler {
     void await_resume() const {}
   };
   SyncAwaiter Sync() { return SyncAwaiter{this}; }
+
+  // need_resched(): a runnable thread should take the CPU from the running
+  // one (a lower nice value, or a woken ksoftirqd).
+  bool need_resched() const;
+  // Awaitable for the running thread at a voluntary pre-emption point (the
+  // end of a system call, exit_to_user_mode; a kworker's cond_resched
+  // between work items): a woken ksoftirqd takes the CPU here; otherwise the
+  // same as Sync.
+  struct PreemptPointAwaiter {
+    Cpu* cpu;
+    bool await_ready() const { return !cpu->ksoftirqd_waiting() && cpu->CanRunInline(); }
+    void await_suspend(std::coroutine_handle<> h) {
+      cpu->preempt_point_ = true;
+      cpu->Suspend(h, SuspendReason::kYield);
+    }
+    void await_resume() const {}
+  };
+  PreemptPointAwaiter PreemptPoint() { return PreemptPointAwaiter{this}; }
 
   // Awaitable for the running thread: sleep until Thread::Wake.
   // REQUIRES: level() == kTask.
@@ -165,16 +222,25 @@ class Cpu final : public EventHandler {
   };
   SleepAwaiter Sleep() { return SleepAwaiter{this}; }
 
-  // Used by SpinLock: the running context spins until ResumeAfterSpin.
-  void SuspendSpinning(std::coroutine_handle<> h) { Suspend(h, SuspendReason::kSpin); }
-  // Lock granted at `at`; the spin from `since` is charged to `slowpath_fn`.
-  void ResumeAfterSpin(SimTime at, SimTime since, FnId slowpath_fn);
+  // Used by SpinLock: the running context spins, its time charged to
+  // `slowpath_fn`, until ResumeAfterSpin. `irqs_on`: a plain spin_lock
+  // spin, during which hardirqs are served (unless an irqs-off lock is
+  // already held).
+  void SuspendSpinning(std::coroutine_handle<> h, FnId slowpath_fn, bool irqs_on);
+  // The lock is granted at `at`: the spinner resumes then, or when the
+  // interrupt it is serving at that time returns.
+  void ResumeAfterSpin(SimTime at);
 
   // Queues a hardirq on this CPU arriving at `at` (>= simulator now).
   void RaiseHardirq(SimTime at, IrqHandler* handler, uint64_t arg);
-  // Marks a softirq pending on this CPU (called from code running on it); it
-  // runs at the next irq exit or Sync of a task.
-  void RaiseSoftirq(IrqHandler* handler, uint64_t arg);
+  // Marks a softirq pending on this CPU (raise_softirq, called from code
+  // running on it). Raised in a hardirq or softirq, it runs at that
+  // interrupt's exit. Raised from task context, it wakes this CPU's
+  // ksoftirqd thread (returns true when that takes a wake-up, which the
+  // caller prices as try_to_wake_up) and runs at the next hardirq exit on
+  // this CPU or when ksoftirqd gets the CPU (a nice-0 thread: when the
+  // running task sleeps or its slice ends), as in 6.x kernels.
+  bool RaiseSoftirq(IrqHandler* handler, uint64_t arg);
 
   // The thread running at task level, or nullptr.
   Thread* current_thread() const { return current_thread_; }
@@ -217,6 +283,32 @@ class Cpu final : public EventHandler {
                                                                       : scratch_ns_;
   }
   void Suspend(std::coroutine_handle<> h, SuspendReason reason);
+  // The scheduler tick's hardirq.
+  class TickHandler final : public IrqHandler {
+   public:
+    explicit TickHandler(Cpu* cpu) : cpu_(cpu) {}
+    Task Handle(Cpu& cpu, uint64_t arg) override;
+
+   private:
+    Cpu* cpu_;
+  };
+  // Arms the next tick if the CPU is busy and none is armed.
+  void ArmTick();
+  // ksoftirqd/N: runs the pending softirqs, then sleeps.
+  Task KsoftirqdBody();
+  bool in_ksoftirqd() const { return current_thread_ != nullptr && current_thread_ == ksoftirqd_.get(); }
+  bool ksoftirqd_waiting() const {
+    return ksoftirqd_ != nullptr && ksoftirqd_->state() == Thread::State::kRunnable && !in_ksoftirqd();
+  }
+  // An interrupt runs on top of the spinning context.
+  bool IrqOnTopOfSpin() const;
+  // Charges the spin from spin_since_ to now_ + (t - now_) at the spinner's level.
+  void ChargeSpinUntil(SimTime t);
+  // True when a pending hardirq may interrupt the current context.
+  bool HardirqTakeable() const {
+    return !hardirq_pending_.empty() && irq_off_depth_ == 0 && !hardirq_.active &&
+           !resuming_spin_ && !(spinning_ && !spin_irqs_on_);
+  }
   void Kick(SimTime at);  // make sure the CPU looks at its work at `at`
   void Loop();
   void ArriveHardirq(IrqWork w);
@@ -229,7 +321,13 @@ class Cpu final : public EventHandler {
   bool idle_ = true;
   bool in_loop_ = false;
   bool spinning_ = false;
+  bool spin_irqs_on_ = false;   // the spin lets hardirqs in (plain spin_lock)
+  bool spin_granted_ = false;   // granted while an interrupt ran on top of the spin
+  Level spin_level_ = Level::kTask;  // level of the spinning context
   bool resuming_spin_ = false;  // a spin was granted; its context runs next
+  bool irq_exit_ = false;       // a hardirq just returned: pending softirqs may run
+  bool irq_pending_ = false;    // a hardirq may interrupt the running context now
+  bool preempt_point_ = false;  // the running task yielded at a pre-emption point
   SuspendReason reason_ = SuspendReason::kNone;
   Level level_ = Level::kTask;
   bool preempt_pending_ = false;
@@ -244,6 +342,7 @@ class Cpu final : public EventHandler {
   std::vector<uint32_t> free_arrival_slots_;
 
   Thread* current_thread_ = nullptr;
+  std::unique_ptr<Thread> ksoftirqd_;  // created at the first task-context raise
   std::deque<Thread*> runqueue_;
   std::vector<Thread*> threads_by_index_;
 
@@ -255,7 +354,8 @@ class Cpu final : public EventHandler {
   int64_t scratch_ns_[kNumModes] = {};
   int64_t idle_ns_ = 0;
 
-  int lock_depth_ = 0;  // spinlocks held by the running context (no pre-emption while > 0)
+  int lock_depth_ = 0;     // spinlocks held by the running context (no pre-emption while > 0)
+  int irq_off_depth_ = 0;  // of which irqs-off (spin_lock_irqsave) locks
   // End of the running thread's time slice while others wait to run
   // (kSimTimeNever when nobody waits).
   SimTime slice_end_ = kSimTimeNever;
@@ -263,6 +363,12 @@ class Cpu final : public EventHandler {
   SimTime spin_since_ = 0;
   FnId spin_fn_ = 0;
   FnId fn_schedule_;
+  FnId fn_tick_;
+  Cpu* smt_sibling_ = nullptr;
+  int64_t smt_busy_permille_ = 1000;
+  int64_t smt_spin_permille_ = 1000;
+  TickHandler tick_{this};
+  bool tick_armed_ = false;
 };
 
 }  // namespace blklab::sim

@@ -17,10 +17,19 @@ FnId FunctionRegistry::Intern(const std::string& name, bool user) {
 }
 
 Machine::Machine(std::vector<CpuPlacement> placement, MachineCosts costs)
-    : placement_(std::move(placement)), costs_(costs) {
+    : placement_(std::move(placement)), costs_(costs), transfers_by_cpu_(placement_.size(), 0) {
   cpus_.reserve(placement_.size());
   for (int i = 0; i < static_cast<int>(placement_.size()); ++i) {
     cpus_.push_back(std::make_unique<Cpu>(*this, i));
+  }
+  // SMT: the first other logical CPU of the same core shares its execution.
+  for (int i = 0; i < static_cast<int>(placement_.size()); ++i) {
+    for (int j = 0; j < static_cast<int>(placement_.size()); ++j) {
+      if (j != i && placement_[j].core == placement_[i].core) {
+        cpus_[i]->set_smt_sibling(cpus_[j].get());
+        break;
+      }
+    }
   }
 }
 

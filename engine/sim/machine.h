@@ -62,6 +62,13 @@ struct MachineCosts {
   int64_t socket_ns = 180;
   int64_t context_switch_ns = 1070;  // charged to __schedule when a CPU switches threads
   int64_t sched_slice_ns = 3000000;  // time slice when threads share a CPU (CFS-like)
+  int64_t tick_period_ns = 0;        // the scheduler tick on busy CPUs (1e9 / HZ); 0: none
+  // SMT execution sharing: work on a CPU whose sibling runs work takes
+  // smt_busy_permille/1000 as long; whose sibling spins on a lock,
+  // smt_spin_permille/1000. 1000: no sharing.
+  int64_t smt_busy_permille = 1000;
+  int64_t smt_spin_permille = 1000;
+  int64_t tick_ns = 0;               // CPU time of one tick interrupt
 };
 
 class Machine {
@@ -87,6 +94,10 @@ class Machine {
   void set_horizon(SimTime t) { horizon_ = t; }
   SimTime horizon() const { return horizon_; }
 
+  // Cacheline transfers caused by each CPU's accesses (CacheLine counts them).
+  void NoteTransfer(int cpu) const { ++transfers_by_cpu_[cpu]; }
+  uint64_t transfers(int cpu) const { return transfers_by_cpu_[cpu]; }
+
   // Every SpinLock of the simulation registers itself (lockstat's list).
   void RegisterLock(SpinLock* lock) { locks_.push_back(lock); }
   const std::vector<SpinLock*>& locks() const { return locks_; }
@@ -109,6 +120,7 @@ class Machine {
   MachineCosts costs_;
   std::vector<std::unique_ptr<Cpu>> cpus_;
   std::vector<SpinLock*> locks_;
+  mutable std::vector<uint64_t> transfers_by_cpu_;
   SimTime horizon_ = kSimTimeNever;
 };
 

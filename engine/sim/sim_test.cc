@@ -180,7 +180,7 @@ TEST(SpinLockTest, TwoCpusContendAndSpinInSlowpath) {
   FnId f = m.functions().Intern("critical_section");
   FnId fast = m.functions().Intern("_raw_spin_lock");
   FnId slow = m.functions().Intern("native_queued_spin_lock_slowpath");
-  SpinLock lock(m, "test->lock", fast, slow, SpinLockCosts{});
+  SpinLock lock(m, "test->lock", SpinLockKind::kSpinLockIrqsave, fast, slow, SpinLockCosts{});
   Thread a(m, "a", 0), b(m, "b", 1);
   a.Start(LockLoop(m.cpu(0), lock, f, 1000, 100), 0);
   b.Start(LockLoop(m.cpu(1), lock, f, 1000, 100), 0);
@@ -199,7 +199,7 @@ TEST(SpinLockTest, UncontendedOnOneCpuNeverSpins) {
   Machine m(Cpus(1), MachineCosts{});
   FnId f = m.functions().Intern("cs");
   FnId slow = m.functions().Intern("native_queued_spin_lock_slowpath");
-  SpinLock lock(m, "l", m.functions().Intern("_raw_spin_lock"), slow, SpinLockCosts{});
+  SpinLock lock(m, "l", SpinLockKind::kSpinLock, m.functions().Intern("_raw_spin_lock"), slow, SpinLockCosts{});
   Thread a(m, "a", 0);
   a.Start(LockLoop(m.cpu(0), lock, f, 100, 10), 0);
   m.sim().Run();
@@ -314,6 +314,225 @@ TEST(WorkQueueTest, DelayedWorkRunsAfterDelay) {
   m.sim().Run();
   EXPECT_EQ(w.runs, 1);
   EXPECT_GE(m.cpu(0).now(), 3000000);
+}
+
+// One hold of `lock` for `hold_ns` (split in 1 us steps), starting at once.
+Task HoldOnce(Cpu& cpu, SpinLock& lock, FnId f, int64_t hold_ns) {
+  co_await lock.Lock(cpu);
+  for (int64_t t = 0; t < hold_ns; t += 1000) {
+    cpu.Charge(f, 1000);
+    co_await cpu.Sync();
+  }
+  lock.Unlock(cpu);
+}
+
+// Waits `delay_ns`, then one Lock/Unlock.
+Task LockAfter(Cpu& cpu, SpinLock& lock, FnId f, int64_t delay_ns, SimTime* got_at) {
+  cpu.Charge(f, delay_ns);
+  co_await lock.Lock(cpu);
+  *got_at = cpu.now();
+  co_await cpu.Sync();
+  lock.Unlock(cpu);
+}
+
+// A hardirq that arrives while its CPU spins: served at once on a plain
+// spin_lock (interrupts on), held back until the grant on spin_lock_irqsave.
+// The grant that lands during the interrupt waits for it, and the spin is
+// charged only outside the interrupt.
+TEST(SpinLockTest, PlainSpinServesHardirqsIrqsaveSpinHoldsThemBack) {
+  for (SpinLockKind kind : {SpinLockKind::kSpinLock, SpinLockKind::kSpinLockIrqsave}) {
+    SCOPED_TRACE(kind == SpinLockKind::kSpinLock ? "spin_lock" : "spin_lock_irqsave");
+    Machine m(Cpus(2), MachineCosts{});
+    FnId f = m.functions().Intern("cs");
+    FnId slow = m.functions().Intern("native_queued_spin_lock_slowpath");
+    SpinLock lock(m, "l", kind, m.functions().Intern("_raw_spin_lock"), slow, SpinLockCosts{});
+    CountingIrq irq;
+    irq.fn = m.functions().Intern("irq_handler");
+    SimTime got_at = -1;
+    Thread a(m, "holder", 0), b(m, "spinner", 1);
+    a.Start(HoldOnce(m.cpu(0), lock, f, 10000), 0);
+    b.Start(LockAfter(m.cpu(1), lock, f, 1000, &got_at), 0);
+    m.cpu(1).RaiseHardirq(3000, &irq, 0);
+    m.sim().Run();
+    ASSERT_EQ(irq.taken, 1);
+    const int64_t spin = m.cpu(1).fn_ns(slow, Mode::kSys);
+    if (kind == SpinLockKind::kSpinLock) {
+      EXPECT_EQ(irq.at, 3000);
+      EXPECT_EQ(lock.stats().wait_irqs_off_ns, 0);
+    } else {
+      EXPECT_GE(irq.at, got_at);  // after the grant (and the critical section)
+      EXPECT_EQ(lock.stats().wait_irqs_off_ns, lock.stats().wait_ns);
+    }
+    EXPECT_GE(got_at, 10000);
+    // Busy time on the spinner: 1 us of work, the spin, 100 ns of irq, the section.
+    EXPECT_EQ(m.cpu(1).mode_ns(Mode::kIrq), 100);
+    EXPECT_EQ(spin + (kind == SpinLockKind::kSpinLock ? 100 : 0), lock.stats().wait_ns)
+        << "the interrupt's time is not spin time";
+  }
+}
+
+// The release store needs the lock word's line back from the waiter that
+// took it with its xchg: the holder pays one transfer at unlock.
+TEST(SpinLockTest, ArrivingWaiterTakesTheLockLine) {
+  std::vector<CpuPlacement> p = {{0, 0, 0, 0, 0}, {1, 1, 1, 0, 0}};  // two CCXs
+  MachineCosts c;
+  Machine m(p, c);
+  FnId f = m.functions().Intern("cs");
+  FnId fast = m.functions().Intern("_raw_spin_lock");
+  SpinLock lock(m, "l", SpinLockKind::kSpinLock, fast, m.functions().Intern("slow"), SpinLockCosts{});
+  SimTime got_at = -1;
+  Thread a(m, "holder", 0), b(m, "waiter", 1);
+  a.Start(HoldOnce(m.cpu(0), lock, f, 5000), 0);
+  b.Start(LockAfter(m.cpu(1), lock, f, 1000, &got_at), 0);
+  m.sim().Run();
+  // Holder: acquire (uncontended_ns) + 5 us + the release transfer.
+  EXPECT_EQ(m.cpu(0).fn_ns(fast, Mode::kSys), SpinLockCosts{}.uncontended_ns + c.die_ns);
+  EXPECT_EQ(lock.stats().holder_changes, 2u);
+}
+
+// Softirqs raised from task context wake ksoftirqd and wait for a
+// pre-emption point (or a hardirq exit); raised in a hardirq they run at
+// its exit.
+struct RaiseFromTask : IrqHandler {
+  int runs = 0;
+  SimTime at = -1;
+  Task Handle(Cpu& cpu, uint64_t) override {
+    ++runs;
+    at = cpu.now();
+    co_return;
+  }
+};
+
+Task RaiseThenWork(Cpu& cpu, IrqHandler* h, FnId f, bool preempt_point, bool* woke) {
+  co_await cpu.Sync();
+  *woke = cpu.RaiseSoftirq(h, 0);
+  for (int i = 0; i < 10; ++i) {
+    cpu.Charge(f, 1000);
+    co_await cpu.Sync();
+  }
+  if (preempt_point) co_await cpu.PreemptPoint();
+  for (int i = 0; i < 10; ++i) {
+    cpu.Charge(f, 1000);
+    co_await cpu.Sync();
+  }
+}
+
+TEST(CpuTest, TaskContextSoftirqRunsInKsoftirqdAtAPreemptionPoint) {
+  for (bool preempt_point : {false, true}) {
+    SCOPED_TRACE(preempt_point ? "with a pre-emption point" : "without");
+    MachineCosts c;
+    c.context_switch_ns = 500;
+    Machine m(Cpus(1), c);
+    FnId f = m.functions().Intern("work");
+    RaiseFromTask h;
+    bool woke = false;
+    Thread t(m, "fio", 0);
+    t.Start(RaiseThenWork(m.cpu(0), &h, f, preempt_point, &woke), 0);
+    m.sim().Run();
+    EXPECT_TRUE(woke);
+    ASSERT_EQ(h.runs, 1);
+    // Not at the next Sync: after 10 us of work at the pre-emption point,
+    // else when the task ends; two context switches either way.
+    EXPECT_GE(h.at, 10000);
+    if (preempt_point) {
+      EXPECT_LT(h.at, 20000);
+      EXPECT_EQ(m.cpu(0).fn_ns(m.functions().Intern("__schedule"), Mode::kSys), 2 * 500 + 500);
+    } else {
+      EXPECT_GE(h.at, 20000);
+    }
+  }
+}
+
+TEST(CpuTest, TickRunsPendingSoftirqsOnABusyCpu) {
+  MachineCosts c;
+  c.tick_period_ns = 1000000;
+  c.tick_ns = 1000;
+  Machine m(Cpus(1), c);
+  FnId f = m.functions().Intern("work");
+  RaiseFromTask h;
+  bool woke = false;
+  auto body = [](Cpu& cpu, IrqHandler* h, FnId f, bool* woke) -> Task {
+    co_await cpu.Sync();
+    *woke = cpu.RaiseSoftirq(h, 0);
+    for (int i = 0; i < 3000; ++i) {  // 3 ms with no pre-emption point
+      cpu.Charge(f, 1000);
+      co_await cpu.Sync();
+    }
+  };
+  Thread t(m, "kworker", 0, -20);
+  t.Start(body(m.cpu(0), &h, f, &woke), 0);
+  m.sim().Run();
+  ASSERT_EQ(h.runs, 1);
+  // The first tick's irq exit: at the first jiffy boundary (1 ms) after its
+  // 1 us handler.
+  EXPECT_GE(h.at, 1000000);
+  EXPECT_LE(h.at, 1000000 + 2000);
+  // Three or four ticks while busy, none after.
+  const int64_t tick = m.cpu(0).fn_ns(m.functions().Intern("tick_sched_timer"), Mode::kIrq);
+  EXPECT_GE(tick, 3000);
+  EXPECT_LE(tick, 4000);
+}
+
+// SMT: work runs slower while the sibling works, a little slower while it
+// spins, at full speed while it idles.
+TEST(CpuTest, SmtSiblingsShareExecution) {
+  std::vector<CpuPlacement> p = {{0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}};  // one core, two threads
+  MachineCosts c;
+  c.smt_busy_permille = 1500;
+  c.smt_spin_permille = 1100;
+  Machine m(p, c);
+  FnId f = m.functions().Intern("work");
+  Thread a(m, "a", 0);
+  a.Start(Worker(m.cpu(0), f, 100, 100), 0);
+  m.sim().Run();
+  EXPECT_EQ(m.cpu(0).fn_ns(f, Mode::kSys), 10000);  // sibling idle
+  Machine m2(p, c);
+  FnId f2 = m2.functions().Intern("work");
+  Thread x(m2, "x", 0), y(m2, "y", 1);
+  x.Start(Worker(m2.cpu(0), f2, 100, 100), 0);
+  y.Start(Worker(m2.cpu(1), f2, 1000, 100), 0);
+  m2.sim().Run();
+  EXPECT_EQ(m2.cpu(0).fn_ns(f2, Mode::kSys), 15000);  // sibling busy throughout
+}
+
+// x86 TSO pricing: dependent loads add up, independent ones and stores
+// overlap, an atomic waits for the stores before it.
+TEST(AccessCostTest, LoadsChainStoresOverlapAtomicsDrain) {
+  std::vector<CpuPlacement> p = {{0, 0, 0, 0, 0}, {1, 1, 1, 0, 0}};
+  MachineCosts c;
+  Machine m(p, c);
+  CacheLine a, b, d, e;
+  for (CacheLine* l : {&a, &b, &d, &e}) l->Write(m, 1, 0);  // all last written on CPU 1
+  AccessCost chain(m, 0, 2);
+  chain.Load(a);
+  chain.Load(b);
+  EXPECT_EQ(chain.Take(), 2 * c.die_ns);
+  for (CacheLine* l : {&a, &b}) l->Write(m, 1, 0);
+  AccessCost parallel(m, 0, 2);
+  parallel.LoadIndependent(a);
+  parallel.LoadIndependent(b);
+  EXPECT_EQ(parallel.Take(), c.die_ns + 2);  // one miss's latency, one more issue
+  AccessCost stores(m, 0, 2);
+  stores.Store(d);
+  stores.Store(e);
+  stores.Work(10);
+  EXPECT_EQ(stores.Take(), c.die_ns + 2 * 2 + 10);
+  for (CacheLine* l : {&d, &e}) l->Write(m, 1, 0);
+  AccessCost atomic(m, 0, 2);
+  atomic.Store(d);
+  atomic.Atomic(e, 8);
+  EXPECT_EQ(atomic.Take(), 2 + c.die_ns + (8 + c.die_ns));
+}
+
+// A read miss comes from the nearest copy, not from the last writer.
+TEST(CacheLineTest, ReadMissServedByNearestSharer) {
+  std::vector<CpuPlacement> p = {{0, 0, 0, 0, 0}, {1, 1, 1, 0, 0}, {2, 1, 1, 0, 0}};
+  MachineCosts c;
+  Machine m(p, c);
+  CacheLine line;
+  line.Write(m, 0, 0);
+  EXPECT_EQ(line.Read(m, 1, 2), c.die_ns);  // from CPU 0, another CCX
+  EXPECT_EQ(line.Read(m, 2, 2), c.llc_ns);  // from CPU 1, same CCX
 }
 
 }  // namespace

@@ -4,9 +4,9 @@
 
 namespace blklab::sim {
 
-SpinLock::SpinLock(Machine& machine, std::string name, FnId fast_fn, FnId slow_fn,
-                   SpinLockCosts costs)
-    : machine_(machine), name_(std::move(name)), fast_fn_(fast_fn), slow_fn_(slow_fn),
+SpinLock::SpinLock(Machine& machine, std::string name, SpinLockKind kind, FnId fast_fn,
+                   FnId slow_fn, SpinLockCosts costs)
+    : machine_(machine), name_(std::move(name)), kind_(kind), fast_fn_(fast_fn), slow_fn_(slow_fn),
       costs_(costs) {
   machine.RegisterLock(this);
 }
@@ -15,16 +15,23 @@ void SpinLock::Acquired(Cpu& cpu) {
   holder_ = cpu.id();
   acquired_at_ = cpu.now();
   ++stats_.acquisitions;
-  cpu.EnterLock();
+  if (last_holder_ != cpu.id()) ++stats_.holder_changes;
+  last_holder_ = cpu.id();
+  transfers_at_acquire_ = machine_.transfers(cpu.id());
+  cpu.EnterLock(kind_ == SpinLockKind::kSpinLockIrqsave);
   // The protected data moves with the lock.
+  if (!implicit_data_line_) return;
   const int64_t data = data_line_.Write(machine_, cpu.id(), 0);
   if (data > 0) cpu.Charge(fast_fn_, data);
 }
 
 Task SpinLock::Lock(Cpu& cpu) {
   co_await cpu.Sync();
+  // An interrupt taking a lock its CPU's interrupted context holds would
+  // spin forever (the kernel's reason for spin_lock_irqsave).
+  BLKLAB_CHECK(holder_ != cpu.id() && "lock taken on the CPU that holds it (irq-unsafe lock?)");
   if (holder_ < 0 && waiters_.empty()) {
-    cpu.Charge(fast_fn_, lock_line_.Write(machine_, cpu.id(), costs_.uncontended_ns));
+    cpu.Charge(fast_fn_, lock_line_->Write(machine_, cpu.id(), costs_.uncontended_ns));
     Acquired(cpu);
     co_return;
   }
@@ -33,24 +40,29 @@ Task SpinLock::Lock(Cpu& cpu) {
   co_await SpinAwaiter{this, &cpu};
   // Granted: the spin has been charged to the slowpath by the CPU.
   stats_.wait_ns += cpu.now() - since;
-  lock_line_.Write(machine_, cpu.id(), 0);  // the handoff already paid for the move
+  if (kind_ == SpinLockKind::kSpinLockIrqsave || cpu.irqs_disabled()) stats_.wait_irqs_off_ns += cpu.now() - since;
+  lock_line_->Write(machine_, cpu.id(), 0);  // the handoff already paid for the move
   Acquired(cpu);
 }
 
 bool SpinLock::TryLock(Cpu& cpu) {
   if (holder_ >= 0 || !waiters_.empty()) {
-    cpu.Charge(fast_fn_, lock_line_.Read(machine_, cpu.id(), 2));
+    cpu.Charge(fast_fn_, lock_line_->Read(machine_, cpu.id(), 2));
     return false;
   }
-  cpu.Charge(fast_fn_, lock_line_.Write(machine_, cpu.id(), costs_.uncontended_ns));
+  cpu.Charge(fast_fn_, lock_line_->Write(machine_, cpu.id(), costs_.uncontended_ns));
   Acquired(cpu);
   return true;
 }
 
 void SpinLock::Unlock(Cpu& cpu) {
   BLKLAB_CHECK(holder_ == cpu.id());
+  // The release store needs the lock word's line, which arriving waiters took.
+  const int64_t release = lock_line_->Write(machine_, cpu.id(), 0);
+  if (release > 0) cpu.Charge(fast_fn_, release);
   stats_.hold_ns += cpu.now() - acquired_at_;
-  cpu.ExitLock();
+  stats_.line_transfers += machine_.transfers(cpu.id()) - transfers_at_acquire_;
+  cpu.ExitLock(kind_ == SpinLockKind::kSpinLockIrqsave);
   holder_ = -1;
   if (waiters_.empty()) return;
   Waiter w = waiters_.front();
@@ -60,7 +72,7 @@ void SpinLock::Unlock(Cpu& cpu) {
       machine_.TransferCost(cpu.id(), w.cpu->id()) * costs_.handoff_permille / 1000;
   SimTime at = cpu.now() + handoff;
   if (at < w.since) at = w.since;
-  w.cpu->ResumeAfterSpin(at, w.since, slow_fn_);
+  w.cpu->ResumeAfterSpin(at);
 }
 
 }  // namespace blklab::sim

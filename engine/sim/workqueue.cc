@@ -75,6 +75,7 @@ Task WorkQueue::WorkerLoop(int cpu_id) {
       item->pending_ = false;
       ++runs_;
       co_await item->Run(cpu);
+      co_await cpu.PreemptPoint();  // process_one_work's cond_resched
     }
     co_await cpu.Sleep();
   }
