@@ -152,8 +152,8 @@ int64_t PinCost(const host::CostTable& costs, uint32_t bytes);
 // The submitting call of the asynchronous engines: `syscall_fn` charged
 // once, a plug around batches of more than two (plug->nr_ios = batch), each
 // io_u's per-IO work (`per_io`, before submit_bio) and SubmitBio, the plug's
-// flush, then `after` (still inside the call), and every issue time set to
-// the end of the call.
+// flush, then `after` (still inside the call), every issue time set to
+// the end of the call, and the return to user space (a pre-emption point).
 template <typename PerIo, typename After>
 sim::Task SubmitBatch(IoContext& ctx, std::vector<IoU*>& batch, sim::FnId syscall_fn, PerIo per_io,
                       After after);
@@ -189,6 +189,7 @@ sim::Task SubmitBatch(IoContext& ctx, std::vector<IoU*>& batch, sim::FnId syscal
   after();
   const sim::SimTime now = ctx.cpu.now();
   for (IoU* u : batch) u->issue_time = now;
+  co_await ctx.cpu.PreemptPoint();  // exit_to_user_mode: need_resched honoured
 }
 
 }  // namespace blklab::job

@@ -1,5 +1,7 @@
 #include "engine/model/blk_mq.h"
 
+#include "engine/model/blk_softirq.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -16,8 +18,6 @@ RequestQueue::RequestQueue(Kernel& kernel, std::string name, TagSet& set, BlkMqD
       set_(set),
       driver_(driver),
       config_(config),
-      done_softirq_(this),
-      completion_ipi_(this),
       timeout_(this) {
   set.AddQueue();
   const int ncpus = kernel.machine().num_cpus();
@@ -114,7 +114,11 @@ std::vector<const Request*> RequestQueue::StuckRequests(sim::SimTime now, int64_
 // --- submission -------------------------------------------------------------
 
 void RequestQueue::InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx, Plug* plug) {
-  // blk_mq_rq_ctx_init + blk_mq_bio_to_request
+  // blk_mq_rq_ctx_init + blk_mq_bio_to_request: the allocating CPU writes
+  // the request, last written where it was freed. These are stores: their
+  // miss drains through the store buffer while the path goes on, and the
+  // next CPU to touch the request pays for the move.
+  kernel_.WriteLine(cpu, rq->line);
   rq->state = Request::State::kAllocated;
   rq->q = this;
   rq->mq_hctx = hctx;
@@ -543,6 +547,7 @@ void RequestQueue::PutRqBudget(sim::Cpu& cpu, Request* rq) {
 
 void RequestQueue::StartRequest(sim::Cpu& cpu, Request* rq) {
   // blk_mq_start_request: IN_FLIGHT, blk_add_timer.
+  kernel_.WriteLine(cpu, rq->line);  // a store (see InitRequest)
   rq->state = Request::State::kInFlight;
   rq->io_start_time_ns = cpu.now();
   timeout_.Add(cpu, rq, config_.timeout_timer);
@@ -571,38 +576,17 @@ bool RequestQueue::CompleteRequestRemote(sim::Cpu& cpu, Request* rq) {
     need_ipi = config_.sysfs.rq_affinity == 2 || !shares_cache;
   }
   if (need_ipi) {
-    cpu.Charge(kernel_.fn.smp_call_function_single_async, c.ipi_send);
-    kernel_.Count(Counter::k_ipi);
-    kernel_.machine().cpu(submit_cpu).RaiseHardirq(cpu.now() + c.ipi_delivery_latency, &completion_ipi_,
-                                                   reinterpret_cast<uint64_t>(rq));
+    kernel_.cpu_done().SendIpi(cpu, rq, submit_cpu);
     return true;
   }
   if (set_.nr_hw_queues() == 1) {
-    cpu.Charge(kernel_.fn.blk_mq_raise_softirq, c.raise_softirq);
-    cpu.RaiseSoftirq(&done_softirq_, reinterpret_cast<uint64_t>(rq));
+    kernel_.cpu_done().RaiseSoftirq(cpu, rq);
     return true;
   }
   return false;
 }
 
-sim::Task RequestQueue::CompletionIpi::Handle(sim::Cpu& cpu, uint64_t arg) {
-  Kernel& k = q_->kernel_;
-  k.Count(Counter::k_hardirq);
-  // ipi_receive covers the hardirq and the BLOCK_SOFTIRQ it raises; the
-  // softirq charges its own entry/exit, the hardirq the rest.
-  cpu.Charge(k.fn.generic_smp_call_function_single_interrupt,
-             std::max<int64_t>(k.costs().ipi_receive - k.costs().softirq_entry_exit, 0));
-  cpu.RaiseSoftirq(&q_->done_softirq_, arg);
-  co_return;
-}
-
-sim::Task RequestQueue::DoneSoftirq::Handle(sim::Cpu& cpu, uint64_t arg) {
-  Kernel& k = q_->kernel_;
-  k.Count(Counter::k_block_softirq);
-  cpu.Charge(k.fn.blk_done_softirq, k.costs().softirq_entry_exit);
-  co_await cpu.Sync();
-  q_->driver_->Complete(cpu, reinterpret_cast<Request*>(arg));
-}
+void RequestQueue::MqOpsComplete(sim::Cpu& cpu, Request* rq) { driver_->Complete(cpu, rq); }
 
 sim::Task RequestQueue::Poll(sim::Cpu& cpu, int* completed) {
   // blk_hctx_poll -> ->poll on the poll queue this CPU maps to.
@@ -655,6 +639,7 @@ void RequestQueue::EndRequestBatch(sim::Cpu& cpu, RequestList& list) {
 void RequestQueue::FreeRequest(sim::Cpu& cpu, Request* rq, bool bulk) {
   // blk_mq_free_request -> __blk_mq_free_request: tag put(s), restart, queue exit.
   Hctx* hctx = rq->mq_hctx;
+  kernel_.WriteLine(cpu, rq->line);  // a store (see InitRequest)
   rq->state = Request::State::kIdle;
   PutRqBudget(cpu, rq);
   ++ended_;

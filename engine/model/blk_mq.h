@@ -139,6 +139,8 @@ class RequestQueue {
   // how many requests it ended.
   sim::Task Poll(sim::Cpu& cpu, int* completed);
   bool has_poll_queues() const { return set_.config().nr_poll_queues > 0; }
+  // ->complete (q->mq_ops->complete), from BLOCK_SOFTIRQ (blk_softirq.h).
+  void MqOpsComplete(sim::Cpu& cpu, Request* rq);
   // Puts the request's SCSI budget back if it holds one.
   void PutRqBudget(sim::Cpu& cpu, Request* rq);
 
@@ -155,23 +157,6 @@ class RequestQueue {
   uint32_t nr_active_requests() const { return shared_usage_.nr_active; }
 
  private:
-  class DoneSoftirq final : public sim::IrqHandler {
-   public:
-    explicit DoneSoftirq(RequestQueue* q) : q_(q) {}
-    sim::Task Handle(sim::Cpu& cpu, uint64_t arg) override;  // blk_done_softirq
-
-   private:
-    RequestQueue* q_;
-  };
-  class CompletionIpi final : public sim::IrqHandler {
-   public:
-    explicit CompletionIpi(RequestQueue* q) : q_(q) {}
-    sim::Task Handle(sim::Cpu& cpu, uint64_t arg) override;  // __blk_mq_complete_request_remote
-
-   private:
-    RequestQueue* q_;
-  };
-
   Hctx* MapQueue(int cpu, bool polled = false) { return ctxs_[cpu]->hctx(polled); }
   bool NeedTimestamp() const { return config_.sysfs.iostats || elevator_ != nullptr; }
   // The tags a request is allocated from: the scheduler's, else the driver's.
@@ -198,8 +183,6 @@ class RequestQueue {
   QueueConfig config_;
   std::vector<std::unique_ptr<Hctx>> hctxs_;
   std::vector<std::unique_ptr<Ctx>> ctxs_;
-  DoneSoftirq done_softirq_;
-  CompletionIpi completion_ipi_;
   DiskStats disk_;
   sim::CacheLine part_stamp_line_;
   sim::SimTime next_part_stamp_ = 0;  // the next jiffy boundary

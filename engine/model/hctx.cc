@@ -18,7 +18,7 @@ constexpr int kMaxSchedRounds = 64;
 
 Ctx::Ctx(Kernel& kernel, const std::string& qname, int cpu)
     : cpu_(cpu),
-      lock_(kernel.machine(), qname + ":ctx->lock", kernel.fn.raw_spin_lock,
+      lock_(kernel.machine(), qname + ":ctx->lock", sim::SpinLockKind::kSpinLock, kernel.fn.raw_spin_lock,
             kernel.fn.native_queued_spin_lock_slowpath, kernel.lock_costs()) {}
 
 Hctx::Hctx(Kernel& kernel, RequestQueue* q, uint32_t queue_num, Tags* tags, bool is_poll)
@@ -27,7 +27,7 @@ Hctx::Hctx(Kernel& kernel, RequestQueue* q, uint32_t queue_num, Tags* tags, bool
       queue_num_(queue_num),
       is_poll_(is_poll),
       tags_(tags),
-      lock_(kernel.machine(), q->name() + ":hctx->lock", kernel.fn.raw_spin_lock,
+      lock_(kernel.machine(), q->name() + ":hctx->lock", sim::SpinLockKind::kSpinLock, kernel.fn.raw_spin_lock,
             kernel.fn.native_queued_spin_lock_slowpath, kernel.lock_costs()),
       run_work_(this) {}
 
@@ -332,6 +332,7 @@ sim::Task Hctx::DoDispatchSched(sim::Cpu& cpu) {
     bool progress = false;
     co_await DoDispatchSchedOnce(cpu, &progress);
     if (!progress) co_return;
+    if (cpu.need_resched()) break;  // hand the rest to kblockd and yield
   }
   co_await cpu.Sync();
   RunAsync(cpu);

@@ -1,5 +1,7 @@
 #include "engine/model/kernel.h"
 
+#include "engine/model/blk_softirq.h"
+
 namespace blklab::model {
 
 const char* CounterName(Counter c) {
@@ -22,6 +24,7 @@ Kernel::Kernel(sim::Machine& machine, const host::CostTable& costs, const host::
       hz_(hz),
       kblockd_(machine, "kblockd",
                sim::WorkQueueCosts{costs.kworker_queue, costs.try_to_wake_up}) {
+  cpu_done_ = std::make_unique<BlkCpuDone>(*this);
   auto& r = machine.functions();
   fn.ktime_get_ns = r.Intern("ktime_get_ns");
   fn.submit_bio_noacct = r.Intern("submit_bio_noacct");
@@ -65,5 +68,7 @@ Kernel::Kernel(sim::Machine& machine, const host::CostTable& costs, const host::
   fn.blk_hctx_poll = r.Intern("blk_hctx_poll");
   fn.blk_mq_end_request_batch = r.Intern("blk_mq_end_request_batch");
 }
+
+Kernel::~Kernel() = default;
 
 }  // namespace blklab::model

@@ -12,16 +12,20 @@
 #define BLKLAB_ENGINE_MODEL_KERNEL_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "engine/host/cost_table.h"
 #include "engine/host/host_spec.h"
+#include "engine/sim/cacheline.h"
 #include "engine/sim/cpu.h"
 #include "engine/sim/machine.h"
 #include "engine/sim/spinlock.h"
 #include "engine/sim/workqueue.h"
 
 namespace blklab::model {
+
+class BlkCpuDone;
 
 #define BLKLAB_KERNEL_COUNTERS(X) \
   X(ktime_get_ns)                 \
@@ -62,6 +66,7 @@ class Kernel {
   // model code; engine/topology refuses the ones no code reads), `hz` its
   // CONFIG_HZ.
   Kernel(sim::Machine& machine, const host::CostTable& costs, const host::Knobs& knobs, int hz = 1000);
+  ~Kernel();
   Kernel(const Kernel&) = delete;
   Kernel& operator=(const Kernel&) = delete;
 
@@ -71,6 +76,8 @@ class Kernel {
   int hz() const { return hz_; }
   int64_t jiffy_ns() const { return sim::kNsPerSec / hz_; }
   sim::WorkQueue& kblockd() { return kblockd_; }
+  // The per-CPU completion lists and BLOCK_SOFTIRQ (blk_softirq.h).
+  BlkCpuDone& cpu_done() { return *cpu_done_; }
 
   // ktime_get_ns(): charges one timestamp read and returns the time.
   sim::SimTime Ktime(sim::Cpu& cpu) {
@@ -86,6 +93,17 @@ class Kernel {
     return sim::SpinLockCosts{costs_.spin_lock_uncontended, costs_.lock_handoff_permille};
   }
   sim::FnId Intern(const std::string& name) { return machine_.functions().Intern(name); }
+
+  // A plain read / store of a shared cacheline by `cpu`: line_read_hit when
+  // the line is local, else the transfer (sim/cacheline.h).
+  int64_t ReadLine(sim::Cpu& cpu, sim::CacheLine& line) {
+    return line.Read(machine_, cpu.id(), costs_.line_read_hit);
+  }
+  int64_t WriteLine(sim::Cpu& cpu, sim::CacheLine& line) {
+    return line.Write(machine_, cpu.id(), costs_.line_read_hit);
+  }
+  // A run of accesses by `cpu` priced with overlapping misses (AccessCost).
+  sim::AccessCost Access(sim::Cpu& cpu) const { return sim::AccessCost(machine_, cpu.id(), costs_.line_read_hit); }
 
   // Profile names charged by the block layer.
   struct Fns {
@@ -108,6 +126,7 @@ class Kernel {
   host::Knobs knobs_;
   int hz_;
   sim::WorkQueue kblockd_;
+  std::unique_ptr<BlkCpuDone> cpu_done_;
   uint64_t counters_[static_cast<int>(Counter::kNumCounters)] = {};
 };
 

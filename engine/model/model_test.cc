@@ -152,7 +152,12 @@ TEST(NullBlkTest, Irqmode1OnTwoCpusWithOneQueueUsesSoftirq) {
   rig.machine.sim().Run();
   EXPECT_EQ(a.completed(), 2000u);
   EXPECT_EQ(b.completed(), 2000u);
-  EXPECT_EQ(rig.kernel.counter(Counter::k_block_softirq), 4000u);
+  // Every completion goes through BLOCK_SOFTIRQ, and the per-CPU
+  // blk_cpu_done list batches them: a run completes what queued up since the
+  // raise (depth 8 per submitter), so there are far fewer runs than requests.
+  const uint64_t runs = rig.kernel.counter(Counter::k_block_softirq);
+  EXPECT_GT(runs, 0u);
+  EXPECT_LE(runs * 2, 4000u);
   EXPECT_GT(rig.machine.cpu(0).mode_ns(sim::Mode::kSoftirq), 0);
 }
 

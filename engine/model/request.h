@@ -16,6 +16,7 @@
 
 #include <cstdint>
 
+#include "engine/sim/cacheline.h"
 #include "engine/sim/cpu.h"
 #include "engine/sim/time.h"
 
@@ -78,7 +79,15 @@ struct Request {
   uint64_t sched_seq = 0;             // mq-deadline: insertion order (tie break)
   bool budget_held = false;           // ->get_budget succeeded, not yet put
   Request* next = nullptr;            // list link
+  Request* rb_left = nullptr;         // scheduler sort tree (rb_node)
+  Request* rb_right = nullptr;
+  Request* rb_parent = nullptr;
   uint64_t driver_data = 0;           // driver's per-command index
+  // The cachelines of struct request that the block layer writes (state,
+  // flags, queuelist, rb_node, hash, fifo_time, ref), modelled as one line:
+  // written by the allocating, dispatching and completing CPUs and by the
+  // scheduler's list and tree updates, read by tree descents and tag walks.
+  sim::CacheLine line;
 };
 
 // Intrusive singly linked FIFO of requests.

@@ -11,7 +11,7 @@ Tags::Tags(Kernel& kernel, std::string name, uint32_t nr_tags)
       bitmap_tags_(kernel, nr_tags),
       static_rqs_(nr_tags),
       rqs_(nr_tags, nullptr),
-      lock_(kernel.machine(), std::move(name), kernel.fn.raw_spin_lock_irqsave,
+      lock_(kernel.machine(), std::move(name), sim::SpinLockKind::kSpinLockIrqsave, kernel.fn.raw_spin_lock_irqsave,
             kernel.fn.native_queued_spin_lock_slowpath, kernel.lock_costs()) {
   for (uint32_t i = 0; i < nr_tags; ++i) static_rqs_[i].tag = i;
 }

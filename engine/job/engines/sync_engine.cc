@@ -42,6 +42,7 @@ class SyncEngine final : public IoEngineModel {
         co_await cpu.Sync();
         ctx_.waiting = false;
       }
+      co_await cpu.PreemptPoint();
     }
   }
 

@@ -6,9 +6,9 @@
 namespace blklab::model {
 
 Nvme::NvmeQueue::NvmeQueue(Kernel& kernel, const std::string& name)
-    : sq_lock(kernel.machine(), name + ":nvmeq->sq_lock", kernel.fn.raw_spin_lock,
+    : sq_lock(kernel.machine(), name + ":nvmeq->sq_lock", sim::SpinLockKind::kSpinLock, kernel.fn.raw_spin_lock,
               kernel.fn.native_queued_spin_lock_slowpath, kernel.lock_costs()),
-      cq_poll_lock(kernel.machine(), name + ":nvmeq->cq_poll_lock", kernel.fn.raw_spin_lock,
+      cq_poll_lock(kernel.machine(), name + ":nvmeq->cq_poll_lock", sim::SpinLockKind::kSpinLock, kernel.fn.raw_spin_lock,
                    kernel.fn.native_queued_spin_lock_slowpath, kernel.lock_costs()) {}
 
 Nvme::Nvme(Kernel& kernel, std::string name, const NvmeConfig& config, const QueueConfig& queue)

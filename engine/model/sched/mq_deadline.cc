@@ -1,6 +1,7 @@
 #include "engine/model/sched/mq_deadline.h"
 
-#include <bit>
+#include <algorithm>
+#include <iterator>
 #include <memory>
 
 namespace blklab::model {
@@ -34,15 +35,56 @@ const ElevatorType kMqDeadlineElevator = {
 DeadlineSched::DeadlineSched(Kernel& kernel, const std::string& qname, const DeadlineConfig& config)
     : kernel_(kernel),
       config_(config),
-      lock_(kernel.machine(), qname + ":dd->lock", kernel.fn.raw_spin_lock,
+      lock_(kernel.machine(), qname + ":dd->lock", sim::SpinLockKind::kSpinLock, kernel.fn.raw_spin_lock,
             kernel.fn.native_queued_spin_lock_slowpath, kernel.lock_costs()),
-      insert_lock_(kernel.machine(), qname + ":dd->insert_lock", kernel.fn.raw_spin_lock,
+      insert_lock_(kernel.machine(), qname + ":dd->insert_lock", sim::SpinLockKind::kSpinLock, kernel.fn.raw_spin_lock,
                    kernel.fn.native_queued_spin_lock_slowpath, kernel.lock_costs()) {
+  // The sections below charge their own lines; the side-list patch puts
+  // insert_lock beside dd->lock in one cacheline-aligned struct.
+  lock_.set_explicit_working_set();
+  insert_lock_.set_explicit_working_set();
+  insert_lock_.ShareLockLine(lock_);
   fn_bio_merge_ = kernel.Intern("dd_bio_merge");
   fn_insert_ = kernel.Intern("dd_insert_requests");
   fn_dispatch_ = kernel.Intern("dd_dispatch_request");
   fn_has_work_ = kernel.Intern("dd_has_work");
   fn_finish_ = kernel.Intern("dd_finish_request");
+}
+
+int DeadlineSched::HashBucket(uint64_t end_sector) {
+  // hash_64(key, ELV_HASH_BITS) with GOLDEN_RATIO_64.
+  return static_cast<int>((end_sector * 0x61C8864680B583EBull) >> (64 - 6));
+}
+
+void DeadlineSched::ProbeHash(sim::AccessCost& ac, uint64_t sector) {
+  const int b = HashBucket(sector);
+  ac.Load(hash_lines_[b / kHashBucketsPerLine]);
+  for (Request* rq : buckets_[b]) ac.Load(rq->line);
+}
+
+void DeadlineSched::HashAdd(sim::AccessCost& ac, Request* rq) {
+  // hlist_add_head: the bucket head and the old first node's pprev.
+  const int b = HashBucket(EndSector(rq));
+  ac.Store(hash_lines_[b / kHashBucketsPerLine]);
+  if (!buckets_[b].empty()) ac.Store(buckets_[b].back()->line);
+  buckets_[b].push_back(rq);
+}
+
+void DeadlineSched::HashDel(sim::AccessCost& ac, Request* rq) {
+  // hlist_del_init: the previous node (or the bucket head) and the next one.
+  const int b = HashBucket(EndSector(rq));
+  std::vector<Request*>& chain = buckets_[b];
+  size_t i = 0;
+  while (i < chain.size() && chain[i] != rq) ++i;
+  BLKLAB_CHECK(i < chain.size());
+  ac.Store(i + 1 == chain.size() ? hash_lines_[b / kHashBucketsPerLine] : chain[i + 1]->line);
+  if (i > 0) ac.Store(chain[i - 1]->line);
+  chain.erase(chain.begin() + static_cast<std::ptrdiff_t>(i));
+}
+
+void DeadlineSched::ProbeLastMerge(sim::AccessCost& ac) {
+  ac.Load(last_merge_line_);
+  if (last_merge_ != nullptr) ac.Load(last_merge_->line);
 }
 
 sim::Task DeadlineSched::BioMerge(sim::Cpu& cpu, Hctx*, Bio* bio, Request** merged_into) {
@@ -55,63 +97,105 @@ sim::Task DeadlineSched::BioMerge(sim::Cpu& cpu, Hctx*, Bio* bio, Request** merg
   } else {
     co_await lock_.Lock(cpu);
   }
-  cpu.Charge(fn_bio_merge_, kernel_.costs().dd_bio_merge);
-  co_await cpu.Sync();
   const int dir = bio->op == ReqOp::kWrite ? 1 : 0;
-  // Back merge: a queued request of the same direction ending where the bio starts.
-  auto h = hash_.lower_bound(SortKey{bio->sector, 0});
-  if (h != hash_.end() && h->first.first == bio->sector && Dir(h->second) == dir &&
-      h->second->op == bio->op && h->second->bytes + bio->bytes <= kMaxMergeBytes) {
-    Request* rq = h->second;
-    hash_.erase(h);
+  auto back_mergeable = [bio, dir](const Request* rq) {
+    return EndSector(rq) == bio->sector && Dir(rq) == dir && rq->op == bio->op &&
+           rq->bytes + bio->bytes <= kMaxMergeBytes;
+  };
+  // elv_merge: the last_merge one-hit cache, then the hash (back merge), then
+  // dd_request_merge's sort-tree lookup (front merge).
+  sim::AccessCost ac = kernel_.Access(cpu);
+  ac.Work(kernel_.costs().dd_bio_merge);
+  ProbeLastMerge(ac);
+  Request* back = nullptr;
+  if (last_merge_ != nullptr && back_mergeable(last_merge_)) {
+    back = last_merge_;
+  } else {
+    ProbeHash(ac, bio->sector);
+    auto h = hash_.lower_bound(SortKey{bio->sector, 0});
+    if (h != hash_.end() && h->first.first == bio->sector && back_mergeable(h->second)) back = h->second;
+  }
+  if (back != nullptr) {
+    // bio_attempt_back_merge + elv_rqhash_reposition.
+    Request* rq = back;
+    hash_.erase(SortKey{EndSector(rq), rq->sched_seq});
+    HashDel(ac, rq);
     rq->biotail->bi_next = bio;
     rq->biotail = bio;
     bio->bi_next = nullptr;
     rq->bytes += bio->bytes;
     ++rq->nr_bios;
     hash_.emplace(SortKey{EndSector(rq), rq->sched_seq}, rq);
+    HashAdd(ac, rq);
+    ac.Store(rq->line);
     *merged_into = rq;
   } else if (config_.front_merges) {
     // Front merge: a request starting where the bio ends.
     const uint64_t end = bio->sector + (bio->bytes >> kSectorShift);
-    auto s = sort_[dir].lower_bound(SortKey{end, 0});
-    if (s != sort_[dir].end() && s->first.first == end && s->second->op == bio->op &&
-        s->second->bytes + bio->bytes <= kMaxMergeBytes) {
-      Request* rq = s->second;
-      sort_[dir].erase(s);
+    ac.Load(be_sort_line_);
+    Request* rq = sort_[dir].LowerBound(SortTree::Key{end, 0}, NodeReader(ac));
+    if (rq != nullptr && rq->sector == end && rq->op == bio->op && rq->bytes + bio->bytes <= kMaxMergeBytes) {
+      // dd_request_merged: the request moves in the sort tree.
+      sort_[dir].Erase(rq, NodeWriter(ac));
       bio->bi_next = rq->bio;
       rq->bio = bio;
       rq->sector = bio->sector;
       rq->bytes += bio->bytes;
       ++rq->nr_bios;
-      sort_[dir].emplace(SortKey{rq->sector, rq->sched_seq}, rq);
+      sort_[dir].Insert(rq, NodeReader(ac), NodeWriter(ac));
+      ac.Store(rq->line);
       *merged_into = rq;
     }
   }
-  if (*merged_into != nullptr) ++stats_.merged;
+  if (*merged_into != nullptr) {
+    ++stats_.merged;
+    last_merge_ = *merged_into;  // elv_merged_request: q->last_merge = rq
+    ac.Store(last_merge_line_);
+  }
+  cpu.Charge(fn_bio_merge_, ac.Take());
+  co_await cpu.Sync();
   lock_.Unlock(cpu);
 }
 
 void DeadlineSched::DoInsert(sim::Cpu& cpu, Request* rq) {
-  // dd_insert_request: rb insert by sector, FIFO tail with its deadline, hash add.
-  const auto& c = kernel_.costs();
-  const int64_t log2q = queued_ > 1 ? std::bit_width(queued_) - 1 : 0;
-  cpu.Charge(fn_insert_, c.dd_insert_request + c.dd_insert_per_log2 * log2q);
+  // dd_insert_request: stats, the insert-merge probe, rb insert by sector,
+  // hash add, last_merge, FIFO tail with its deadline.
   const int dir = Dir(rq);
   rq->sched_seq = next_seq_++;
   rq->fifo_time = cpu.now() + (dir == 1 ? config_.write_expire_ns : config_.read_expire_ns);
-  sort_[dir].emplace(SortKey{rq->sector, rq->sched_seq}, rq);
-  fifo_[dir].emplace(FifoKey{rq->fifo_time, rq->sched_seq}, rq);
+  sim::AccessCost ac = kernel_.Access(cpu);
+  ac.Work(kernel_.costs().dd_insert_request);
+  ac.Store(be_fifo_line_);  // stats.inserted++
+  ProbeLastMerge(ac);       // elv_attempt_insert_merge
+  ProbeHash(ac, rq->sector);
+  // elv_rb_add: descend from the root, link under the last node visited.
+  ac.Load(be_sort_line_);
+  ac.Store(rq->line);
+  sort_[dir].Insert(rq, NodeReader(ac), NodeWriter(ac));
   hash_.emplace(SortKey{EndSector(rq), rq->sched_seq}, rq);
+  HashAdd(ac, rq);
+  if (last_merge_ == nullptr) {
+    last_merge_ = rq;
+    ac.Store(last_merge_line_);
+  }
+  // list_add_tail: the head (L2) and the old tail's queuelist.
+  if (!fifo_[dir].empty()) ac.Store(fifo_[dir].rbegin()->second->line);
+  fifo_[dir].emplace(FifoKey{rq->fifo_time, rq->sched_seq}, rq);
   ++queued_;
   ++stats_.inserted;
+  cpu.Charge(fn_insert_, ac.Take());
 }
 
 sim::Task DeadlineSched::InsertRequests(sim::Cpu& cpu, Hctx*, RequestList& list) {
   co_await cpu.Sync();
   if (config_.insert_side_lists) {
     co_await insert_lock_.Lock(cpu);
-    cpu.Charge(fn_insert_, side_list_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().dd_side_list_add));
+    // list_splice_tail_init onto at_tail: its head and the old tail.
+    sim::AccessCost ac = kernel_.Access(cpu);
+    ac.Work(kernel_.costs().dd_side_list_add);
+    ac.Store(side_list_line_);
+    if (!side_list_.empty()) ac.Store(side_list_.back()->line);
+    cpu.Charge(fn_insert_, ac.Take());
     side_list_.splice_tail(list);
     co_await cpu.Sync();
     insert_lock_.Unlock(cpu);
@@ -124,34 +208,64 @@ sim::Task DeadlineSched::InsertRequests(sim::Cpu& cpu, Hctx*, RequestList& list)
 }
 
 bool DeadlineSched::HasWork(sim::Cpu& cpu, Hctx*) {
-  // dd_has_work: list_empty_careful on the dispatch/FIFO heads and side lists.
-  const sim::Machine& m = kernel_.machine();
-  int64_t cost = lock_.data_line().Read(m, cpu.id(), kernel_.costs().dd_has_work);
-  if (config_.insert_side_lists) cost += side_list_line_.Read(m, cpu.id(), kernel_.costs().line_read_hit);
-  cpu.Charge(fn_has_work_, cost);
+  // dd_has_work: list_empty_careful on the dispatch and FIFO heads of every
+  // priority level (L0-L3) and the side lists: independent loads.
+  sim::AccessCost ac = kernel_.Access(cpu);
+  ac.Work(kernel_.costs().dd_has_work);
+  ac.LoadIndependent(rt_line_);
+  ac.LoadIndependent(be_sort_line_);
+  ac.LoadIndependent(be_fifo_line_);
+  ac.LoadIndependent(idle_line_);
+  if (config_.insert_side_lists) ac.LoadIndependent(side_list_line_);
+  cpu.Charge(fn_has_work_, ac.Take());
   return queued_ > 0 || !side_list_.empty();
 }
 
-void DeadlineSched::Remove(Request* rq) {
+void DeadlineSched::Remove(sim::AccessCost& ac, Request* rq) {
+  // deadline_remove_request: list_del_init (FIFO neighbours), elv_rb_del
+  // (relinks the nodes around it), elv_rqhash_del, last_merge.
   const int dir = Dir(rq);
-  sort_[dir].erase(SortKey{rq->sector, rq->sched_seq});
-  fifo_[dir].erase(FifoKey{rq->fifo_time, rq->sched_seq});
+  auto it = fifo_[dir].find(FifoKey{rq->fifo_time, rq->sched_seq});
+  BLKLAB_CHECK(it != fifo_[dir].end());
+  ac.Store(it == fifo_[dir].begin() ? be_fifo_line_ : std::prev(it)->second->line);
+  auto next = std::next(it);
+  ac.Store(next == fifo_[dir].end() ? be_fifo_line_ : next->second->line);
+  fifo_[dir].erase(it);
+  sort_[dir].Erase(rq, NodeWriter(ac));
   hash_.erase(SortKey{EndSector(rq), rq->sched_seq});
+  HashDel(ac, rq);
+  if (last_merge_ == rq) {
+    last_merge_ = nullptr;
+    ac.Store(last_merge_line_);
+  }
+  ac.Store(rq->line);
   --queued_;
 }
 
 Request* DeadlineSched::Choose(sim::Cpu& cpu) {
-  // __dd_dispatch_request for the one (BE) priority level.
-  auto next_in_sort = [this](int dir) -> Request* {
-    auto it = sort_[dir].lower_bound(SortKey{latest_pos_[dir], 0});
-    return it == sort_[dir].end() ? nullptr : it->second;
+  // dd_dispatch_request -> dd_dispatch_prio_aged_requests (dd_queued of the
+  // three levels: stats in L1, L2 (with the atomic completed) and L4), then
+  // __dd_dispatch_request for RT (empty lists, L0) and BE.
+  sim::AccessCost ac = kernel_.Access(cpu);
+  ac.Work(kernel_.costs().dd_dispatch_request);
+  ac.LoadIndependent(be_sort_line_);
+  ac.LoadIndependent(be_fifo_line_);
+  ac.LoadIndependent(state_line_);
+  ac.LoadIndependent(rt_line_);
+  // deadline_from_pos: the first request at or after latest_pos[dir].
+  auto next_in_sort = [this, &ac](int dir) -> Request* {
+    return sort_[dir].LowerBound(SortTree::Key{latest_pos_[dir], 0}, NodeReader(ac));
   };
-  auto fifo_expired = [this, &cpu](int dir) {
-    return !fifo_[dir].empty() && fifo_[dir].begin()->first.first <= cpu.now();
+  // deadline_check_fifo: the FIFO head's fifo_time.
+  auto fifo_expired = [this, &cpu, &ac](int dir) {
+    if (fifo_[dir].empty()) return false;
+    Request* head = fifo_[dir].begin()->second;
+    ac.Load(head->line);
+    return head->fifo_time <= cpu.now();
   };
   Request* rq = nullptr;
   // Continue the current batch in sector order.
-  if (batching_ < config_.fifo_batch) rq = next_in_sort(last_dir_);
+  if (batching_ < config_.fifo_batch && !sort_[last_dir_].empty()) rq = next_in_sort(last_dir_);
   if (rq == nullptr) {
     const bool reads = !fifo_[0].empty();
     const bool writes = !fifo_[1].empty();
@@ -163,6 +277,7 @@ Request* DeadlineSched::Choose(sim::Cpu& cpu) {
       starved_ = 0;
       dir = 1;
     } else {
+      cpu.Charge(fn_dispatch_, ac.Take());
       return nullptr;
     }
     // The FIFO head if it expired or the sort order wrapped, else the next
@@ -176,10 +291,13 @@ Request* DeadlineSched::Choose(sim::Cpu& cpu) {
     last_dir_ = dir;
     batching_ = 0;
   }
-  Remove(rq);
+  ac.Store(state_line_);    // batching, last_dir, starved
+  ac.Store(be_fifo_line_);  // latest_pos, stats.dispatched
+  Remove(ac, rq);
   latest_pos_[Dir(rq)] = EndSector(rq);
   ++batching_;
   ++stats_.dispatched;
+  cpu.Charge(fn_dispatch_, ac.Take());
   return rq;
 }
 
@@ -199,15 +317,20 @@ sim::Task DeadlineSched::DispatchRequest(sim::Cpu& cpu, Hctx*, Request** out) {
   }
   co_await lock_.Lock(cpu);
   if (config_.insert_side_lists && !side_list_.empty()) {
+    // dd_do_insert: splice at_tail off under insert_lock, then insert each.
     co_await insert_lock_.Lock(cpu);
     RequestList moved;
+    sim::AccessCost ac = kernel_.Access(cpu);
+    ac.Load(side_list_line_);
+    ac.LoadIndependent(side_list_.front()->line);
+    ac.LoadIndependent(side_list_.back()->line);
+    ac.Store(side_list_line_);
     moved.splice_tail(side_list_);
-    cpu.Charge(fn_insert_, side_list_line_.Write(m, cpu.id(), kernel_.costs().atomic_local));
+    cpu.Charge(fn_insert_, ac.Take());
     co_await cpu.Sync();
     insert_lock_.Unlock(cpu);
     while (!moved.empty()) DoInsert(cpu, moved.pop_front());
   }
-  cpu.Charge(fn_dispatch_, kernel_.costs().dd_dispatch_request);
   *out = Choose(cpu);
   co_await cpu.Sync();
   lock_.Unlock(cpu);
@@ -218,8 +341,10 @@ sim::Task DeadlineSched::DispatchRequest(sim::Cpu& cpu, Hctx*, Request** out) {
 }
 
 void DeadlineSched::FinishRequest(sim::Cpu& cpu, Request* rq) {
-  // dd_finish_request: atomic_inc(&per_prio->stats.completed).
-  cpu.Charge(fn_finish_, stats_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+  // dd_finish_request: atomic_inc(&per_prio->stats.completed), on L2.
+  sim::AccessCost ac = kernel_.Access(cpu);
+  ac.Atomic(be_fifo_line_, kernel_.costs().atomic_local);
+  cpu.Charge(fn_finish_, ac.Take());
   ++stats_.completed;
 }
 

@@ -3,21 +3,36 @@
 // DeadlineSched models block/mq-deadline.c (KERNEL_MODEL.md §2.4, §3.5) behind
 // the Elevator interface (elevator.h; every operation ignores the hctx): one
 // `struct deadline_data` per request queue, whatever the number of hardware
-// queues, with ONE dd->lock (its own cacheline; the lock's data line stands
-// for the dd struct, rb nodes and FIFO heads, which move with the lock).
-// Under dd->lock: the bio merge probe (dd_bio_merge: hash back merge, sort
-// front merge), the insert (dd_insert_request: sort by sector, FIFO tail with
-// deadline now + fifo_expire[dir]) and the dispatch (dd_dispatch_request:
-// current batch in sector order while batching < fifo_batch, else choose a
-// direction — reads unless writes were starved writes_starved times — and
-// take the FIFO head if it expired, else the next in sort order).
-// One priority level (the model submits everything as BE).
+// queues, with ONE dd->lock, a plain spin_lock (hardirqs stay on).
+// Under dd->lock: the bio merge probe (dd_bio_merge: last_merge, hash back
+// merge, sort-tree front merge), the insert (dd_insert_request: sort tree by
+// sector, hash, FIFO tail with deadline now + fifo_expire[dir]) and the
+// dispatch (dd_dispatch_request: dd_queued per priority, the current batch in
+// sector order while batching < fifo_batch, else choose a direction — reads
+// unless writes were starved writes_starved times — and take the FIFO head if
+// it expired, else the next in sort order). One priority level (BE).
+//
+// The working set of each section is modelled line by line, because under
+// contention its cost is the lines the previous holder wrote (v6.8 x86-64
+// layout of struct deadline_data, 512-byte aligned):
+//   L0 RT lists, L3 IDLE lists      read by dd_has_work, never written (BE only)
+//   L1 BE dispatch list + sort_list roots (+ RT stats)
+//   L2 BE fifo_list heads, latest_pos, stats (inserted, dispatched, and the
+//      atomic `completed` bumped by every completion, lock-free)
+//   L4 last_dir, batching, starved, tunables (+ IDLE stats)
+//   L5 the lock word (SpinLock's own line)
+// plus q->last_merge (a request_queue line), the elevator hash (64 buckets,
+// 8 lines) and each request's line (request.h): a descent of the sort tree
+// (sort_tree.h) reads the line of every node it visits, list and tree updates
+// write the lines of the nodes whose links change.
 //
 // RC4 switches (REFERENCE_CASES.md RC4), each independent:
 //   serialize_dispatch     DD_DISPATCHING: a dispatcher that finds the bit set
 //                          returns NULL without touching dd->lock.
-//   insert_side_lists      inserts take only dd->insert_lock and splice onto
-//                          a side list; the dispatcher drains it under dd->lock.
+//   insert_side_lists      inserts take only dd->insert_lock (on the lock
+//                          word's line, as in the patch's aligned struct) and
+//                          splice onto a side list; the dispatcher drains it
+//                          under dd->lock.
 //   skip_merge_if_contended dd_bio_merge uses spin_trylock; busy -> no merge.
 // Jens's insert buckets are not modelled (the engine refuses that knob).
 //
@@ -26,21 +41,27 @@
 //  dispatched requests never come back (requeue is not modelled).
 // Thread-safety: thread-compatible; part of one simulation. Shared state is
 //  touched only after cpu.Sync().
-// Cost: prices from the cost table (dd_bio_merge, dd_insert_request +
-//  dd_insert_per_log2 * log2(queued), dd_dispatch_request, dd_has_work);
-//  std::map nodes are the model's bookkeeping (one allocation per insert).
+// Cost: flat bodies from the cost table (dd_bio_merge, dd_insert_request,
+//  dd_dispatch_request, dd_has_work, dd_rb_node per tree node visited) plus
+//  the line accesses above, priced by sim::AccessCost: descents are chains
+//  of dependent loads, list-head checks independent loads, link updates
+//  stores whose misses overlap until the unlock.
+//  Model bookkeeping: O(log n) per operation.
 #ifndef BLKLAB_ENGINE_MODEL_SCHED_MQ_DEADLINE_H_
 #define BLKLAB_ENGINE_MODEL_SCHED_MQ_DEADLINE_H_
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "engine/host/host_spec.h"
 #include "engine/model/elevator.h"
 #include "engine/model/kernel.h"
 #include "engine/model/request.h"
+#include "engine/model/sched/sort_tree.h"
 #include "engine/sim/cacheline.h"
 #include "engine/sim/spinlock.h"
 #include "engine/sim/task.h"
@@ -98,10 +119,33 @@ class DeadlineSched final : public Elevator {
  private:
   using SortKey = std::pair<uint64_t, uint64_t>;  // (sector, seq)
   using FifoKey = std::pair<int64_t, uint64_t>;   // (deadline, seq)
+  static constexpr int kHashBuckets = 64;  // ELV_HASH_BITS = 6
+  static constexpr int kHashBucketsPerLine = 8;
+
+  // The elevator hash bucket of an end sector (hash_64, ELV_HASH_BITS).
+  static int HashBucket(uint64_t end_sector);
+  // elv_rqhash_find's bucket walk for a back merge at `sector`.
+  void ProbeHash(sim::AccessCost& ac, uint64_t sector);
+  // elv_rqhash_add / elv_rqhash_del: the bucket line and the chain neighbour.
+  void HashAdd(sim::AccessCost& ac, Request* rq);
+  void HashDel(sim::AccessCost& ac, Request* rq);
+  // The last_merge one-hit cache check (elv_merge, elv_attempt_insert_merge).
+  void ProbeLastMerge(sim::AccessCost& ac);
 
   void DoInsert(sim::Cpu& cpu, Request* rq);   // REQUIRES: dd->lock held
   Request* Choose(sim::Cpu& cpu);              // REQUIRES: dd->lock held
-  void Remove(Request* rq);                    // REQUIRES: dd->lock held
+  void Remove(sim::AccessCost& ac, Request* rq);  // REQUIRES: dd->lock held
+  // Pricing of sort-tree node visits (dd_rb_node + a dependent load) and
+  // link writes (a store to the node's line, or to the root in L1 for null).
+  auto NodeReader(sim::AccessCost& ac) {
+    return [this, &ac](Request* n) {
+      ac.Work(kernel_.costs().dd_rb_node);
+      ac.Load(n->line);
+    };
+  }
+  auto NodeWriter(sim::AccessCost& ac) {
+    return [this, &ac](Request* n) { ac.Store(n != nullptr ? n->line : be_sort_line_); };
+  }
   // op_is_write: writes and discards are the write direction.
   static int Dir(const Request* rq) { return rq->op == ReqOp::kRead ? 0 : 1; }
   static uint64_t EndSector(const Request* rq) { return rq->sector + (rq->bytes >> kSectorShift); }
@@ -110,12 +154,20 @@ class DeadlineSched final : public Elevator {
   DeadlineConfig config_;
   sim::SpinLock lock_;         // dd->lock
   sim::SpinLock insert_lock_;  // dd->insert_lock (side lists)
+  sim::CacheLine rt_line_;        // L0
+  sim::CacheLine be_sort_line_;   // L1
+  sim::CacheLine be_fifo_line_;   // L2 (stats.completed too)
+  sim::CacheLine idle_line_;      // L3
+  sim::CacheLine state_line_;     // L4
+  sim::CacheLine last_merge_line_;  // q->last_merge
+  std::array<sim::CacheLine, kHashBuckets / kHashBucketsPerLine> hash_lines_;
   sim::CacheLine run_state_line_;  // dd->run_state (DD_DISPATCHING)
   sim::CacheLine side_list_line_;  // at_tail list head
-  sim::CacheLine stats_line_;      // completed counter
-  std::map<SortKey, Request*> sort_[2];
+  SortTree sort_[2];
   std::map<FifoKey, Request*> fifo_[2];
-  std::map<SortKey, Request*> hash_;  // (end sector, seq): back-merge hash
+  std::map<SortKey, Request*> hash_;  // (end sector, seq): back-merge lookup
+  std::array<std::vector<Request*>, kHashBuckets> buckets_;  // chain order: back = first
+  Request* last_merge_ = nullptr;
   RequestList side_list_;
   size_t queued_ = 0;
   uint64_t next_seq_ = 1;

@@ -1,0 +1,58 @@
+#include "engine/model/blk_softirq.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "engine/model/blk_mq.h"
+#include "engine/model/kernel.h"
+
+namespace blklab::model {
+
+BlkCpuDone::BlkCpuDone(Kernel& kernel)
+    : kernel_(kernel), done_(kernel.machine().num_cpus()), softirq_(this), ipi_(this) {}
+
+void BlkCpuDone::RaiseSoftirq(sim::Cpu& cpu, Request* rq) {
+  const auto& c = kernel_.costs();
+  cpu.Charge(kernel_.fn.blk_mq_raise_softirq, c.raise_softirq);
+  std::vector<Request*>& list = done_[cpu.id()];
+  list.push_back(rq);
+  if (list.size() > 1) return;  // a BLOCK_SOFTIRQ run is already pending
+  if (cpu.RaiseSoftirq(&softirq_, 0)) cpu.Charge(kernel_.fn.try_to_wake_up, c.try_to_wake_up);
+}
+
+void BlkCpuDone::SendIpi(sim::Cpu& cpu, Request* rq, int target) {
+  std::vector<Request*>& list = done_[target];
+  list.push_back(rq);
+  if (list.size() > 1) return;  // the target's softirq (or its IPI) is on the way
+  const auto& c = kernel_.costs();
+  cpu.Charge(kernel_.fn.smp_call_function_single_async, c.ipi_send);
+  kernel_.Count(Counter::k_ipi);
+  kernel_.machine().cpu(target).RaiseHardirq(cpu.now() + c.ipi_delivery_latency, &ipi_, 0);
+}
+
+sim::Task BlkCpuDone::CompletionIpi::Handle(sim::Cpu& cpu, uint64_t) {
+  Kernel& k = d_->kernel_;
+  k.Count(Counter::k_hardirq);
+  // ipi_receive covers the hardirq and the BLOCK_SOFTIRQ it raises; the
+  // softirq charges its own entry/exit, the hardirq the rest.
+  cpu.Charge(k.fn.generic_smp_call_function_single_interrupt,
+             std::max<int64_t>(k.costs().ipi_receive - k.costs().softirq_entry_exit, 0));
+  cpu.RaiseSoftirq(&d_->softirq_, 0);
+  co_return;
+}
+
+sim::Task BlkCpuDone::DoneSoftirq::Handle(sim::Cpu& cpu, uint64_t) {
+  Kernel& k = d_->kernel_;
+  k.Count(Counter::k_block_softirq);
+  cpu.Charge(k.fn.blk_done_softirq, k.costs().softirq_entry_exit);
+  co_await cpu.Sync();
+  // llist_del_all: the requests queued so far; later ones raise again.
+  std::vector<Request*> list;
+  list.swap(d_->done_[cpu.id()]);
+  for (Request* rq : list) {
+    co_await cpu.Sync();
+    rq->q->MqOpsComplete(cpu, rq);
+  }
+}
+
+}  // namespace blklab::model

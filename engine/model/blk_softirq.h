@@ -1,0 +1,73 @@
+// engine/model/blk_softirq.h
+//
+// BlkCpuDone models blk-mq's remote completion plumbing (block/blk-mq.c,
+// KERNEL_MODEL.md §3.6): one list of completed requests per CPU
+// (`blk_cpu_done`), BLOCK_SOFTIRQ's handler `blk_done_softirq`, which takes
+// the whole list and calls ->complete for each request, and the completion
+// IPI. The list batches both paths the way the kernel does:
+//   * blk_mq_raise_softirq adds the request to this CPU's list and raises
+//     BLOCK_SOFTIRQ only when the list was empty;
+//   * blk_mq_complete_send_ipi adds it to the submitter's list and sends an
+//     IPI (smp_call_function_single_async on the per-CPU csd, 6.5+) only
+//     when that list was empty; the IPI raises BLOCK_SOFTIRQ on its target,
+//     which runs at the IPI's irq exit.
+// So a burst of completions for one CPU costs one IPI and one softirq run.
+//
+// Invariants: a request is on at most one list; a list is non-empty only
+//  while a BLOCK_SOFTIRQ run (or the IPI that raises it) is pending on its
+//  CPU.
+// Thread-safety: thread-compatible; part of one simulation.
+// Cost: O(1) per request; the prices are the cost table's raise_softirq,
+//  ipi_send, ipi_delivery_latency, ipi_receive and softirq_entry_exit.
+#ifndef BLKLAB_ENGINE_MODEL_BLK_SOFTIRQ_H_
+#define BLKLAB_ENGINE_MODEL_BLK_SOFTIRQ_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/model/request.h"
+#include "engine/sim/cpu.h"
+#include "engine/sim/task.h"
+
+namespace blklab::model {
+
+class Kernel;
+
+class BlkCpuDone {
+ public:
+  explicit BlkCpuDone(Kernel& kernel);
+  BlkCpuDone(const BlkCpuDone&) = delete;
+  BlkCpuDone& operator=(const BlkCpuDone&) = delete;
+
+  // blk_mq_raise_softirq: complete `rq` in BLOCK_SOFTIRQ on `cpu`.
+  void RaiseSoftirq(sim::Cpu& cpu, Request* rq);
+  // blk_mq_complete_send_ipi: complete `rq` in BLOCK_SOFTIRQ on `target`.
+  void SendIpi(sim::Cpu& cpu, Request* rq, int target);
+
+ private:
+  class DoneSoftirq final : public sim::IrqHandler {
+   public:
+    explicit DoneSoftirq(BlkCpuDone* d) : d_(d) {}
+    sim::Task Handle(sim::Cpu& cpu, uint64_t arg) override;  // blk_done_softirq
+
+   private:
+    BlkCpuDone* d_;
+  };
+  class CompletionIpi final : public sim::IrqHandler {
+   public:
+    explicit CompletionIpi(BlkCpuDone* d) : d_(d) {}
+    sim::Task Handle(sim::Cpu& cpu, uint64_t arg) override;  // __blk_mq_complete_request_remote
+
+   private:
+    BlkCpuDone* d_;
+  };
+
+  Kernel& kernel_;
+  std::vector<std::vector<Request*>> done_;  // per CPU, in completion order
+  DoneSoftirq softirq_;
+  CompletionIpi ipi_;
+};
+
+}  // namespace blklab::model
+
+#endif  // BLKLAB_ENGINE_MODEL_BLK_SOFTIRQ_H_
