@@ -274,11 +274,15 @@ absl::Status BuildPlatform(const host::HostSpec& host, const std::vector<int>& u
     placement[c] = sim::CpuPlacement{info.core, info.llc, info.die, info.socket, info.numa_node};
   }
   sim::MachineCosts mc;
-  mc.same_core_ns = s.costs.line_read_hit;
+  mc.same_core_ns = s.costs.line_transfer_smt;
   mc.llc_ns = s.costs.line_transfer_llc;
   mc.die_ns = s.costs.line_transfer_die;
   mc.socket_ns = s.costs.line_transfer_socket;
   mc.context_switch_ns = s.costs.context_switch;
+  mc.tick_period_ns = host.kernel.hz > 0 ? sim::kNsPerSec / host.kernel.hz : 0;
+  mc.tick_ns = s.costs.sched_tick;
+  mc.smt_busy_permille = s.costs.smt_busy_permille;
+  mc.smt_spin_permille = s.costs.smt_spin_permille;
   s.machine = std::make_unique<sim::Machine>(std::move(placement), mc);
   s.kernel = std::make_unique<model::Kernel>(*s.machine, s.costs, host.knobs, host.kernel.hz);
 

@@ -1,6 +1,7 @@
 #include "engine/host/cost_table.h"
 
 #include <array>
+#include <cstdlib>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -15,9 +16,43 @@ constexpr CostEntryInfo kEntries[] = {
 #undef BLKLAB_COST_INFO
 };
 
+constexpr CostGroupInfo kGroups[] = {
+#define BLKLAB_COST_GROUP(name, permille, step, rows) CostGroupInfo{#name, permille, step, rows},
+#include "engine/host/cost_calibration.inc"
+#undef BLKLAB_COST_GROUP
+};
+
+CostTable BuildCalibrated() {
+  CostTable table;
+  for (const CostGroupInfo& g : kGroups) {
+    for (std::string_view rows = g.rows; !rows.empty();) {
+      const size_t end = rows.find(' ');
+      const std::string_view row = rows.substr(0, end);
+      rows = end == std::string_view::npos ? std::string_view() : rows.substr(end + 1);
+      if (row.empty()) continue;
+      const CostEntryInfo* entry = nullptr;
+      for (const CostEntryInfo& e : kEntries) {
+        if (e.name == row) entry = &e;
+      }
+      // cost_table_test checks every name; a stale name here is a build error
+      // in spirit, so refuse to run with it.
+      if (entry == nullptr) std::abort();
+      table.*(entry->field) = (entry->default_ns * g.multiplier_permille + 500) / 1000;
+    }
+  }
+  return table;
+}
+
 }  // namespace
 
 std::span<const CostEntryInfo> CostEntries() { return kEntries; }
+
+std::span<const CostGroupInfo> CostGroups() { return kGroups; }
+
+const CostTable& CalibratedCostTable() {
+  static const CostTable table = BuildCalibrated();
+  return table;
+}
 
 absl::Status SetCost(CostTable& table, std::string_view name, int64_t value_ns) {
   for (const CostEntryInfo& e : kEntries) {

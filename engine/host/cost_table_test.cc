@@ -2,7 +2,9 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 
 namespace blklab::host {
@@ -18,7 +20,7 @@ TEST(CostTableTest, EntriesMatchDefaultsAndAreUnique) {
     EXPECT_FALSE(e.description.empty()) << e.name;
   }
   EXPECT_EQ(table.ktime_get_ns, 17);
-  EXPECT_EQ(table.line_transfer_llc, 40);
+  EXPECT_EQ(table.line_transfer_llc, 23);
 }
 
 TEST(CostTableTest, SetCostByName) {
@@ -31,6 +33,34 @@ TEST(CostTableTest, SetCostByName) {
   absl::Status negative = SetCost(table, "ktime_get_ns", -1);
   EXPECT_EQ(negative.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(table.ktime_get_ns, 25);
+}
+
+// The fitted groups scale guessed rows only, each row at most once, by a
+// multiplier a fit may reach (CALIBRATION.md: outside constants are never
+// fitted); every other row of the calibrated table is its default.
+TEST(CostTableTest, CalibratedTableScalesOnlyTheGroupsGuessedRows) {
+  const CostTable& calibrated = CalibratedCostTable();
+  std::set<std::string> grouped;
+  ASSERT_FALSE(CostGroups().empty());
+  for (const CostGroupInfo& g : CostGroups()) {
+    EXPECT_GE(g.multiplier_permille, 250) << g.name;
+    EXPECT_LE(g.multiplier_permille, 4000) << g.name;
+    EXPECT_FALSE(g.step.empty()) << g.name;
+    const std::vector<std::string> rows = absl::StrSplit(std::string(g.rows), ' ', absl::SkipEmpty());
+    for (const std::string& row : rows) {
+      const CostEntryInfo* entry = nullptr;
+      for (const CostEntryInfo& e : CostEntries()) {
+        if (e.name == row) entry = &e;
+      }
+      ASSERT_NE(entry, nullptr) << g.name << " names an unknown row " << row;
+      EXPECT_EQ(entry->source, CostSource::kGuess) << row << " is an outside constant";
+      EXPECT_TRUE(grouped.insert(std::string(row)).second) << row << " is in two groups";
+      EXPECT_EQ(calibrated.*(entry->field), (entry->default_ns * g.multiplier_permille + 500) / 1000) << row;
+    }
+  }
+  for (const CostEntryInfo& e : CostEntries()) {
+    if (!grouped.contains(std::string(e.name))) EXPECT_EQ(calibrated.*(e.field), e.default_ns) << e.name;
+  }
 }
 
 TEST(CostTableTest, SourceTags) {

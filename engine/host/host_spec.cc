@@ -747,7 +747,7 @@ DocNode HostSpecToDoc(const HostSpec& in) {
 std::string HostSpecToJson(const HostSpec& spec, int indent) { return util::WriteJson(HostSpecToDoc(spec), indent); }
 
 absl::StatusOr<CostTable> BuildCostTable(const HostSpec& spec) {
-  CostTable table;
+  CostTable table = CalibratedCostTable();
   for (const auto& [name, value] : spec.costs) BLKLAB_RETURN_IF_ERROR(SetCost(table, name, value));
   return table;
 }

@@ -365,7 +365,8 @@ absl::StatusOr<HostSpec> HostSpecFromDoc(const util::DocNode& doc, const HostLim
 util::DocNode HostSpecToDoc(const HostSpec& spec);
 std::string HostSpecToJson(const HostSpec& spec, int indent = 2);
 
-// The default cost table with spec.costs applied (SetCost).
+// The calibrated cost table (CalibratedCostTable) with spec.costs applied
+// (SetCost).
 absl::StatusOr<CostTable> BuildCostTable(const HostSpec& spec);
 
 }  // namespace blklab::host
