@@ -101,6 +101,9 @@ absl::Status BuildKernelReportFor(const std::string& host_name, Simulation& s, s
     row.wait_ns += st.wait_ns;
     row.hold_ns += st.hold_ns;
     row.max_waiters = std::max<uint64_t>(row.max_waiters, st.max_waiters);
+    row.holder_changes += st.holder_changes;
+    row.line_transfers += st.line_transfers;
+    row.wait_irqs_off_ns += st.wait_irqs_off_ns;
   }
   for (auto& [name, row] : locks) k.locks.push_back(row);
   for (int c = 0; c < static_cast<int>(model::Counter::kNumCounters); ++c) {

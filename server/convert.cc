@@ -478,6 +478,9 @@ v1::JobResult BuildJobResult(const RunRequest& request, const RunResult& run, co
     row->set_wait_ns(l.wait_ns);
     row->set_hold_ns(l.hold_ns);
     row->set_max_waiters(l.max_waiters);
+    row->set_holder_changes(l.holder_changes);
+    row->set_line_transfers(l.line_transfers);
+    row->set_wait_irqs_off_ns(l.wait_irqs_off_ns);
   }
   return out;
 }
