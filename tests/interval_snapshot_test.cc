@@ -32,8 +32,8 @@
 namespace blklab {
 namespace {
 
-// Two CPUs meeting on a software-queue lock (as in engine_mechanism_test's
-// LockContention): two libaio clones on one capped null_blk queue.
+// Two CPUs meeting on a lock (as in engine_mechanism_test's LockContention):
+// two libaio clones on one null_blk queue with mq-deadline (dd->lock).
 host::HostSpec ContendedHost() {
   absl::StatusOr<host::HostSpec> h = host::ParseHostSpec(
       "name: test-host\n"
@@ -41,8 +41,8 @@ host::HostSpec ContendedHost() {
       "kernel: {hz: 1000}\n"
       "devices:\n"
       "  - name: nullb0\n"
-      "    null_blk: {poll_queues: 0, submit_queues: 1, irqmode: 1, hw_queue_depth: 4, mbps: 400}\n"
-      "    queue: {scheduler: none}\n");
+      "    null_blk: {poll_queues: 0, submit_queues: 1, irqmode: 1}\n"
+      "    queue: {scheduler: mq-deadline}\n");
   EXPECT_TRUE(h.ok()) << h.status();
   return h.ok() ? *h : host::HostSpec{};
 }

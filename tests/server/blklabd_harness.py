@@ -13,14 +13,17 @@ import time
 import traceback
 
 
-# Two CPUs meeting on ctx->lock under null_blk's bandwidth cap: jobs on it
-# show lock contention (the metrics tests and benchmark use it).
+# Two CPUs meeting on mq-deadline's dd->lock (6.8's, before RC4's fixes: every
+# submitter merges, inserts and dispatches under it), paced by null_blk's bandwidth
+# cap: jobs on it show lock contention at a rate a REALTIME-paced job can
+# keep up with (the metrics tests and benchmark use it).
 CONTENDED_HOST = """name: contended
 cpus: {count: 2}
+knobs: {dd_serialize_dispatch: false, dd_insert_side_lists: false, dd_skip_merge_if_contended: false}
 devices:
   - name: nullb0
     null_blk: {poll_queues: 0, submit_queues: 1, irqmode: 1, hw_queue_depth: 4, mbps: 400}
-    queue: {scheduler: none}
+    queue: {scheduler: mq-deadline}
 """
 
 

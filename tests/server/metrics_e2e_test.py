@@ -154,8 +154,8 @@ def main():
     prom.wait_for('blklab_job_clat_seconds{%s,direction="read",quantile="0.99"} > 0' % sel, "clat p99")
     prom.wait_for('blklab_job_contention_ratio{%s} > 0' % sel, "contention")
     locks = prom.wait_for('blklab_job_lock_spin_ratio{%s} > 0' % sel, "per-lock spin")
-    check(any(r["metric"].get("lock") == "ctx->lock" and r["metric"].get("device") == "nullb0" for r in locks),
-          "a spinning lock is nullb0's ctx->lock: %s" % [r["metric"] for r in locks])
+    check(any(r["metric"].get("lock") == "dd->lock" and r["metric"].get("device") == "nullb0" for r in locks),
+          "a spinning lock is nullb0's dd->lock: %s" % [r["metric"] for r in locks])
     check(value(iops) > 0, "IOPS value %s" % iops)
     check(prom.wait_for('blklab_job_running{job_id="paced2"}', "the second paced job") != [],
           "the second paced job is scraped too")
