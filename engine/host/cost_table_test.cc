@@ -59,7 +59,9 @@ TEST(CostTableTest, CalibratedTableScalesOnlyTheGroupsGuessedRows) {
     }
   }
   for (const CostEntryInfo& e : CostEntries()) {
-    if (!grouped.contains(std::string(e.name))) EXPECT_EQ(calibrated.*(e.field), e.default_ns) << e.name;
+    if (!grouped.contains(std::string(e.name))) {
+      EXPECT_EQ(calibrated.*(e.field), e.default_ns) << e.name;
+    }
   }
 }
 
