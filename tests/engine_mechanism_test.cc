@@ -625,27 +625,66 @@ TEST(ScsiHba, Rc3RestartsRuleRecovers) {
 }
 
 // RC1 (scaled down): several LUNs on one host-wide tag set with many hw
-// queues and many requests in flight. After ~5 s each queue's timeout work
-// walks the busy tags; before 5.16 every hctx walks the whole shared bitmap,
-// taking tags->lock per busy bit, so the timeout works of different queues
-// meet on tags->lock. Walking once per queue removes the contention.
-RunResult Rc1Run(bool shared_once) {
+// queues and many requests in flight. About 6 s in (BLK_MAX_TIMEOUT plus
+// 5.9's rounding slack) each queue's timeout work walks the busy tags;
+// before 5.16 every hctx walks the whole shared bitmap, taking tags->lock
+// per busy bit, so the timeout works of different queues meet on
+// tags->lock. Walking once per queue removes the contention.
+RunResult Rc1Run(bool shared_once, const std::string& runtime = "7s", const std::string& more_knobs = "") {
   const host::HostSpec h = HbaHost(
       2,
       absl::StrCat("tag_busy_iter_shared_once: ", shared_once ? "true" : "false",
                    ", dd_serialize_dispatch: false, dd_insert_side_lists: false, "
-                   "dd_skip_merge_if_contended: false"),
+                   "dd_skip_merge_if_contended: false",
+                   more_knobs),
       "lld: 1, can_queue: 4096, nr_hw_queues: 128, virtual_drives: 8, cmd_per_lun: 1024, "
       "drive_latency_nsec: 10000000, firmware_nsec: 1000",
       "mq-deadline");
   std::vector<std::string> args = {"--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k",
-                                   "--iodepth=512", "--norandommap=1", "--runtime=6s",
+                                   "--iodepth=512", "--norandommap=1", absl::StrCat("--runtime=", runtime),
                                    "--time_based=1"};
   for (const char* dev : {"sdb", "sdc", "sdd", "sde", "sdf", "sdg", "sdh", "sdi"}) {
     args.push_back(absl::StrCat("--name=", dev));
     args.push_back(absl::StrCat("--filename=/dev/", dev));
   }
   return MustRun(h, args);
+}
+
+// blk_add_timer's rounding. One LUN at QD1 on a 1 ms drive, submitted from
+// CPU 1. Its first IO (at ~0) arms q->timeout: 5.9+ at 5 s +
+// roundup_pow_of_two(HZ) jiffies = 6.024 s (HZ=1000); round_jiffies_up
+// (before 5.9) at the next whole second less CPU 1's 3-jiffy skew, 5.997 s.
+// The run loop stops at the end of the 100 ms slice in which the job ends,
+// so a 5.95 s job sees events up to 6.0 s and a 6.05 s job up to 6.1 s.
+uint64_t WalksIn(const std::string& runtime, bool relaxed) {
+  const host::HostSpec h =
+      HbaHost(2, absl::StrCat("blk_timeout_relaxed_rounding: ", relaxed ? "true" : "false"),
+              "lld: 1, can_queue: 64, nr_hw_queues: 2, virtual_drives: 1, cmd_per_lun: 64, "
+              "drives: 1, drive_latency_nsec: 1000000, firmware_nsec: 1000",
+              "none");
+  const RunResult r = MustRun(h, {"--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--direct=1",
+                                  "--rw=randread", "--bs=4k", "--iodepth=1", "--cpus_allowed=1",
+                                  absl::StrCat("--runtime=", runtime), "--time_based=1"});
+  return CounterOf(r.kernel, "timeout_work");
+}
+
+TEST(BlkTimeout, FirstWalkAfterBlkMaxTimeoutPlusTheRoundingSlack) {
+  EXPECT_EQ(WalksIn("5950ms", true), 0u);
+  EXPECT_GT(WalksIn("6050ms", true), 0u);
+  EXPECT_GT(WalksIn("5950ms", false), 0u);
+}
+
+// Inside tags->lock the walk reads tags->rqs[bit] and takes a reference on
+// the request: lines the IO path wrote on other CPUs, so each acquisition
+// costs more than the walk's own per-bit work.
+TEST(BlkTimeout, BusyWalkPaysForTheLinesItTouchesUnderTagsLock) {
+  const RunResult before = Rc1Run(false);
+  const stats::LockRow* lock = LockNamed(before.kernel, "host0:tags->lock");
+  ASSERT_NE(lock, nullptr) << Describe(before);
+  ASSERT_GT(lock->acquisitions, 0u);
+  const double per_bit_ns =
+      static_cast<double>(ProfileNs(before.kernel, "blk_mq_find_and_get_req")) / lock->acquisitions;
+  EXPECT_GT(per_bit_ns, 1.5 * host::CalibratedCostTable().busy_iter_per_bit) << Describe(before);
 }
 
 TEST(ScsiHba, Rc1TimeoutWalkPerHctxContendsOnTagsLock) {

@@ -69,8 +69,8 @@ const std::vector<std::string> kDeadlineJob = {
     "--iodepth_batch_submit=4", "--iodepth_batch_complete=4", "--numjobs=8",
     "--cpus_allowed_policy=split", "--runtime=5ms", "--time_based"};
 
-// A SCSI host with host-wide tags and 4 LUNs, slow enough for 6 s of
-// virtual time (one timeout walk per queue); mq-deadline.
+// A SCSI host with host-wide tags and 4 LUNs, slow enough for 7 s of
+// virtual time (one timeout walk per queue, about 6 s in); mq-deadline.
 const char kHbaWalkYaml[] =
     "name: knob-hba-walk\n"
     "cpus: {count: 4}\n"
@@ -82,7 +82,7 @@ const char kHbaWalkYaml[] =
     "          drive_latency_nsec: 100000, gb: 4}\n"
     "    queue: {scheduler: mq-deadline}\n";
 const std::vector<std::string> kHbaWalkJob = {
-    "--ioengine=libaio", "--rw=randread", "--bs=4k", "--iodepth=16", "--runtime=6s", "--time_based",
+    "--ioengine=libaio", "--rw=randread", "--bs=4k", "--iodepth=16", "--runtime=7s", "--time_based",
     "--name=a", "--filename=/dev/sdb", "--name=b", "--filename=/dev/sdc"};
 
 // A SCSI host exposing 8 hw queues (RC3's shape, small), scheduler none.
@@ -121,6 +121,7 @@ std::map<std::string, KnobCase> Cases() {
   return {
       {"tag_busy_iter_shared_once", {kHbaWalkYaml, kHbaWalkJob}},
       {"busy_iter_takes_tags_lock", {kHbaWalkYaml, kHbaWalkJob}},
+      {"blk_timeout_relaxed_rounding", {kHbaWalkYaml, kHbaWalkJob}},
       {"config_blk_cgroup", {NullYaml(true), kBatchedJob}},
       {"throttle_fast_path_inline", {NullYaml(true), kBatchedJob}},
       {"cgroup_inherit_bio_start_time", {NullYaml(true), kBatchedJob}},

@@ -220,7 +220,8 @@ TEST(DispatchBusy, BusyQueueSendsSubmissionsThroughTheSoftwareQueues) {
 
 // cmd_per_lun 4 under a QD32 job: the LUN's budget fails (sdev->restarts)
 // and the completion side re-runs the queue; the run keeps going at the
-// LUN's depth: 4 / 51 us.
+// LUN's depth: 4 / 51 us, less the CPU time of each completion -> re-run ->
+// dispatch cycle (a few us with the calibrated SCSI rows), never above.
 TEST(ScsiBudget, StarvedLunRecordsFailuresAndKeepsRunning) {
   for (const char* sched : {"none", "mq-deadline"}) {
     SCOPED_TRACE(sched);
@@ -235,7 +236,7 @@ TEST(ScsiBudget, StarvedLunRecordsFailuresAndKeepsRunning) {
                                "--bs=4k", "--iodepth=32", "--numjobs=2", "--runtime=20ms", "--time_based"});
     ASSERT_TRUE(r.result.ok()) << r.result.status();
     EXPECT_GT(CounterOf(r.result->kernel, "budget_failure"), 0u) << Describe(*r.result);
-    EXPECT_GT(RunIops(*r.result), 0.9 * 4 / 51e-6) << Describe(*r.result);
+    EXPECT_GT(RunIops(*r.result), 0.8 * 4 / 51e-6) << Describe(*r.result);
     EXPECT_LT(RunIops(*r.result), 1.001 * 4 / 51e-6) << Describe(*r.result);
   }
 }

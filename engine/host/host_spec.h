@@ -75,6 +75,8 @@ namespace blklab::host {
        "RC1: with host-shared tags the busy iterator walks the bitmap once per queue (5.16+)")        \
   BOOL(busy_iter_takes_tags_lock, true, 0, 0,                                                         \
        "RC1: blk_mq_find_and_get_req takes tags->lock per busy bit (5.14+)")                          \
+  BOOL(blk_timeout_relaxed_rounding, true, 0, 0,                                                      \
+       "RC1: blk_add_timer adds roundup_pow_of_two(HZ) jiffies instead of round_jiffies_up (5.9+)")   \
   BOOL(config_blk_cgroup, true, 0, 0, "RC2: mirrors kernel.config.BLK_CGROUP (set either, not both differently)") \
   BOOL(throttle_fast_path_inline, true, 0, 0, "RC2: blk_throtl_bio fast-path test inlined (5.16+)")   \
   BOOL(cgroup_inherit_bio_start_time, true, 0, 0,                                                     \

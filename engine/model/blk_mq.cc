@@ -192,7 +192,7 @@ Request* RequestQueue::AllocRequestFast(sim::Cpu& cpu, Bio* bio, Plug* plug) {
     if (got > 0) {
       for (uint32_t i = 1; i < got; ++i) {
         Request* extra = tags.static_rq(bits[i]);
-        tags.set_rq(extra->tag, extra);
+        tags.SetRq(cpu, extra->tag, extra);
         extra->mq_hctx = hctx;
         extra->q = this;
         extra->alloc_time_ns = cpu.now();
@@ -200,7 +200,7 @@ Request* RequestQueue::AllocRequestFast(sim::Cpu& cpu, Bio* bio, Plug* plug) {
         plug->cached_rqs.push_back(extra);
       }
       Request* rq = tags.static_rq(bits[0]);
-      tags.set_rq(rq->tag, rq);
+      tags.SetRq(cpu, rq->tag, rq);
       InitRequest(cpu, rq, bio, hctx, plug);
       return rq;
     }
@@ -209,7 +209,7 @@ Request* RequestQueue::AllocRequestFast(sim::Cpu& cpu, Bio* bio, Plug* plug) {
   const int bit = bt.Get(cpu);
   if (bit < 0) return nullptr;
   Request* rq = tags.static_rq(static_cast<uint32_t>(bit));
-  tags.set_rq(static_cast<uint32_t>(bit), rq);
+  tags.SetRq(cpu, static_cast<uint32_t>(bit), rq);
   if (!elevator_ && tags_shared()) hctx->IncActive(cpu);
   InitRequest(cpu, rq, bio, hctx, plug);
   return rq;
@@ -254,7 +254,7 @@ sim::Task RequestQueue::GetRequestSlow(sim::Cpu& cpu, Bio* bio, Plug* plug, Requ
       bt.FinishWait();
     }
     Request* rq = tags.static_rq(static_cast<uint32_t>(bit));
-    tags.set_rq(static_cast<uint32_t>(bit), rq);
+    tags.SetRq(cpu, static_cast<uint32_t>(bit), rq);
     if (fair) hctx->IncActive(cpu);
     InitRequest(cpu, rq, bio, hctx, plug);
     *out = rq;
@@ -501,7 +501,7 @@ void RequestQueue::FreeCachedRequests(sim::Cpu& cpu, Plug* plug) {
   while (!plug->cached_rqs.empty()) {
     Request* rq = plug->cached_rqs.pop_front();
     Tags& tags = rq->mq_hctx->tags();
-    tags.set_rq(rq->tag, nullptr);
+    tags.ClearRq(rq->tag);
     rq->state = Request::State::kIdle;
     tags.bitmap_tags().Clear(cpu, rq->tag);
   }
@@ -565,7 +565,6 @@ bool RequestQueue::CompleteRequestRemote(sim::Cpu& cpu, Request* rq) {
   // one-ctx hctx: local. Else an IPI to the submitter when rq_affinity asks
   // (same LLC group, or same CPU with 2); else BLOCK_SOFTIRQ on a
   // single-queue device; else local.
-  const auto& c = kernel_.costs();
   const int submit_cpu = rq->mq_ctx->cpu();
   if (rq->bio != nullptr && rq->bio->polled) return false;
   if (rq->mq_hctx->nr_ctx() == 1 && submit_cpu == cpu.id()) return false;
@@ -648,7 +647,7 @@ void RequestQueue::FreeRequest(sim::Cpu& cpu, Request* rq, bool bulk) {
     // Driver tag (with a scheduler it was taken at dispatch).
     Tags& tags = hctx->tags();
     const uint32_t tag = rq->tag;
-    tags.set_rq(tag, nullptr);
+    tags.ClearRq(tag);
     if (tags_shared()) hctx->DecActive(cpu);
     if (elevator_) rq->tag = kNoTag;
     tags.bitmap_tags().Clear(cpu, tag, bulk);
@@ -661,7 +660,7 @@ void RequestQueue::FreeRequest(sim::Cpu& cpu, Request* rq, bool bulk) {
   }
   if (elevator_) {
     Tags& st = *hctx->sched_tags();
-    st.set_rq(rq->internal_tag, nullptr);
+    st.ClearRq(rq->internal_tag);
     st.bitmap_tags().Clear(cpu, rq->internal_tag, bulk);
   }
   hctx->SchedRestart(cpu);

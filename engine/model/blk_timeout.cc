@@ -25,11 +25,11 @@ void QueueTimeout::Add(sim::Cpu& cpu, Request* rq, bool arm) {
   rq->deadline = cpu.now() + kRqTimeoutNs;
   if (!arm) return;
   // The arming is priced inside blk_mq_start_request's share of the path.
-  // The expiry is never before min(deadline, now + BLK_MAX_TIMEOUT), so a
-  // timer due before that plus HZ/2 cannot move: skip the rounding (the
-  // common case, once per IO).
-  if (timer_.pending() &&
-      timer_.expires() < std::min(rq->deadline, cpu.now() + kBlkMaxTimeoutNs) + sim::kNsPerSec / 2) {
+  // The expiry is never before min(deadline, now + BLK_MAX_TIMEOUT) plus
+  // the rounding's fixed slack, so a timer due before that plus HZ/2 cannot
+  // move: skip the rounding (the common case, once per IO).
+  if (timer_.pending() && timer_.expires() < std::min(rq->deadline, cpu.now() + kBlkMaxTimeoutNs) +
+                                                 RoundingSlack() + sim::kNsPerSec / 2) {
     return;
   }
   const sim::SimTime expiry = Expiry(cpu.id(), rq->deadline, cpu.now());
@@ -39,10 +39,25 @@ void QueueTimeout::Add(sim::Cpu& cpu, Request* rq, bool arm) {
   }
 }
 
+int64_t QueueTimeout::RoundingSlack() const {
+  if (!kernel_.knobs().blk_timeout_relaxed_rounding) return 0;
+  // blk_round_jiffies: j + roundup_pow_of_two(HZ) (blk_timeout_mask + 1).
+  int64_t hz_pow2 = 1;
+  while (hz_pow2 < kernel_.hz()) hz_pow2 <<= 1;
+  return hz_pow2 * kernel_.jiffy_ns();
+}
+
 sim::SimTime QueueTimeout::Expiry(int cpu, sim::SimTime deadline, sim::SimTime now) const {
-  // blk_rq_timeout + round_jiffies_up: a whole second, skewed by 3 jiffies
-  // per CPU (added before rounding, taken off after).
   const int64_t jiffy = kernel_.jiffy_ns();
+  if (kernel_.knobs().blk_timeout_relaxed_rounding) {
+    // 5.9+: blk_rq_timeout(blk_round_jiffies(deadline)), the cap being
+    // blk_round_jiffies(now + BLK_MAX_TIMEOUT): about now + 6.024 s at
+    // HZ=1000, with no alignment between queues or CPUs.
+    const int64_t slack = RoundingSlack();
+    return std::max(now + jiffy, std::min(deadline + slack, now + kBlkMaxTimeoutNs + slack));
+  }
+  // Before 5.9: blk_rq_timeout + round_jiffies_up: a whole second, skewed
+  // by 3 jiffies per CPU (added before rounding, taken off after).
   // A request past its deadline (the model does not time requests out)
   // re-arms for the next jiffy, never in the past.
   const sim::SimTime t = std::max(now + jiffy, std::min(deadline, now + kBlkMaxTimeoutNs));
@@ -84,10 +99,13 @@ sim::Task QueueTimeout::Work::Run(sim::Cpu& cpu) {
   }
   co_await cpu.Sync();
   if (next != 0) {
-    const sim::SimTime expiry = t->Expiry(cpu.id(), next, cpu.now());
+    // mod_timer(&q->timeout, next): the earliest deadline itself (5.0+),
+    // about rq_timeout away; the next blk_add_timer pulls it back to its
+    // own, nearer expiry, so under steady I/O the walks recur every
+    // BLK_MAX_TIMEOUT plus the rounding.
     cpu.Charge(k.fn.hrtimer_start, k.costs().hrtimer_arm);
     t->timer_.set_cpu(cpu.id());
-    t->timer_.Start(expiry);
+    t->timer_.Start(std::max(next, cpu.now() + k.jiffy_ns()));
     co_return;
   }
   // blk_mq_tag_idle for every hctx: leave the set's active users.
@@ -128,8 +146,20 @@ sim::Task QueueTimeout::BusyIter(sim::Cpu& cpu, Tags& tags, Hctx* hctx, sim::Sim
         co_await tags.lock().Lock(cpu);
         cpu.Charge(fn_find_and_get_req_, c.busy_iter_per_bit);
       }
+      // Under the lock (5.14+): read tags->rqs[bit], whose line the CPU
+      // that took the tag wrote, then req_ref_inc_not_zero on the request,
+      // whose line the IO path keeps writing: both usually come from
+      // another CPU, and with the lock they lengthen the hold that the
+      // other walkers spin behind. Before 5.14 the same lines are read
+      // without the lock and without a reference.
+      Request* rq = tags.rq(i);
+      int64_t lines_ns = kernel_.ReadLine(cpu, tags.rqs_line(i));
+      if (rq != nullptr) {
+        lines_ns += take_lock ? rq->line.Write(kernel_.machine(), cpu.id(), c.atomic_local)
+                              : kernel_.ReadLine(cpu, rq->line);
+      }
+      cpu.Charge(fn_find_and_get_req_, lines_ns);
       // Read under the lock: the slot may have been freed meanwhile.
-      const Request* rq = tags.rq(i);
       if (rq != nullptr && rq->q == q_ && (hctx == nullptr || rq->mq_hctx == hctx) &&
           rq->state == Request::State::kInFlight) {
         ++matched;
@@ -138,6 +168,11 @@ sim::Task QueueTimeout::BusyIter(sim::Cpu& cpu, Tags& tags, Hctx* hctx, sim::Sim
       if (take_lock) {
         co_await cpu.Sync();
         tags.lock().Unlock(cpu);
+        // blk_mq_put_rq_ref, after the callback: the line is still here
+        // unless the IO path took it back meanwhile.
+        if (rq != nullptr) {
+          cpu.Charge(fn_check_expired_, rq->line.Write(kernel_.machine(), cpu.id(), c.atomic_local));
+        }
       }
     }
     cpu.Charge(fn_check_expired_, int64_t{matched} * c.line_read_hit);

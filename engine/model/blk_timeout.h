@@ -5,16 +5,21 @@
 //
 //   Add           blk_add_timer, from blk_mq_start_request: the request's
 //                 deadline (start + rq_timeout), and q->timeout armed for
-//                 min(deadline, now + BLK_MAX_TIMEOUT) rounded up to a
-//                 whole second (round_jiffies_up with its per-CPU skew); a
-//                 pending timer moves only for an expiry at least HZ/2
-//                 earlier, so under steady I/O it fires about every 5 s.
+//                 min(deadline, now + BLK_MAX_TIMEOUT), rounded: 5.9+ adds
+//                 roundup_pow_of_two(HZ) jiffies (blk_round_jiffies, knob
+//                 blk_timeout_relaxed_rounding), earlier kernels round up to
+//                 a whole second (round_jiffies_up with its per-CPU skew,
+//                 which lines different queues' timers up). A pending timer
+//                 moves only for an expiry at least HZ/2 earlier, so under
+//                 steady I/O it fires about every 6.024 s (5.9+, HZ=1000)
+//                 or 5-6 s.
 //   TimerIrq      blk_rq_timed_out_timer: queues the timeout work on kblockd
 //                 of the CPU the timer fired on.
 //   Work          blk_mq_timeout_work: walks the busy tags
 //                 (blk_mq_queue_tag_busy_iter -> bt_iter ->
 //                 blk_mq_find_and_get_req under tags->lock per busy bit,
-//                 5.14+), re-arms for the earliest deadline, or marks every
+//                 5.14+), re-arms for the earliest deadline (which the next
+//                 Add pulls back), or marks every
 //                 hctx idle on its tag set. With host-wide shared tags the
 //                 walk covers the whole shared bitmap once per hctx, or once
 //                 per queue with tag_busy_iter_shared_once (RC1).
@@ -26,7 +31,8 @@
 //  re-armed never in the past.
 // Thread-safety: thread-compatible; part of one simulation.
 // Cost: Add is two comparisons in the steady state; a walk costs one
-//  tags->lock acquisition per busy bit.
+//  tags->lock acquisition per busy bit, and inside it the rqs[] slot's line
+//  and the request's line (usually from other CPUs).
 #ifndef BLKLAB_ENGINE_MODEL_BLK_TIMEOUT_H_
 #define BLKLAB_ENGINE_MODEL_BLK_TIMEOUT_H_
 
@@ -73,8 +79,10 @@ class QueueTimeout {
   // requests of this queue (and of `hctx` unless null) count. *next becomes
   // the earliest deadline seen (0: none).
   sim::Task BusyIter(sim::Cpu& cpu, Tags& tags, Hctx* hctx, sim::SimTime* next);
-  // blk_rq_timeout + round_jiffies_up.
+  // blk_rq_timeout of the rounded deadline (either rounding).
   sim::SimTime Expiry(int cpu, sim::SimTime deadline, sim::SimTime now) const;
+  // What 5.9+'s rounding adds to every expiry (0 before 5.9).
+  int64_t RoundingSlack() const;
 
   RequestQueue* q_;
   Kernel& kernel_;

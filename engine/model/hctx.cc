@@ -481,7 +481,7 @@ bool Hctx::GetDriverTag(sim::Cpu& cpu, Request* rq) {
   const int bit = tags_->bitmap_tags().Get(cpu);
   if (bit < 0) return false;
   rq->tag = static_cast<uint32_t>(bit);
-  tags_->set_rq(rq->tag, rq);
+  tags_->SetRq(cpu, rq->tag, rq);
   if (fair) IncActive(cpu);
   return true;
 }

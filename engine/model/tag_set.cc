@@ -10,10 +10,17 @@ Tags::Tags(Kernel& kernel, std::string name, uint32_t nr_tags)
     : nr_tags_(nr_tags),
       bitmap_tags_(kernel, nr_tags),
       static_rqs_(nr_tags),
+      kernel_(kernel),
       rqs_(nr_tags, nullptr),
+      rqs_lines_((nr_tags + kRqsPerLine - 1) / kRqsPerLine),
       lock_(kernel.machine(), std::move(name), sim::SpinLockKind::kSpinLockIrqsave, kernel.fn.raw_spin_lock_irqsave,
             kernel.fn.native_queued_spin_lock_slowpath, kernel.lock_costs()) {
   for (uint32_t i = 0; i < nr_tags; ++i) static_rqs_[i].tag = i;
+}
+
+void Tags::SetRq(sim::Cpu& cpu, uint32_t tag, Request* rq) {
+  rqs_[tag] = rq;
+  kernel_.WriteLine(cpu, rqs_line(tag));
 }
 
 void Tags::InitAsSchedTags() {

@@ -9,9 +9,12 @@
 // with BLK_MQ_F_TAG_HCTX_SHARED).
 //
 // Invariants: rqs[tag] is set exactly while the tag is allocated;
-//  static_rqs are never reallocated (requests are referred to by pointer).
+//  static_rqs are never reallocated (requests are referred to by pointer);
+//  the line of rqs[] holding a slot was last written by the CPU that last
+//  set that slot or a neighbour (eight pointers to a 64-byte line).
 // Thread-safety: thread-compatible.
-// Cost: construction allocates `nr_tags` requests once; nothing per I/O.
+// Cost: construction allocates `nr_tags` requests once; per I/O, SetRq's
+//  line store.
 #ifndef BLKLAB_ENGINE_MODEL_TAG_SET_H_
 #define BLKLAB_ENGINE_MODEL_TAG_SET_H_
 
@@ -38,7 +41,15 @@ class Tags {
   uint32_t nr_tags() const { return nr_tags_; }
   Request* static_rq(uint32_t tag) { return &static_rqs_[tag]; }
   Request* rq(uint32_t tag) const { return rqs_[tag]; }
-  void set_rq(uint32_t tag, Request* rq) { rqs_[tag] = rq; }
+  // tags->rqs[tag] = rq by `cpu`: a store, so the line moves to `cpu`
+  // without stalling it (the next reader elsewhere pays the transfer).
+  void SetRq(sim::Cpu& cpu, uint32_t tag, Request* rq);
+  // The slot is dropped when the tag is freed. The kernel leaves the stale
+  // pointer (blk_mq_find_and_get_req checks rq->tag and the reference):
+  // no store, so the line stays where it is.
+  void ClearRq(uint32_t tag) { rqs_[tag] = nullptr; }
+  // The cache line of rqs[] that holds `tag`'s slot.
+  sim::CacheLine& rqs_line(uint32_t tag) { return rqs_lines_[tag / kRqsPerLine]; }
   sim::SpinLock& lock() { return lock_; }
   // Scheduler tags: static requests carry internal_tag = index, tag = none.
   void InitAsSchedTags();
@@ -53,7 +64,12 @@ class Tags {
   uint32_t nr_tags_;
   SbitmapQueue bitmap_tags_;
   std::vector<Request> static_rqs_;
+
+  static constexpr uint32_t kRqsPerLine = 8;
+
+  Kernel& kernel_;
   std::vector<Request*> rqs_;
+  std::vector<sim::CacheLine> rqs_lines_;
   sim::SpinLock lock_;
 };
 
