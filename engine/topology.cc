@@ -176,7 +176,7 @@ void StartReadyClones(Simulation& s, sim::SimTime now) {
 // /sys/block/X/queue settings of one disk, with the scheduler fio's
 // ioscheduler= chose (elevator_switch resets nr_requests to the kernel's
 // default for the new scheduler).
-model::QueueConfig QueueConfigFor(const Disk& d) {
+model::QueueConfig QueueConfigFor(const Disk& d, const host::KernelConfig& kconfig) {
   model::QueueConfig qc;
   qc.sysfs = d.spec->queue;
   if (d.scheduler != qc.sysfs.scheduler) {
@@ -184,6 +184,9 @@ model::QueueConfig QueueConfigFor(const Disk& d) {
     qc.sysfs.nr_requests = host::DefaultNrRequests(host::TagDepth(*d.spec), d.scheduler);
   }
   qc.timeout_timer = true;
+  // wbt_enable_default -> wbt_init -> blk_stat_add_callback sets
+  // QUEUE_FLAG_STATS on every mq queue unless wbt is off.
+  qc.queue_stats = kconfig.BLK_WBT && qc.sysfs.wbt_lat_usec != 0;
   return qc;
 }
 
@@ -300,7 +303,7 @@ absl::Status BuildPlatform(const host::HostSpec& host, const std::vector<int>& u
       entry_disks.push_back(static_cast<int>(i));
       build.disk_names.push_back(disks[i].name);
       build.used.push_back(false);
-      build.queues.push_back(QueueConfigFor(disks[i]));
+      build.queues.push_back(QueueConfigFor(disks[i], host.kernel.config));
     }
     bool any = false;
     for (int d : used) {

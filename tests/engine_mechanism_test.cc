@@ -70,7 +70,9 @@ int64_t BlockLayerPerIo(const host::CostTable& c) {
       // blk_mq_get_new_requests:
       c.percpu_ref +              // bio_queue_enter (q_usage_counter get)
       c.sbitmap_get +             // __sbitmap_queue_get, local word
-      /* start_time_ns = bio->bi_issue (RC2 patch 2): no timestamp here */
+      c.ktime_get_ns +            // start_time_ns (iostats) in blk_mq_rq_ctx_init
+      /* blk_mq_start_request under QUEUE_FLAG_STATS (wbt on): io_start_time_ns =
+         bio->bi_issue (RC2 patch 2), no timestamp */
       c.blk_account_io_start +    // blk_account_io_start (+ one part-stamp cmpxchg per jiffy, ~0)
       // blk_mq_try_issue_directly (no plug, dispatch not busy):
       c.rcu_read_section +        // RCU read section
@@ -124,8 +126,9 @@ void ExpectCpuBound(const CpuBoundCase& tc) {
   EXPECT_GE(static_cast<double>(r.kernel.busy_ns), 0.999 * static_cast<double>(r.kernel.elapsed_ns));
   const auto& cpu = r.clones[0].result.cpu;
   EXPECT_NEAR(cpu.usr_pct + cpu.sys_pct, 100.0, 0.5);
-  // Two timestamps per IO: bi_issue and the end of the request.
-  EXPECT_EQ(CounterOf(r.kernel, "ktime_get_ns"), 2 * CounterOf(r.kernel, "submit_bio"));
+  // Three timestamps per IO: bi_issue, start_time_ns and the end of the
+  // request (io_start_time_ns reuses bi_issue).
+  EXPECT_EQ(CounterOf(r.kernel, "ktime_get_ns"), 3 * CounterOf(r.kernel, "submit_bio"));
 }
 
 TEST(CpuBoundSingleCore, IoUringQd1EqualsInverseCostSum) {

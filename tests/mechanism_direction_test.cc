@@ -139,7 +139,7 @@ TEST(RqAffinity, CompletionsGoHomeByIpi) {
 // --- RC2's patches, each alone ---------------------------------------------------
 // A 5.15-era kernel (no timestamp cache in the plug), BLK_CGROUP on.
 
-RunResult CgroupRun(const std::string& knobs) {
+RunResult CgroupRun(const std::string& knobs, const std::string& queue_extra = "") {
   const host::HostSpec h = HostFromYaml(absl::StrCat(
       "name: rc2\n"
       "cpus: {count: 1}\n"
@@ -148,7 +148,7 @@ RunResult CgroupRun(const std::string& knobs) {
       "devices:\n"
       "  - name: nullb0\n"
       "    null_blk: {irqmode: 0, submit_queues: 1, poll_queues: 1, hw_queue_depth: 256}\n"
-      "    queue: {scheduler: none}\n"));
+      "    queue: {scheduler: none", queue_extra, "}\n"));
   return MustRun(h, {"--name=t", "--ioengine=io_uring", "--hipri=1", "--fixedbufs=1", "--registerfiles=1",
                      "--rw=randread", "--bs=512", "--iodepth=128", "--iodepth_batch_submit=32",
                      "--iodepth_batch_complete_min=32", "--runtime=5ms", "--time_based"});
@@ -170,6 +170,19 @@ TEST(Rc2Patches, EachAloneRemovesItsCost) {
   EXPECT_NEAR(TimestampsPerIo(no_inherit) - TimestampsPerIo(both), 1.0, 0.01)
       << Describe(both) << "\n" << Describe(no_inherit);
   EXPECT_LT(RunIops(no_inherit), RunIops(both));
+}
+
+// Patch 2 acts in blk_mq_start_request under QUEUE_FLAG_STATS, which wbt's
+// stats callback sets: with wbt off there is no io_start_time_ns stamp, one
+// clock read fewer per IO, and the patch has nothing left to save.
+TEST(Rc2Patches, InheritedStartTimeActsOnlyUnderQueueFlagStats) {
+  const std::string knobs = "throttle_fast_path_inline: true, cgroup_inherit_bio_start_time: ";
+  const RunResult stats_old = CgroupRun(knobs + "false");
+  const RunResult nostats_old = CgroupRun(knobs + "false", ", wbt_lat_usec: 0");
+  const RunResult nostats_new = CgroupRun(knobs + "true", ", wbt_lat_usec: 0");
+  EXPECT_NEAR(TimestampsPerIo(stats_old) - TimestampsPerIo(nostats_old), 1.0, 0.01)
+      << Describe(stats_old) << "\n" << Describe(nostats_old);
+  EXPECT_NEAR(TimestampsPerIo(nostats_new), TimestampsPerIo(nostats_old), 0.01);
 }
 
 // --- SCHED_RESTART ---------------------------------------------------------------

@@ -212,7 +212,10 @@ namespace blklab::host {
   BOOL(iostats, true, 0, 0, "per-IO disk statistics (blk_account_io_*)")                             \
   INT(rq_affinity, 1, 0, 2, "0 = complete where the IRQ lands, 1 = same LLC group, 2 = same CPU")   \
   INT(nomerges, 0, 0, 2, "0 = all merges, 1 = simple one-hit merges only, 2 = none")               \
-  BOOL(io_poll, false, 0, 0, "polled IO enabled (needs poll queues)")
+  BOOL(io_poll, false, 0, 0, "polled IO enabled (needs poll queues)")                                 \
+  INT(wbt_lat_usec, -1, -1, 100000000,                                                                \
+      "writeback throttling target; -1 = the kernel's default (on), 0 = off. With kernel.config."    \
+      "BLK_WBT, wbt's stats callback sets QUEUE_FLAG_STATS: blk_mq_start_request stamps io_start_time_ns")
 
 #define BLKLAB_DECLARE_INT(name, def, lo, hi, doc) int name = def;
 #define BLKLAB_DECLARE_INT64(name, def, lo, hi, doc) int64_t name = def;

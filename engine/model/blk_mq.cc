@@ -132,9 +132,7 @@ void RequestQueue::InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx,
   rq->alloc_time_ns = cpu.now();
   rq->start_time_ns = 0;
   if (NeedTimestamp()) {
-    if (kernel_.knobs().config_blk_cgroup && kernel_.knobs().cgroup_inherit_bio_start_time) {
-      rq->start_time_ns = bio->bi_issue;  // RC2 patch 2: no extra timestamp
-    } else if (plug != nullptr && kernel_.knobs().plug_cache_time) {
+    if (plug != nullptr && kernel_.knobs().plug_cache_time) {
       // blk_time_get_ns: one clock read per plug, reused while plugged.
       if (plug->cached_time_ns < 0) plug->cached_time_ns = kernel_.Ktime(cpu);
       rq->start_time_ns = plug->cached_time_ns;
@@ -549,7 +547,17 @@ void RequestQueue::StartRequest(sim::Cpu& cpu, Request* rq) {
   // blk_mq_start_request: IN_FLIGHT, blk_add_timer.
   kernel_.WriteLine(cpu, rq->line);  // a store (see InitRequest)
   rq->state = Request::State::kInFlight;
-  rq->io_start_time_ns = cpu.now();
+  if (config_.queue_stats) {
+    // QUEUE_FLAG_STATS: io_start_time_ns for the stats consumers. RC2's
+    // second patch takes the bio's issue time (blkcg_bio_issue_init already
+    // read the clock) instead of reading it again.
+    rq->io_start_time_ns = kernel_.knobs().config_blk_cgroup && kernel_.knobs().cgroup_inherit_bio_start_time &&
+                                   rq->bio != nullptr
+                               ? rq->bio->bi_issue
+                               : kernel_.Ktime(cpu);
+  } else {
+    rq->io_start_time_ns = 0;
+  }
   timeout_.Add(cpu, rq, config_.timeout_timer);
 }
 

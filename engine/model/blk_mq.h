@@ -58,6 +58,10 @@ struct QueueConfig {
   // every 5 s under IO). Off for bare model rigs that run until no event is
   // left; the engine turns it on.
   bool timeout_timer = false;
+  // QUEUE_FLAG_STATS: a blk-stat consumer is registered (wbt here; also
+  // iolatency, iocost, kyber in the kernel). blk_mq_start_request then
+  // stamps io_start_time_ns.
+  bool queue_stats = false;
 };
 
 // blk_plug (per submitting task, on its stack in the kernel).
