@@ -633,18 +633,17 @@ TEST(ScsiHba, Rc3RestartsRuleRecovers) {
 // before 5.16 every hctx walks the whole shared bitmap, taking tags->lock
 // per busy bit, so the timeout works of different queues meet on
 // tags->lock. Walking once per queue removes the contention.
-RunResult Rc1Run(bool shared_once, const std::string& runtime = "7s", const std::string& more_knobs = "") {
+RunResult Rc1Run(bool shared_once) {
   const host::HostSpec h = HbaHost(
       2,
       absl::StrCat("tag_busy_iter_shared_once: ", shared_once ? "true" : "false",
                    ", dd_serialize_dispatch: false, dd_insert_side_lists: false, "
-                   "dd_skip_merge_if_contended: false",
-                   more_knobs),
+                   "dd_skip_merge_if_contended: false"),
       "lld: 1, can_queue: 4096, nr_hw_queues: 128, virtual_drives: 8, cmd_per_lun: 1024, "
       "drive_latency_nsec: 10000000, firmware_nsec: 1000",
       "mq-deadline");
   std::vector<std::string> args = {"--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k",
-                                   "--iodepth=512", "--norandommap=1", absl::StrCat("--runtime=", runtime),
+                                   "--iodepth=512", "--norandommap=1", "--runtime=7s",
                                    "--time_based=1"};
   for (const char* dev : {"sdb", "sdc", "sdd", "sde", "sdf", "sdg", "sdh", "sdi"}) {
     args.push_back(absl::StrCat("--name=", dev));

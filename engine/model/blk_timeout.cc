@@ -11,7 +11,8 @@ constexpr int64_t kRqTimeoutNs = 30 * sim::kNsPerSec;     // rq_timeout default 
 constexpr int64_t kBlkMaxTimeoutNs = 5 * sim::kNsPerSec;  // BLK_MAX_TIMEOUT
 }  // namespace
 
-QueueTimeout::QueueTimeout(RequestQueue* q) : q_(q), kernel_(q->kernel()), irq_(this), work_(this) {
+QueueTimeout::QueueTimeout(RequestQueue* q)
+    : q_(q), kernel_(q->kernel()), irq_(this), work_(this), rounding_slack_ns_(RoundingSlack(kernel_)) {
   timer_.Init(&kernel_.machine(), 0, &irq_, 0);
   fn_timeout_timer_ = kernel_.Intern("blk_rq_timed_out_timer");
   fn_timeout_work_ = kernel_.Intern("blk_mq_timeout_work");
@@ -29,7 +30,7 @@ void QueueTimeout::Add(sim::Cpu& cpu, Request* rq, bool arm) {
   // the rounding's fixed slack, so a timer due before that plus HZ/2 cannot
   // move: skip the rounding (the common case, once per IO).
   if (timer_.pending() && timer_.expires() < std::min(rq->deadline, cpu.now() + kBlkMaxTimeoutNs) +
-                                                 RoundingSlack() + sim::kNsPerSec / 2) {
+                                                 rounding_slack_ns_ + sim::kNsPerSec / 2) {
     return;
   }
   const sim::SimTime expiry = Expiry(cpu.id(), rq->deadline, cpu.now());
@@ -39,12 +40,12 @@ void QueueTimeout::Add(sim::Cpu& cpu, Request* rq, bool arm) {
   }
 }
 
-int64_t QueueTimeout::RoundingSlack() const {
-  if (!kernel_.knobs().blk_timeout_relaxed_rounding) return 0;
+int64_t QueueTimeout::RoundingSlack(const Kernel& kernel) {
+  if (!kernel.knobs().blk_timeout_relaxed_rounding) return 0;
   // blk_round_jiffies: j + roundup_pow_of_two(HZ) (blk_timeout_mask + 1).
   int64_t hz_pow2 = 1;
-  while (hz_pow2 < kernel_.hz()) hz_pow2 <<= 1;
-  return hz_pow2 * kernel_.jiffy_ns();
+  while (hz_pow2 < kernel.hz()) hz_pow2 <<= 1;
+  return hz_pow2 * kernel.jiffy_ns();
 }
 
 sim::SimTime QueueTimeout::Expiry(int cpu, sim::SimTime deadline, sim::SimTime now) const {
@@ -53,8 +54,7 @@ sim::SimTime QueueTimeout::Expiry(int cpu, sim::SimTime deadline, sim::SimTime n
     // 5.9+: blk_rq_timeout(blk_round_jiffies(deadline)), the cap being
     // blk_round_jiffies(now + BLK_MAX_TIMEOUT): about now + 6.024 s at
     // HZ=1000, with no alignment between queues or CPUs.
-    const int64_t slack = RoundingSlack();
-    return std::max(now + jiffy, std::min(deadline + slack, now + kBlkMaxTimeoutNs + slack));
+    return std::max(now + jiffy, std::min(deadline, now + kBlkMaxTimeoutNs) + rounding_slack_ns_);
   }
   // Before 5.9: blk_rq_timeout + round_jiffies_up: a whole second, skewed
   // by 3 jiffies per CPU (added before rounding, taken off after).

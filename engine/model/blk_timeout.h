@@ -81,8 +81,9 @@ class QueueTimeout {
   sim::Task BusyIter(sim::Cpu& cpu, Tags& tags, Hctx* hctx, sim::SimTime* next);
   // blk_rq_timeout of the rounded deadline (either rounding).
   sim::SimTime Expiry(int cpu, sim::SimTime deadline, sim::SimTime now) const;
-  // What 5.9+'s rounding adds to every expiry (0 before 5.9).
-  int64_t RoundingSlack() const;
+  // What 5.9+'s rounding adds to every expiry (0 before 5.9), from the
+  // knob and HZ; fixed for the run.
+  static int64_t RoundingSlack(const Kernel& kernel);
 
   RequestQueue* q_;
   Kernel& kernel_;
@@ -91,6 +92,7 @@ class QueueTimeout {
   sim::HrTimer timer_;  // q->timeout
   sim::FnId fn_timeout_timer_, fn_timeout_work_, fn_busy_iter_, fn_find_and_get_req_,
       fn_for_each_set_, fn_check_expired_;
+  const int64_t rounding_slack_ns_;
 };
 
 }  // namespace blklab::model
