@@ -29,11 +29,12 @@ workload::ParseOptions ParseOptionsFor(const workload::FioInvocation& invocation
 }
 
 absl::StatusOr<ParsedFio> ParseFio(const std::vector<std::string>& args, const host::HostSpec& host,
-                                   workload::FileReader read_file, workload::VarLookup lookup_var) {
+                                   workload::FileReader read_file, workload::VarLookup lookup_var,
+                                   std::vector<workload::OptionLine> job_overrides) {
   ParsedFio out;
   BLKLAB_ASSIGN_OR_RETURN(out.invocation, workload::ParseFioArgs(args));
-  const workload::ParseOptions opts =
-      ParseOptionsFor(out.invocation, host, std::move(read_file), std::move(lookup_var));
+  workload::ParseOptions opts = ParseOptionsFor(out.invocation, host, std::move(read_file), std::move(lookup_var));
+  opts.job_overrides = std::move(job_overrides);
   BLKLAB_ASSIGN_OR_RETURN(out.jobs, workload::BuildJobs(out.invocation, opts));
   return out;
 }

@@ -206,8 +206,11 @@ struct ParsedFio {
 workload::ParseOptions ParseOptionsFor(const workload::FioInvocation& invocation,
                                        const host::HostSpec& host, workload::FileReader read_file,
                                        workload::VarLookup lookup_var);
+// `job_overrides` are applied to every job after its own options
+// (workload::ParseOptions::job_overrides).
 absl::StatusOr<ParsedFio> ParseFio(const std::vector<std::string>& args, const host::HostSpec& host,
-                                   workload::FileReader read_file, workload::VarLookup lookup_var);
+                                   workload::FileReader read_file, workload::VarLookup lookup_var,
+                                   std::vector<workload::OptionLine> job_overrides = {});
 
 // A preset name, or YAML/JSON text of a host spec.
 absl::StatusOr<host::HostSpec> ResolveHost(const std::string& preset_or_text);

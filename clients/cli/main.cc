@@ -2,6 +2,7 @@
 //
 //   blklab fio [options] [job files]   run fio jobs in-process on a simulated host
 //   blklab io_uring [options] FILES     fio's t/io_uring benchmark, simulated
+//   blklab compare [options] -- FIO     one job on a host and its variants, side by side
 //   blklab hosts list                  list the built-in host presets
 //   blklab hosts show NAME             print a preset's YAML
 //
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "clients/cli/compare_command.h"
 #include "clients/cli/fio_command.h"
 #include "clients/cli/io_uring_command.h"
 #include "engine/host/presets.h"
@@ -28,6 +30,9 @@ void Usage(std::ostream& out) {
          "       (local runs: the host also from BLKLAB_HOST; --host= wins)\n"
          "       blklab io_uring [--host=PRESET|FILE] [--cpus=LIST] [--seed=N] [--output-format=normal|json]\n"
          "             [t/io_uring options: -d -s -c -b -p -B -F -n -N -O -t -T -r -R -a -S -X -P -u -D] FILES\n"
+         "       blklab compare --host=PRESET|FILE [--variant NAME:PATH=VALUE[,...]]... [--matrix PATH=V1,V2...]...\n"
+         "             [--samples=N] [--seed=N] [--jobs=N] [--format=table|markdown|csv|json] -- FIO-ARGS\n"
+         "       blklab compare SPEC.yaml [--jobs=N] [--format=...]\n"
          "       blklab hosts list\n"
          "       blklab hosts show NAME\n"
          "remote (blklabd), ADDR also from BLKLAB_SERVER, the token from BLKLAB_TOKEN:\n"
@@ -123,6 +128,7 @@ int main(int argc, char** argv) {
   }
   if (cmd == "fio") return blklab::cli::RunFioCommand(rest);
   if (cmd == "io_uring") return blklab::cli::RunIoUringCommand(rest);
+  if (cmd == "compare") return blklab::cli::RunCompareCommand(rest);
   if (cmd == "hosts") return Hosts(rest);
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     Usage(std::cout);

@@ -695,7 +695,7 @@ absl::StatusOr<HostSpec> HostSpecFromDoc(const DocNode& doc, const HostLimits& l
   return spec;
 }
 
-absl::StatusOr<HostSpec> ParseHostSpec(absl::string_view text, SpecFormat format, const HostLimits& limits) {
+absl::StatusOr<DocNode> ParseHostDoc(absl::string_view text, SpecFormat format, const HostLimits& limits) {
   util::ParseLimits parse_limits;
   parse_limits.max_bytes = limits.max_document_bytes;
   parse_limits.max_depth = 16;
@@ -705,10 +705,12 @@ absl::StatusOr<HostSpec> ParseHostSpec(absl::string_view text, SpecFormat format
     while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) ++i;
     format = (i < text.size() && text[i] == '{') ? SpecFormat::kJson : SpecFormat::kYaml;
   }
-  absl::StatusOr<DocNode> doc =
-      format == SpecFormat::kJson ? util::ParseJson(text, parse_limits) : util::ParseYaml(text, parse_limits);
-  if (!doc.ok()) return doc.status();
-  return HostSpecFromDoc(*doc, limits);
+  return format == SpecFormat::kJson ? util::ParseJson(text, parse_limits) : util::ParseYaml(text, parse_limits);
+}
+
+absl::StatusOr<HostSpec> ParseHostSpec(absl::string_view text, SpecFormat format, const HostLimits& limits) {
+  BLKLAB_ASSIGN_OR_RETURN(DocNode doc, ParseHostDoc(text, format, limits));
+  return HostSpecFromDoc(doc, limits);
 }
 
 DocNode HostSpecToDoc(const HostSpec& in) {

@@ -362,6 +362,10 @@ enum class SpecFormat { kAuto, kYaml, kJson };
 // line:column), resolves defaults and validates.
 absl::StatusOr<HostSpec> ParseHostSpec(absl::string_view text, SpecFormat format = SpecFormat::kAuto,
                                        const HostLimits& limits = {});
+// The document ParseHostSpec decodes (YAML or JSON, within the limits), not
+// yet decoded: for edits as written (host_overlay.h).
+absl::StatusOr<util::DocNode> ParseHostDoc(absl::string_view text, SpecFormat format = SpecFormat::kAuto,
+                                           const HostLimits& limits = {});
 // The same from an already parsed document.
 absl::StatusOr<HostSpec> HostSpecFromDoc(const util::DocNode& doc, const HostLimits& limits = {});
 

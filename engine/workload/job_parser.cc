@@ -385,6 +385,10 @@ class JobBuilder {
       job.source_line = s.line;
       BLKLAB_RETURN_IF_ERROR(ApplySection(s, in_order, &job, opt_, warnings_));
       AppendWritten(s, &job.options_written);
+      for (const OptionLine& ol : opt_.job_overrides) {
+        BLKLAB_RETURN_IF_ERROR(ApplyLine(ol, &job, opt_, warnings_));
+        job.options_written.push_back({ol.name, ol.value.value_or("")});
+      }
       if (stonewall_first && first) job.stonewall = true;
       first = false;
       BLKLAB_RETURN_IF_ERROR(FinishJob(&job));

@@ -57,6 +57,14 @@ struct ParseLimits {
   size_t max_name_length = 255;
 };
 
+// One option line, as found in a file or on the command line.
+struct OptionLine {
+  std::string name;
+  std::optional<std::string> value;  // nullopt: bare
+  std::string file;                  // job file path or "<command line>"
+  int line = 0;                      // 1-based line, or argument index
+};
+
 struct ParseOptions {
   FileReader read_file;   // null: includes and job files cannot be read
   VarLookup lookup_var;   // null: every ${VAR} is unset
@@ -67,17 +75,12 @@ struct ParseOptions {
   bool accept_unmodelled_engines = false;
   // --section: only these job sections run (empty: all).
   std::vector<std::string> sections;
+  // Options applied to every job after its own section's lines, so that
+  // they win over the job file's (blklab compare's fio.KEY=VALUE overlays).
+  std::vector<OptionLine> job_overrides;
 };
 
 enum class OutputFormat : uint8_t { kNormal, kTerse, kJson, kJsonPlus };
-
-// One option line, as found in a file or on the command line.
-struct OptionLine {
-  std::string name;
-  std::optional<std::string> value;  // nullopt: bare
-  std::string file;                  // job file path or "<command line>"
-  int line = 0;                      // 1-based line, or argument index
-};
 
 // A `[name]` section (or a command-line --name group).
 struct Section {

@@ -40,6 +40,17 @@ TEST(JobParserTest, GlobalsInheritOnlyDownwards) {
   EXPECT_EQ(p.global_options.size(), 2u);
 }
 
+TEST(JobParserTest, JobOverridesWinOverEveryJobsOwnLines) {
+  ParseOptions o = Opts();
+  o.job_overrides.push_back(OptionLine{"iodepth", std::string("32"), "<compare>", 0});
+  ParsedJobs p = MustParse("[global]\niodepth=4\n[a]\niodepth=8\n[b]\n", o);
+  ASSERT_EQ(p.jobs.size(), 2u);
+  EXPECT_EQ(p.jobs[0].iodepth, 32u);
+  EXPECT_EQ(p.jobs[1].iodepth, 32u);
+  o.job_overrides[0].value = "lots";
+  EXPECT_NE(ErrorOf("[a]\n", o).find("iodepth"), std::string::npos);
+}
+
 TEST(JobParserTest, CommentsAndWhitespaceQuirks) {
   auto p = MustParse("; c\n# c\n[x y]\nfilename=/tmp/a#b\nbs=8k ; note\nrw =randread\n");
   ASSERT_EQ(p.jobs.size(), 1u);

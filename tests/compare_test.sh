@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# tests/compare_test.sh BLKLAB_BINARY SOURCE_DIR
+#
+# `blklab compare` (registered as ctest cli.compare):
+#  - the JSON of a comparison (variant x matrix x samples) is byte-identical
+#    for --jobs=1 and --jobs=3;
+#  - the baseline's cell equals a plain `blklab fio --seed=S` run of the same
+#    host and job; a variant's cell equals a plain run on a host file with
+#    the override written in; sample 1 equals a plain run with
+#    --randseed=SEED+1, and differs from sample 0;
+#  - a fio.KEY overlay wins over the job file's own value;
+#  - the RC4 switches move IOPS and contention in their direction, and the
+#    table, markdown and CSV forms carry the same cells;
+#  - bad input names what is wrong (field, device, spec key), and every spec
+#    under examples/compare/ passes --dry-run.
+set -u
+
+BLKLAB=${1:?usage: compare_test.sh BLKLAB_BINARY SOURCE_DIR}
+SRC=${2:?usage: compare_test.sh BLKLAB_BINARY SOURCE_DIR}
+
+. "$(dirname "$0")/checks.sh"
+checks_begin compare
+
+JOB=(--name=t --ioengine=io_uring --rw=randrw --bs=4k --iodepth=8 --runtime=20ms --time_based=1
+     --output-format=json)
+RC4=(--name=rc4 --filename=/dev/nullb0 --ioengine=io_uring --rw=randread --bs=512 --iodepth=4
+     --iodepth_batch_submit=4 --iodepth_batch_complete=4 --fixedbufs=1 --norandommap --direct=1
+     --numjobs=32 --thread --cpus_allowed_policy=split --group_reporting --ramp_time=2ms
+     --runtime=10ms --time_based=1)
+
+# 1. --jobs does not change a byte. (randrw: the random stream decides the
+# read/write mix, so samples differ.)
+ARGS=(--host=nvme-8cpu --seed=7 --samples=2 --variant before: --variant 'none:devices.nvme0n1.queue.scheduler=none'
+      --matrix fio.iodepth=1,8 --format=json)
+if "$BLKLAB" compare "${ARGS[@]}" --jobs=1 -- "${JOB[@]}" >"$TMP/j1.json" 2>"$TMP/j1.err" &&
+   "$BLKLAB" compare "${ARGS[@]}" --jobs=3 -- "${JOB[@]}" >"$TMP/j3.json" 2>"$TMP/j3.err"; then
+  if cmp -s "$TMP/j1.json" "$TMP/j3.json"; then
+    pass "--jobs=1 and --jobs=3 give identical JSON"
+  else
+    fail "--jobs=1 and --jobs=3 differ: $(diff "$TMP/j1.json" "$TMP/j3.json" | head -5)"
+  fi
+else
+  fail "compare failed: $(cat "$TMP/j1.err" "$TMP/j3.err")"
+fi
+
+# 2. Cells equal plain runs: the baseline, a host override, a sample.
+"$BLKLAB" fio --host=nvme-8cpu --seed=7 "${JOB[@]}" --iodepth=8 >"$TMP/plain0.json" 2>/dev/null
+"$BLKLAB" fio --host=nvme-8cpu --seed=7 "${JOB[@]}" --iodepth=8 --randseed=8 >"$TMP/plain1.json" 2>/dev/null
+"$BLKLAB" hosts show nvme-8cpu >"$TMP/host.yaml"
+python3 - "$TMP/host.yaml" "$TMP/none.yaml" <<'EOF'
+import sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+for dev in d["devices"]:
+    if dev["name"] == "nvme0n1":
+        dev.setdefault("queue", {})["scheduler"] = "none"
+yaml.safe_dump(d, open(sys.argv[2], "w"))
+EOF
+"$BLKLAB" fio --host="$TMP/none.yaml" --seed=7 "${JOB[@]}" --iodepth=8 >"$TMP/plainn.json" 2>/dev/null
+if python3 - "$TMP/j1.json" "$TMP/plain0.json" "$TMP/plain1.json" "$TMP/plainn.json" <<'EOF'
+import json, sys
+cmp = json.load(open(sys.argv[1]))
+def plain(path):
+    job = json.load(open(path))["jobs"][0]
+    return sum(job[d]["iops"] for d in ("read", "write", "trim")), job["read"]["iops"]
+def cell(variant, sample, depth="8"):
+    for c in cmp["cells"]:
+        if c["variant"] == variant and c["sample"] == sample and c["point"]["fio.iodepth"] == depth:
+            return c
+    raise SystemExit(f"no cell {variant} {sample} {depth}")
+def same(c, path, what):
+    total, read = plain(path)
+    for a, b in ((c["iops"], total), (c["dir_iops"]["read"], read)):
+        assert abs(a - b) <= 1e-6 * max(abs(b), 1), f"{what}: compare {a} vs plain fio {b}"
+same(cell("before", 0), sys.argv[2], "baseline sample 0")
+same(cell("before", 1), sys.argv[3], "baseline sample 1 (randseed=8)")
+same(cell("none", 0), sys.argv[4], "variant none (scheduler=none host file)")
+assert cell("before", 1)["randseed"] == 8, cell("before", 1)
+assert cell("before", 0)["dir_iops"]["read"] != cell("before", 1)["dir_iops"]["read"], \
+    "samples 0 and 1 ran the same random stream"
+assert len(cmp["cells"]) == 8 and len(cmp["rows"]) == 4, (len(cmp["cells"]), len(cmp["rows"]))
+assert cell("before", 0, "1")["iops"] < cell("before", 0, "8")["iops"], "fio.iodepth overlay had no effect"
+rows = [r for r in cmp["rows"] if r["variant"] == "none"]
+assert all(r["diff_pct"] is not None for r in rows), rows
+EOF
+then
+  pass "baseline, variant and sample cells equal the plain blklab fio runs"
+else
+  fail "cells differ from plain runs"
+fi
+
+# 3. A fio.KEY overlay wins over the job file's own value.
+cat >"$TMP/job.fio" <<'EOF'
+[t]
+ioengine=io_uring
+rw=randread
+bs=4k
+iodepth=1
+runtime=20ms
+time_based=1
+EOF
+if "$BLKLAB" compare --host=nvme-8cpu --variant 'qd16:fio.iodepth=16' --format=json -- "$TMP/job.fio" \
+     >"$TMP/file.json" 2>"$TMP/file.err" &&
+   python3 - "$TMP/file.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+base, qd16 = d["cells"][0], d["cells"][1]
+assert base["variant"] == "baseline" and qd16["variant"] == "qd16", d["cells"]
+assert qd16["iops"] > 3 * base["iops"], (base["iops"], qd16["iops"])
+EOF
+then
+  pass "fio.iodepth=16 overrides the job file's iodepth=1"
+else
+  fail "fio overlay over a job file: $(cat "$TMP/file.err")"
+fi
+
+# 4. The RC4 switches, in every output form.
+AFTER='after:knobs.dd_serialize_dispatch=true,knobs.dd_insert_side_lists=true,knobs.dd_skip_merge_if_contended=true'
+for f in json table markdown csv; do
+  "$BLKLAB" compare --host=rc4-desktop-7950x --variant before: --variant "$AFTER" --format=$f -- "${RC4[@]}" \
+    >"$TMP/rc4.$f" 2>"$TMP/rc4.err" || fail "rc4 --format=$f: $(cat "$TMP/rc4.err")"
+done
+if python3 - "$TMP/rc4.json" "$TMP/rc4.csv" <<'EOF'
+import csv, json, sys
+d = json.load(open(sys.argv[1]))
+before, after = d["rows"]
+assert before["variant"] == "before" and after["variant"] == "after"
+assert after["iops"] > 1.5 * before["iops"], (before["iops"], after["iops"])
+assert before["contention_pct"] > 50 and after["contention_pct"] < 20, (before, after)
+assert after["diff_pct"] > 50 and before["diff_pct"] is None
+locks = {l["name"]: l for l in d["changes"][0]["locks"]}
+assert locks["nullb0:dd->lock"]["variant_wait_ns_per_io"] < locks["nullb0:dd->lock"]["baseline_wait_ns_per_io"]
+rows = list(csv.DictReader(open(sys.argv[2])))
+assert [r["variant"] for r in rows] == ["before", "after"], rows
+assert abs(float(rows[1]["iops"]) - after["iops"]) < 0.01
+EOF
+then
+  pass "RC4: after > before, contention down, dd->lock wait down; csv agrees with json"
+else
+  fail "RC4 comparison direction or forms"
+fi
+grep -q '^Variant  *IOPS  *sys  *contention  *diff' "$TMP/rc4.table" && grep -q '^=====' "$TMP/rc4.table" &&
+  grep -q 'what changed most' "$TMP/rc4.table" && pass "table layout" || fail "table layout: $(head -12 "$TMP/rc4.table")"
+grep -q '^| Variant | IOPS | sys | contention | diff |$' "$TMP/rc4.markdown" && pass "markdown table" ||
+  fail "markdown table: $(head -8 "$TMP/rc4.markdown")"
+
+# 5. Bad input names what is wrong.
+expect_error() {  # WHAT PATTERN ARGS...
+  local what=$1 pattern=$2
+  shift 2
+  if "$BLKLAB" compare "$@" >"$TMP/e.out" 2>"$TMP/e.err"; then
+    fail "$what: accepted"
+  elif grep -q -- "$pattern" "$TMP/e.err"; then
+    pass "$what: $(head -1 "$TMP/e.err")"
+  else
+    fail "$what: error does not mention '$pattern': $(cat "$TMP/e.err")"
+  fi
+}
+expect_error "misspelt knob" "dd_serialise_dispatch" --host=rc4-desktop-7950x \
+  --variant 'x:knobs.dd_serialise_dispatch=true' -- "${RC4[@]}"
+expect_error "unknown device" "no item 'sdz'" --host=rc4-desktop-7950x \
+  --variant 'x:devices.sdz.queue.scheduler=none' -- "${RC4[@]}"
+expect_error "bad fio overlay" "iodepth" --host=nvme-8cpu --variant 'x:fio.iodepth=lots' -- "${JOB[@]}"
+expect_error "no fio arguments" "no fio arguments" --host=nvme-8cpu
+expect_error "unknown baseline" "baseline 'zz'" --host=nvme-8cpu --baseline=zz -- "${JOB[@]}"
+printf 'host: nvme-8cpu\nfio: [--name=t]\nvariant: {}\n' >"$TMP/bad.yaml"
+expect_error "unknown spec field" "unknown field 'variant'" "$TMP/bad.yaml"
+
+# 6. The reference-case specs are valid.
+for spec in "$SRC"/examples/compare/*.yaml; do
+  if "$BLKLAB" compare "$spec" --dry-run >"$TMP/dry.out" 2>"$TMP/dry.err"; then
+    pass "$(basename "$spec") --dry-run: $(grep -c '^cell ' "$TMP/dry.out") cells"
+  else
+    fail "$(basename "$spec") --dry-run: $(cat "$TMP/dry.err")"
+  fi
+done
+
+checks_end compare
