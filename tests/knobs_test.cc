@@ -46,6 +46,14 @@ std::string NullYaml(bool blk_cgroup) {
       "    null_blk: {irqmode: 0, submit_queues: 1, poll_queues: 1}\n"
       "    queue: {scheduler: none}\n");
 }
+// Completions in null_blk's timer interrupt: io_uring task work.
+const char kNullTimerYaml[] =
+    "name: knob-null-timer\n"
+    "cpus: {count: 1}\n"
+    "devices:\n"
+    "  - name: nullb0\n"
+    "    null_blk: {irqmode: 2, completion_nsec: 50000, submit_queues: 1}\n"
+    "    queue: {scheduler: none}\n";
 const std::vector<std::string> kBatchedJob = {
     "--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=512", "--iodepth=32",
     "--iodepth_batch_submit=8", "--iodepth_batch_complete_min=8", "--runtime=5ms", "--time_based"};
@@ -142,6 +150,7 @@ std::map<std::string, KnobCase> Cases() {
       {"plug_cache_time", {NullYaml(false), kBatchedJob}},
       {"bio_alloc_cache", {NullYaml(true), kBatchedJob}},
       {"queue_rqs", {kNvmeYaml, kPolledJob}},
+      {"io_uring_lazy_wake", {kNullTimerYaml, kBatchedJob}},
   };
 }
 

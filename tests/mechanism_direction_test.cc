@@ -14,7 +14,9 @@
 //  * the dispatch-busy average sends submissions through the software
 //    queues while the driver answers busy;
 //  * a LUN's budget fails when the job asks for more than cmd_per_lun, and
-//    the completion side's re-run keeps the LUN going.
+//    the completion side's re-run keeps the LUN going;
+//  * io_uring's lazy wake (DEFER_TASKRUN): a thread waiting for 8
+//    completions is woken once per 8, not once per completion.
 //
 // Thresholds are exact properties of the deterministic model (worked out
 // below), not statistical allowances.
@@ -134,6 +136,42 @@ TEST(RqAffinity, CompletionsGoHomeByIpi) {
   const double ipi2 = static_cast<double>(CounterOf(same_cpu.kernel, "ipi")) / TotalIos(same_cpu);
   EXPECT_GT(ipi2, ipi1) << Describe(same_cpu);
   EXPECT_GT(ProfileNs(same_cpu.kernel, "generic_smp_call_function_single_interrupt"), 0);
+}
+
+// --- io_uring lazy wake ----------------------------------------------------------
+// One CPU; null_blk completes each request in its timer interrupt 50 us
+// after issue, so the fio thread (QD32, one IO per submit call, so the
+// completions are spread out; reaping 8 at a time) sleeps in
+// io_cqring_wait between batches and each completion queues task work.
+// try_to_wake_up costs the same per wake-up in both runs, so its self time
+// counts them.
+RunResult LazyWakeRun(bool lazy) {
+  const host::HostSpec h = HostFromYaml(absl::StrCat(
+      "name: lazy-wake\n"
+      "cpus: {count: 1}\n"
+      "knobs: {io_uring_lazy_wake: ", lazy ? "true" : "false", "}\n"
+      "devices:\n"
+      "  - name: nullb0\n"
+      "    null_blk: {irqmode: 2, completion_nsec: 50000, submit_queues: 1}\n"
+      "    queue: {scheduler: none}\n"));
+  return MustRun(h, {"--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=4k", "--iodepth=32",
+                     "--iodepth_batch_submit=1", "--iodepth_batch_complete_min=8", "--runtime=5ms",
+                     "--time_based"});
+}
+
+TEST(IoUringLazyWake, OneWakeUpPerBatchReaped) {
+  const RunResult lazy = LazyWakeRun(true);
+  const RunResult eager = LazyWakeRun(false);
+  const int64_t per_wake = host::CostTable{}.try_to_wake_up;
+  const int64_t lazy_wakes = ProfileNs(lazy.kernel, "try_to_wake_up") / per_wake;
+  const int64_t eager_wakes = ProfileNs(eager.kernel, "try_to_wake_up") / per_wake;
+  // Lazy: the wait for 8 is satisfied by the 8th completion queued, so at
+  // most one wake-up per 8 IOs (plus the batch in flight at the end).
+  EXPECT_GT(lazy_wakes, 0) << Describe(lazy);
+  EXPECT_LE(lazy_wakes * 8, static_cast<int64_t>(TotalIos(lazy)) + 8) << Describe(lazy);
+  // Eager: the first completion queued wakes the thread, which runs it and
+  // sleeps again: about three wake-ups per batch here.
+  EXPECT_GT(eager_wakes, 2 * lazy_wakes) << Describe(eager);
 }
 
 // --- RC2's patches, each alone ---------------------------------------------------

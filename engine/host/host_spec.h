@@ -100,7 +100,10 @@ namespace blklab::host {
   BOOL(queue_rqs, true, 0, 0, "->queue_rqs: a plug's requests go to the driver as one batch (5.17+)")  \
   BOOL(batched_completion, true, 0, 0, "io_comp_batch / blk_mq_end_request_batch (5.16+)")            \
   BOOL(plug_cache_time, true, 0, 0, "timestamp cached in struct blk_plug (6.9)")                      \
-  BOOL(bio_alloc_cache, true, 0, 0, "per-CPU bio cache for non-polled IO (5.16+)")
+  BOOL(bio_alloc_cache, true, 0, 0, "per-CPU bio cache for non-polled IO (5.16+)")                    \
+  BOOL(io_uring_lazy_wake, true, 0, 0,                                                                \
+       "io_uring DEFER_TASKRUN rings (fio 3.33+): a completion wakes the waiter only once enough task work " \
+       "is queued for its wait (IOU_F_TWQ_LAZY_WAKE, 6.5+); false: the first one wakes it")
 
 // devices[].null_blk: module parameters, defaults as in drivers/block/null_blk.
 #define BLKLAB_NULL_BLK_FIELDS(INT, INT64, BOOL)                                                    \

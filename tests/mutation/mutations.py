@@ -8,6 +8,11 @@ A mutation that every test survives is a hole in the suite.
 """
 
 MUTATIONS = [
+    ("io_uring lazy wake ignored",
+     "engine/job/engines/io_uring_engine.cc",
+     "if (ctx_.kernel.knobs().io_uring_lazy_wake && ",
+     "if (false && ",
+     "IoUringLazyWake"),
     ("fair tag sharing: hctx_may_queue always allows",
      "engine/model/hctx.cc",
      "return (shared_q ? u.nr_active : nr_active_) < limit;",

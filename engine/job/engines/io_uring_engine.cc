@@ -4,8 +4,10 @@
 // io_read -> blkdev_read_iter -> __blkdev_direct_IO_async), fget/fput
 // unless registerfiles, page pinning unless fixedbufs, the per-CPU bio
 // cache. Completions in the submitter's own context post their CQE at once;
-// others go through task_work (io_req_task_work_add) and wake the submitter
-// if it waits in io_cqring_wait. IOPOLL (hipri): completions are only
+// others go through task_work on the ring's work list (DEFER_TASKRUN, as
+// fio sets it: a cmpxchg on a line the submitter owns) and wake the
+// submitter if it waits in io_cqring_wait: once enough are queued for its
+// wait (lazy wake, knob io_uring_lazy_wake), else at the first. IOPOLL (hipri): completions are only
 // marked; the submitter spins in io_do_iopoll -> blk_hctx_poll. Polled bios
 // are REQ_NOWAIT: a request that finds no tag ends with -EAGAIN and
 // io_uring issues it again (REQ_F_REISSUE; the kernel hands it to io-wq,
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "engine/job/io_engine.h"
+#include "engine/sim/cacheline.h"
 
 namespace blklab::job {
 namespace {
@@ -69,9 +72,14 @@ class IoUringEngine final : public IoEngineModel {
       ctx_.Post(u);
       return;
     }
-    // io_req_task_work_add: queue to the submitter and notify it.
-    cpu.Charge(fn_io_req_complete_post_, c.atomic_local);
+    // io_req_task_work_add -> io_req_local_work_add (DEFER_TASKRUN, which
+    // fio and t/io_uring set): a cmpxchg onto the ring's work list, whose
+    // line the submitter took when it last ran its task work. With
+    // IOU_F_TWQ_LAZY_WAKE (6.5+) the waiter is woken only once the queued
+    // work covers its wait (nr_tw >= cq_wait_nr); before, by the first item.
+    cpu.Charge(fn_io_req_complete_post_, work_list_line_.Write(ctx_.kernel.machine(), cpu.id(), c.atomic_local));
     task_work_.push_back(u);
+    if (ctx_.kernel.knobs().io_uring_lazy_wake && ctx_.completed.size() + task_work_.size() < ctx_.wait_for) return;
     ctx_.WakeWaiter(cpu);
   }
 
@@ -111,6 +119,10 @@ class IoUringEngine final : public IoEngineModel {
   // tctx_task_work: post the CQEs of completions that ran elsewhere.
   void RunTaskWork() {
     const auto& c = ctx_.kernel.costs();
+    if (task_work_.empty()) return;
+    // io_run_local_work: llist_del_all takes the whole list (an xchg).
+    ctx_.cpu.Charge(fn_tctx_task_work_,
+                    work_list_line_.Write(ctx_.kernel.machine(), ctx_.cpu.id(), c.atomic_local));
     for (IoU* u : task_work_) {
       ctx_.cpu.Charge(fn_tctx_task_work_, c.io_uring_task_work);
       ctx_.cpu.Charge(fn_io_req_complete_post_, c.io_uring_cqe_post);
@@ -133,6 +145,7 @@ class IoUringEngine final : public IoEngineModel {
 
   IoContext& ctx_;
   std::vector<IoU*> task_work_;  // completions waiting for task_work
+  sim::CacheLine work_list_line_;  // ctx->work_llist
   std::vector<IoU*> reissue_;    // polled requests that ended with -EAGAIN
   std::vector<IoU*> reissuing_;  // the batch Reissue is submitting
   sim::FnId fn_io_uring_enter_, fn_io_submit_sqes_, fn_fget_, fn_pin_, fn_io_req_complete_post_,
