@@ -8,7 +8,9 @@
 #  - a bad option exits non-zero and names the option on stderr;
 #  - --output=FILE writes the report to FILE and nothing to stdout;
 #  - fio's own fio_jsonplus_clat2csv --validate accepts json+ output (a failure
-#    when the tool is missing: scripts/setup installs fio).
+#    when the tool is missing: scripts/setup installs fio);
+#  - SIGINT during a run: fio's "fio: terminating on signal 2", exit value
+#    128, and the report of the work done so far.
 set -u
 
 BLKLAB=${1:?usage: cli_test.sh BLKLAB_BINARY SOURCE_DIR}
@@ -134,6 +136,17 @@ if "$BLKLAB" fio --parse-only "$JOB" >"$TMP/parse.out" 2>&1 && [ ! -s "$TMP/pars
   pass "--parse-only accepts the demo job silently"
 else
   fail "--parse-only: $(head -c 300 "$TMP/parse.out")"
+fi
+
+# SIGINT stops a (virtually) hour-long run: fio's line, exit 128, a report.
+timeout --preserve-status -s INT 2 "$BLKLAB" fio --name=t --ioengine=io_uring --rw=randread --iodepth=8 \
+  --runtime=3600 --time_based >"$TMP/int.out" 2>"$TMP/int.err"
+rc=$?
+if [ "$rc" -eq 128 ] && grep -q '^fio: terminating on signal 2$' "$TMP/int.out" &&
+   grep -q '^Run status group 0 (all jobs):' "$TMP/int.out" && grep -q 'read: IOPS=' "$TMP/int.out"; then
+  pass "SIGINT: terminating line, exit 128, partial report"
+else
+  fail "SIGINT: exit $rc, output: $(head -5 "$TMP/int.out") $(cat "$TMP/int.err")"
 fi
 
 checks_end CLI

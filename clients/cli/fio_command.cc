@@ -2,6 +2,7 @@
 
 #include "clients/cli/host_arg.h"
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -35,6 +37,33 @@ int Fail(const absl::Status& s) {
   std::cerr << "blklab fio: " << s.message() << "\n";
   return 1;
 }
+
+// SIGINT / SIGTERM during a local run: as fio, stop the jobs, say so, and
+// report the work done so far.
+std::atomic<int> g_signal{0};
+extern "C" void OnTerminatingSignal(int sig) { g_signal.store(sig, std::memory_order_relaxed); }
+
+class TerminatingSignals {
+ public:
+  TerminatingSignals() {
+    g_signal.store(0);
+    struct sigaction sa = {};
+    sa.sa_handler = OnTerminatingSignal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~TerminatingSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  TerminatingSignals(const TerminatingSignals&) = delete;
+  TerminatingSignals& operator=(const TerminatingSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ = {};
+  struct sigaction old_term_ = {};
+};
 
 // fio's condensed run string: "rr_" -> "r(2),_(1)".
 std::string CondenseRunStates(const std::string& states) {
@@ -282,9 +311,19 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
     out << report::WriteNormalPreamble(BuildReport(req, RunResult(), WallClockNow(), false)) << std::flush;
   }
   EtaPrinter eta_printer(std::cout);
-  SnapshotFn on_snapshot;
-  if (req.snapshot_interval_ns > 0) {
-    on_snapshot = [&](const Snapshot& snap) {
+  // Every slice of virtual time ends with a snapshot, which also notices a
+  // terminating signal: the results as they stand are kept, the run stops.
+  TerminatingSignals signals;
+  std::atomic<bool> cancel{false};
+  std::optional<RunResult> partial;
+  SnapshotFn on_snapshot = [&](const Snapshot& snap) {
+    if (g_signal.load(std::memory_order_relaxed) != 0 && !partial) {
+      partial = snap.interim();
+      cancel.store(true);
+      return;
+    }
+    if (req.snapshot_interval_ns <= 0) return;
+    {
       if (eta) eta_printer.Print(snap);
       const bool finished = snap.clones_done == snap.run_states.size();
       if (status_ns > 0 && !finished && snap.virtual_ns % status_ns == 0) {
@@ -292,9 +331,18 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
         input.with_preamble = !early_preamble;
         out << report::WriteReport(input, formats) << std::flush;
       }
-    };
+    }
+  };
+  absl::StatusOr<RunResult> run = RunFio(req, on_snapshot, &cancel);
+  int exit_code = 0;
+  if (!run.ok() && partial) {
+    // fio's sig_int: "fio: terminating on signal N", exit value 128, then
+    // the report of what ran.
+    if (eta_printer.printed()) std::cout << "\n";
+    out << "\nfio: terminating on signal " << g_signal.load() << "\n" << std::flush;
+    run = *std::move(partial);
+    exit_code = 128;
   }
-  absl::StatusOr<RunResult> run = RunFio(req, on_snapshot);
   // End the progress line unless the normal report that follows on stdout
   // does (it starts with a newline).
   if (eta_printer.printed() && (!run.ok() || !formats.normal || !inv.output.empty())) {
@@ -310,7 +358,7 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   if (perf_top > 0) text += report::WritePerfTop(run->kernel, perf_top);
   out << text << std::flush;
   if (!out) return Fail(absl::InvalidArgumentError("cannot write the report"));
-  return 0;
+  return exit_code;
 }
 
 }  // namespace blklab::cli
