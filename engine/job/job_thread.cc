@@ -93,6 +93,15 @@ JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, workl
                             : spec_.iodepth_batch_complete_max;
   const uint64_t loops = std::max<uint64_t>(spec_.loops, 1);
   bytes_limit_ = config.plan.io_limit_bytes * loops;
+  {
+    using workload::Direction;
+    const bool reads = workload::DirectionActive(spec_.rw, Direction::kRead);
+    const bool writes = workload::DirectionActive(spec_.rw, Direction::kWrite);
+    const bool trims = workload::DirectionActive(spec_.rw, Direction::kTrim);
+    counts_toward_limit_[static_cast<int>(Direction::kRead)] = reads;
+    counts_toward_limit_[static_cast<int>(Direction::kWrite)] = writes;
+    counts_toward_limit_[static_cast<int>(Direction::kTrim)] = trims && !reads && !writes;
+  }
   rate_rng_ = sim::RngStream(spec_.randseed, sim::RngStreamId::kRate, config.thread_number);
 
   auto& r = kernel.machine().functions();
@@ -201,6 +210,12 @@ bool JobThread::PrepareIo(IoU* u) {
   const workload::GeneratedIo io = has_rate_ ? gen_.Next([this](workload::Direction d) { return RateDirection(d); })
                                              : gen_.Next();
   cpu_.Charge(fn_get_io_u_, kernel_.costs().fio_user_per_io / 2);
+  if (io.new_pass && config_.plan.pass_end_ends_loop && ++loops_done_ >= std::max<uint64_t>(spec_.loops, 1)) {
+    // The last loop's sequential pass reached the region's end (with holes,
+    // rw=read:512k, before io_size bytes): no more I/O, as fio.
+    stopping_ = true;
+    return false;
+  }
   u->dir = ToStatsDir(io.direction);
   u->bio.op = ToOp(io.direction);
   u->bio.sector = io.offset >> model::kSectorShift;
@@ -213,7 +228,9 @@ bool JobThread::PrepareIo(IoU* u) {
   u->error = false;
   ++ctx_.in_flight;
   ++ios_issued_;
-  bytes_issued_ += io.length;
+  // io_bytes_exceeded: a job that reads and writes counts both, else only
+  // its writes (trimwrite's trims do not count), reads, or trims.
+  if (counts_toward_limit_[static_cast<int>(io.direction)]) bytes_issued_ += io.length;
   if (collector_.started()) collector_.RecordIssue(u->dir, ctx_.in_flight);
   return true;
 }
@@ -331,8 +348,8 @@ sim::Task JobThread::AsyncLoop() {
     MaybeStartStats();
     if (Stopping()) break;
     IoU* u = free_.back();
+    if (!PrepareIo(u)) break;
     free_.pop_back();
-    PrepareIo(u);
     if (has_rate_) co_await Throttle(u);
     queued_.push_back(u);
     if (queued_.size() >= batch_submit_ || ctx_.in_flight >= depth) co_await Commit();
@@ -410,8 +427,8 @@ sim::Task JobThread::SyncLoop() {
     MaybeStartStats();
     if (Stopping()) break;
     IoU* u = free_.back();
+    if (!PrepareIo(u)) break;
     free_.pop_back();
-    PrepareIo(u);
     if (has_rate_) co_await Throttle(u);
     queued_.push_back(u);
     co_await Commit();

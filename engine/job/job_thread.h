@@ -162,6 +162,8 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   uint64_t ctx_at_start_ = 0;
   uint64_t bytes_issued_ = 0;
   uint64_t bytes_limit_ = 0;
+  uint64_t loops_done_ = 0;
+  bool counts_toward_limit_[workload::kNumDirections] = {};  // directions io_size counts   // sequential passes ended (ClonePlan::pass_end_ends_loop)
   uint64_t ios_issued_ = 0;
   uint64_t ios_completed_ = 0;
   uint64_t think_count_ = 0;               // IOs since the last think time

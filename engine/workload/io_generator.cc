@@ -13,6 +13,13 @@ namespace {
 
 constexpr uint64_t kFioDefaultSeed = 0x89;
 
+
+// Zipf rejection-inversion helpers: log1p(x)/x and expm1(x)/x, stable at 0.
+double Helper1(double x) { return std::fabs(x) > 1e-8 ? std::log1p(x) / x : 1.0 - x / 2.0; }
+double Helper2(double x) { return std::fabs(x) > 1e-8 ? std::expm1(x) / x : 1.0 + x / 2.0; }
+
+}  // namespace
+
 bool DirectionActive(RwPattern rw, Direction d) {
   switch (rw) {
     case RwPattern::kRead:
@@ -33,12 +40,6 @@ bool DirectionActive(RwPattern rw, Direction d) {
   }
   return false;
 }
-
-// Zipf rejection-inversion helpers: log1p(x)/x and expm1(x)/x, stable at 0.
-double Helper1(double x) { return std::fabs(x) > 1e-8 ? std::log1p(x) / x : 1.0 - x / 2.0; }
-double Helper2(double x) { return std::fabs(x) > 1e-8 ? std::expm1(x) / x : 1.0 + x / 2.0; }
-
-}  // namespace
 
 // ---------------- BlockMap ----------------
 
@@ -155,6 +156,8 @@ absl::StatusOr<ClonePlan> ResolveClone(const JobSpec& spec, uint32_t clone_index
   const uint64_t io = spec.io_size.Resolve(device_bytes);
   p.io_limit_bytes = io != 0 ? io : size;
   p.number_ios = spec.number_ios;
+  p.device_bytes = device_bytes;
+  p.pass_end_ends_loop = !spec.time_based && p.io_limit_bytes <= p.region_bytes;
   return p;
 }
 
@@ -273,11 +276,17 @@ uint64_t IoGenerator::NextLength(Direction d) {
   return bs_[i];
 }
 
-uint64_t IoGenerator::NextSequentialOffset(Direction d, uint64_t len) {
+uint64_t IoGenerator::NextSequentialOffset(Direction d, uint64_t len, bool* new_pass) {
   uint64_t& pos = seq_pos_[static_cast<int>(d)];
-  if (pos + len > plan_.region_bytes) {
+  // As fio's get_next_seq_offset: a pass ends when the position reaches the
+  // region's end; an I/O that starts inside the region may run past it, as
+  // long as it stays on the device (fill_io_u's real_file_size check).
+  const uint64_t device_end = plan_.device_bytes > plan_.region_start ? plan_.device_bytes - plan_.region_start
+                                                                      : plan_.region_bytes;
+  if (pos >= plan_.region_bytes || pos + len > std::max(device_end, plan_.region_bytes)) {
     pos = 0;
     ++passes_;
+    *new_pass = true;
   }
   const uint64_t off = pos;
   const int64_t gap = IsRandom(rw_) ? 0 : rw_modifier_;
@@ -412,6 +421,7 @@ GeneratedIo IoGenerator::Next() {
     pending_trim_write_ = false;
     GeneratedIo w = last_trim_;
     w.direction = Direction::kWrite;
+    w.new_pass = false;
     return w;
   }
   return NextIn(NextDirection());
@@ -434,7 +444,7 @@ GeneratedIo IoGenerator::NextIn(Direction d) {
     random = rng_pct_.UniformBelow(100) < percentage_random_[di];
   }
   if (!random) {
-    rel = NextSequentialOffset(io.direction, io.length);
+    rel = NextSequentialOffset(io.direction, io.length, &io.new_pass);
   } else if (rw_modifier_ > 1 &&
              (modifier_count_++ % static_cast<uint64_t>(rw_modifier_)) != 0) {
     if (rw_sequencer_ == RwSequencer::kIdentical) {
@@ -449,7 +459,7 @@ GeneratedIo IoGenerator::NextIn(Direction d) {
     last_random_off_ = rel;
     last_random_end_ = rel + io.length;
   }
-  if (rel + io.length > plan_.region_bytes) rel = plan_.region_bytes - io.length;
+  if (random && rel + io.length > plan_.region_bytes) rel = plan_.region_bytes - io.length;
   io.offset = plan_.region_start + rel;
   if (rw_ == RwPattern::kTrimWrite || rw_ == RwPattern::kRandTrimWrite) {
     pending_trim_write_ = true;

@@ -42,6 +42,10 @@ struct ClonePlan {
   uint64_t number_ios = 0;     // 0: no limit
   uint64_t min_block = 0;      // smallest I/O of any active direction
   uint64_t max_block = 0;
+  uint64_t device_bytes = 0;   // the target's size (fio's real_file_size)
+  // A sequential pass that reaches the region's end ends the loop (fio
+  // without time_based, io_size not above size); else it wraps around.
+  bool pass_end_ends_loop = false;
 };
 
 // Resolves `spec` for clone `clone_index` on a device of `device_bytes`.
@@ -50,11 +54,18 @@ struct ClonePlan {
 absl::StatusOr<ClonePlan> ResolveClone(const JobSpec& spec, uint32_t clone_index,
                                        uint64_t device_bytes);
 
+// Whether pattern `rw` issues I/O in direction `d` (trimwrite: trims and
+// writes).
+bool DirectionActive(RwPattern rw, Direction d);
+
 // One generated I/O.
 struct GeneratedIo {
   uint64_t offset = 0;  // bytes from the start of the device
   uint64_t length = 0;
   Direction direction = Direction::kRead;
+  // Sequential: the previous pass reached the region's end and this I/O
+  // starts the next one at the beginning.
+  bool new_pass = false;
 };
 
 // Hierarchical bitmap over `nbits` (fio's lib/axmap idea): level 0 has one
@@ -111,7 +122,7 @@ class IoGenerator {
   Direction NextDirection();
   GeneratedIo NextIn(Direction d);
   uint64_t NextLength(Direction d);
-  uint64_t NextSequentialOffset(Direction d, uint64_t len);
+  uint64_t NextSequentialOffset(Direction d, uint64_t len, bool* new_pass);
   uint64_t NextRandomOffset(Direction d, uint64_t len);
   uint64_t DistributionBlock(Direction d, uint64_t nblocks);
   uint64_t ZipfRank(uint64_t n);  // 1-based rank
