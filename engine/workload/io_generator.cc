@@ -208,7 +208,12 @@ absl::StatusOr<IoGenerator> IoGenerator::Create(const JobSpec& spec, const Clone
   g.rng_pct_ = sim::RngStream(base_seed, sim::RngStreamId::kRandomPercentage, thread_number);
 
   const uint64_t nblocks = plan.region_bytes / g.align_;
-  g.use_map_ = IsRandom(spec.rw) && !spec.norandommap && !blockalign_set &&
+  g.lfsr_ = spec.random_generator == RandomGenerator::kLfsr && g.dist_ == DistributionKind::kRandom;
+  if (g.lfsr_) {
+    uint64_t k = base_seed ^ (uint64_t{thread_number} << 32);
+    for (uint64_t& key : g.lfsr_keys_) key = sim::SplitMix64(k);
+  }
+  g.use_map_ = IsRandom(spec.rw) && !spec.norandommap && !blockalign_set && !g.lfsr_ &&
                g.dist_ == DistributionKind::kRandom && nblocks <= kMaxRandomMapBlocks;
   if (g.use_map_) g.map_ = BlockMap(nblocks);
 
@@ -300,6 +305,34 @@ uint64_t IoGenerator::NextSequentialOffset(Direction d, uint64_t len, bool* new_
     pos = static_cast<uint64_t>(std::min<__int128>(next, plan_.region_bytes));
   }
   return off;
+}
+
+uint64_t IoGenerator::LfsrBlock(uint64_t nblocks) {
+  // fio's LFSR visits every block of the file once per period, in a
+  // scrambled order. The model keeps that property with a bijection of
+  // [0, nblocks): a 4-round Feistel network over the smallest even number of
+  // bits that covers nblocks, cycle-walked back into range (a different
+  // order than fio's taps, the same coverage).
+  if (lfsr_index_ >= nblocks) {
+    lfsr_index_ = 0;
+    ++passes_;
+  }
+  int bits = 2;
+  while (bits < 64 && (uint64_t{1} << bits) < nblocks) bits += 2;
+  const int half = bits / 2;
+  const uint64_t mask = (uint64_t{1} << half) - 1;
+  uint64_t x = lfsr_index_++;
+  do {
+    uint64_t l = x >> half, r = x & mask;
+    for (uint64_t key : lfsr_keys_) {
+      uint64_t f = r ^ key;
+      const uint64_t nl = r;
+      r = l ^ (sim::SplitMix64(f) & mask);
+      l = nl;
+    }
+    x = (l << half) | r;
+  } while (x >= nblocks);
+  return x;
 }
 
 uint64_t IoGenerator::ZipfRank(uint64_t n) {
@@ -410,7 +443,7 @@ uint64_t IoGenerator::NextRandomOffset(Direction d, uint64_t len) {
       ++passes_;
     }
   } else {
-    block = DistributionBlock(d, nblocks);
+    block = lfsr_ ? LfsrBlock(nblocks) : DistributionBlock(d, nblocks);
     if (block >= fit) block = fit - 1;
   }
   return block * align_;

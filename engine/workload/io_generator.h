@@ -23,6 +23,7 @@
 #ifndef BLKLAB_ENGINE_WORKLOAD_IO_GENERATOR_H_
 #define BLKLAB_ENGINE_WORKLOAD_IO_GENERATOR_H_
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -126,6 +127,9 @@ class IoGenerator {
   uint64_t NextRandomOffset(Direction d, uint64_t len);
   uint64_t DistributionBlock(Direction d, uint64_t nblocks);
   uint64_t ZipfRank(uint64_t n);  // 1-based rank
+  // random_generator=lfsr: the next block of a seeded permutation of
+  // [0, nblocks), each block once per pass.
+  uint64_t LfsrBlock(uint64_t nblocks);
 
   // Copied configuration (no reference to the JobSpec is kept).
   RwPattern rw_ = RwPattern::kRead;
@@ -157,6 +161,9 @@ class IoGenerator {
   BlockMap map_;
   PerDir<uint64_t> seq_pos_{};  // next sequential offset, relative to region
   uint64_t passes_ = 0;
+  bool lfsr_ = false;                 // random_generator=lfsr (uniform random only)
+  uint64_t lfsr_index_ = 0;           // position in the current pass
+  std::array<uint64_t, 4> lfsr_keys_{};  // Feistel round keys
   uint64_t modifier_count_ = 0;  // I/Os since the last random offset (`:N`)
   uint64_t last_random_end_ = 0;
   uint64_t last_random_off_ = 0;

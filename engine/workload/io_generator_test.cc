@@ -1,6 +1,7 @@
 #include "engine/workload/io_generator.h"
 
 #include <map>
+#include <set>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -59,6 +60,32 @@ TEST(IoGeneratorTest, NorandommapRepeats) {
   std::map<uint64_t, int> seen;
   for (int i = 0; i < 1024; ++i) ++seen[g.Next().offset];
   EXPECT_LT(seen.size(), 1024u);
+}
+
+TEST(IoGeneratorTest, LfsrTouchesEveryBlockOncePerPassWithoutAMap) {
+  // fio's t0021: random_generator=lfsr with norandommap still visits every
+  // block exactly once per period, in a scrambled (not sequential) order.
+  IoGenerator g = Gen(Spec("rw=randread\nbs=4k\nsize=1m\nnorandommap\nrandom_generator=lfsr\n"), 1 << 30);
+  EXPECT_FALSE(g.random_map_enabled());
+  const uint64_t nblocks = (1u << 20) / 4096;
+  for (int pass = 0; pass < 3; ++pass) {
+    std::vector<int> seen(nblocks, 0);
+    uint64_t ascending = 0, prev = 0;
+    for (uint64_t i = 0; i < nblocks; ++i) {
+      const uint64_t b = g.Next().offset / 4096;
+      ASSERT_LT(b, nblocks);
+      ++seen[b];
+      if (i > 0 && b == prev + 1) ++ascending;
+      prev = b;
+    }
+    for (uint64_t b = 0; b < nblocks; ++b) ASSERT_EQ(seen[b], 1) << "pass " << pass << " block " << b;
+    EXPECT_LT(ascending, nblocks / 8) << "pass " << pass;
+  }
+  // The default generator samples with repeats.
+  IoGenerator t = Gen(Spec("rw=randread\nbs=4k\nsize=1m\nnorandommap\n"), 1 << 30);
+  std::set<uint64_t> distinct;
+  for (uint64_t i = 0; i < nblocks; ++i) distinct.insert(t.Next().offset);
+  EXPECT_LT(distinct.size(), nblocks);
 }
 
 TEST(IoGeneratorTest, SequentialWrapsAndGaps) {
