@@ -10,11 +10,16 @@
 //    run past it); loops=2 does that twice (172); with io_size above size
 //    the pass wraps and the job reads io_size (200 of 1 MiB in 100 MiB);
 //  * trimwrite's trims do not count against size: every block of the
-//    region is trimmed and then written (256 + 256 of 4 KiB in 1 MiB), and
-//    each write follows the trim of the same block.
+//    region is trimmed and then written (256 + 256 of 4 KiB in 1 MiB);
+//  * filesize bounds where I/O goes, size (if smaller) how much: filesize=1m
+//    reads 256 blocks of 4 KiB, with size=2m still 256, with size=512k 128,
+//    all inside the first MiB.
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "engine/engine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -61,6 +66,26 @@ TEST(FioSemantics, TrimwriteTrimsAndWritesEveryBlock) {
                                                       "--bs=4k", "--size=1m", "--direct=1"});
   EXPECT_EQ(rnd.clones.at(0).result.dirs[1].total_ios, 256u) << Describe(rnd);
   EXPECT_EQ(rnd.clones.at(0).result.dirs[2].total_ios, 256u) << Describe(rnd);
+}
+
+TEST(FioSemantics, FilesizeBoundsTheRegionSizeTheTotal) {
+  auto run = [](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"--name=f", "--rw=randread", "--bs=4k", "--direct=1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return MustRun(HostFromYaml(kHost), args);
+  };
+  EXPECT_EQ(Read(run({"--filesize=1m"})).total_ios, 256u);
+  EXPECT_EQ(Read(run({"--filesize=1m", "--size=2m"})).total_ios, 256u);
+  EXPECT_EQ(Read(run({"--filesize=1m", "--size=512k"})).total_ios, 128u);
+  const RunResult r = run({"--filesize=1m", "--write_iops_log=f", "--log_offset=1", "--per_job_logs=0"});
+  ASSERT_FALSE(r.logs.empty());
+  for (absl::string_view line : absl::StrSplit(r.logs[0].contents, '\n', absl::SkipEmpty())) {
+    const std::vector<std::string> f = absl::StrSplit(line, ", ");
+    ASSERT_EQ(f.size(), 6u) << line;
+    uint64_t off = 0;
+    ASSERT_TRUE(absl::SimpleAtoi(f[4], &off)) << line;
+    EXPECT_LT(off, 1u << 20) << line;
+  }
 }
 
 }  // namespace

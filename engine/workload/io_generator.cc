@@ -145,7 +145,16 @@ absl::StatusOr<ClonePlan> ResolveClone(const JobSpec& spec, uint32_t clone_index
     return fail(absl::StrCat("offset ", static_cast<uint64_t>(start), " beyond the target size ", device_bytes));
   }
   p.region_start = static_cast<uint64_t>(start);
-  uint64_t size = spec.size.Resolve(device_bytes);
+  // filesize: the file's own size bounds where I/O goes, whatever size (the
+  // job's total) says; on a device target it is the region. A range takes
+  // one size per clone within it (fio draws it at random per file).
+  const uint64_t total = spec.size.Resolve(device_bytes);
+  uint64_t file = spec.filesize.lo;
+  if (spec.filesize.hi > spec.filesize.lo) {
+    uint64_t h = (uint64_t{clone_index} + 1) * 0x9E3779B97F4A7C15ULL;
+    file += sim::SplitMix64(h) % (spec.filesize.hi - spec.filesize.lo + 1);
+  }
+  uint64_t size = file != 0 ? file : total;
   if (size == 0) size = device_bytes - p.region_start;
   size = std::min(size, device_bytes - p.region_start);
   size -= size % p.min_block;
@@ -154,7 +163,7 @@ absl::StatusOr<ClonePlan> ResolveClone(const JobSpec& spec, uint32_t clone_index
   }
   p.region_bytes = size;
   const uint64_t io = spec.io_size.Resolve(device_bytes);
-  p.io_limit_bytes = io != 0 ? io : size;
+  p.io_limit_bytes = io != 0 ? io : (file != 0 && total != 0 ? std::min(total, size) : size);
   p.number_ios = spec.number_ios;
   p.device_bytes = device_bytes;
   p.pass_end_ends_loop = !spec.time_based && p.io_limit_bytes <= p.region_bytes;

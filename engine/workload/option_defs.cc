@@ -41,7 +41,7 @@ const std::vector<OptionDef>& AllOptions() {
     {"size", "", OptionId::kSize, OptionKind::kString, 1, "", "", "", "region size (bytes or %)", BindSizeOrPercent<&JobSpec::size>()},
     {"io_size", "io_limit", OptionId::kIoSize, OptionKind::kString, 1, "", "", "", "amount of I/O", BindSizeOrPercent<&JobSpec::io_size>()},
     {"fill_device", "fill_fs", OptionId::kGeneric, OptionKind::kBool, 2, "0", "", "", ""},
-    {"filesize", "", OptionId::kFilesize, OptionKind::kString, 2, "", "", "", ""},
+    {"filesize", "", OptionId::kFilesize, OptionKind::kString, 1, "", "", "", ""},
     {"file_append", "", OptionId::kGeneric, OptionKind::kBool, 3, "0", "", "", ""},
     {"offset", "fileoffset", OptionId::kOffset, OptionKind::kString, 1, "0", "", "", "region start (bytes or %)", BindSizeOrPercent<&JobSpec::offset>()},
     {"offset_increment", "", OptionId::kOffsetIncrement, OptionKind::kString, 1, "0", "", "", "per-clone offset shift", BindSizeOrPercent<&JobSpec::offset_increment>()},
