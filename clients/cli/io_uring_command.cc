@@ -154,7 +154,7 @@ int RunIoUringCommand(const std::vector<std::string>& all_args) {
       }
     }
     std::cout << "\n" << report::WriteKernelSections(result->kernel);
-    if (perf_top > 0) std::cout << "\n" << report::WritePerfTop(result->kernel, perf_top);
+    if (perf_top > 0) std::cout << report::WritePerfTop(result->kernel, perf_top);
     return 0;
   }
   uint64_t sum = 0;

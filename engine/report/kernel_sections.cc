@@ -5,6 +5,7 @@
 // and a lockstat-style lock table.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -51,7 +52,7 @@ std::string WriteKernelSections(const stats::KernelReport& k) {
     }
     out.push_back('\n');
   }
-  absl::StrAppend(&out, absl::StrFormat("  sys=%.2f%%, contention=%.2f%%, busy=%.3f ms, ios=%d, "
+  absl::StrAppend(&out, absl::StrFormat("  sys+irq+softirq=%.2f%%, contention=%.2f%%, busy=%.3f ms, ios=%d, "
                                         "events=%d\n",
                                         k.sys_pct, k.contention_pct, Ms(k.busy_ns), k.total_ios,
                                         k.events));
@@ -65,7 +66,14 @@ std::string WriteKernelSections(const stats::KernelReport& k) {
                                           "acquisitions", "contended", "cont%", "waittime-total",
                                           "waittime-avg", "holdtime-total", "waiters", "handoff%",
                                           "lines/acq", "irqoff%"));
-    for (const stats::LockRow& l : k.locks) {
+    // As /proc/lock_stat: most contended first (then by name).
+    std::vector<const stats::LockRow*> rows;
+    for (const stats::LockRow& l : k.locks) rows.push_back(&l);
+    std::stable_sort(rows.begin(), rows.end(), [](const stats::LockRow* a, const stats::LockRow* b) {
+      return a->contended > b->contended;
+    });
+    for (const stats::LockRow* row : rows) {
+      const stats::LockRow& l = *row;
       const double acq = static_cast<double>(l.acquisitions);
       const double cont_pct = l.acquisitions > 0 ? 100.0 * static_cast<double>(l.contended) / acq : 0.0;
       const double wait_avg =
@@ -93,7 +101,7 @@ std::string WriteKernelSections(const stats::KernelReport& k) {
 
 std::string WritePerfTop(const stats::KernelReport& k, int top_n) {
   std::string out = absl::StrFormat(
-      "   PerfTop: virtual %.3f ms on %d CPUs, busy %.3f ms, %d IOs [blklab, self time]\n",
+      "\n   PerfTop: virtual %.3f ms on %d CPUs, busy %.3f ms, %d IOs [blklab, self time]\n",
       Ms(k.elapsed_ns), static_cast<int>(k.cpus.size()), Ms(k.busy_ns), k.total_ios);
   out.append(std::string(80, '-')).append("\n\n");
   ProfileRows(k, top_n, &out);
