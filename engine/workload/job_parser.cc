@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "engine/util/status_macros.h"
 #include "engine/workload/option_table.h"
+#include "engine/workload/value_syntax.h"
 
 namespace blklab::workload {
 namespace {
@@ -133,7 +134,9 @@ class ArithParser {
 
 // Replaces ${NAME} through the lookup (unset: ""). A `$` not followed by
 // `{...}` stays.
-std::string SubstituteVars(const std::string& line, const VarLookup& lookup) {
+// The result may not exceed `max_bytes`: each value's size is checked
+// before it is appended, so memory stays bounded by the limit.
+absl::StatusOr<std::string> SubstituteVars(const std::string& line, const VarLookup& lookup, size_t max_bytes) {
   std::string out;
   size_t i = 0;
   while (i < line.size()) {
@@ -142,11 +145,20 @@ std::string SubstituteVars(const std::string& line, const VarLookup& lookup) {
       if (close != std::string::npos) {
         const std::string name = line.substr(i + 2, close - i - 2);
         if (lookup && !name.empty()) {
-          if (auto v = lookup(name); v.has_value()) out += *v;
+          if (auto v = lookup(name); v.has_value()) {
+            if (out.size() + v->size() > max_bytes) {
+              return absl::InvalidArgumentError(absl::StrCat("line longer than ", max_bytes,
+                                                             " bytes after substituting ${", QuoteForError(name), "}"));
+            }
+            out += *v;
+          }
         }
         i = close + 1;
         continue;
       }
+    }
+    if (out.size() >= max_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat("line longer than ", max_bytes, " bytes after substitution"));
     }
     out.push_back(line[i++]);
   }
@@ -198,11 +210,29 @@ std::string DirName(const std::string& path) {
   return path.substr(0, slash + 1);
 }
 
+// What an invocation has read so far (ParseLimits::max_includes,
+// max_total_bytes).
+struct ParseBudget {
+  size_t includes = 0;
+  size_t bytes = 0;
+};
+
 struct FileParseState {
   const ParseOptions* options;
   std::vector<Section>* sections;
   Warnings* warnings;
+  ParseBudget* budget;
 };
+
+// Charges `bytes` of job-file text to the invocation's budget.
+absl::Status ChargeBytes(FileParseState& st, const std::string& filename, size_t bytes) {
+  st.budget->bytes += bytes;
+  if (st.budget->bytes > st.options->limits.max_total_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(filename, ": job files and includes larger than ",
+                                                     st.options->limits.max_total_bytes, " bytes in all"));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ParseText(const std::string& text, const std::string& filename, int depth,
                        bool is_include, FileParseState& st);
@@ -213,7 +243,11 @@ absl::Status HandleInclude(const std::string& path_in, const std::string& filena
   if (depth + 1 > opt.limits.max_include_depth) {
     return At(filename, line, absl::StrCat("include nesting deeper than ", opt.limits.max_include_depth));
   }
-  if (!opt.read_file) return At(filename, line, absl::StrCat("cannot read include ", path_in));
+  if (++st.budget->includes > opt.limits.max_includes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(filename, ":", line, ": more than ", opt.limits.max_includes, " includes in all"));
+  }
+  if (!opt.read_file) return At(filename, line, absl::StrCat("cannot read include ", QuoteForError(path_in)));
   const std::string path = Trim(path_in);
   std::string used = path;
   absl::StatusOr<std::string> text = opt.read_file(path);
@@ -222,8 +256,10 @@ absl::Status HandleInclude(const std::string& path_in, const std::string& filena
     text = opt.read_file(used);
   }
   if (!text.ok()) {
-    return At(filename, line, absl::StrCat("cannot read include file ", path, ": ", text.status().message()));
+    return At(filename, line,
+              absl::StrCat("cannot read include file ", QuoteForError(path), ": ", text.status().message()));
   }
+  BLKLAB_RETURN_IF_ERROR(ChargeBytes(st, used, text->size()));
   return ParseText(*text, used, depth + 1, /*is_include=*/true, st);
 }
 
@@ -251,10 +287,9 @@ absl::Status ParseText(const std::string& text, const std::string& filename, int
     const size_t cut = line.find_first_of(";#");
     if (cut != std::string::npos) line = Trim(line.substr(0, cut));
     if (line.empty()) continue;
-    line = SubstituteVars(line, opt.lookup_var);
-    if (line.size() > opt.limits.max_line_length) {
-      return At(filename, line_no, "line too long after substitution");
-    }
+    absl::StatusOr<std::string> substituted = SubstituteVars(line, opt.lookup_var, opt.limits.max_line_length);
+    if (!substituted.ok()) return At(filename, line_no, std::string(substituted.status().message()));
+    line = *std::move(substituted);
     if (line[0] == '[') {
       if (is_include) {
         st.warnings->Add(absl::StrCat(filename, ":", line_no,
@@ -290,7 +325,10 @@ absl::Status ParseText(const std::string& text, const std::string& filename, int
     OptionLine ol = SplitOptionLine(line, filename, line_no);
     if (ol.value.has_value()) {
       absl::Status s = SubstituteKeywords(&*ol.value, opt.host);
-      if (!s.ok()) return At(filename, line_no, absl::StrCat("failed parsing ", ol.name, "=", *ol.value, ": ", s.message()));
+      if (!s.ok()) {
+        return At(filename, line_no,
+                  absl::StrCat("failed parsing ", QuoteForError(ol.name), "=", QuoteForError(*ol.value), ": ", s.message()));
+      }
     }
     st.sections->back().lines.push_back(std::move(ol));
   }
@@ -591,7 +629,9 @@ absl::StatusOr<std::vector<Section>> ParseJobFileSections(const std::string& tex
   std::vector<Section> sections;
   std::vector<std::string> warnings;
   Warnings w(&warnings);
-  FileParseState st{&options, &sections, &w};
+  ParseBudget budget;
+  FileParseState st{&options, &sections, &w, &budget};
+  BLKLAB_RETURN_IF_ERROR(ChargeBytes(st, filename, text.size()));
   BLKLAB_RETURN_IF_ERROR(ParseText(text, filename, 0, false, st));
   return sections;
 }
@@ -602,7 +642,9 @@ absl::StatusOr<ParsedJobs> ParseJobFile(const std::string& text, const std::stri
   std::vector<Section> sections;
   {
     Warnings w(&out.warnings);
-    FileParseState st{&options, &sections, &w};
+    ParseBudget budget;
+    FileParseState st{&options, &sections, &w, &budget};
+    BLKLAB_RETURN_IF_ERROR(ChargeBytes(st, filename, text.size()));
     BLKLAB_RETURN_IF_ERROR(ParseText(text, filename, 0, false, st));
   }
   JobBuilder b(options, &out);
@@ -620,6 +662,7 @@ absl::StatusOr<ParsedJobs> BuildJobs(const FioInvocation& inv, const ParseOption
   JobSpec cmd_defaults;
   BLKLAB_RETURN_IF_ERROR(b.AddSections(inv.cmdline_sections, &cmd_defaults, true, false, {}));
   size_t total_sections = inv.cmdline_sections.size();
+  ParseBudget budget;  // over every job file of the invocation
   for (size_t i = 0; i < inv.job_files.size(); ++i) {
     const std::string& file = inv.job_files[i];
     if (!options.read_file) return absl::InvalidArgumentError(absl::StrCat("cannot read job file ", file));
@@ -630,7 +673,8 @@ absl::StatusOr<ParsedJobs> BuildJobs(const FioInvocation& inv, const ParseOption
     std::vector<Section> sections;
     {
       Warnings w(&out.warnings);
-      FileParseState st{&options, &sections, &w};
+      FileParseState st{&options, &sections, &w, &budget};
+      BLKLAB_RETURN_IF_ERROR(ChargeBytes(st, file, text->size()));
       BLKLAB_RETURN_IF_ERROR(ParseText(*text, file, 0, false, st));
     }
     total_sections += sections.size();

@@ -52,6 +52,11 @@ struct ParseLimits {
   size_t max_input_bytes = 4u << 20;  // per file
   size_t max_line_length = 8192;
   int max_include_depth = 8;
+  // Over a whole invocation (every job file and what it includes): include
+  // directives followed, and bytes of job-file text read. Checked before the
+  // work, so a fan-out of includes is refused at once.
+  size_t max_includes = 256;
+  size_t max_total_bytes = 16u << 20;
   size_t max_sections = 4096;       // per invocation, global sections included
   uint32_t max_total_clones = 4096; // sum of numjobs over all jobs
   size_t max_name_length = 255;

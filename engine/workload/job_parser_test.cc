@@ -40,6 +40,51 @@ TEST(JobParserTest, GlobalsInheritOnlyDownwards) {
   EXPECT_EQ(p.global_options.size(), 2u);
 }
 
+TEST(JobParserTest, IncludeFanOutIsRefusedBeforeTheWork) {
+  // Each level includes the next ten times, seven levels (within the depth
+  // limit): 10^7 includes if followed. The budget stops it at max_includes,
+  // at once.
+  std::map<std::string, std::string> files;
+  for (int level = 1; level <= 7; ++level) {
+    std::string body;
+    for (int k = 0; k < 10; ++k) body += "include l" + std::to_string(level + 1) + ".fio\n";
+    files["l" + std::to_string(level) + ".fio"] = body;
+  }
+  files["l8.fio"] = "bs=4k\n";
+  ParseOptions o = Opts(files);
+  auto r = ParseJobFile("[a]\ninclude l1.fio\n", "job.fio", o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(r.status().message().find("more than 256 includes"), std::string::npos) << r.status();
+  // The same bytes many times over: the total-bytes budget.
+  o.limits.max_includes = 1u << 20;
+  std::string big;
+  while (big.size() < (1u << 20)) big += "; a comment line\n";
+  files["big.fio"] = big;
+  o = Opts(files);
+  o.limits.max_includes = 1u << 20;
+  std::string many = "[a]\n";
+  for (int k = 0; k < 40; ++k) many += "include big.fio\n";
+  r = ParseJobFile(many, "job.fio", o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("larger than 16777216 bytes in all"), std::string::npos) << r.status();
+}
+
+TEST(JobParserTest, SubstitutionIsBoundedBeforeItIsMade) {
+  ParseOptions o = Opts();
+  const std::string huge(1u << 20, 'x');
+  o.lookup_var = [&huge](const std::string&) -> std::optional<std::string> { return huge; };
+  std::string line = "[a]\nname=";
+  for (int k = 0; k < 2000; ++k) line += "${A}";
+  const std::string e = ErrorOf(line + "\n", o);
+  EXPECT_NE(e.find("longer than 8192 bytes after substituting ${A}"), std::string::npos) << e;
+  // Errors quote a short prefix of a long value, not the value.
+  const std::string long_value(5000, '7');
+  const std::string e2 = ErrorOf("[a]\nbs=" + long_value + "k\n", Opts());
+  EXPECT_LT(e2.size(), 300u) << e2;
+  EXPECT_NE(e2.find("(5001 bytes)"), std::string::npos) << e2;
+}
+
 TEST(JobParserTest, JobOverridesWinOverEveryJobsOwnLines) {
   ParseOptions o = Opts();
   o.job_overrides.push_back(OptionLine{"iodepth", std::string("32"), "<compare>", 0});

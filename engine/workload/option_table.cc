@@ -43,10 +43,10 @@ constexpr const char* kFioEngines =
 
 absl::Status Failed(const OptionDef& def, const std::string& value, const absl::Status& why) {
   return absl::InvalidArgumentError(
-      absl::StrCat("failed parsing ", def.name, "=", value, ": ", why.message()));
+      absl::StrCat("failed parsing ", def.name, "=", QuoteForError(value), ": ", why.message()));
 }
 absl::Status Failed(const OptionDef& def, const std::string& value, const std::string& why) {
-  return absl::InvalidArgumentError(absl::StrCat("failed parsing ", def.name, "=", value, ": ", why));
+  return absl::InvalidArgumentError(absl::StrCat("failed parsing ", def.name, "=", QuoteForError(value), ": ", why));
 }
 
 // Matches a choice up to the first ':' or ','. Returns the index into the

@@ -13,7 +13,7 @@ namespace blklab::workload {
 namespace {
 
 absl::Status BadValue(const std::string& text, const std::string& why) {
-  return absl::InvalidArgumentError(absl::StrCat("bad value '", text, "': ", why));
+  return absl::InvalidArgumentError(absl::StrCat("bad value '", QuoteForError(text), "': ", why));
 }
 
 // Reads the numeric prefix of `s` starting at `*pos`: hex with 0x, or decimal
@@ -383,6 +383,11 @@ size_t EditDistance(const std::string& a_in, const std::string& b_in) {
     std::swap(prev, cur);
   }
   return prev[b.size()];
+}
+
+std::string QuoteForError(absl::string_view text) {
+  if (text.size() <= 80) return std::string(text);
+  return absl::StrCat(text.substr(0, 64), "... (", text.size(), " bytes)");
 }
 
 }  // namespace blklab::workload

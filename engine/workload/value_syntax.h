@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace blklab::workload {
 
@@ -83,6 +84,10 @@ absl::StatusOr<std::array<std::optional<std::string>, 3>> SplitPerDirection(
 
 // `lo-hi` or `lo:hi` sizes (swapped when reversed); a single value means
 // lo == hi.
+// `text` for an error message: as is up to 80 bytes, else its first 64
+// bytes and its length, so that an error never echoes a huge input.
+std::string QuoteForError(absl::string_view text);
+
 struct SizeRange {
   uint64_t lo = 0;
   uint64_t hi = 0;
