@@ -136,9 +136,46 @@ bool IsVariableName(const std::string& s) {
   return true;
 }
 
+// Whether the CLI may write a log file of this name that came from the
+// server: a relative name without '..' (the current directory, as a local
+// run), or a name under a log prefix the user gave on this command line
+// (--write_bw_log=/tmp/x). Anything else could be a hostile server's choice.
+bool LogNameAllowed(const std::string& name, const std::vector<std::string>& user_prefixes) {
+  if (name.empty()) return false;
+  bool dotdot = false;
+  for (absl::string_view part : absl::StrSplit(name, '/')) dotdot = dotdot || part == "..";
+  if (name[0] != '/' && !dotdot) return true;
+  for (const std::string& p : user_prefixes) {
+    if (!p.empty() && absl::StartsWith(name, p) && name.find("/..", p.size()) == std::string::npos &&
+        name.find('/', p.size()) == std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The log prefixes of the command line's own write_*_log options.
+std::vector<std::string> UserLogPrefixes(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (const std::string& a : args) {
+    for (const char* opt : {"--write_bw_log=", "--write_iops_log=", "--write_lat_log=", "--write_hist_log="}) {
+      if (absl::StartsWith(a, opt)) out.push_back(a.substr(std::string(opt).size()));
+    }
+  }
+  return out;
+}
+
 // fio's log files returned with the result (JobResult.logs), written to the
-// current directory as the local run does.
-absl::Status WriteResultLogs(const v1::JobResult& result) {
+// current directory as the local run does. Names are checked before any file
+// is written.
+absl::Status WriteResultLogs(const v1::JobResult& result, const std::vector<std::string>& user_prefixes) {
+  for (const v1::LogFile& f : result.logs()) {
+    if (!LogNameAllowed(f.name(), user_prefixes)) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "the server returned a log file named '", f.name().substr(0, 200),
+          "', outside the current directory and not a prefix given on this command line: no log written"));
+    }
+  }
   for (const v1::LogFile& f : result.logs()) {
     BLKLAB_RETURN_IF_ERROR(util::WriteStringToFile(f.name(), f.content(), "log file"));
   }
@@ -423,8 +460,10 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
   if (final_job.state() != v1::Job::SUCCEEDED) return JobExit(kPrefix, final_job);
 
   // fio writes each job's logs before the final report.
-  if (absl::Status ls = WriteResultLogs(final_job.result()); !ls.ok()) {
-    return Exit(grpc::StatusCode::INVALID_ARGUMENT, std::string(ls.message()));
+  if (absl::Status ls = WriteResultLogs(final_job.result(), UserLogPrefixes(all_args)); !ls.ok()) {
+    return Exit(ls.code() == absl::StatusCode::kPermissionDenied ? grpc::StatusCode::PERMISSION_DENIED
+                                                                  : grpc::StatusCode::INVALID_ARGUMENT,
+                std::string(ls.message()));
   }
   // fio's order: terse, json, normal.
   std::string text;

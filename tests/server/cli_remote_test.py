@@ -191,6 +191,25 @@ def main():
     r = remote(addr, ["fio", "bad.fio"])
     check(r.returncode == 3 and "frobnicate" in r.stderr and "bad.fio" in r.stderr,
           "bad option in a job file exits 3 naming it and the file (%s)" % r.stderr.strip()[:200])
+    # Log files: a relative name is written as by the local run; a path the
+    # command line did not give (here from a job file) is refused, nothing
+    # written.
+    r = remote(addr, ["fio", "--name=l", "--ioengine=io_uring", "--rw=randread", "--runtime=200ms", "--time_based",
+                      "--write_bw_log=lg", "--output-format=json"])
+    check(r.returncode == 0 and os.path.exists(os.path.join(TMP, "lg_bw.1.log")),
+          "remote log file written by its relative name (%s)" % r.stderr.strip()[:200])
+    abs_dir = os.path.join(TMP, "elsewhere")
+    os.makedirs(abs_dir)
+    open(os.path.join(TMP, "abslog.fio"), "w").write(
+        "[j]\nioengine=io_uring\nrw=randread\nruntime=200ms\ntime_based=1\nwrite_bw_log=%s/x\n" % abs_dir)
+    r = remote(addr, ["fio", "abslog.fio", "--output-format=json"])
+    check(r.returncode == 7 and "outside the current directory" in r.stderr and not os.listdir(abs_dir),
+          "a log path the command line did not give is refused (%d: %s)" % (r.returncode, r.stderr.strip()[:200]))
+    r = remote(addr, ["fio", "--name=l", "--ioengine=io_uring", "--rw=randread", "--runtime=200ms", "--time_based",
+                      "--write_bw_log=%s/y" % abs_dir, "--output-format=json"])
+    check(r.returncode == 0 and os.path.exists(os.path.join(abs_dir, "y_bw.1.log")),
+          "a log prefix given on the command line is honoured (%s)" % r.stderr.strip()[:200])
+
     r = run(["--server", "127.0.0.1:1", "jobs", "list"], timeout=60)
     check(r.returncode == 14 and "UNAVAILABLE" in r.stderr, "no server: UNAVAILABLE (14)")
     stop(server)
