@@ -3,6 +3,9 @@
 #include <array>
 #include <utility>
 
+#include <google/protobuf/descriptor.h>
+
+#include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
@@ -78,6 +81,21 @@ class MetricsInterceptorFactory : public grpc::experimental::ServerInterceptorFa
 
 }  // namespace
 
+// The methods of `service`: from the generated descriptor pool, else the
+// well-known ones of gRPC's health and reflection services.
+std::set<std::string> MethodsOf(const std::string& service) {
+  std::set<std::string> out;
+  if (const google::protobuf::ServiceDescriptor* d =
+          google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(service);
+      d != nullptr) {
+    for (int i = 0; i < d->method_count(); ++i) out.insert(std::string(d->method(i)->name()));
+    return out;
+  }
+  if (service == "grpc.health.v1.Health") return {"Check", "Watch", "List"};
+  if (absl::StartsWith(service, "grpc.reflection.")) return {"ServerReflectionInfo"};
+  return out;
+}
+
 GrpcMetrics::GrpcMetrics(prometheus::Registry& registry, std::set<std::string> services)
     : services_(std::move(services)),
       started_(prometheus::BuildCounter()
@@ -91,7 +109,9 @@ GrpcMetrics::GrpcMetrics(prometheus::Registry& registry, std::set<std::string> s
       handling_seconds_(prometheus::BuildHistogram()
                             .Name("grpc_server_handling_seconds")
                             .Help("Time from the start of an RPC until its status is sent, seconds.")
-                            .Register(registry)) {}
+                            .Register(registry)) {
+  for (const std::string& service : services_) methods_[service] = MethodsOf(service);
+}
 
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> GrpcMetrics::NewInterceptorFactory() {
   return std::make_unique<MetricsInterceptorFactory>(this);
@@ -102,7 +122,13 @@ GrpcMetrics::Names GrpcMetrics::Split(const std::string& full_method) const {
   const size_t slash = full_method.rfind('/');
   if (full_method.size() > 1 && full_method[0] == '/' && slash != std::string::npos && slash > 1) {
     std::string service = full_method.substr(1, slash - 1);
-    if (services_.count(service) > 0) return {std::move(service), full_method.substr(slash + 1)};
+    auto it = methods_.find(service);
+    if (it != methods_.end()) {
+      // A method the service does not have shares one label.
+      std::string method = full_method.substr(slash + 1);
+      if (it->second.count(method) == 0) method = "unknown";
+      return {std::move(service), std::move(method)};
+    }
   }
   return {"unknown", "unknown"};
 }

@@ -6,13 +6,15 @@
 // status code) and grpc_server_handling_seconds (latency until the status
 // is sent), labelled grpc_type, grpc_service and grpc_method.
 //
-// Bounded labels: a method outside the services named at construction is
-// counted as service "unknown", method "unknown".
+// Bounded labels: a call outside the services named at construction is
+// counted as service "unknown", method "unknown"; a method a named service
+// does not have (by its descriptor) as that service, method "unknown".
 // Thread-safety: thread-safe (prometheus-cpp families lock internally).
 // Cost: per call, three family lookups under their mutexes and a clock read.
 #ifndef BLKLAB_SERVER_GRPC_METRICS_H_
 #define BLKLAB_SERVER_GRPC_METRICS_H_
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -50,6 +52,7 @@ class GrpcMetrics {
   Names Split(const std::string& full_method) const;
 
   const std::set<std::string> services_;
+  std::map<std::string, std::set<std::string>> methods_;  // per service in services_
   prometheus::Family<prometheus::Counter>& started_;
   prometheus::Family<prometheus::Counter>& handled_;
   prometheus::Family<prometheus::Histogram>& handling_seconds_;

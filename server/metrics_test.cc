@@ -18,6 +18,7 @@
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
 #include "server/grpc_metrics.h"
+#include "blklab/v1/service.grpc.pb.h"
 #include "server/job_record.h"
 
 namespace blklab::server {
@@ -263,12 +264,17 @@ TEST(JobMetrics, ExportedLocksStayExported) {
 
 TEST(GrpcMetrics, LabelsAreBoundedToKnownServices) {
   prometheus::Registry registry;
+  // The service's methods come from its descriptor (linked in here).
+  ASSERT_NE(v1::JobService::service_full_name(), nullptr);
+  ASSERT_NE(v1::CreateJobRequest::descriptor(), nullptr);
   GrpcMetrics g(registry, {"blklab.v1.JobService"});
   g.Started("/blklab.v1.JobService/CreateJob", grpc::experimental::ServerRpcInfo::Type::UNARY);
   g.Handled("/blklab.v1.JobService/CreateJob", grpc::experimental::ServerRpcInfo::Type::UNARY, grpc::StatusCode::INVALID_ARGUMENT,
             0.002);
   for (int i = 0; i < 100; ++i) {
     g.Started(absl::StrCat("/evil.Service", i, "/M"), grpc::experimental::ServerRpcInfo::Type::BIDI_STREAMING);
+    // A method the service does not have: one shared label, not one each.
+    g.Started(absl::StrCat("/blklab.v1.JobService/Nope", i), grpc::experimental::ServerRpcInfo::Type::UNARY);
   }
   const std::map<std::string, double> s = Samples(prometheus::TextSerializer().Serialize(registry.Collect()));
   EXPECT_EQ(s.at(R"(grpc_server_handled_total{grpc_code="InvalidArgument",grpc_method="CreateJob",grpc_service="blklab.v1.JobService",grpc_type="unary"})"),
@@ -277,7 +283,9 @@ TEST(GrpcMetrics, LabelsAreBoundedToKnownServices) {
             100);
   EXPECT_EQ(s.at(R"(grpc_server_handling_seconds_bucket{grpc_method="CreateJob",grpc_service="blklab.v1.JobService",grpc_type="unary",le="0.0025"})"),
             1);
-  EXPECT_EQ(CountPrefix(s, "grpc_server_started_total{"), 2u);
+  EXPECT_EQ(s.at(R"(grpc_server_started_total{grpc_method="unknown",grpc_service="blklab.v1.JobService",grpc_type="unary"})"),
+            100);
+  EXPECT_EQ(CountPrefix(s, "grpc_server_started_total{"), 3u);
 }
 
 }  // namespace
