@@ -9,6 +9,11 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -83,9 +88,41 @@ std::string DefaultDataDir() {
   return std::string(home != nullptr ? home : ".") + "/.local/share/blklab";
 }
 
+// Whether every address `listen` (host:port, [v6]:port or unix:PATH) can
+// bind to is a loopback one: the host is resolved and each address checked,
+// so a name that merely starts like one (127.0.0.1.nip.io) does not pass.
 bool IsLoopback(const std::string& listen) {
-  return absl::StartsWith(listen, "127.") || absl::StartsWith(listen, "localhost:") ||
-         absl::StartsWith(listen, "[::1]:") || absl::StartsWith(listen, "unix:");
+  if (absl::StartsWith(listen, "unix:")) return true;
+  std::string host = listen;
+  if (!host.empty() && host[0] == '[') {
+    const size_t close = host.find(']');
+    if (close == std::string::npos) return false;
+    host = host.substr(1, close - 1);
+  } else {
+    const size_t colon = host.rfind(':');
+    if (colon == std::string::npos) return false;
+    host = host.substr(0, colon);
+  }
+  if (host.empty()) return false;
+  struct addrinfo hints = {};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  struct addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0 || res == nullptr) return false;
+  bool all = true;
+  for (const struct addrinfo* a = res; a != nullptr; a = a->ai_next) {
+    if (a->ai_family == AF_INET) {
+      const auto* in = reinterpret_cast<const struct sockaddr_in*>(a->ai_addr);
+      all = all && (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    } else if (a->ai_family == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const struct sockaddr_in6*>(a->ai_addr);
+      all = all && IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+    } else {
+      all = false;
+    }
+  }
+  freeaddrinfo(res);
+  return all;
 }
 
 int Run() {

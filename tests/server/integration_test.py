@@ -251,6 +251,11 @@ def main():
     rc = subprocess.run([BLKLABD, "--listen=0.0.0.0:0", "--data_dir=" + os.path.join(TMP, "d3")],
                         capture_output=True, timeout=20).returncode
     check(rc != 0, "non-loopback listen without a token is refused")
+    # A name that only starts like a loopback address is resolved, not
+    # prefix-matched (.invalid never resolves, RFC 2606: it is refused).
+    rc = subprocess.run([BLKLABD, "--listen=127.0.0.1.invalid:0", "--data_dir=" + os.path.join(TMP, "d4")],
+                        capture_output=True, timeout=20).returncode
+    check(rc != 0, "a look-alike loopback name without a token is refused")
 
     # Crash and restart: kill -9 with jobs queued and running.
     data_r = os.path.join(TMP, "data-restart")
