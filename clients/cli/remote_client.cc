@@ -92,6 +92,12 @@ std::string StatusCodeName(int code) {
 int ReportStatus(const std::string& prefix, const grpc::Status& status) {
   if (status.ok()) return 0;
   std::cerr << prefix << ": " << StatusCodeName(status.error_code()) << ": " << status.error_message() << "\n";
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    std::cerr << prefix << ": hint: is blklabd running at the --server address (or BLKLAB_SERVER)? "
+                           "Start one with `blklabd --listen=HOST:PORT`, or drop --server to run in-process.\n";
+  } else if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+    std::cerr << prefix << ": hint: this server wants a token: --token_file=FILE or BLKLAB_TOKEN.\n";
+  }
   return static_cast<int>(status.error_code());
 }
 

@@ -211,7 +211,8 @@ def main():
           "a log prefix given on the command line is honoured (%s)" % r.stderr.strip()[:200])
 
     r = run(["--server", "127.0.0.1:1", "jobs", "list"], timeout=60)
-    check(r.returncode == 14 and "UNAVAILABLE" in r.stderr, "no server: UNAVAILABLE (14)")
+    check(r.returncode == 14 and "UNAVAILABLE" in r.stderr and "is blklabd running" in r.stderr,
+          "no server: UNAVAILABLE (14) with a hint")
     stop(server)
 
     # Auth.
