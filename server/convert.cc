@@ -17,6 +17,7 @@
 #include "engine/report/report.h"
 #include "engine/util/doc_node.h"
 #include "engine/util/status_macros.h"
+#include "engine/workload/value_syntax.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "server/proto_time.h"
@@ -350,14 +351,18 @@ absl::StatusOr<PreparedJob> PrepareJob(const v1::Job& job, const host::HostSpec&
     }
     total += name.size() + text.size();
   }
+  // Arguments and variables count too: they are stored with the job and
+  // returned by every listing, as the files are.
+  for (const std::string& a : bundle.args()) total += a.size();
+  for (const auto& [name, value] : bundle.variables()) total += name.size() + value.size();
   if (total > server.max_bundle_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat("fio.files: ", total, " bytes, the limit is ",
-                                                   server.max_bundle_bytes));
+    return absl::InvalidArgumentError(absl::StrCat("fio: the bundle (files, args and variables) is ", total,
+                                                   " bytes, the limit is ", server.max_bundle_bytes));
   }
   for (const auto& [name, value] : bundle.variables()) {
     if (!IsVariableName(name)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "fio.variables[\"", name, "\"]: a name must match [A-Za-z_][A-Za-z0-9_]{0,63}"));
+          "fio.variables[\"", workload::QuoteForError(name), "\"]: a name must match [A-Za-z_][A-Za-z0-9_]{0,63}"));
     }
   }
   std::vector<std::string> args(bundle.args().begin(), bundle.args().end());

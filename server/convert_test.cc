@@ -82,6 +82,25 @@ TEST(ConvertTest, VariablesComeFromTheBundleOnly) {
   EXPECT_EQ(p->request.jobs.jobs.size(), 1u);
 }
 
+TEST(ConvertTest, ArgumentsAndVariablesCountInTheBundleLimit) {
+  absl::StatusOr<host::HostSpec> host = host::GetPreset("default");
+  ASSERT_TRUE(host.ok());
+  // A 2 MiB --description= argument: over the 1 MiB bundle limit.
+  v1::Job job = JobWithFile("[j]\nrw=read\nsize=1m\nfilename=/dev/nullb0\n");
+  job.mutable_fio()->add_args("--description=" + std::string(2u << 20, 'd'));
+  absl::StatusOr<PreparedJob> p = PrepareJob(job, *host, {});
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(p.status().message().find("the limit is 1048576"), std::string::npos) << p.status();
+  // The same through a variable.
+  job = JobWithFile("[j]\nrw=read\nsize=1m\nfilename=/dev/nullb0\ndescription=${D}\n");
+  (*job.mutable_fio()->mutable_variables())["D"] = std::string(2u << 20, 'd');
+  p = PrepareJob(job, *host, {});
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("the limit is 1048576"), std::string::npos) << p.status();
+  EXPECT_LT(p.status().message().size(), 200u);
+}
+
 TEST(ConvertTest, StructuredSpecBecomesFiosCommandLine) {
   v1::JobSpec spec;
   (*spec.mutable_global_options())["size"] = "1g";
