@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "engine/util/status_macros.h"
+#include "engine/workload/value_syntax.h"
 #include "server/proto_time.h"
 #include "server/resource_name.h"
 
@@ -77,10 +78,19 @@ void BindBlob(sqlite3_stmt* st, int i, const std::string& s) {
 }  // namespace
 
 absl::StatusOr<JobFilter> ParseJobFilter(const std::string& text) {
+  // Bounded complexity: each field at most once (create_time twice, a
+  // range), so the statement shapes (one prepared statement each) are few.
+  constexpr size_t kMaxFilterBytes = 1024;
+  constexpr int kMaxCreateTimeTerms = 2;
   JobFilter f;
   if (absl::StripAsciiWhitespace(text).empty()) return f;
+  if (text.size() > kMaxFilterBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("filter: ", text.size(), " bytes, the limit is ", kMaxFilterBytes));
+  }
   for (absl::string_view term : absl::StrSplit(text, " AND ")) {
     term = absl::StripAsciiWhitespace(term);
+    const std::string quoted = workload::QuoteForError(term);
     std::string op;
     size_t pos = std::string::npos;
     for (const char* candidate : {">=", "<=", "=", ">", "<"}) {
@@ -91,15 +101,24 @@ absl::StatusOr<JobFilter> ParseJobFilter(const std::string& text) {
       }
     }
     if (pos == absl::string_view::npos) {
-      return absl::InvalidArgumentError(absl::StrCat("filter: expected FIELD OP VALUE, got \"", term, "\""));
+      return absl::InvalidArgumentError(absl::StrCat("filter: expected FIELD OP VALUE, got \"", quoted, "\""));
     }
     const std::string field(absl::StripAsciiWhitespace(term.substr(0, pos)));
     std::string value(absl::StripAsciiWhitespace(term.substr(pos + op.size())));
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+    auto twice = [&quoted](const std::string& what) {
+      return absl::InvalidArgumentError(absl::StrCat("filter: ", what, " given more than once (\"", quoted, "\")"));
+    };
+    if ((field == "state" && f.state) || (field == "host" && f.host) || (field == "preset" && f.preset)) {
+      return twice(field);
+    }
+    if (field == "create_time" && static_cast<int>(f.create_ms.size()) >= kMaxCreateTimeTerms) {
+      return twice("create_time more than twice:");
+    }
     if (field == "state" && op == "=") {
       v1::Job::State s;
       if (!v1::Job::State_Parse(value, &s) || s == v1::Job::STATE_UNSPECIFIED) {
-        return absl::InvalidArgumentError(absl::StrCat("filter: unknown state \"", value, "\""));
+        return absl::InvalidArgumentError(absl::StrCat("filter: unknown state \"", workload::QuoteForError(value), "\""));
       }
       f.state = s;
     } else if (field == "host" && op == "=") {
@@ -110,12 +129,13 @@ absl::StatusOr<JobFilter> ParseJobFilter(const std::string& text) {
       absl::Time t;
       std::string err;
       if (!absl::ParseTime(absl::RFC3339_full, value, &t, &err)) {
-        return absl::InvalidArgumentError(absl::StrCat("filter: create_time: not RFC 3339: \"", value, "\""));
+        return absl::InvalidArgumentError(
+            absl::StrCat("filter: create_time: not RFC 3339: \"", workload::QuoteForError(value), "\""));
       }
       f.create_ms.emplace_back(op, absl::ToUnixMillis(t));
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
-          "filter: unsupported term \"", term,
+          "filter: unsupported term \"", quoted,
           "\" (use state = S, host = \"hosts/x\", preset = \"p\", create_time OP \"RFC3339\")"));
     }
   }

@@ -73,6 +73,17 @@ TEST(StoreTest, ListJobsPagesNewestFirstWithFilter) {
   auto queued = (*store)->ListJobs(*filter, 0, 10, false);
   EXPECT_EQ(queued->jobs.size(), 2u);
   EXPECT_FALSE(ParseJobFilter("color = red").ok());
+  // Bounded complexity: a field twice, create_time thrice, or a long filter
+  // is INVALID_ARGUMENT (each shape is a prepared statement kept for reuse).
+  EXPECT_EQ(ParseJobFilter("state = QUEUED AND state = RUNNING").status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string t = "create_time > \"2026-01-01T00:00:00Z\"";
+  EXPECT_TRUE(ParseJobFilter(t + " AND " + t).ok());
+  EXPECT_EQ(ParseJobFilter(t + " AND " + t + " AND " + t).status().code(), absl::StatusCode::kInvalidArgument);
+  std::string many = "state = QUEUED";
+  for (int i = 0; i < 1100; ++i) many += " AND host = \"hosts/h" + std::to_string(i) + "\"";
+  const absl::Status big = ParseJobFilter(many).status();
+  EXPECT_EQ(big.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_LT(big.message().size(), 200u) << big;
 }
 
 }  // namespace
