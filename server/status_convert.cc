@@ -1,5 +1,7 @@
 #include "server/status_convert.h"
 
+#include "absl/strings/str_cat.h"
+
 #include <string>
 
 namespace blklab::server {
@@ -89,7 +91,17 @@ absl::StatusCode ToAbslCode(grpc::StatusCode code) {
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   // absl::string_view is not std::string_view in Abseil 20220623: copy.
-  return grpc::Status(ToGrpcCode(status.code()), std::string(status.message()));
+  // The message travels in the trailers, which clients cap (8 KiB by
+  // default): a longer one would turn any error into the client's own
+  // RESOURCE_EXHAUSTED. Keep the start, say how much was cut.
+  constexpr size_t kMaxMessageBytes = 2048;
+  absl::string_view message = status.message();
+  if (message.size() > kMaxMessageBytes) {
+    return grpc::Status(ToGrpcCode(status.code()),
+                        absl::StrCat(message.substr(0, kMaxMessageBytes - 64), "... (message of ", message.size(),
+                                     " bytes cut)"));
+  }
+  return grpc::Status(ToGrpcCode(status.code()), std::string(message));
 }
 
 absl::Status ToAbslStatus(const grpc::Status& status) {

@@ -7,7 +7,10 @@
 // ToAbslStatus so the CLI reports remote and embedded errors alike.
 //
 // Both directions map the 17 canonical codes (google.rpc.Code: OK = 0 ...
-// UNAUTHENTICATED = 16) one to one and keep the message byte for byte.
+// UNAUTHENTICATED = 16) one to one and keep the message byte for byte, up
+// to 2 KiB towards the wire (longer ones are cut, saying so: gRPC trailers
+// beyond a client's metadata limit would replace the error by the client's
+// RESOURCE_EXHAUSTED).
 // Codes outside that set (absl's reserved enumerator, gRPC's DO_NOT_USE,
 // any other integer) become UNKNOWN with the message kept. An OK status
 // carries no message in absl, so an OK grpc::Status with a message converts

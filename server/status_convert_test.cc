@@ -98,15 +98,24 @@ TEST(StatusConvertTest, OkStatusesConvertToOk) {
 }
 
 TEST(StatusConvertTest, MessagesAreKeptByteForByte) {
-  // Empty, embedded NUL, non-ASCII UTF-8 and a long message all survive.
+  // Empty, embedded NUL, non-ASCII UTF-8 and a 2 KiB message all survive.
   const std::vector<std::string> messages = {
-      "", std::string("a\0b", 3), "p\xc3\xa4th: \xe2\x9c\x97", std::string(100000, 'x')};
+      "", std::string("a\0b", 3), "p\xc3\xa4th: \xe2\x9c\x97", std::string(2048, 'x')};
   for (const std::string& message : messages) {
     const grpc::Status g = ToGrpcStatus(absl::InvalidArgumentError(message));
     EXPECT_EQ(g.error_message(), message);
     const absl::Status a = ToAbslStatus(grpc::Status(grpc::StatusCode::INTERNAL, message));
     EXPECT_EQ(a.message(), message);
   }
+}
+
+TEST(StatusConvertTest, LongMessagesAreCutTowardsTheWire) {
+  const std::string huge(100000, 'n');
+  const grpc::Status g = ToGrpcStatus(absl::InvalidArgumentError("name: too long: " + huge));
+  EXPECT_EQ(g.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_LE(g.error_message().size(), 2048u);
+  EXPECT_EQ(g.error_message().rfind("name: too long: nnn", 0), 0u);
+  EXPECT_NE(g.error_message().find("(message of 100016 bytes cut)"), std::string::npos);
 }
 
 TEST(StatusConvertTest, NonCanonicalCodesBecomeUnknown) {
