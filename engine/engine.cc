@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "engine/host/presets.h"
 #include "engine/interval_view.h"
@@ -144,9 +145,8 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
           " ms; stuck requests: ", stuck.empty() ? "none allocated" : absl::StrJoin(stuck, "; ")));
     }
     if (horizon > req.limits.max_virtual_ns + slice_ns) {
-      return absl::ResourceExhaustedError(absl::StrCat("virtual-time limit of ",
-                                                       req.limits.max_virtual_ns / 1000000000,
-                                                       " s reached"));
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "virtual-time limit of %g s reached", static_cast<double>(req.limits.max_virtual_ns) / 1e9));
     }
     if (ios > req.limits.max_ios) {
       return absl::ResourceExhaustedError(

@@ -44,6 +44,7 @@ void JobRunner::Run(ActiveJob& job) const {
 
   const absl::StatusOr<PreparedJob> prepared = Prepare(record);
   absl::StatusOr<RunResult> run = absl::UnknownError("not run");
+  std::optional<RunContext> context;
   if (!prepared.ok()) {
     run = prepared.status();
   } else {
@@ -51,9 +52,13 @@ void JobRunner::Run(ActiveJob& job) const {
       const auto& specs = prepared->request.jobs.jobs;
       observer_->JobStarted(record, specs.empty() ? std::string() : specs.front().name);
     }
-    const RunContext context{job, record.name(), start, prepared->limits.max_wall_ns, prepared->realtime};
+    context.emplace(RunContext{job, record.name(), start, prepared->limits.max_wall_ns, prepared->realtime,
+                               prepared->request.limits,
+                               prepared->request.snapshot_interval_ns > 0 ? prepared->request.snapshot_interval_ns
+                                                                          : int64_t{100000000},  // RunFio's default slice, 100 ms
+                               std::nullopt});
     run = RunFio(
-        prepared->request, [&](const Snapshot& snap) { OnSnapshot(context, snap); }, job.stop_flag());
+        prepared->request, [&](const Snapshot& snap) { OnSnapshot(*context, snap); }, job.stop_flag());
   }
 
   const StopReason reason = job.stop_reason();
@@ -63,7 +68,9 @@ void JobRunner::Run(ActiveJob& job) const {
     return;
   }
   const absl::Time end = absl::Now();
-  JobRecord final_record = FinalRecord(job, std::move(record), reason, prepared, run, start, end);
+  static const std::optional<RunResult> kNone;
+  JobRecord final_record =
+      FinalRecord(job, std::move(record), reason, prepared, run, context ? context->partial : kNone, start, end);
   Log("info", "job_done",
       {{"job", final_record.name()},
        {"state", JobStateName(final_record.state)},
@@ -77,7 +84,7 @@ absl::StatusOr<PreparedJob> JobRunner::Prepare(const JobRecord& record) const {
   return PrepareJob(*record.definition, host, limits_);
 }
 
-void JobRunner::OnSnapshot(const RunContext& run, const Snapshot& snap) const {
+void JobRunner::OnSnapshot(RunContext& run, const Snapshot& snap) const {
   const int64_t wall_ns = absl::ToInt64Nanoseconds(absl::Now() - run.start);
   const JobProgress progress = ProgressOf(snap);
   uint64_t sequence = 0;
@@ -89,13 +96,20 @@ void JobRunner::OnSnapshot(const RunContext& run, const Snapshot& snap) const {
     for (const auto& sink : sinks) sink->Push(proto);
   }
   if (observer_ != nullptr) observer_->JobProgress(run.job.id(), snap, wall_ns);
-  if (wall_ns > run.max_wall_ns) run.job.Stop(StopReason::kWallLimit);
+  // A limit reached at this snapshot (the wall clock here, the engine's
+  // virtual-time and IO limits as RunFio checks them after it): keep the
+  // results as they stand.
+  const bool wall = wall_ns > run.max_wall_ns;
+  const bool engine_limit = snap.virtual_ns > run.limits.max_virtual_ns + run.slice_ns ||
+                            snap.ios_completed > run.limits.max_ios;
+  if ((wall || engine_limit) && !run.partial) run.partial = snap.interim();
+  if (wall) run.job.Stop(StopReason::kWallLimit);
   if (run.realtime) PaceTo(run.job, run.start, snap.virtual_ns);
 }
 
 JobRecord JobRunner::FinalRecord(const ActiveJob& job, JobRecord record, StopReason reason,
                                  const absl::StatusOr<PreparedJob>& prepared, const absl::StatusOr<RunResult>& run,
-                                 absl::Time start, absl::Time end) {
+                                 const std::optional<RunResult>& partial, absl::Time start, absl::Time end) {
   record.end_time = end;
   record.wall_time = end - start;
   if (run.ok()) {
@@ -110,13 +124,18 @@ JobRecord JobRunner::FinalRecord(const ActiveJob& job, JobRecord record, StopRea
       record.error = absl::CancelledError("cancelled by CancelJob");
       break;
     case StopReason::kWallLimit:
-      record.error = absl::ResourceExhaustedError(absl::StrCat(
-          "wall-time limit (max_wall_time = ", prepared->limits.max_wall_ns / 1000000000, " s) reached"));
+      record.error = absl::ResourceExhaustedError(
+          absl::StrCat("wall-time limit (max_wall_time = ",
+                       absl::FormatDuration(absl::Nanoseconds(prepared->limits.max_wall_ns)), ") reached"));
       break;
     default:
       record.error = run.status();
   }
   record.state = record.error.code() == absl::StatusCode::kCancelled ? JobState::kCancelled : JobState::kFailed;
+  if (record.error.code() == absl::StatusCode::kResourceExhausted && partial && prepared.ok()) {
+    // Stopped by a limit: the figures up to it are kept (FAILED with a result).
+    record.result = std::make_shared<v1::JobResult>(BuildJobResult(prepared->request, *partial, WallClockNow()));
+  }
   // How far it came: the last progress the run recorded.
   record.progress = job.record().progress.value_or(JobProgress{});
   return record;

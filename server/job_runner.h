@@ -28,6 +28,7 @@
 #ifndef BLKLAB_SERVER_JOB_RUNNER_H_
 #define BLKLAB_SERVER_JOB_RUNNER_H_
 
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -57,17 +58,22 @@ class JobRunner {
     absl::Time start;
     int64_t max_wall_ns = 0;
     bool realtime = false;
+    RunLimits limits;       // the engine's, to see a limit coming at a snapshot
+    int64_t slice_ns = 0;   // the engine's slice of virtual time
+    // The results as they stood at the snapshot where a limit was reached
+    // (job.proto: a job stopped by a limit keeps its partial result).
+    std::optional<RunResult> partial;
   };
 
   // The engine's request for the job: its definition on its resolved host,
   // within its limits clamped to the server's.
   absl::StatusOr<PreparedJob> Prepare(const JobRecord& record) const;
-  void OnSnapshot(const RunContext& run, const Snapshot& snapshot) const;
+  void OnSnapshot(RunContext& run, const Snapshot& snapshot) const;
   // The record `job` ends with, given why it was stopped (if it was) and
   // how its run ended.
   static JobRecord FinalRecord(const ActiveJob& job, JobRecord record, StopReason reason,
                                const absl::StatusOr<PreparedJob>& prepared, const absl::StatusOr<RunResult>& run,
-                               absl::Time start, absl::Time end);
+                               const std::optional<RunResult>& partial, absl::Time start, absl::Time end);
 
   JobQueue* const queue_;
   const JobLimitsConfig limits_;

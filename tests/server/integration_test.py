@@ -17,6 +17,7 @@ directories and checks, each wait bounded in time:
   - kill -9 with jobs queued and running, restart: every job SUCCEEDED with the
     same result.
 """
+import json
 import os
 import re
 import shutil
@@ -197,6 +198,19 @@ def main():
           "bad filter is INVALID_ARGUMENT")
     check(code_of(lambda: c.delete_job(job.name))[0] == grpc.StatusCode.OK, "DeleteJob of a finished job")
     check(code_of(lambda: c.get_job(job.name))[0] == grpc.StatusCode.NOT_FOUND, "deleted job is NOT_FOUND")
+
+    # A job stopped by a limit keeps its partial result (job.proto).
+    lim = job_pb2.JobLimits(max_simulated_ios=300000)
+    lj2 = c.create_job_from_files({"a.fio": DEMO.replace("runtime=2", "runtime=60")}, ["a.fio", "--output-format=json"],
+                                  limits=lim)
+    done = wait_state(c, lj2.name, (job_pb2.Job.FAILED, job_pb2.Job.SUCCEEDED), 60)
+    full = c.get_job(lj2.name)
+    ios = 0
+    if full.result.fio_json:
+        ios = json.loads(full.result.fio_json)["jobs"][0]["read"]["total_ios"]
+    check(done.state == job_pb2.Job.FAILED and full.error.code == grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]
+          and "simulated-IO limit of 300000" in full.error.message and ios >= 300000,
+          "a job stopped by its IO limit is FAILED with the limit named and keeps %d IOs of results" % ios)
 
     # Bad inputs: each gives its code and the server keeps serving.
     big = host_pb2.HostSpec(name="big")
