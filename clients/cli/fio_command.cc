@@ -1,6 +1,7 @@
 #include "clients/cli/fio_command.h"
 
 #include "clients/cli/host_arg.h"
+#include "clients/cli/run_signals.h"
 
 #include <csignal>
 #include <cstdio>
@@ -38,33 +39,6 @@ int Fail(const absl::Status& s) {
   return 1;
 }
 
-// SIGINT / SIGTERM during a local run: as fio, stop the jobs, say so, and
-// report the work done so far.
-std::atomic<int> g_signal{0};
-extern "C" void OnTerminatingSignal(int sig) { g_signal.store(sig, std::memory_order_relaxed); }
-
-class TerminatingSignals {
- public:
-  TerminatingSignals() {
-    g_signal.store(0);
-    struct sigaction sa = {};
-    sa.sa_handler = OnTerminatingSignal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~TerminatingSignals() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-  TerminatingSignals(const TerminatingSignals&) = delete;
-  TerminatingSignals& operator=(const TerminatingSignals&) = delete;
-
- private:
-  struct sigaction old_int_ = {};
-  struct sigaction old_term_ = {};
-};
-
 // fio's condensed run string: "rr_" -> "r(2),_(1)".
 std::string CondenseRunStates(const std::string& states) {
   std::string out;
@@ -78,13 +52,6 @@ std::string CondenseRunStates(const std::string& states) {
   return out;
 }
 
-// fio's ETA format: "01m:05s", "02h:01m:05s", "1d:02h:01m:05s".
-std::string EtaString(int64_t sec) {
-  const int64_t d = sec / 86400, h = (sec / 3600) % 24, m = (sec / 60) % 60, s = sec % 60;
-  if (d > 0) return absl::StrFormat("%dd:%02dh:%02dm:%02ds", d, h, m, s);
-  if (h > 0) return absl::StrFormat("%02dh:%02dm:%02ds", h, m, s);
-  return absl::StrFormat("%02dm:%02ds", m, s);
-}
 
 // fio's progress line ("Jobs: 1 (f=1): [r(1)][45.0%][r=7346MiB/s][r=1881k
 // IOPS][eta 00m:01s]"), in virtual time: percent done and ETA from the
@@ -125,7 +92,7 @@ class EtaPrinter {
       if (!bw.empty()) {
         absl::StrAppend(&line, "[", absl::StrJoin(bw, ","), "][", absl::StrJoin(iops, ","), " IOPS]");
       }
-      absl::StrAppend(&line, "[eta ", EtaString((eta_ns + 999000000) / 1000000000), "]");
+      absl::StrAppend(&line, "[eta ", FioEtaString((eta_ns + 999000000) / 1000000000), "]");
     }
     last_ns_ = snap.virtual_ns;
     last_bytes_ = snap.dir_bytes;
@@ -313,11 +280,11 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   EtaPrinter eta_printer(std::cout);
   // Every slice of virtual time ends with a snapshot, which also notices a
   // terminating signal: the results as they stand are kept, the run stops.
-  TerminatingSignals signals;
+  TerminationSignals signals;  // as fio: stop, say so, report what ran
   std::atomic<bool> cancel{false};
   std::optional<RunResult> partial;
   SnapshotFn on_snapshot = [&](const Snapshot& snap) {
-    if (g_signal.load(std::memory_order_relaxed) != 0 && !partial) {
+    if (TerminationSignals::count() != 0 && !partial) {
       partial = snap.interim();
       cancel.store(true);
       return;
@@ -339,7 +306,7 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
     // fio's sig_int: "fio: terminating on signal N", exit value 128, then
     // the report of what ran.
     if (eta_printer.printed()) std::cout << "\n";
-    out << "\nfio: terminating on signal " << g_signal.load() << "\n" << std::flush;
+    out << "\nfio: terminating on signal " << TerminationSignals::last() << "\n" << std::flush;
     run = *std::move(partial);
     exit_code = 128;
   }

@@ -24,6 +24,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "clients/cli/fio_command.h"
+#include "clients/cli/run_signals.h"
 #include "engine/engine.h"
 #include "engine/util/file.h"
 #include "engine/util/status_macros.h"
@@ -42,40 +43,7 @@ int Exit(grpc::StatusCode code, const std::string& message) {
   return static_cast<int>(code);
 }
 
-// Ctrl-C (and SIGTERM) while a remote job runs: counted here, acted on by
-// the watch loop's helper thread (a handler may do nothing else).
-std::atomic<int> g_interrupts{0};
-extern "C" void OnInterrupt(int) { g_interrupts.fetch_add(1); }
-
-class InterruptHandler {
- public:
-  InterruptHandler() {
-    g_interrupts = 0;
-    struct sigaction sa = {};
-    sa.sa_handler = OnInterrupt;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~InterruptHandler() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-
- private:
-  struct sigaction old_int_ = {};
-  struct sigaction old_term_ = {};
-};
-
 int64_t Ns(const google::protobuf::Duration& d) { return d.seconds() * 1000000000 + d.nanos(); }
-
-// fio's ETA format: "01m:05s", "02h:01m:05s", "1d:02h:01m:05s".
-std::string EtaString(int64_t sec) {
-  const int64_t d = sec / 86400, h = (sec / 3600) % 24, m = (sec / 60) % 60, s = sec % 60;
-  if (d > 0) return absl::StrFormat("%dd:%02dh:%02dm:%02ds", d, h, m, s);
-  if (h > 0) return absl::StrFormat("%02dh:%02dm:%02ds", h, m, s);
-  return absl::StrFormat("%02dm:%02ds", m, s);
-}
 
 std::string DirName(const std::string& path) {
   const size_t slash = path.rfind('/');
@@ -223,7 +191,7 @@ void RemoteProgress::Print(const v1::Snapshot& snap) {
     const int64_t vt = Ns(snap.virtual_time());
     // Rounded to the millisecond first: 1 s done at 5% is 19 s to go, not 19.000000001.
     const int64_t eta_ns = std::llround(static_cast<double>(vt) * (1.0 - f) / f / 1e6) * 1000000;
-    absl::StrAppend(&line, "[eta ", EtaString((eta_ns + 999999999) / 1000000000), "]");
+    absl::StrAppend(&line, "[eta ", FioEtaString((eta_ns + 999999999) / 1000000000), "]");
   }
   Emit(std::move(line));
 }
@@ -247,7 +215,7 @@ grpc::Status WatchToEnd(RemoteClient& client, const std::string& job, RemoteProg
     std::unique_lock<std::mutex> lock(mu);
     while (!done) {
       cv.wait_for(lock, std::chrono::milliseconds(50));
-      const int n = g_interrupts.load();
+      const int n = TerminationSignals::count();
       if (n >= 1 && !cancel_sent) {
         cancel_sent = true;
         lock.unlock();
@@ -434,7 +402,9 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
   }
   std::ostream& out = output.empty() ? std::cout : file;
 
-  InterruptHandler interrupt_handler;
+  // Ctrl-C (and SIGTERM): counted, acted on by the watch loop's helper
+  // thread, which cancels the job.
+  TerminationSignals interrupt_handler;
   v1::CreateJobRequest create;
   *create.mutable_job() = job;
   create.set_validate_only(parse_only);
