@@ -97,8 +97,7 @@ std::set<std::string> MethodsOf(const std::string& service) {
 }
 
 GrpcMetrics::GrpcMetrics(prometheus::Registry& registry, std::set<std::string> services)
-    : services_(std::move(services)),
-      started_(prometheus::BuildCounter()
+    : started_(prometheus::BuildCounter()
                    .Name("grpc_server_started_total")
                    .Help("RPCs started on the server.")
                    .Register(registry)),
@@ -110,7 +109,7 @@ GrpcMetrics::GrpcMetrics(prometheus::Registry& registry, std::set<std::string> s
                             .Name("grpc_server_handling_seconds")
                             .Help("Time from the start of an RPC until its status is sent, seconds.")
                             .Register(registry)) {
-  for (const std::string& service : services_) methods_[service] = MethodsOf(service);
+  for (const std::string& service : services) methods_[service] = MethodsOf(service);
 }
 
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> GrpcMetrics::NewInterceptorFactory() {

@@ -51,8 +51,8 @@ class GrpcMetrics {
   };
   Names Split(const std::string& full_method) const;
 
-  const std::set<std::string> services_;
-  std::map<std::string, std::set<std::string>> methods_;  // per service in services_
+  // The services named at construction, each with its methods.
+  std::map<std::string, std::set<std::string>> methods_;
   prometheus::Family<prometheus::Counter>& started_;
   prometheus::Family<prometheus::Counter>& handled_;
   prometheus::Family<prometheus::Histogram>& handling_seconds_;

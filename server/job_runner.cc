@@ -68,9 +68,8 @@ void JobRunner::Run(ActiveJob& job) const {
     return;
   }
   const absl::Time end = absl::Now();
-  static const std::optional<RunResult> kNone;
-  JobRecord final_record =
-      FinalRecord(job, std::move(record), reason, prepared, run, context ? context->partial : kNone, start, end);
+  const RunResult* partial = context && context->partial ? &*context->partial : nullptr;
+  JobRecord final_record = FinalRecord(job, std::move(record), reason, prepared, run, partial, start, end);
   Log("info", "job_done",
       {{"job", final_record.name()},
        {"state", JobStateName(final_record.state)},
@@ -109,7 +108,7 @@ void JobRunner::OnSnapshot(RunContext& run, const Snapshot& snap) const {
 
 JobRecord JobRunner::FinalRecord(const ActiveJob& job, JobRecord record, StopReason reason,
                                  const absl::StatusOr<PreparedJob>& prepared, const absl::StatusOr<RunResult>& run,
-                                 const std::optional<RunResult>& partial, absl::Time start, absl::Time end) {
+                                 const RunResult* partial, absl::Time start, absl::Time end) {
   record.end_time = end;
   record.wall_time = end - start;
   if (run.ok()) {
@@ -132,7 +131,7 @@ JobRecord JobRunner::FinalRecord(const ActiveJob& job, JobRecord record, StopRea
       record.error = run.status();
   }
   record.state = record.error.code() == absl::StatusCode::kCancelled ? JobState::kCancelled : JobState::kFailed;
-  if (record.error.code() == absl::StatusCode::kResourceExhausted && partial && prepared.ok()) {
+  if (record.error.code() == absl::StatusCode::kResourceExhausted && partial != nullptr && prepared.ok()) {
     // Stopped by a limit: the figures up to it are kept (FAILED with a result).
     record.result = std::make_shared<v1::JobResult>(BuildJobResult(prepared->request, *partial, WallClockNow()));
   }

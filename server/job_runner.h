@@ -73,7 +73,7 @@ class JobRunner {
   // how its run ended.
   static JobRecord FinalRecord(const ActiveJob& job, JobRecord record, StopReason reason,
                                const absl::StatusOr<PreparedJob>& prepared, const absl::StatusOr<RunResult>& run,
-                               const std::optional<RunResult>& partial, absl::Time start, absl::Time end);
+                               const RunResult* partial, absl::Time start, absl::Time end);
 
   JobQueue* const queue_;
   const JobLimitsConfig limits_;

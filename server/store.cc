@@ -106,14 +106,12 @@ absl::StatusOr<JobFilter> ParseJobFilter(const std::string& text) {
     const std::string field(absl::StripAsciiWhitespace(term.substr(0, pos)));
     std::string value(absl::StripAsciiWhitespace(term.substr(pos + op.size())));
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
-    auto twice = [&quoted](const std::string& what) {
-      return absl::InvalidArgumentError(absl::StrCat("filter: ", what, " given more than once (\"", quoted, "\")"));
-    };
-    if ((field == "state" && f.state) || (field == "host" && f.host) || (field == "preset" && f.preset)) {
-      return twice(field);
-    }
-    if (field == "create_time" && static_cast<int>(f.create_ms.size()) >= kMaxCreateTimeTerms) {
-      return twice("create_time more than twice:");
+    const bool repeated = (field == "state" && f.state) || (field == "host" && f.host) ||
+                          (field == "preset" && f.preset) ||
+                          (field == "create_time" && static_cast<int>(f.create_ms.size()) >= kMaxCreateTimeTerms);
+    if (repeated) {
+      return absl::InvalidArgumentError(absl::StrCat("filter: ", field, " given too often (each field once, ",
+                                                     "create_time twice): \"", quoted, "\""));
     }
     if (field == "state" && op == "=") {
       v1::Job::State s;

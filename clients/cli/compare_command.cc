@@ -26,7 +26,6 @@
 #include "clients/cli/host_arg.h"
 #include "engine/engine.h"
 #include "engine/host/host_overlay.h"
-#include "engine/host/presets.h"
 #include "engine/util/doc_node.h"
 #include "engine/util/file.h"
 #include "engine/util/status_macros.h"
@@ -166,22 +165,6 @@ absl::StatusOr<std::string> ScalarText(const DocNode& node, const std::string& w
                    DocNode::KindName(node.kind())));
 }
 
-absl::StatusOr<DocNode> LoadHostDoc(const std::string& host_arg, const std::string& base_dir) {
-  if (absl::StatusOr<absl::string_view> preset = host::PresetYaml(host_arg); preset.ok()) {
-    return host::ParseHostDoc(*preset);
-  }
-  std::string path = host_arg;
-  if (!base_dir.empty() && !absl::StartsWith(path, "/")) path = base_dir + "/" + path;
-  absl::StatusOr<std::string> text = util::ReadFileToString(path);
-  if (!text.ok()) {
-    return absl::InvalidArgumentError("host " + host_arg + ": neither a preset nor a readable file (" +
-                                      std::string(text.status().message()) + ")");
-  }
-  absl::StatusOr<DocNode> doc = host::ParseHostDoc(*text);
-  if (!doc.ok()) return absl::InvalidArgumentError(path + ": " + std::string(doc.status().message()));
-  return doc;
-}
-
 // A comparison spec file (see compare_command.h).
 absl::Status ReadSpecFile(const std::string& path, Comparison* c, std::string* host_arg, std::string* base_dir) {
   BLKLAB_ASSIGN_OR_RETURN(std::string text, util::ReadFileToString(path));
@@ -310,13 +293,8 @@ absl::StatusOr<RunRequest> PrepareCell(const Comparison& c, const Cell& cell) {
         workload::OptionLine{"randseed", absl::StrCat(CellRandseed(c, cell.sample)), "<compare>", 0});
   }
   BLKLAB_ASSIGN_OR_RETURN(host::HostSpec host, host::ApplyHostOverrides(c.host_doc, host_overrides));
-  auto read_file = [](const std::string& path) { return util::ReadFileToString(path); };
-  auto lookup = [](const std::string& name) -> std::optional<std::string> {
-    const char* v = std::getenv(name.c_str());
-    if (v == nullptr) return std::nullopt;
-    return std::string(v);
-  };
-  BLKLAB_ASSIGN_OR_RETURN(ParsedFio parsed, ParseFio(c.fio_args, host, read_file, lookup, fio_overrides));
+  BLKLAB_ASSIGN_OR_RETURN(ParsedFio parsed,
+                          ParseFio(c.fio_args, host, LocalFileReader(), EnvironmentLookup(), fio_overrides));
   RunRequest req;
   req.host = std::move(host);
   req.jobs = std::move(parsed.jobs);

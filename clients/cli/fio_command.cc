@@ -208,12 +208,8 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   if (!host.ok()) return Fail(host.status());
 
   // Locally, job files come from disk and ${VAR} from the environment, as with fio.
-  auto read_file = [](const std::string& path) { return util::ReadFileToString(path); };
-  auto lookup = [](const std::string& name) -> std::optional<std::string> {
-    const char* v = std::getenv(name.c_str());
-    if (v == nullptr) return std::nullopt;
-    return std::string(v);
-  };
+  const workload::FileReader read_file = LocalFileReader();
+  const workload::VarLookup lookup = EnvironmentLookup();
   // fio's informational options need no job.
   absl::StatusOr<workload::FioInvocation> pre = workload::ParseFioArgs(args);
   if (!pre.ok()) return Fail(pre.status());

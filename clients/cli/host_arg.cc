@@ -12,17 +12,39 @@ std::string DefaultHostArg() {
   return std::string(host::kDefaultPresetName);
 }
 
-absl::StatusOr<host::HostSpec> LoadHost(const std::string& host_arg) {
-  absl::StatusOr<host::HostSpec> host = host::GetPreset(host_arg);
-  if (host.ok()) return host;
-  absl::StatusOr<std::string> text = util::ReadFileToString(host_arg);
+absl::StatusOr<util::DocNode> LoadHostDoc(const std::string& host_arg, const std::string& base_dir) {
+  absl::StatusOr<absl::string_view> preset = host::PresetYaml(host_arg);
+  if (preset.ok()) return host::ParseHostDoc(*preset);
+  std::string path = host_arg;
+  if (!base_dir.empty() && !path.empty() && path[0] != '/') path = base_dir + "/" + path;
+  absl::StatusOr<std::string> text = util::ReadFileToString(path);
   if (!text.ok()) {
     return absl::InvalidArgumentError("--host=" + host_arg + ": neither a preset nor a readable file (" +
-                                      std::string(host.status().message()) + ")");
+                                      std::string(preset.status().message()) + ")");
   }
-  host = host::ParseHostSpec(*text);
+  absl::StatusOr<util::DocNode> doc = host::ParseHostDoc(*text);
+  if (!doc.ok()) return absl::InvalidArgumentError(host_arg + ": " + std::string(doc.status().message()));
+  return doc;
+}
+
+absl::StatusOr<host::HostSpec> LoadHost(const std::string& host_arg) {
+  absl::StatusOr<util::DocNode> doc = LoadHostDoc(host_arg);
+  if (!doc.ok()) return doc.status();
+  absl::StatusOr<host::HostSpec> host = host::HostSpecFromDoc(*doc);
   if (!host.ok()) return absl::InvalidArgumentError(host_arg + ": " + std::string(host.status().message()));
   return host;
+}
+
+workload::FileReader LocalFileReader() {
+  return [](const std::string& path) { return util::ReadFileToString(path); };
+}
+
+workload::VarLookup EnvironmentLookup() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
 }
 
 }  // namespace blklab::cli

@@ -1,8 +1,9 @@
 // clients/cli/host_arg.h
 //
-// The host of an in-process run: `--host=` wins, then $BLKLAB_HOST (the same
-// values), then the embedded default; a value is a preset name or a YAML /
-// JSON host spec file.
+// The inputs of an in-process run. The host: `--host=` wins, then
+// $BLKLAB_HOST (the same values), then the embedded default; a value is a
+// preset name or a YAML / JSON host spec file. Job files and ${VAR}: the
+// local disk and environment.
 #ifndef BLKLAB_CLIENTS_CLI_HOST_ARG_H_
 #define BLKLAB_CLIENTS_CLI_HOST_ARG_H_
 
@@ -10,6 +11,8 @@
 
 #include "absl/status/statusor.h"
 #include "engine/host/host_spec.h"
+#include "engine/util/doc_node.h"
+#include "engine/workload/job_parser.h"
 
 namespace blklab::cli {
 
@@ -19,6 +22,14 @@ std::string DefaultHostArg();
 // A preset by name, else the spec in the file of that name; errors name the
 // argument.
 absl::StatusOr<host::HostSpec> LoadHost(const std::string& host_arg);
+// The same, as the document is written (for overlays, host_overlay.h); a
+// relative file name is read from `base_dir` when it is not empty.
+absl::StatusOr<util::DocNode> LoadHostDoc(const std::string& host_arg, const std::string& base_dir = "");
+
+// What an in-process run reads, as fio does: job files and includes from
+// disk, ${VAR} from the environment.
+workload::FileReader LocalFileReader();
+workload::VarLookup EnvironmentLookup();
 
 }  // namespace blklab::cli
 

@@ -221,6 +221,10 @@ absl::StatusOr<IoGenerator> IoGenerator::Create(const JobSpec& spec, const Clone
   if (g.lfsr_) {
     uint64_t k = base_seed ^ (uint64_t{thread_number} << 32);
     for (uint64_t& key : g.lfsr_keys_) key = sim::SplitMix64(k);
+    // The smallest even width whose range covers the region's blocks.
+    int bits = 2;
+    while (bits < 64 && (uint64_t{1} << bits) < nblocks) bits += 2;
+    g.lfsr_half_bits_ = bits / 2;
   }
   g.use_map_ = IsRandom(spec.rw) && !spec.norandommap && !blockalign_set && !g.lfsr_ &&
                g.dist_ == DistributionKind::kRandom && nblocks <= kMaxRandomMapBlocks;
@@ -326,9 +330,7 @@ uint64_t IoGenerator::LfsrBlock(uint64_t nblocks) {
     lfsr_index_ = 0;
     ++passes_;
   }
-  int bits = 2;
-  while (bits < 64 && (uint64_t{1} << bits) < nblocks) bits += 2;
-  const int half = bits / 2;
+  const int half = lfsr_half_bits_;
   const uint64_t mask = (uint64_t{1} << half) - 1;
   uint64_t x = lfsr_index_++;
   do {

@@ -164,6 +164,7 @@ class IoGenerator {
   bool lfsr_ = false;                 // random_generator=lfsr (uniform random only)
   uint64_t lfsr_index_ = 0;           // position in the current pass
   std::array<uint64_t, 4> lfsr_keys_{};  // Feistel round keys
+  int lfsr_half_bits_ = 1;               // each Feistel half's width
   uint64_t modifier_count_ = 0;  // I/Os since the last random offset (`:N`)
   uint64_t last_random_end_ = 0;
   uint64_t last_random_off_ = 0;
