@@ -128,14 +128,12 @@ absl::Status CheckUnmodelled(const host::HostSpec& host, const std::vector<Disk>
       // The SCSI LLDs never answer busy and never block a device yet, so a
       // budget never fails with nothing in flight: the patch cannot act.
       {"scsi_budget_idle_delay_run", k.scsi_budget_idle_delay_run != defaults.scsi_budget_idle_delay_run},
-      {"dd_insert_buckets", k.dd_insert_buckets != defaults.dd_insert_buckets},
   };
   for (const Unmodelled& u : knobs) {
     if (u.set) {
       return absl::UnimplementedError(absl::StrCat(
           "knobs.", u.name, " is not modelled yet; leave it at its default (",
-          u.name == std::string_view("dd_insert_buckets") ? "use dd_insert_side_lists for the insert fix" : "the 6.x behaviour",
-          ")"));
+          "the 6.x behaviour)"));
     }
   }
   const host::DeadlineTunables iosched_defaults;

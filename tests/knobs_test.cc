@@ -137,7 +137,7 @@ std::map<std::string, KnobCase> Cases() {
       {"skip_run_queues_without_elevator",
        {HbaQueuesYaml("run_all_hw_queues_on_completion: true"), kHbaQueuesJob}},
       {"dd_serialize_dispatch", {DeadlineYaml(""), kDeadlineJob}},
-      {"dd_insert_buckets", {DeadlineYaml("dd_insert_side_lists: false"), kDeadlineJob, true}},
+      {"dd_insert_buckets", {DeadlineYaml("dd_insert_side_lists: false"), kDeadlineJob}},
       {"dd_insert_side_lists", {DeadlineYaml(""), kDeadlineJob}},
       {"dd_skip_merge_if_contended", {DeadlineYaml(""), kDeadlineJob}},
       {"restart_walks_shared_tag_queues", refused},

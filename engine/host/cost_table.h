@@ -65,7 +65,7 @@ enum class CostSource { kSrc, kDerived, kGuess };
   X(dd_rb_node, 3, kGuess, "rb-tree descent per node visited, line fetch apart")                \
   X(dd_dispatch_request, 30, kGuess, "dd_dispatch_request + __dd_dispatch_request body, warm lines") \
   X(dd_has_work, 3, kGuess, "dd_has_work lock-free list-head checks (cache hot)")               \
-  X(dd_side_list_add, 10, kGuess, "dd_insert_requests splice onto the side list (insert_lock held)") \
+  X(dd_list_splice, 10, kGuess, "dd_insert_requests list splice onto the side list or a CPU bucket (its lock held)") \
   X(null_queue_rq, 20, kGuess, "null_queue_rq + null_handle_cmd")                               \
   X(nvme_prep_rq, 25, kGuess, "nvme_prep_rq: nvme_setup_cmd, single-segment DMA map, per request") \
   X(nvme_sq_copy, 5, kGuess, "nvme_sq_copy_cmd: 64-byte SQE copy and tail update (sq_lock held)") \

@@ -49,6 +49,7 @@ class BlkCpuDone;
   X(block_softirq)                \
   X(hardirq)                      \
   X(budget_failure)               \
+  X(dd_bucket_insert)             \
   X(requests_completed)
 
 enum class Counter : int {

@@ -85,6 +85,9 @@ class SpinLock {
   void set_explicit_working_set() { implicit_data_line_ = false; }
   // This lock's word lives on `other`'s lock cacheline.
   void ShareLockLine(SpinLock& other) { lock_line_ = other.lock_line_; }
+  // The cacheline of the lock word, for data that shares it (a list head in
+  // the same ____cacheline_aligned struct).
+  CacheLine& lock_line() { return *lock_line_; }
 
  private:
   struct Waiter {

@@ -20,6 +20,7 @@ DeadlineConfig DeadlineConfig::From(const host::DeadlineTunables& iosched, const
   dd.serialize_dispatch = knobs.dd_serialize_dispatch;
   dd.insert_side_lists = knobs.dd_insert_side_lists;
   dd.skip_merge_if_contended = knobs.dd_skip_merge_if_contended;
+  dd.insert_buckets = knobs.dd_insert_buckets;
   return dd;
 }
 
@@ -31,6 +32,12 @@ const ElevatorType kMqDeadlineElevator = {
                                              DeadlineConfig::From(init.sysfs->iosched, init.kernel->knobs()));
     },
 };
+
+DeadlineSched::InsertBucket::InsertBucket(Kernel& kernel, const std::string& name)
+    : lock(kernel.machine(), name, sim::SpinLockKind::kSpinLock, kernel.fn.raw_spin_lock,
+           kernel.fn.native_queued_spin_lock_slowpath, kernel.lock_costs()) {
+  lock.set_explicit_working_set();
+}
 
 DeadlineSched::DeadlineSched(Kernel& kernel, const std::string& qname, const DeadlineConfig& config)
     : kernel_(kernel),
@@ -49,6 +56,12 @@ DeadlineSched::DeadlineSched(Kernel& kernel, const std::string& qname, const Dea
   fn_dispatch_ = kernel.Intern("dd_dispatch_request");
   fn_has_work_ = kernel.Intern("dd_has_work");
   fn_finish_ = kernel.Intern("dd_finish_request");
+  if (config_.insert_buckets) {
+    // One lock class for the 32 buckets, as lockstat reports it.
+    for (int i = 0; i < kCpuBuckets; ++i) {
+      cpu_buckets_.push_back(std::make_unique<InsertBucket>(kernel, qname + ":dd->bucket_lists[].lock"));
+    }
+  }
 }
 
 int DeadlineSched::HashBucket(uint64_t end_sector) {
@@ -192,7 +205,7 @@ sim::Task DeadlineSched::InsertRequests(sim::Cpu& cpu, Hctx*, RequestList& list)
     co_await insert_lock_.Lock(cpu);
     // list_splice_tail_init onto at_tail: its head and the old tail.
     sim::AccessCost ac = kernel_.Access(cpu);
-    ac.Work(kernel_.costs().dd_side_list_add);
+    ac.Work(kernel_.costs().dd_list_splice);
     ac.Store(side_list_line_);
     if (!side_list_.empty()) ac.Store(side_list_.back()->line);
     cpu.Charge(fn_insert_, ac.Take());
@@ -201,10 +214,110 @@ sim::Task DeadlineSched::InsertRequests(sim::Cpu& cpu, Hctx*, RequestList& list)
     insert_lock_.Unlock(cpu);
     co_return;
   }
+  if (config_.insert_buckets) {
+    bool bucketed = false;
+    co_await InsertToBucket(cpu, list, &bucketed);
+    if (bucketed) co_return;
+    // Loop while DD_BUCKETS is set: a bucket insert may race with the
+    // clearing of DD_INSERTING.
+    do {
+      co_await InsertDrainingBuckets(cpu, list);
+      co_await cpu.Sync();
+      cpu.Charge(fn_insert_, run_state_line_.Read(kernel_.machine(), cpu.id(), kernel_.costs().line_read_hit));
+    } while (buckets_set_);
+    lock_.Unlock(cpu);
+    co_return;
+  }
   co_await lock_.Lock(cpu);
   while (!list.empty()) DoInsert(cpu, list.pop_front());
   co_await cpu.Sync();
   lock_.Unlock(cpu);
+}
+
+sim::Task DeadlineSched::InsertToBucket(sim::Cpu& cpu, RequestList& list, bool* bucketed) {
+  const sim::Machine& m = kernel_.machine();
+  const host::CostTable& c = kernel_.costs();
+  *bucketed = false;
+  co_await cpu.Sync();
+  if (lock_.TryLock(cpu)) co_return;
+  // test_bit(DD_INSERTING): nobody is inserting, so wait for the lock.
+  cpu.Charge(fn_insert_, run_state_line_.Read(m, cpu.id(), c.line_read_hit));
+  if (!inserting_) {
+    co_await lock_.Lock(cpu);
+    co_return;
+  }
+  if (!buckets_set_) {
+    cpu.Charge(fn_insert_, run_state_line_.Write(m, cpu.id(), c.atomic_local));
+    buckets_set_ = true;
+  }
+  // bucket_lists[get_cpu() & DD_CPU_BUCKETS_MASK]: list_splice_init under
+  // the bucket's lock; the head shares the lock's line.
+  InsertBucket& b = *cpu_buckets_[static_cast<size_t>(cpu.id() % kCpuBuckets)];
+  co_await b.lock.Lock(cpu);
+  sim::AccessCost ac = kernel_.Access(cpu);
+  ac.Work(c.dd_list_splice);
+  ac.Store(b.lock.lock_line());
+  if (!b.list.empty()) ac.Store(b.list.front()->line);
+  cpu.Charge(fn_insert_, ac.Take());
+  in_buckets_ += list.size();
+  b.list.splice_tail(list);
+  ++stats_.bucket_inserts;
+  kernel_.Count(Counter::k_dd_bucket_insert);
+  co_await cpu.Sync();
+  b.lock.Unlock(cpu);
+  // Insertion still running: it will collect the bucket.
+  cpu.Charge(fn_insert_, run_state_line_.Read(m, cpu.id(), c.line_read_hit));
+  if (inserting_) {
+    *bucketed = true;
+    co_return;
+  }
+  // Too late: take the lock; the insert below drains this bucket too.
+  co_await lock_.Lock(cpu);
+}
+
+sim::Task DeadlineSched::InsertDrainingBuckets(sim::Cpu& cpu, RequestList& list) {
+  const sim::Machine& m = kernel_.machine();
+  co_await cpu.Sync();
+  cpu.Charge(fn_insert_, run_state_line_.Write(m, cpu.id(), kernel_.costs().atomic_local));
+  inserting_ = true;  // set_bit(DD_INSERTING)
+  while (true) {
+    while (!list.empty()) DoInsert(cpu, list.pop_front());
+    co_await CollectBuckets(cpu, list);
+    if (list.empty()) break;
+  }
+  co_await cpu.Sync();
+  cpu.Charge(fn_insert_, run_state_line_.Write(m, cpu.id(), kernel_.costs().atomic_local));
+  inserting_ = false;  // clear_bit(DD_INSERTING)
+}
+
+sim::Task DeadlineSched::CollectBuckets(sim::Cpu& cpu, RequestList& list) {
+  const sim::Machine& m = kernel_.machine();
+  const host::CostTable& c = kernel_.costs();
+  co_await cpu.Sync();
+  // test_bit(DD_BUCKETS) || test_and_clear_bit(DD_BUCKETS)
+  cpu.Charge(fn_insert_, run_state_line_.Read(m, cpu.id(), c.line_read_hit));
+  if (!buckets_set_) co_return;
+  cpu.Charge(fn_insert_, run_state_line_.Write(m, cpu.id(), c.atomic_local));
+  buckets_set_ = false;
+  // list_empty_careful of every bucket: 32 independent loads.
+  sim::AccessCost scan = kernel_.Access(cpu);
+  for (const auto& b : cpu_buckets_) scan.LoadIndependent(b->lock.lock_line());
+  cpu.Charge(fn_insert_, scan.Take());
+  for (const auto& b : cpu_buckets_) {
+    co_await cpu.Sync();
+    if (b->list.empty()) continue;
+    co_await b->lock.Lock(cpu);
+    sim::AccessCost ac = kernel_.Access(cpu);
+    ac.Work(c.dd_list_splice);
+    ac.Store(b->lock.lock_line());
+    ac.LoadIndependent(b->list.front()->line);
+    ac.LoadIndependent(b->list.back()->line);
+    cpu.Charge(fn_insert_, ac.Take());
+    in_buckets_ -= b->list.size();
+    list.splice_tail(b->list);
+    co_await cpu.Sync();
+    b->lock.Unlock(cpu);
+  }
 }
 
 bool DeadlineSched::HasWork(sim::Cpu& cpu, Hctx*) {
