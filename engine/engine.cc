@@ -135,7 +135,7 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
         for (const model::Request* rq : s.queues[dev]->StuckRequests(horizon, 0)) {
           stuck.push_back(absl::StrCat(s.plan.disks[dev].name, " tag ", rq->tag, " sector ", rq->sector,
                                        " (allocated at ", rq->alloc_time_ns, " ns, hctx ",
-                                       rq->mq_hctx->queue_num()));
+                                       rq->mq_hctx->queue_num(), "): ", s.queues[dev]->DescribeParking(rq)));
           if (stuck.size() >= 16) break;
         }
       }

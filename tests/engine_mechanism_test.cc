@@ -649,6 +649,54 @@ TEST(ScsiHba, Rc3RestartsRuleRecovers) {
   EXPECT_LT(ProfileNs(after.kernel, "sbitmap_any_bit_set"), ProfileNs(before.kernel, "sbitmap_any_bit_set"));
 }
 
+// A firmware that answers SCSI_MLQUEUE_HOST_BUSY (more than fw_queue_depth
+// commands outstanding): three CPUs keep it full, a fourth submits one IO
+// at a time on its own hctx. `kernel` picks the era of the re-run rules.
+RunOutcome HostBusyRun(const std::string& knobs) {
+  const host::HostSpec h = HbaHost(
+      4, knobs,
+      "can_queue: 4096, nr_hw_queues: 4, fw_queue_depth: 4, drives: 8, drive_latency_nsec: 100000, "
+      "firmware_nsec: 2000",
+      "none");
+  return RunArgs(h, {"--filename=/dev/sdb", "--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k",
+                     "--runtime=200ms", "--time_based=1", "--name=busy", "--iodepth=64", "--numjobs=3",
+                     "--cpus_allowed_policy=split", "--cpus_allowed=0-2", "--name=one", "--iodepth=1",
+                     "--cpus_allowed=3"});
+}
+
+// RC3's correctness case. In 5.8 a busy answer with other commands of the
+// LUN in flight is BLK_STS_DEV_RESOURCE: blk-mq parks the request on
+// hctx->dispatch without a delayed re-run, trusting scsi_end_request's
+// blk_mq_run_hw_queues. The rejected shortcut (return early without an
+// elevator) breaks that promise: the lone submitter's request waits on its
+// hctx, which nothing runs again, and the run fails as a stall naming it.
+// Without the shortcut the same run completes.
+TEST(ScsiHba, Rc3ShortcutStrandsARequestParkedOnHctxDispatch) {
+  const RunOutcome hang =
+      HostBusyRun("run_all_hw_queues_on_completion: true, skip_run_queues_without_elevator: true");
+  ASSERT_FALSE(hang.result.ok());
+  EXPECT_EQ(hang.result.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(hang.result.status().message(), HasSubstr("stalled"));
+  EXPECT_THAT(hang.result.status().message(),
+              HasSubstr("parked on hctx->dispatch of hctx 3 (SCHED_RESTART set, no queue run or delayed run pending)"));
+  const RunOutcome fine =
+      HostBusyRun("run_all_hw_queues_on_completion: true, skip_run_queues_without_elevator: false");
+  ASSERT_TRUE(fine.result.ok()) << fine.result.status();
+  EXPECT_GT(CounterOf(fine.result->kernel, "queue_rq_busy"), 1000u) << Describe(*fine.result);
+}
+
+// Since the restarts rule a host-busy answer is BLK_STS_RESOURCE: blk-mq
+// re-runs the parked hctx after BLK_MQ_RESOURCE_DELAY, and a completion
+// clears host_blocked (scsi_finish_command) and runs the starved LUNs.
+TEST(ScsiHba, HostBusyIsRerunAfterTheResourceDelay) {
+  const RunOutcome r = HostBusyRun("run_all_hw_queues_on_completion: false");
+  ASSERT_TRUE(r.result.ok()) << r.result.status();
+  EXPECT_GT(CounterOf(r.result->kernel, "queue_rq_busy"), 1000u);
+  EXPECT_GT(CounterOf(r.result->kernel, "run_hw_queue_delayed"), 0u) << Describe(*r.result);
+  // The firmware's limit is the ceiling: 4 commands of 102 us at most.
+  EXPECT_LT(RunIops(*r.result), 4.0 / 102e-6);
+}
+
 // RC1 (scaled down): several LUNs on one host-wide tag set with many hw
 // queues and many requests in flight. About 6 s in (BLK_MAX_TIMEOUT plus
 // 5.9's rounding slack) each queue's timeout work walks the busy tags;

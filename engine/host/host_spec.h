@@ -197,7 +197,9 @@ namespace blklab::host {
   INT64(drive_latency_nsec, 80000, 0, 1000000000, "per-drive read latency, ns [guess]")                \
   INT(stripe_kb, 64, 4, 65536, "RAID-0 stripe unit, KiB")                                            \
   INT(sector_size, 512, 512, 4096, "logical block size, bytes (power of two)")                      \
-  INT64(gb, 1000, 1, 1048576, "size of each virtual drive, GiB")
+  INT64(gb, 1000, 1, 1048576, "size of each virtual drive, GiB")                                      \
+  INT(fw_queue_depth, 0, 0, 4096,                                                                   \
+      "commands the firmware takes at once; beyond it queuecommand answers HOST_BUSY (0 = can_queue)")
 
 // devices[].queue.iosched: mq-deadline tunables (/sys/block/X/queue/iosched).
 #define BLKLAB_DEADLINE_FIELDS(INT, INT64, BOOL)                                                    \

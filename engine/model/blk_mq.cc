@@ -3,7 +3,10 @@
 #include "engine/model/blk_softirq.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
+
+#include "absl/strings/str_cat.h"
 
 namespace blklab::model {
 
@@ -89,6 +92,19 @@ void RequestQueue::FinishDiskStats(sim::SimTime t) {
     disk_.io_ticks_ns += t - disk_.busy_since;
     disk_.busy_since = t;
   }
+}
+
+std::string RequestQueue::DescribeParking(const Request* rq) const {
+  if (rq->state == Request::State::kInFlight) return "started, held by the driver";
+  for (const auto& h : hctxs_) {
+    if (!h->DispatchHolds(rq)) continue;
+    return absl::StrCat("parked on hctx->dispatch of hctx ", h->queue_num(), " (SCHED_RESTART ",
+                        h->sched_restart() ? "set" : "clear", ", ",
+                        h->run_work_pending() ? "a queue run pending" : "no queue run or delayed run pending",
+                        h->stopped() ? ", hctx stopped" : "", ")");
+  }
+  if (rq->tag == kNoTag && rq->internal_tag != kNoTag) return "in the I/O scheduler";
+  return "on a software queue or being inserted";
 }
 
 std::vector<const Request*> RequestQueue::StuckRequests(sim::SimTime now, int64_t age_ns) const {
@@ -407,6 +423,7 @@ sim::Task RequestQueue::IssueDirectly(sim::Cpu& cpu, Request* rq, bool last, Blk
     case BlkStatus::kDevResource:
       kernel_.Count(Counter::k_queue_rq_busy);
       hctx->UpdateDispatchBusy(true);
+      UnstartRequest(rq);
       PutRqBudget(cpu, rq);
       break;
     default:
@@ -511,6 +528,13 @@ void RequestQueue::RunHwQueuesAsync(sim::Cpu& cpu) {
   if (kernel_.knobs().skip_run_queues_without_elevator && !elevator_) return;
   for (auto& h : hctxs_) {
     if (!h->stopped()) h->RunAsync(cpu);
+  }
+}
+
+sim::Task RequestQueue::RunHwQueues(sim::Cpu& cpu) {
+  if (kernel_.knobs().skip_run_queues_without_elevator && !elevator_) co_return;
+  for (auto& h : hctxs_) {
+    if (!h->stopped()) co_await h->Run(cpu);
   }
 }
 

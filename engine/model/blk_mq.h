@@ -115,6 +115,10 @@ class RequestQueue {
   uint64_t requests_ended() const { return ended_; }
   // The allocated requests whose age at `now` exceeds `age_ns` (stall check).
   std::vector<const Request*> StuckRequests(sim::SimTime now, int64_t age_ns) const;
+  // Where `rq` waits and what would run it on (the stall report): "in the
+  // driver", "parked on hctx->dispatch of hctx N (...)", "in the I/O
+  // scheduler", "on a software queue".
+  std::string DescribeParking(const Request* rq) const;
 
   // submit_bio(): the whole submission path of one bio. `plug` may be null.
   sim::Task SubmitBio(sim::Cpu& cpu, Bio* bio, Plug* plug);
@@ -122,12 +126,18 @@ class RequestQueue {
   static sim::Task FlushPlug(sim::Cpu& cpu, Plug* plug, bool from_schedule);
 
   void RunHwQueuesAsync(sim::Cpu& cpu);                   // blk_mq_run_hw_queues(q, true)
+  sim::Task RunHwQueues(sim::Cpu& cpu);                   // blk_mq_run_hw_queues(q, false)
   void DelayRunHwQueues(sim::Cpu* cpu, int64_t delay_ns);  // blk_mq_delay_run_hw_queues
   void StopHwQueues();                                     // blk_mq_stop_hw_queues
   void StartStoppedHwQueues(sim::Cpu* cpu);                // blk_mq_start_stopped_hw_queues(q, true)
 
   // Driver-facing.
   void StartRequest(sim::Cpu& cpu, Request* rq);
+  // __blk_mq_requeue_request's state change: a started request the driver
+  // answered busy goes back to idle (not in flight).
+  static void UnstartRequest(Request* rq) {
+    if (rq->state == Request::State::kInFlight) rq->state = Request::State::kAllocated;
+  }
   void CompleteRequest(sim::Cpu& cpu, Request* rq);
   // blk_mq_complete_request_remote: hands the completion to the submitting
   // CPU (IPI) or to BLOCK_SOFTIRQ and returns true, or returns false when

@@ -96,6 +96,7 @@ HbaConfig HbaConfigFrom(const host::HbaSpec& hba) {
   hc.drive_iops = hba.drive_iops;
   hc.drive_latency_nsec = hba.drive_latency_nsec;
   hc.stripe_bytes = static_cast<uint64_t>(hba.stripe_kb) << 10;
+  hc.fw_queue_depth = static_cast<uint32_t>(hba.fw_queue_depth);
   return hc;
 }
 

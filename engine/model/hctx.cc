@@ -290,6 +290,7 @@ sim::Task Hctx::DispatchRqList(sim::Cpu& cpu, RequestList& list, bool* progress)
     co_await driver.QueueRq(cpu, this, rq, list.empty(), &last_status);
     if (last_status == BlkStatus::kResource || last_status == BlkStatus::kDevResource) {
       kernel_.Count(Counter::k_queue_rq_busy);
+      RequestQueue::UnstartRequest(rq);
       list.push_front(rq);
       break;
     }

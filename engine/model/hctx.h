@@ -85,6 +85,13 @@ class Hctx {
   bool stopped() const { return stopped_; }
   bool sched_restart() const { return sched_restart_; }
   size_t dispatch_len() const { return dispatch_.size(); }
+  // Whether `rq` is parked on hctx->dispatch (the stall report).
+  bool DispatchHolds(const Request* rq) const {
+    for (const Request* r = dispatch_.front(); r != nullptr; r = r->next) {
+      if (r == rq) return true;
+    }
+    return false;
+  }
   uint32_t dispatch_busy() const { return dispatch_busy_; }
   size_t nr_ctx() const { return ctxs_.size(); }
   const std::vector<int>& cpumask() const { return cpumask_; }

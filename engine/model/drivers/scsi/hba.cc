@@ -24,14 +24,18 @@ Hba::Hba(Kernel& kernel, std::string host_name, const std::vector<std::string>& 
   fn_reply_ = kernel.Intern(mpi3mr ? "mpi3mr_process_op_reply_q" : "complete_cmd_fusion");
 }
 
-void Hba::QueueCommand(sim::Cpu& cpu, ScsiDevice& sdev, Request* rq) {
+ScsiMlqueue Hba::QueueCommand(sim::Cpu& cpu, ScsiDevice& sdev, Request* rq) {
   cpu.Charge(fn_queuecommand_, kernel_.costs().hba_queuecommand);
+  // atomic_inc_return(&fw_outstanding) > max: give it back, HOST_BUSY.
+  if (config_.fw_queue_depth > 0 && fw_outstanding_ >= config_.fw_queue_depth) return ScsiMlqueue::kHostBusy;
+  ++fw_outstanding_;
   // Firmware, then RAID-0: the stripe unit holding the first sector picks
   // the drive.
   const sim::SimTime fw = firmware_.Admit(cpu.now(), rq->op, rq->bytes);
   const uint64_t stripe = (rq->sector << kSectorShift) / config_.stripe_bytes;
   const sim::SimTime done = drives_[stripe % drives_.size()].Admit(fw, rq->op, rq->bytes);
   kernel_.machine().sim().Schedule(done, &fw_done_, 0, reinterpret_cast<uint64_t>(rq));
+  return ScsiMlqueue::kOk;
 }
 
 void Hba::FirmwareDone::OnEvent(uint32_t, uint64_t arg) {
@@ -58,6 +62,7 @@ sim::Task Hba::ReplyIrq::Handle(sim::Cpu& cpu, uint64_t arg) {
   while (!done.empty()) {
     Request* rq = done.pop_front();
     cpu.Charge(h_->fn_reply_, k.costs().hba_reply_per_cmd);
+    --h_->fw_outstanding_;
     h_->host_.Done(cpu, rq);  // scsi_done -> blk_mq_complete_request
     co_await cpu.Sync();
   }

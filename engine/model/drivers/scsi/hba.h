@@ -11,6 +11,9 @@
 //     `drives` backing drives, the stripe unit of the command's first sector
 //     picking the drive (each drive a stage of `drive_latency_nsec`, at most
 //     `drive_iops`);
+//   * busy: with more than `fw_queue_depth` commands outstanding in the
+//     firmware (megaraid_sas fw_outstanding against max_fw_cmds),
+//     ->queuecommand answers SCSI_MLQUEUE_HOST_BUSY;
 //   * completion: the firmware posts a reply on the reply queue whose MSI-x
 //     vector is affine to the submitting CPU; one hardirq (the LLD's ISR)
 //     drains every reply posted so far, charging the per-reply processing,
@@ -44,6 +47,7 @@ struct HbaConfig {
   int64_t drive_iops = 0;
   int64_t drive_latency_nsec = 80000;
   uint64_t stripe_bytes = 64 * 1024;
+  uint32_t fw_queue_depth = 0;  // 0: never busy
 };
 
 class Hba final : public ScsiLld {
@@ -57,7 +61,7 @@ class Hba final : public ScsiLld {
   int nr_luns() const { return host_.nr_luns(); }
   RequestQueue& queue(int lun) { return host_.queue(lun); }
 
-  void QueueCommand(sim::Cpu& cpu, ScsiDevice& sdev, Request* rq) override;
+  ScsiMlqueue QueueCommand(sim::Cpu& cpu, ScsiDevice& sdev, Request* rq) override;
 
  private:
   class FirmwareDone final : public sim::EventHandler {
@@ -86,6 +90,7 @@ class Hba final : public ScsiLld {
   std::vector<ServiceStage> drives_;
   std::vector<RequestList> reply_queues_;  // per CPU: replies posted, not yet handled
   std::vector<bool> reply_irq_pending_;
+  uint32_t fw_outstanding_ = 0;
   sim::FnId fn_queuecommand_, fn_isr_, fn_reply_;
 };
 

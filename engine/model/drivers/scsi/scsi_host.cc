@@ -1,5 +1,6 @@
 #include "engine/model/drivers/scsi/scsi_host.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace blklab::model {
@@ -10,7 +11,11 @@ constexpr int64_t kScsiQueueDelayNs = 3 * sim::kNsPerMs;  // SCSI_QUEUE_DELAY
 
 ScsiHost::ScsiHost(Kernel& kernel, std::string host_name, const std::vector<std::string>& lun_names,
                    const ScsiHostConfig& config, const QueueConfig& queue, ScsiLld* lld)
-    : kernel_(kernel), config_(config), lld_(lld) {
+    : kernel_(kernel),
+      config_(config),
+      lld_(lld),
+      host_lock_(kernel.machine(), host_name + ":host_lock", sim::SpinLockKind::kSpinLockIrqsave,
+                 kernel.fn.raw_spin_lock, kernel.fn.native_queued_spin_lock_slowpath, kernel.lock_costs()) {
   TagSetConfig ts;
   ts.nr_hw_queues = config.nr_hw_queues;
   ts.queue_depth = config.can_queue;
@@ -26,6 +31,7 @@ ScsiHost::ScsiHost(Kernel& kernel, std::string host_name, const std::vector<std:
   fn_queue_rq_ = kernel.Intern("scsi_queue_rq");
   fn_complete_ = kernel.Intern("scsi_complete");
   fn_end_request_ = kernel.Intern("scsi_end_request");
+  fn_run_queue_ = kernel.Intern("scsi_run_queue");
 }
 
 ScsiHost::~ScsiHost() = default;
@@ -36,10 +42,11 @@ RequestQueue& ScsiHost::queue(int lun) { return luns_[lun]->queue(); }
 
 bool ScsiDevice::GetBudget(sim::Cpu& cpu, RequestQueue* rq_q) {
   // scsi_dev_queue_ready: one bit of sdev->budget_map (an atomic on the
-  // LUN's budget word).
+  // LUN's budget word); a blocked LUN passes only with nothing else in
+  // flight, once device_blocked has counted down to zero.
   Kernel& k = host_->kernel_;
   cpu.Charge(host_->fn_get_budget_, budget_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
-  if (device_busy_ < queue_depth_) {
+  if (device_busy_ < queue_depth_ && (device_blocked_ == 0 || (device_busy_ == 0 && --device_blocked_ == 0))) {
     ++device_busy_;
     return true;
   }
@@ -48,7 +55,7 @@ bool ScsiDevice::GetBudget(sim::Cpu& cpu, RequestQueue* rq_q) {
   ++host_->budget_failures_;
   k.Count(Counter::k_budget_failure);
   cpu.Charge(host_->fn_get_budget_, restarts_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
-  if (device_busy_ == 0 && k.knobs().scsi_budget_idle_delay_run) {
+  if (device_busy_ == 0 && device_blocked_ == 0 && k.knobs().scsi_budget_idle_delay_run) {
     rq_q->DelayRunHwQueues(&cpu, kScsiQueueDelayNs);
   }
   return false;
@@ -62,26 +69,139 @@ void ScsiDevice::PutBudget(sim::Cpu& cpu, RequestQueue* rq_q) {
 
 // --- submission and completion ------------------------------------------------
 
+sim::Task ScsiHost::HostQueueReady(sim::Cpu& cpu, ScsiDevice& sdev, bool* ready) {
+  // REQUIRES: the caller has Synced. Reading host_blocked and the starved
+  // entry is a hit on lines nobody writes in steady state (priced in the
+  // scsi_queue_rq body); only a blocked host or a starved LUN costs more.
+  *ready = true;
+  if (host_blocked_ == 0 && !sdev.starved_) co_return;
+  bool starve = false;
+  if (host_blocked_ > 0) {
+    if (host_busy_ > 0) {
+      starve = true;
+    } else {
+      cpu.Charge(fn_queue_rq_, host_state_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+      if (--host_blocked_ > 0) {
+        *ready = false;
+        co_return;
+      }
+    }
+  }
+  if (!starve && !sdev.starved_) co_return;
+  // Onto (or off) the starved list, under host_lock.
+  co_await host_lock_.Lock(cpu);
+  cpu.Charge(fn_queue_rq_, host_state_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+  if (starve && !sdev.starved_) {
+    sdev.starved_ = true;
+    starved_.push_back(&sdev);
+  } else if (!starve && sdev.starved_) {
+    sdev.starved_ = false;
+    starved_.erase(std::find(starved_.begin(), starved_.end(), &sdev));
+  }
+  co_await cpu.Sync();
+  host_lock_.Unlock(cpu);
+  *ready = !starve;
+}
+
+sim::Task ScsiHost::RunQueue(sim::Cpu& cpu, ScsiDevice& sdev) {
+  // scsi_run_queue: scsi_starved_list_run while the host is not blocked,
+  // then blk_mq_run_hw_queues(q, false) for this LUN.
+  co_await cpu.Sync();
+  cpu.Charge(fn_run_queue_, host_state_line_.Read(kernel_.machine(), cpu.id(), kernel_.costs().line_read_hit));
+  if (!starved_.empty()) {
+    co_await host_lock_.Lock(cpu);
+    std::vector<ScsiDevice*> list;
+    list.swap(starved_);
+    cpu.Charge(fn_run_queue_, host_state_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+    size_t i = 0;
+    while (i < list.size() && host_blocked_ == 0) {
+      ScsiDevice* s = list[i++];
+      s->starved_ = false;
+      co_await cpu.Sync();
+      host_lock_.Unlock(cpu);
+      co_await s->q_->RunHwQueues(cpu);
+      co_await host_lock_.Lock(cpu);
+    }
+    // Whatever the blocked host left goes back in front.
+    list.erase(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(i));
+    list.insert(list.end(), starved_.begin(), starved_.end());
+    starved_.swap(list);
+    co_await cpu.Sync();
+    host_lock_.Unlock(cpu);
+  }
+  co_await sdev.q_->RunHwQueues(cpu);
+}
+
+void ScsiDevice::SetBlocked(sim::Cpu& cpu, ScsiMlqueue reason) {
+  // scsi_set_blocked: HOST_BUSY blocks the host; DEVICE_BUSY (and
+  // TARGET_BUSY: one LUN per target here) the LUN.
+  Kernel& k = host_->kernel_;
+  if (reason == ScsiMlqueue::kHostBusy) {
+    cpu.Charge(host_->fn_queue_rq_,
+               host_->host_state_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
+    host_->host_blocked_ = ScsiHost::kMaxHostBlocked;
+  } else {
+    cpu.Charge(host_->fn_queue_rq_, budget_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
+    device_blocked_ = kMaxDeviceBlocked;
+  }
+}
+
+BlkStatus ScsiDevice::BusyStatus() const {
+  // scsi_queue_rq's out_put_budget: RESOURCE (blk-mq re-runs after
+  // BLK_MQ_RESOURCE_DELAY) or DEV_RESOURCE (the mid-layer promises the
+  // re-run on completion). Until the restarts rule (5.9+; knob
+  // run_all_hw_queues_on_completion) DEV_RESOURCE was chosen whenever other
+  // commands of the LUN were in flight (device_busy counts this one's
+  // budget, not yet put); since then only for a LUN in SDEV_BLOCK, which
+  // is not modelled.
+  if (host_->kernel_.knobs().run_all_hw_queues_on_completion && device_busy_ > 1) return BlkStatus::kDevResource;
+  return BlkStatus::kResource;
+}
+
 sim::Task ScsiDevice::QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last, BlkStatus* status) {
   // scsi_queue_rq: device/target/host ready checks, scsi_prepare_cmd,
   // blk_mq_start_request, scsi_dispatch_cmd -> LLD queuecommand.
   Kernel& k = host_->kernel_;
+  bool ready = true;
+  co_await host_->HostQueueReady(cpu, *this, &ready);
   cpu.Charge(host_->fn_queue_rq_, k.costs().scsi_queue_rq);
+  if (!ready) {
+    *status = BusyStatus();
+    co_return;
+  }
   q_->StartRequest(cpu, rq);
-  host_->lld_->QueueCommand(cpu, *this, rq);
+  ++host_->host_busy_;
+  const ScsiMlqueue reason = host_->lld_->QueueCommand(cpu, *this, rq);
+  if (reason != ScsiMlqueue::kOk) {
+    --host_->host_busy_;
+    SetBlocked(cpu, reason);
+    *status = BusyStatus();
+    co_return;
+  }
   *status = BlkStatus::kOk;
-  co_return;
 }
 
 void ScsiDevice::Complete(sim::Cpu& cpu, Request* rq) {
-  // scsi_complete -> scsi_finish_command -> scsi_device_unbusy ->
-  // scsi_io_completion -> scsi_end_request.
+  // scsi_complete -> scsi_finish_command (scsi_device_unbusy; a completed
+  // command unblocks the host and the LUN) -> scsi_io_completion ->
+  // scsi_end_request.
   Kernel& k = host_->kernel_;
   cpu.Charge(host_->fn_complete_, k.costs().scsi_complete);
+  --host_->host_busy_;
+  if (host_->host_blocked_ > 0) {
+    cpu.Charge(host_->fn_complete_,
+               host_->host_state_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
+    host_->host_blocked_ = 0;
+  }
+  device_blocked_ = 0;
   q_->PutRqBudget(cpu, rq);
   q_->EndRequest(cpu, rq, BlkStatus::kOk);
-  // scsi_run_queue_async: the starved list is always empty here (the host
-  // limit is the shared tag set), so the rule is the hw queue re-run.
+  // scsi_run_queue_async: a starved host re-runs through requeue_work (the
+  // list_empty check reads a line only a starving host writes).
+  if (!host_->starved_.empty()) {
+    k.kblockd().Queue(&cpu, &requeue_work_, cpu.id(), 0);
+    return;
+  }
   if (k.knobs().run_all_hw_queues_on_completion) {
     q_->RunHwQueuesAsync(cpu);
     return;

@@ -12,19 +12,34 @@
 //     (queue_depth = cmd_per_lun); a failure counts sdev->restarts and, with
 //     nothing of the LUN in flight, re-runs the queue after SCSI_QUEUE_DELAY
 //     (3 ms) unless scsi_budget_idle_delay_run is off (RC5 patch 1);
-//     scsi_queue_rq: host/target readiness (no host-level limit beyond the
-//     tags: the starved list stays empty), blk_mq_start_request, the LLD's
-//     ->queuecommand; ->complete (scsi_complete -> scsi_device_unbusy ->
-//     scsi_end_request -> blk_mq_end_request) and the re-run rule: with
-//     run_all_hw_queues_on_completion (<= 5.8) every hctx of the queue is
-//     run, otherwise only when atomic_cmpxchg(&sdev->restarts, old, 0)
-//     finds a recorded budget failure;
+//     a LUN whose device_blocked is set (the LLD answered DEVICE_BUSY)
+//     passes only with nothing else in flight and device_blocked counted
+//     down to zero;
+//     scsi_queue_rq: scsi_host_queue_ready (host_blocked: with commands in
+//     flight the LUN goes on the host's starved list, with none the count
+//     goes down by one per attempt), blk_mq_start_request, the LLD's
+//     ->queuecommand; a busy answer (SCSI_MLQUEUE_HOST_BUSY /
+//     DEVICE_BUSY / TARGET_BUSY) sets host_blocked = 7 or device_blocked =
+//     3 (scsi_set_blocked) and returns BLK_STS_RESOURCE, or, in the 5.8
+//     era of run_all_hw_queues_on_completion, BLK_STS_DEV_RESOURCE when
+//     other commands of the LUN are in flight (the mid-layer promises the
+//     re-run on their completion);
+//     ->complete (scsi_complete -> scsi_finish_command, which clears
+//     host_blocked and device_blocked -> scsi_end_request ->
+//     blk_mq_end_request) and the re-run rule: a non-empty starved list
+//     queues sdev->requeue_work on kblockd (scsi_run_queue: the starved
+//     LUNs' queues while the host is not blocked, then this LUN's);
+//     otherwise with run_all_hw_queues_on_completion (<= 5.8) every hctx
+//     of the queue is run, else only when atomic_cmpxchg(&sdev->restarts,
+//     old, 0) finds a recorded budget failure;
 //   * ScsiLld (struct scsi_host_template): what a low-level driver gives
 //     the mid-layer. It calls ScsiHost::Done (scsi_done) from its completion
 //     context; the mid-layer then runs blk_mq_complete_request.
 //
 // Invariants: device_busy counts budgets held and never exceeds
-//  queue_depth; every command the LLD accepts is done exactly once.
+//  queue_depth; host_busy counts commands the LLD holds; every command the
+//  LLD accepts is done exactly once; a LUN is on the starved list at most
+//  once.
 // Thread-safety: thread-compatible; part of one simulation.
 // Cost: CPU prices from the cost table (scsi_queue_rq, scsi_complete); the
 //  LLD charges its own.
@@ -40,18 +55,24 @@
 #include "engine/model/kernel.h"
 #include "engine/model/tag_set.h"
 #include "engine/sim/cacheline.h"
+#include "engine/sim/spinlock.h"
+#include "engine/sim/workqueue.h"
 
 namespace blklab::model {
 
 class ScsiDevice;
 
+// ->queuecommand's answer: 0 or SCSI_MLQUEUE_*_BUSY.
+enum class ScsiMlqueue : uint8_t { kOk, kHostBusy, kDeviceBusy, kTargetBusy };
+
 // What a low-level driver gives the mid-layer.
 class ScsiLld {
  public:
   virtual ~ScsiLld() = default;
-  // ->queuecommand for `rq` of `sdev`, after blk_mq_start_request. The LLD
-  // accepts it and later calls ScsiHost::Done.
-  virtual void QueueCommand(sim::Cpu& cpu, ScsiDevice& sdev, Request* rq) = 0;
+  // ->queuecommand for `rq` of `sdev`, after blk_mq_start_request. kOk: the
+  // LLD accepted it and calls ScsiHost::Done once (possibly before
+  // returning); otherwise it refused and holds nothing.
+  virtual ScsiMlqueue QueueCommand(sim::Cpu& cpu, ScsiDevice& sdev, Request* rq) = 0;
 };
 
 struct ScsiHostConfig {
@@ -77,6 +98,9 @@ class ScsiHost {
   Kernel& kernel() { return kernel_; }
   // sdev->restarts increments so far (budget failures), summed over LUNs.
   uint64_t budget_failures() const { return budget_failures_; }
+  uint32_t host_busy() const { return host_busy_; }
+  int host_blocked() const { return host_blocked_; }
+  size_t starved() const { return starved_.size(); }
 
   // scsi_done: the LLD finished `rq`; blk_mq_complete_request places the
   // completion (->complete = scsi_complete).
@@ -84,19 +108,32 @@ class ScsiHost {
 
  private:
   friend class ScsiDevice;
+  static constexpr int kMaxHostBlocked = 7;  // SCSI_DEFAULT_HOST_BLOCKED
+
+  // scsi_host_queue_ready: true, or false with `sdev` starved (host
+  // blocked with commands in flight) or host_blocked counted down.
+  sim::Task HostQueueReady(sim::Cpu& cpu, ScsiDevice& sdev, bool* ready);
+  // scsi_run_queue (sdev->requeue_work): the starved LUNs, then `sdev`'s.
+  sim::Task RunQueue(sim::Cpu& cpu, ScsiDevice& sdev);
+
   Kernel& kernel_;
   ScsiHostConfig config_;
   ScsiLld* lld_;
   std::unique_ptr<TagSet> set_;
   std::vector<std::unique_ptr<ScsiDevice>> luns_;
   uint64_t budget_failures_ = 0;
-  sim::FnId fn_get_budget_, fn_put_budget_, fn_queue_rq_, fn_complete_, fn_end_request_;
+  uint32_t host_busy_ = 0;              // scsi_host_busy: commands in the LLD
+  int host_blocked_ = 0;                // shost->host_blocked
+  std::vector<ScsiDevice*> starved_;    // shost->starved_list, oldest first
+  sim::SpinLock host_lock_;             // shost->host_lock (starved list)
+  sim::CacheLine host_state_line_;      // host_blocked, starved_list head
+  sim::FnId fn_get_budget_, fn_put_budget_, fn_queue_rq_, fn_complete_, fn_end_request_, fn_run_queue_;
 };
 
 // struct scsi_device: one LUN, its request queue and its budget.
 class ScsiDevice final : public BlkMqDriver {
  public:
-  ScsiDevice(ScsiHost* host, uint32_t queue_depth) : host_(host), queue_depth_(queue_depth) {}
+  ScsiDevice(ScsiHost* host, uint32_t queue_depth) : host_(host), queue_depth_(queue_depth), requeue_work_(this) {}
   sim::Task QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last,
                     BlkStatus* status) override;                                     // scsi_queue_rq
   void Complete(sim::Cpu& cpu, Request* rq) override;                               // scsi_complete
@@ -105,15 +142,37 @@ class ScsiDevice final : public BlkMqDriver {
   void PutBudget(sim::Cpu& cpu, RequestQueue* q) override;  // scsi_mq_put_budget
 
   RequestQueue& queue() { return *q_; }
+  ScsiHost& host() { return *host_; }
   uint32_t device_busy() const { return device_busy_; }
+  int device_blocked() const { return device_blocked_; }
 
  private:
   friend class ScsiHost;
+  static constexpr int kMaxDeviceBlocked = 3;  // SCSI_DEFAULT_DEVICE_BLOCKED
+
+  // sdev->requeue_work: scsi_requeue_run_queue on kblockd.
+  class RequeueWork final : public sim::WorkItem {
+   public:
+    explicit RequeueWork(ScsiDevice* sdev) : sdev_(sdev) {}
+    sim::Task Run(sim::Cpu& cpu) override { return sdev_->host_->RunQueue(cpu, *sdev_); }
+
+   private:
+    ScsiDevice* sdev_;
+  };
+
+  // scsi_set_blocked for a busy answer of the LLD.
+  void SetBlocked(sim::Cpu& cpu, ScsiMlqueue reason);
+  // BLK_STS_RESOURCE, or DEV_RESOURCE when the mid-layer will re-run.
+  BlkStatus BusyStatus() const;
+
   ScsiHost* host_;
   std::unique_ptr<RequestQueue> q_;
   uint32_t queue_depth_;
   uint32_t device_busy_ = 0;  // bits taken from budget_map
   uint32_t restarts_ = 0;     // sdev->restarts
+  int device_blocked_ = 0;    // sdev->device_blocked
+  bool starved_ = false;      // on shost->starved_list
+  RequeueWork requeue_work_;
   sim::CacheLine budget_line_;
   sim::CacheLine restarts_line_;
 };
