@@ -311,7 +311,7 @@ absl::Status BuildPlatform(const host::HostSpec& host, const std::vector<int>& u
       build.used[disks[d].index] = true;
     }
     build.scsi_host_no = scsi_hosts;
-    if (model::DescribeDisks(spec).scsi_host) ++scsi_hosts;
+    scsi_hosts += model::DescribeDisks(spec).scsi_hosts;
     if (!any) continue;
     s.devices[e] = model::CreateBlockDevice(*s.kernel, spec, build);
     for (size_t k = 0; k < entry_disks.size(); ++k) {

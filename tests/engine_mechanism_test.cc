@@ -697,6 +697,92 @@ TEST(ScsiHba, HostBusyIsRerunAfterTheResourceDelay) {
   EXPECT_LT(RunIops(*r.result), 4.0 / 102e-6);
 }
 
+// --- scsi_debug behind the mid-layer -------------------------------------------
+
+host::HostSpec ScsiDebugHost(const std::string& params, const std::string& knobs = "") {
+  return HostFromYaml(absl::StrCat("name: sdebug\ncpus: {count: 4}\nknobs: {", knobs,
+                                   "}\ndevices:\n  - name: sdb\n    scsi_debug: {", params, "}\n"));
+}
+
+std::vector<std::string> SdebugJob(const std::vector<std::string>& disks, int iodepth) {
+  std::vector<std::string> a = {"--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k",
+                                absl::StrCat("--iodepth=", iodepth), "--runtime=20ms", "--time_based=1"};
+  for (const std::string& d : disks) {
+    a.push_back("--name=" + d);
+    a.push_back("--filename=/dev/" + d);
+  }
+  return a;
+}
+
+// num_tgts x max_luns LUNs per host, add_host hosts, named as sd names them;
+// each host is its own tag set (host0, host1).
+TEST(ScsiDebug, LunsAndHostsAreNamedAsTheKernelNamesThem) {
+  const RunResult r = MustRun(ScsiDebugHost("num_tgts: 2, max_luns: 2, add_host: 2, ndelay: 5000"),
+                              SdebugJob({"sdb", "sde", "sdf", "sdi"}, 4));
+  ASSERT_EQ(r.clones.size(), 4u);
+  for (const auto& c : r.clones) EXPECT_GT(c.result.dir(stats::Dir::kRead).total_ios, 0u) << c.device;
+  RunOutcome bad = RunArgs(ScsiDebugHost("num_tgts: 2, max_luns: 2, add_host: 2"), SdebugJob({"sdj"}, 1));
+  ASSERT_FALSE(bad.result.ok());
+  EXPECT_THAT(bad.result.status().message(), HasSubstr("sdi"));
+}
+
+// delay=0 responds inline in the submitter (no interrupt); ndelay defers
+// the response to an hrtimer on the submitting CPU, so completion latency
+// is at least ndelay.
+TEST(ScsiDebug, DelayZeroIsInlineAndNdelayIsAnHrtimer) {
+  const RunResult inline_run = MustRun(ScsiDebugHost("delay: 0"), SdebugJob({"sdb"}, 1));
+  EXPECT_EQ(CounterOf(inline_run.kernel, "hardirq"), 0u);
+  EXPECT_EQ(ProfileNs(inline_run.kernel, "sdebug_q_cmd_hrt_complete"), 0);
+  const RunResult timed = MustRun(ScsiDebugHost("ndelay: 50000"), SdebugJob({"sdb"}, 1));
+  EXPECT_EQ(CounterOf(timed.kernel, "hardirq"), TotalIos(timed));
+  EXPECT_GE(timed.clones[0].result.dir(stats::Dir::kRead).clat.min(), 50000u);
+  // QD1 on a 50 us response: under 20,000 IOPS.
+  EXPECT_LT(RunIops(timed), 20000.0);
+  EXPECT_GT(RunIops(inline_run), 4 * RunIops(timed));
+}
+
+// every_nth with SDEBUG_OPT_HOST_BUSY: every n-th command is answered
+// SCSI_MLQUEUE_HOST_BUSY, which blocks the host: until a completion clears
+// host_blocked, the retry finds commands in flight and starves the LUN (a
+// second refusal, by scsi_host_queue_ready). Every refused command is
+// issued again and completes.
+TEST(ScsiDebug, EveryNthHostBusyIsAnsweredAndRetried) {
+  const RunResult r = MustRun(ScsiDebugHost("ndelay: 10000, every_nth: 50, opts: 0x8000"), SdebugJob({"sdb"}, 8));
+  const uint64_t busy = CounterOf(r.kernel, "queue_rq_busy");
+  const uint64_t attempts = CounterOf(r.kernel, "queue_rq");
+  EXPECT_GE(busy + 2, attempts / 50) << Describe(r);
+  EXPECT_LE(busy, 3 * attempts / 50) << Describe(r);
+  EXPECT_GT(LockOf(r.kernel, "host0:host_lock").acquisitions, 0u);
+  // Every busy command was issued again and completed.
+  EXPECT_EQ(attempts - busy, TotalIos(r));
+  const RunResult quiet = MustRun(ScsiDebugHost("ndelay: 10000, every_nth: 50"), SdebugJob({"sdb"}, 8));
+  EXPECT_EQ(CounterOf(quiet.kernel, "queue_rq_busy"), 0u);
+}
+
+// Reads and writes copy to or from the shared ram store under its rwlock,
+// unless fake_rw.
+TEST(ScsiDebug, FakeRwSkipsTheStoreCopy) {
+  const RunResult copy = MustRun(ScsiDebugHost("delay: 0"), SdebugJob({"sdb"}, 4));
+  const RunResult fake = MustRun(ScsiDebugHost("delay: 0, fake_rw: true"), SdebugJob({"sdb"}, 4));
+  EXPECT_GT(ProfileNs(copy.kernel, "do_device_access"), 0);
+  EXPECT_EQ(ProfileNs(fake.kernel, "do_device_access"), 0);
+  EXPECT_GT(RunIops(fake), RunIops(copy));
+}
+
+// Options that inject what blklab cannot report are refused by name.
+TEST(ScsiDebug, ErrorInjectionBitsAreRefusedByName) {
+  RunOutcome r = RunArgs(ScsiDebugHost("every_nth: 10, opts: 0x802"), SdebugJob({"sdb"}, 1));
+  ASSERT_FALSE(r.result.ok());
+  EXPECT_EQ(r.result.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(r.result.status().message(), HasSubstr("devices[0].scsi_debug.opts: bits 0x802 are not modelled"));
+  RunOutcome poll = RunArgs(ScsiDebugHost("poll_queues: 1"), SdebugJob({"sdb"}, 1));
+  ASSERT_FALSE(poll.result.ok());
+  EXPECT_THAT(poll.result.status().message(), HasSubstr("scsi_debug.poll_queues"));
+  // The logging bits change nothing.
+  RunOutcome noisy = RunArgs(ScsiDebugHost("opts: 0x1"), SdebugJob({"sdb"}, 1));
+  EXPECT_TRUE(noisy.result.ok()) << noisy.result.status();
+}
+
 // RC1 (scaled down): several LUNs on one host-wide tag set with many hw
 // queues and many requests in flight. About 6 s in (BLK_MAX_TIMEOUT plus
 // 5.9's rounding slack) each queue's timeout work walks the busy tags;

@@ -80,6 +80,9 @@ enum class CostSource { kSrc, kDerived, kGuess };
   X(scsi_complete, 250, kGuess, "scsi_complete -> scsi_end_request, no re-run")                 \
   X(hba_queuecommand, 800, kGuess, "LLD queuecommand (megaraid/mpi3mr build + issue), 500-1500")   \
   X(hba_reply_per_cmd, 150, kGuess, "LLD reply-queue processing per completed command")          \
+  X(sdebug_queuecommand, 400, kGuess, "scsi_debug_queuecommand: opcode lookup, resp_read/resp_write checks, schedule_resp") \
+  X(sdebug_copy_per_kib, 40, kGuess, "scsi_debug do_device_access: copy to or from the ram store, per KiB") \
+  X(sdebug_q_cmd_complete, 80, kGuess, "sdebug_q_cmd_complete: deferred-command bookkeeping before scsi_done") \
   X(busy_iter_per_bit, 40, kGuess, "bt_iter per busy tag: rqs[] read, rq->ref get/put, callback")  \
   X(timeout_timer_fire, 300, kGuess, "q->timeout timer expiry (blk_rq_timed_out_timer) in irq")  \
   X(complete_request_local, 10, kGuess, "blk_mq_complete_request, completed locally")           \

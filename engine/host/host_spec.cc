@@ -465,7 +465,8 @@ std::string DeviceInstanceName(const DeviceSpec& device, int index) {
   const int count = DeviceInstances(device);
   if (count == 1) return device.name;
   const std::string& n = device.name;
-  const bool sd_name = std::holds_alternative<HbaSpec>(device.driver) && n.size() >= 3 && n.size() <= 6 &&
+  const bool scsi = std::holds_alternative<HbaSpec>(device.driver) || std::holds_alternative<ScsiDebugSpec>(device.driver);
+  const bool sd_name = scsi && n.size() >= 3 && n.size() <= 6 &&
                        n.compare(0, 2, "sd") == 0 &&
                        std::all_of(n.begin() + 2, n.end(), [](char c) { return c >= 'a' && c <= 'z'; });
   if (!sd_name) return absl::StrCat(n, "-", index);

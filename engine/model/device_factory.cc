@@ -5,9 +5,11 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "engine/model/drivers/null_blk.h"
 #include "engine/model/drivers/nvme.h"
 #include "engine/model/drivers/scsi/hba.h"
+#include "engine/model/drivers/scsi/scsi_debug.h"
 #include "engine/util/check.h"
 
 namespace blklab::model {
@@ -38,15 +40,34 @@ class NvmeDevice final : public BlockDevice {
   std::unique_ptr<Nvme> nvme_;
 };
 
-// One SCSI host with all its LUNs (they share its tags).
-class HbaDevice final : public BlockDevice {
+// A SCSI LLD instance with all its hosts and LUNs (Hba, ScsiDebug).
+template <class Lld>
+class ScsiDevices final : public BlockDevice {
  public:
-  explicit HbaDevice(std::unique_ptr<Hba> hba) : hba_(std::move(hba)) {}
-  RequestQueue* disk(int i) override { return &hba_->queue(i); }
+  explicit ScsiDevices(std::unique_ptr<Lld> lld) : lld_(std::move(lld)) {}
+  RequestQueue* disk(int i) override { return &lld_->queue(i); }
 
  private:
-  std::unique_ptr<Hba> hba_;
+  std::unique_ptr<Lld> lld_;
 };
+
+ScsiDebugConfig ScsiDebugConfigFrom(const host::ScsiDebugSpec& sd, int64_t jiffy_ns) {
+  // sdebug_driver_probe: can_queue = cmd_per_lun = max_queue (host_max_queue
+  // when set, with host_tagset); nr_hw_queues = submit_queues.
+  ScsiDebugConfig c;
+  const int depth = sd.host_max_queue > 0 ? sd.host_max_queue : sd.max_queue;
+  c.host.can_queue = static_cast<uint32_t>(depth);
+  c.host.cmd_per_lun = static_cast<uint32_t>(depth);
+  c.host.nr_hw_queues = static_cast<uint32_t>(sd.submit_queues);
+  c.host.host_tagset = sd.host_max_queue > 0;
+  c.hosts = sd.add_host;
+  c.luns_per_host = sd.num_tgts * sd.max_luns;
+  c.delay_ns = sd.ndelay > 0 ? sd.ndelay : int64_t{sd.delay} * jiffy_ns;
+  c.every_nth = sd.every_nth;
+  c.inject_host_busy = (sd.opts & kSdebugOptHostBusy) != 0;
+  c.fake_rw = sd.fake_rw;
+  return c;
+}
 
 NullBlkConfig NullBlkConfigFrom(const host::NullBlkSpec& nb) {
   NullBlkConfig cfg;
@@ -114,9 +135,9 @@ DiskInfo DescribeDisks(const host::DeviceSpec& device) {
             return DiskInfo{static_cast<uint64_t>(nv.gb) << 30, nv.poll_queues > 0 && nv.max_queues > 1, false};
           },
           [](const host::ScsiDebugSpec& sd) {
-            return DiskInfo{static_cast<uint64_t>(sd.dev_size_mb) << 20, false, true};
+            return DiskInfo{static_cast<uint64_t>(sd.dev_size_mb) << 20, false, sd.add_host};
           },
-          [](const host::HbaSpec& hba) { return DiskInfo{static_cast<uint64_t>(hba.gb) << 30, false, true}; },
+          [](const host::HbaSpec& hba) { return DiskInfo{static_cast<uint64_t>(hba.gb) << 30, false, 1}; },
       },
       device.driver);
 }
@@ -148,9 +169,23 @@ absl::Status CheckModelled(const host::DeviceSpec& device, const std::string& pa
             }
             return absl::OkStatus();
           },
-          [&path](const host::ScsiDebugSpec&) -> absl::Status {
-            return absl::UnimplementedError(absl::StrCat(
-                path, ": the scsi_debug driver is not modelled yet (the SCSI path is: use an hba device)"));
+          [&path](const host::ScsiDebugSpec& sd) -> absl::Status {
+            if (sd.poll_queues > 0) {
+              return absl::UnimplementedError(
+                  absl::StrCat(path, ".scsi_debug.poll_queues: polled scsi_debug queues are not modelled yet"));
+            }
+            // Bits that only log are accepted; those that inject errors,
+            // timeouts or TASK SET FULL change results and are refused.
+            constexpr int kLogOnly = kSdebugOptNoise | kSdebugOptQNoise | kSdebugOptNWce | kSdebugOptResetNoise |
+                                     kSdebugOptNoCdbNoise;
+            const int unmodelled = sd.opts & ~(kLogOnly | kSdebugOptHostBusy);
+            if (unmodelled != 0) {
+              return absl::UnimplementedError(absl::StrFormat(
+                  "%s.scsi_debug.opts: bits 0x%x are not modelled (error, timeout and TASK SET FULL "
+                  "injection); modelled: 0x%x (SDEBUG_OPT_HOST_BUSY) and the logging bits 0x%x",
+                  path, unmodelled, kSdebugOptHostBusy, kLogOnly));
+            }
+            return absl::OkStatus();
           },
           [](const host::HbaSpec&) -> absl::Status { return absl::OkStatus(); },
       },
@@ -175,12 +210,13 @@ std::unique_ptr<BlockDevice> CreateBlockDevice(Kernel& kernel, const host::Devic
             return std::make_unique<NvmeDevice>(std::make_unique<Nvme>(
                 kernel, build.disk_names[0], NvmeConfigFrom(nv, kernel.machine().num_cpus()), build.queues[0]));
           },
-          [](const host::ScsiDebugSpec&) -> std::unique_ptr<BlockDevice> {
-            BLKLAB_CHECK(false && "scsi_debug is refused by CheckModelled");
-            return nullptr;
+          [&](const host::ScsiDebugSpec& sd) -> std::unique_ptr<BlockDevice> {
+            return std::make_unique<ScsiDevices<ScsiDebug>>(
+                std::make_unique<ScsiDebug>(kernel, build.scsi_host_no, build.disk_names,
+                                            ScsiDebugConfigFrom(sd, kernel.jiffy_ns()), build.queues[build.first_used]));
           },
           [&](const host::HbaSpec& hba) -> std::unique_ptr<BlockDevice> {
-            return std::make_unique<HbaDevice>(std::make_unique<Hba>(
+            return std::make_unique<ScsiDevices<Hba>>(std::make_unique<Hba>(
                 kernel, absl::StrCat("host", build.scsi_host_no), build.disk_names, HbaConfigFrom(hba),
                 build.queues[build.first_used]));
           },

@@ -33,7 +33,7 @@ namespace blklab::model {
 struct DiskInfo {
   uint64_t size_bytes = 0;
   bool has_poll_queues = false;  // HCTX_TYPE_POLL queues exist (hipri needs them)
-  bool scsi_host = false;        // the entry is a SCSI host (numbered host0, host1, ...)
+  int scsi_hosts = 0;            // SCSI hosts the entry makes (numbered host0, host1, ...)
 };
 
 // Per disk of `device` (host::DeviceInstances of them), the same for each.
@@ -51,7 +51,7 @@ struct DeviceBuild {
   // first a job uses).
   std::vector<QueueConfig> queues;
   size_t first_used = 0;
-  int scsi_host_no = 0;  // for "host<N>" (the SCSI host's tag set name)
+  int scsi_host_no = 0;  // the entry's first SCSI host: "host<N>" (its tag set's name)
 };
 
 // Builds the driver instance of `device` with the disks `build.used` asks

@@ -1,6 +1,7 @@
 #include "engine/util/doc_node.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <utility>
 
@@ -89,6 +90,20 @@ absl::StatusOr<int64_t> DocNode::AsInt64() const {
   }
   int64_t v = 0;
   if (absl::SimpleAtoi(absl::string_view(text_), &v)) return v;
+  // YAML's 0x / 0o forms (the YAML reader only makes numbers of them when
+  // every digit is valid).
+  if (text_.size() > 2 && text_[0] == '0' && (text_[1] == 'x' || text_[1] == 'o')) {
+    const int base = text_[1] == 'x' ? 16 : 8;
+    uint64_t u = 0;
+    for (size_t i = 2; i < text_.size(); ++i) {
+      const char c = text_[i];
+      const int digit = c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+      if (u > (uint64_t{1} << 63) / base) return absl::InvalidArgumentError(absl::StrCat("integer out of range: ", text_));
+      u = u * base + static_cast<uint64_t>(digit);
+    }
+    if (u > static_cast<uint64_t>(INT64_MAX)) return absl::InvalidArgumentError(absl::StrCat("integer out of range: ", text_));
+    return static_cast<int64_t>(u);
+  }
   double d = 0;
   if (absl::SimpleAtod(absl::string_view(text_), &d) && std::isfinite(d) && d == std::floor(d) &&
       d >= -9223372036854775808.0 && d < 9223372036854775808.0) {

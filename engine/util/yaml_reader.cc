@@ -20,8 +20,17 @@ bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 bool IsFlowIndicator(char c) { return c == ',' || c == '[' || c == ']' || c == '{' || c == '}'; }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
-// YAML 1.2 core schema number forms (decimal only).
+bool IsHexDigit(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+// YAML 1.2 core schema number forms: decimal, 0x hexadecimal, 0o octal.
 bool IsCoreInt(absl::string_view s) {
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'o')) {
+    const bool hex = s[1] == 'x';
+    for (size_t i = 2; i < s.size(); ++i) {
+      if (hex ? !IsHexDigit(s[i]) : (s[i] < '0' || s[i] > '7')) return false;
+    }
+    return true;
+  }
   size_t i = 0;
   if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
   if (i == s.size()) return false;

@@ -65,7 +65,7 @@ TEST(YamlReaderTest, FlowCollections) {
 TEST(YamlReaderTest, ScalarResolution) {
   DocNode d = MustParse(
       "a: null\nb: ~\nc: true\nd: False\ne: 42\nf: -3.5e2\ng: yes\nh: '42'\ni: 0x10\nj: .5\n"
-      "k: http://x:80/y\nl: a#b\nm: \"tab\\tq\\\"\\u00e9\"\nn: 'it''s'\no: +7\n");
+      "k: http://x:80/y\nl: a#b\nm: \"tab\\tq\\\"\\u00e9\"\nn: 'it''s'\no: +7\np: 0o17\nq: 0x1g\nr: 0x\n");
   EXPECT_TRUE(d.Find("a")->is_null());
   EXPECT_TRUE(d.Find("b")->is_null());
   EXPECT_TRUE(d.Find("c")->bool_value());
@@ -74,7 +74,10 @@ TEST(YamlReaderTest, ScalarResolution) {
   EXPECT_EQ(*d.Find("f")->AsDouble(), -350.0);
   EXPECT_TRUE(d.Find("g")->is_string());
   EXPECT_TRUE(d.Find("h")->is_string());
-  EXPECT_TRUE(d.Find("i")->is_string());
+  EXPECT_EQ(*d.Find("i")->AsInt64(), 16);  // core schema: 0x hex, 0o octal
+  EXPECT_EQ(*d.Find("p")->AsInt64(), 15);
+  EXPECT_TRUE(d.Find("q")->is_string());
+  EXPECT_TRUE(d.Find("r")->is_string());
   EXPECT_TRUE(d.Find("j")->is_number());
   EXPECT_EQ(d.Find("k")->text(), "http://x:80/y");
   EXPECT_EQ(d.Find("l")->text(), "a#b");

@@ -74,7 +74,7 @@ sim::Task ScsiHost::HostQueueReady(sim::Cpu& cpu, ScsiDevice& sdev, bool* ready)
   // entry is a hit on lines nobody writes in steady state (priced in the
   // scsi_queue_rq body); only a blocked host or a starved LUN costs more.
   *ready = true;
-  if (host_blocked_ == 0 && !sdev.starved_) co_return;
+  if (host_blocked_ == 0 && sdev.starved_on_ == nullptr) co_return;
   bool starve = false;
   if (host_blocked_ > 0) {
     if (host_busy_ > 0) {
@@ -87,16 +87,18 @@ sim::Task ScsiHost::HostQueueReady(sim::Cpu& cpu, ScsiDevice& sdev, bool* ready)
       }
     }
   }
-  if (!starve && !sdev.starved_) co_return;
+  if (!starve && sdev.starved_on_ == nullptr) co_return;
   // Onto (or off) the starved list, under host_lock.
   co_await host_lock_.Lock(cpu);
   cpu.Charge(fn_queue_rq_, host_state_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
-  if (starve && !sdev.starved_) {
-    sdev.starved_ = true;
+  if (starve && sdev.starved_on_ == nullptr) {
+    sdev.starved_on_ = &starved_;
     starved_.push_back(&sdev);
-  } else if (!starve && sdev.starved_) {
-    sdev.starved_ = false;
-    starved_.erase(std::find(starved_.begin(), starved_.end(), &sdev));
+  } else if (!starve && sdev.starved_on_ != nullptr) {
+    // list_del_init from whichever list holds it.
+    std::vector<ScsiDevice*>& l = *sdev.starved_on_;
+    l.erase(std::find(l.begin(), l.end(), &sdev));
+    sdev.starved_on_ = nullptr;
   }
   co_await cpu.Sync();
   host_lock_.Unlock(cpu);
@@ -112,20 +114,22 @@ sim::Task ScsiHost::RunQueue(sim::Cpu& cpu, ScsiDevice& sdev) {
     co_await host_lock_.Lock(cpu);
     std::vector<ScsiDevice*> list;
     list.swap(starved_);
+    for (ScsiDevice* s : list) s->starved_on_ = &list;
     cpu.Charge(fn_run_queue_, host_state_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
-    size_t i = 0;
-    while (i < list.size() && host_blocked_ == 0) {
-      ScsiDevice* s = list[i++];
-      s->starved_ = false;
+    while (!list.empty() && host_blocked_ == 0) {
+      ScsiDevice* s = list.front();
+      list.erase(list.begin());
+      s->starved_on_ = nullptr;
       co_await cpu.Sync();
       host_lock_.Unlock(cpu);
       co_await s->q_->RunHwQueues(cpu);
       co_await host_lock_.Lock(cpu);
     }
     // Whatever the blocked host left goes back in front.
-    list.erase(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(i));
+    for (ScsiDevice* s : starved_) s->starved_on_ = &list;
     list.insert(list.end(), starved_.begin(), starved_.end());
     starved_.swap(list);
+    for (ScsiDevice* s : starved_) s->starved_on_ = &starved_;
     co_await cpu.Sync();
     host_lock_.Unlock(cpu);
   }

@@ -171,7 +171,9 @@ class ScsiDevice final : public BlkMqDriver {
   uint32_t device_busy_ = 0;  // bits taken from budget_map
   uint32_t restarts_ = 0;     // sdev->restarts
   int device_blocked_ = 0;    // sdev->device_blocked
-  bool starved_ = false;      // on shost->starved_list
+  // The starved list this LUN is on (shost->starved_list, or the local
+  // list a running scsi_starved_list_run took it to), or null.
+  std::vector<ScsiDevice*>* starved_on_ = nullptr;
   RequeueWork requeue_work_;
   sim::CacheLine budget_line_;
   sim::CacheLine restarts_line_;
