@@ -121,12 +121,10 @@ absl::Status CheckUnmodelled(const host::HostSpec& host, const std::vector<Disk>
     bool set;
   };
   const Unmodelled knobs[] = {
-      {"restart_walks_shared_tag_queues",
-       k.restart_walks_shared_tag_queues != defaults.restart_walks_shared_tag_queues},
       {"scsi_atomic_device_busy", k.scsi_atomic_device_busy != defaults.scsi_atomic_device_busy},
-      {"scsi_atomic_host_busy", k.scsi_atomic_host_busy != defaults.scsi_atomic_host_busy},
-      // The SCSI LLDs never answer busy and never block a device yet, so a
-      // budget never fails with nothing in flight: the patch cannot act.
+      // No LLD answers DEVICE_BUSY yet (scsi_debug's TASK SET FULL paths are
+      // refused), so no LUN is blocked and a budget never fails with nothing
+      // in flight: the patch cannot act.
       {"scsi_budget_idle_delay_run", k.scsi_budget_idle_delay_run != defaults.scsi_budget_idle_delay_run},
   };
   for (const Unmodelled& u : knobs) {

@@ -783,6 +783,27 @@ TEST(ScsiDebug, ErrorInjectionBitsAreRefusedByName) {
   EXPECT_TRUE(noisy.result.ok()) << noisy.result.status();
 }
 
+// RC5 patch 2. Before it (4.14), a completion on a tag set shared by
+// several LUNs walks every queue of the set round robin, starting with the
+// other LUNs, testing each hctx's SCHED_RESTART line and kicking the first
+// marked one that has work; after it, only its own hctx. With 8 LUNs on 64
+// shared tags the walk costs more in blk_mq_sched_restart per IO.
+RunResult Rc5Run(bool walk) {
+  const host::HostSpec h = ScsiDebugHost("ndelay: 1000000, max_queue: 64, max_luns: 8",
+                                         absl::StrCat("restart_walks_shared_tag_queues: ", walk ? "true" : "false"));
+  return MustRun(h, SdebugJob({"sdb", "sdc", "sdd", "sde", "sdf", "sdg", "sdh", "sdi"}, 32));
+}
+
+TEST(ScsiDebug, Rc5RestartWalkVisitsTheOtherLunsQueues) {
+  const RunResult walk = Rc5Run(true);
+  const RunResult own = Rc5Run(false);
+  auto per_io = [](const RunResult& r) {
+    return static_cast<double>(ProfileNs(r.kernel, "blk_mq_sched_restart")) / static_cast<double>(TotalIos(r));
+  };
+  EXPECT_GT(CounterOf(walk.kernel, "sched_restart"), 0u) << Describe(walk);
+  EXPECT_GT(per_io(walk), 1.5 * per_io(own)) << Describe(walk) << "\n" << Describe(own);
+}
+
 // RC1 (scaled down): several LUNs on one host-wide tag set with many hw
 // queues and many requests in flight. About 6 s in (BLK_MAX_TIMEOUT plus
 // 5.9's rounding slack) each queue's timeout work walks the busy tags;

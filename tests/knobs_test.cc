@@ -109,6 +109,20 @@ const std::vector<std::string> kHbaQueuesJob = {
     "--name=t", "--ioengine=libaio", "--rw=randread", "--bs=4k", "--iodepth=32", "--numjobs=2",
     "--runtime=5ms", "--time_based"};
 
+// scsi_debug: 4 LUNs on one shared tag set of 64 tags, 1 ms responses, so
+// the tags run out and hctxs are marked for restart.
+const char kSdebugSharedYaml[] =
+    "name: knob-sdebug\n"
+    "cpus: {count: 4}\n"
+    "devices:\n"
+    "  - name: sdb\n"
+    "    scsi_debug: {ndelay: 1000000, max_queue: 64, max_luns: 4}\n"
+    "    queue: {scheduler: mq-deadline}\n";
+const std::vector<std::string> kSdebugSharedJob = {
+    "--ioengine=libaio", "--rw=randread", "--bs=4k", "--iodepth=32", "--runtime=20ms", "--time_based",
+    "--name=a", "--filename=/dev/sdb", "--name=b", "--filename=/dev/sdc",
+    "--name=c", "--filename=/dev/sdd", "--name=d", "--filename=/dev/sde"};
+
 // One CPU, an NVMe drive with a poll queue.
 const char kNvmeYaml[] =
     "name: knob-nvme\n"
@@ -140,10 +154,10 @@ std::map<std::string, KnobCase> Cases() {
       {"dd_insert_buckets", {DeadlineYaml("dd_insert_side_lists: false"), kDeadlineJob}},
       {"dd_insert_side_lists", {DeadlineYaml(""), kDeadlineJob}},
       {"dd_skip_merge_if_contended", {DeadlineYaml(""), kDeadlineJob}},
-      {"restart_walks_shared_tag_queues", refused},
+      {"restart_walks_shared_tag_queues", {kSdebugSharedYaml, kSdebugSharedJob}},
       {"scsi_budget_idle_delay_run", refused},
       {"scsi_atomic_device_busy", refused},
-      {"scsi_atomic_host_busy", refused},
+      {"scsi_atomic_host_busy", {kSdebugSharedYaml, kSdebugSharedJob}},
       {"sbitmap_deferred_clear", {NullYaml(true), kBatchedJob}},
       {"plug_request_cache", {NullYaml(true), kBatchedJob}},
       {"batched_completion", {NullYaml(true), kPolledJob}},

@@ -22,7 +22,7 @@ RequestQueue::RequestQueue(Kernel& kernel, std::string name, TagSet& set, BlkMqD
       driver_(driver),
       config_(config),
       timeout_(this) {
-  set.AddQueue();
+  set.AddQueue(this);
   const int ncpus = kernel.machine().num_cpus();
   for (uint32_t i = 0; i < set.nr_hw_queues(); ++i) {
     hctxs_.push_back(std::make_unique<Hctx>(kernel, this, i, &set.tags(i), i >= set.config().nr_hw_queues));

@@ -107,6 +107,10 @@ class RequestQueue {
   Ctx* ctx(int cpu) { return ctxs_[cpu].get(); }
   // More than one queue on the tag set: TAG_QUEUE_SHARED (fair sharing).
   bool tags_shared() const { return set_.nr_queues() > 1; }
+  // q->shared_hctx_restart (4.14): hctxs of this queue with SCHED_RESTART
+  // marked while the tag set is shared; its line.
+  int& shared_hctx_restart() { return shared_hctx_restart_; }
+  sim::CacheLine& shared_restart_line() { return shared_restart_line_; }
   const DiskStats& disk_stats() const { return disk_; }
   // Closes the io_ticks busy interval at `t` (end of run).
   void FinishDiskStats(sim::SimTime t);
@@ -193,6 +197,8 @@ class RequestQueue {
   Kernel& kernel_;
   std::string name_;
   TagSet& set_;
+  int shared_hctx_restart_ = 0;
+  sim::CacheLine shared_restart_line_;
   BlkMqDriver* driver_;
   QueueConfig config_;
   std::vector<std::unique_ptr<Hctx>> hctxs_;

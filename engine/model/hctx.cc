@@ -208,9 +208,7 @@ sim::Task Hctx::DispatchRequests(sim::Cpu& cpu) {
   }
   if (!list.empty()) {
     // Leftovers first; mark RESTART so a completion re-runs us.
-    sched_restart_ = true;
-    cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list,
-               state_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+    MarkSchedRestart(cpu);
     bool progress = false;
     co_await DispatchRqList(cpu, list, &progress);
     co_await cpu.Sync();
@@ -407,7 +405,66 @@ sim::Task Hctx::DoDispatchSchedOnce(sim::Cpu& cpu, bool* progress) {
   }
 }
 
+void Hctx::MarkSchedRestart(sim::Cpu& cpu) {
+  const sim::Machine& m = kernel_.machine();
+  const bool was_set = sched_restart_;
+  sched_restart_ = true;
+  cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list, state_line_.Write(m, cpu.id(), kernel_.costs().atomic_local));
+  if (!was_set && kernel_.knobs().restart_walks_shared_tag_queues && q_->tags_shared()) {
+    // atomic_inc(&q->shared_hctx_restart)
+    ++q_->shared_hctx_restart();
+    cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list,
+               q_->shared_restart_line().Write(m, cpu.id(), kernel_.costs().atomic_local));
+  }
+}
+
+bool Hctx::RestartHctx(sim::Cpu& cpu) {
+  const sim::Machine& m = kernel_.machine();
+  cpu.Charge(kernel_.fn.blk_mq_sched_restart, state_line_.Read(m, cpu.id(), kernel_.costs().line_read_hit));
+  if (!sched_restart_) return false;
+  sched_restart_ = false;
+  cpu.Charge(kernel_.fn.blk_mq_sched_restart, state_line_.Write(m, cpu.id(), kernel_.costs().atomic_local));
+  --q_->shared_hctx_restart();
+  cpu.Charge(kernel_.fn.blk_mq_sched_restart,
+             q_->shared_restart_line().Write(m, cpu.id(), kernel_.costs().atomic_local));
+  kernel_.Count(Counter::k_sched_restart);
+  if (!HasPending(cpu)) return false;
+  RunAsync(cpu);
+  return true;
+}
+
+void Hctx::RestartWalk(sim::Cpu& cpu) {
+  const sim::Machine& m = kernel_.machine();
+  const auto& c = kernel_.costs();
+  // if (!atomic_read(&queue->shared_hctx_restart)) return;
+  cpu.Charge(kernel_.fn.blk_mq_sched_restart, q_->shared_restart_line().Read(m, cpu.id(), c.line_read_hit));
+  if (q_->shared_hctx_restart() == 0) return;
+  cpu.Charge(kernel_.fn.rcu_read_lock, c.rcu_read_section);
+  // list_for_each_entry_rcu_rr: the set's other queues, starting after ours.
+  const std::vector<RequestQueue*>& queues = q_->tag_set().queues();
+  size_t self = 0;
+  while (queues[self] != q_) ++self;
+  for (size_t k = 1; k < queues.size(); ++k) {
+    RequestQueue* q2 = queues[(self + k) % queues.size()];
+    cpu.Charge(kernel_.fn.blk_mq_sched_restart, c.line_read_hit);  // the list node, queue_hw_ctx
+    for (int i = 0; i < q2->nr_hw_queues(); ++i) {
+      Hctx* h2 = q2->hctx(i);
+      if (h2->tags_ == tags_ && h2->RestartHctx(cpu)) return;
+    }
+  }
+  // Then this queue's hctxs, from the one after ours, ours last.
+  const int nr = q_->nr_hw_queues();
+  for (int i = 0; i < nr; ++i) {
+    Hctx* h2 = q_->hctx((static_cast<int>(queue_num_) + 1 + i) % nr);
+    if (h2->tags_ == tags_ && h2->RestartHctx(cpu)) return;
+  }
+}
+
 void Hctx::SchedRestart(sim::Cpu& cpu) {
+  if (kernel_.knobs().restart_walks_shared_tag_queues && q_->tags_shared()) {
+    RestartWalk(cpu);
+    return;
+  }
   // blk_mq_sched_restart: test SCHED_RESTART on the hctx state line.
   cpu.Charge(kernel_.fn.blk_mq_sched_restart,
              state_line_.Read(kernel_.machine(), cpu.id(), kernel_.costs().line_read_hit));

@@ -164,6 +164,17 @@ class Hctx {
   RequestQueue* q_;
   uint32_t queue_num_;
   bool is_poll_;
+  // blk_mq_sched_mark_restart_hctx: SCHED_RESTART, counted per queue while
+  // the 4.14 restart walk is on and the tags are shared.
+  void MarkSchedRestart(sim::Cpu& cpu);
+  // blk_mq_sched_restart_hctx: clear SCHED_RESTART if set and run the hctx
+  // if it has work; true when it ran.
+  bool RestartHctx(sim::Cpu& cpu);
+  // 4.14 blk_mq_sched_restart with TAG_SHARED: round robin over the set's
+  // other queues, then this queue's hctxs after this one, up to the first
+  // hctx it runs.
+  void RestartWalk(sim::Cpu& cpu);
+
   Tags* tags_;
   bool stopped_ = false;        // BLK_MQ_S_STOPPED
   bool sched_restart_ = false;  // BLK_MQ_S_SCHED_RESTART

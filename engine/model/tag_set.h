@@ -31,6 +31,8 @@
 
 namespace blklab::model {
 
+class RequestQueue;
+
 class Hctx;
 
 class Tags {
@@ -110,15 +112,17 @@ class TagSet {
   Tags& tags(uint32_t hctx) { return *tags_[config_.hctx_shared ? 0 : hctx]; }
   const Tags& tags(uint32_t hctx) const { return *tags_[config_.hctx_shared ? 0 : hctx]; }
   // Number of request queues using this set (> 1 means TAG_QUEUE_SHARED).
-  int nr_queues() const { return nr_queues_; }
-  void AddQueue() { ++nr_queues_; }
+  int nr_queues() const { return static_cast<int>(queues_.size()); }
+  // set->tag_list, in the order the queues joined.
+  const std::vector<RequestQueue*>& queues() const { return queues_; }
+  void AddQueue(RequestQueue* q) { queues_.push_back(q); }
 
  private:
   TagSetConfig config_;
   std::vector<uint32_t> mq_map_;
   std::vector<uint32_t> poll_map_;
   std::vector<std::unique_ptr<Tags>> tags_;
-  int nr_queues_ = 0;
+  std::vector<RequestQueue*> queues_;
 };
 
 }  // namespace blklab::model

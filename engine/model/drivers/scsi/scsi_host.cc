@@ -173,11 +173,24 @@ sim::Task ScsiDevice::QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last,
     *status = BusyStatus();
     co_return;
   }
+  if (k.knobs().scsi_atomic_host_busy) {
+    // 4.14 scsi_host_queue_ready: atomic_inc_return(&shost->host_busy), one
+    // host-wide line every CPU writes, and the can_queue check.
+    cpu.Charge(host_->fn_queue_rq_, host_->host_busy_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
+    if (host_->host_busy_ >= host_->config_.can_queue) {
+      cpu.Charge(host_->fn_queue_rq_, host_->host_busy_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
+      *status = BusyStatus();
+      co_return;
+    }
+  }
   q_->StartRequest(cpu, rq);
   ++host_->host_busy_;
   const ScsiMlqueue reason = host_->lld_->QueueCommand(cpu, *this, rq);
   if (reason != ScsiMlqueue::kOk) {
     --host_->host_busy_;
+    if (k.knobs().scsi_atomic_host_busy) {
+      cpu.Charge(host_->fn_queue_rq_, host_->host_busy_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
+    }
     SetBlocked(cpu, reason);
     *status = BusyStatus();
     co_return;
@@ -192,6 +205,10 @@ void ScsiDevice::Complete(sim::Cpu& cpu, Request* rq) {
   Kernel& k = host_->kernel_;
   cpu.Charge(host_->fn_complete_, k.costs().scsi_complete);
   --host_->host_busy_;
+  if (k.knobs().scsi_atomic_host_busy) {
+    // 4.14 scsi_device_unbusy: atomic_dec(&shost->host_busy).
+    cpu.Charge(host_->fn_complete_, host_->host_busy_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
+  }
   if (host_->host_blocked_ > 0) {
     cpu.Charge(host_->fn_complete_,
                host_->host_state_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));

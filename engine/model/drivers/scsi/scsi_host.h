@@ -17,7 +17,9 @@
 //     down to zero;
 //     scsi_queue_rq: scsi_host_queue_ready (host_blocked: with commands in
 //     flight the LUN goes on the host's starved list, with none the count
-//     goes down by one per attempt), blk_mq_start_request, the LLD's
+//     goes down by one per attempt; with scsi_atomic_host_busy, 4.14's
+//     atomic host_busy on one host-wide line, incremented here and
+//     decremented at completion, and its can_queue check), blk_mq_start_request, the LLD's
 //     ->queuecommand; a busy answer (SCSI_MLQUEUE_HOST_BUSY /
 //     DEVICE_BUSY / TARGET_BUSY) sets host_blocked = 7 or device_blocked =
 //     3 (scsi_set_blocked) and returns BLK_STS_RESOURCE, or, in the 5.8
@@ -127,6 +129,7 @@ class ScsiHost {
   std::vector<ScsiDevice*> starved_;    // shost->starved_list, oldest first
   sim::SpinLock host_lock_;             // shost->host_lock (starved list)
   sim::CacheLine host_state_line_;      // host_blocked, starved_list head
+  sim::CacheLine host_busy_line_;       // 4.14's atomic shost->host_busy
   sim::FnId fn_get_budget_, fn_put_budget_, fn_queue_rq_, fn_complete_, fn_end_request_, fn_run_queue_;
 };
 
