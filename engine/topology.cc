@@ -121,7 +121,6 @@ absl::Status CheckUnmodelled(const host::HostSpec& host, const std::vector<Disk>
     bool set;
   };
   const Unmodelled knobs[] = {
-      {"scsi_atomic_device_busy", k.scsi_atomic_device_busy != defaults.scsi_atomic_device_busy},
       // No LLD answers DEVICE_BUSY yet (scsi_debug's TASK SET FULL paths are
       // refused), so no LUN is blocked and a budget never fails with nothing
       // in flight: the patch cannot act.

@@ -668,17 +668,19 @@ RunOutcome HostBusyRun(const std::string& knobs) {
 // LUN in flight is BLK_STS_DEV_RESOURCE: blk-mq parks the request on
 // hctx->dispatch without a delayed re-run, trusting scsi_end_request's
 // blk_mq_run_hw_queues. The rejected shortcut (return early without an
-// elevator) breaks that promise: the lone submitter's request waits on its
-// hctx, which nothing runs again, and the run fails as a stall naming it.
+// elevator) breaks that promise: a request parked on a hctx with nothing
+// else in flight (the lone submitter's, or a busy job's once the others
+// drain) waits for a run that never comes, and the run fails as a stall
+// naming it.
 // Without the shortcut the same run completes.
 TEST(ScsiHba, Rc3ShortcutStrandsARequestParkedOnHctxDispatch) {
   const RunOutcome hang =
       HostBusyRun("run_all_hw_queues_on_completion: true, skip_run_queues_without_elevator: true");
   ASSERT_FALSE(hang.result.ok());
   EXPECT_EQ(hang.result.status().code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_THAT(hang.result.status().message(), HasSubstr("stalled"));
-  EXPECT_THAT(hang.result.status().message(),
-              HasSubstr("parked on hctx->dispatch of hctx 3 (SCHED_RESTART set, no queue run or delayed run pending)"));
+  EXPECT_THAT(hang.result.status().message(), HasSubstr("stalled")) << std::string(hang.result.status().message());
+  EXPECT_THAT(hang.result.status().message(), HasSubstr("parked on hctx->dispatch of hctx "));
+  EXPECT_THAT(hang.result.status().message(), HasSubstr("(SCHED_RESTART set, no queue run or delayed run pending)"));
   const RunOutcome fine =
       HostBusyRun("run_all_hw_queues_on_completion: true, skip_run_queues_without_elevator: false");
   ASSERT_TRUE(fine.result.ok()) << fine.result.status();
@@ -767,6 +769,24 @@ TEST(ScsiDebug, FakeRwSkipsTheStoreCopy) {
   EXPECT_GT(ProfileNs(copy.kernel, "do_device_access"), 0);
   EXPECT_EQ(ProfileNs(fake.kernel, "do_device_access"), 0);
   EXPECT_GT(RunIops(fake), RunIops(copy));
+}
+
+// The SCSI budget: since 5.14 a bit of the LUN's budget_map, an sbitmap
+// whose per-CPU hints keep CPUs in different words (lines); before, one
+// atomic device_busy every submitting CPU writes. Four CPUs on one LUN pay
+// more for the budget per IO with the atomic.
+TEST(ScsiDebug, BudgetMapKeepsCpusOnTheirOwnLines) {
+  auto budget_ns_per_io = [](const RunResult& r) {
+    return static_cast<double>(ProfileNs(r.kernel, "scsi_mq_get_budget") + ProfileNs(r.kernel, "scsi_mq_put_budget")) /
+           static_cast<double>(TotalIos(r));
+  };
+  std::vector<std::string> job = {"--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--direct=1",
+                                  "--rw=randread", "--bs=4k", "--iodepth=16", "--numjobs=4",
+                                  "--cpus_allowed_policy=split", "--runtime=20ms", "--time_based=1"};
+  const RunResult map = MustRun(ScsiDebugHost("ndelay: 20000, submit_queues: 4"), job);
+  const RunResult atomic =
+      MustRun(ScsiDebugHost("ndelay: 20000, submit_queues: 4", "scsi_atomic_device_busy: true"), job);
+  EXPECT_GT(budget_ns_per_io(atomic), 1.5 * budget_ns_per_io(map)) << Describe(map) << "\n" << Describe(atomic);
 }
 
 // Options that inject what blklab cannot report are refused by name.

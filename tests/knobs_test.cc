@@ -156,7 +156,7 @@ std::map<std::string, KnobCase> Cases() {
       {"dd_skip_merge_if_contended", {DeadlineYaml(""), kDeadlineJob}},
       {"restart_walks_shared_tag_queues", {kSdebugSharedYaml, kSdebugSharedJob}},
       {"scsi_budget_idle_delay_run", refused},
-      {"scsi_atomic_device_busy", refused},
+      {"scsi_atomic_device_busy", {kSdebugSharedYaml, kSdebugSharedJob}},
       {"scsi_atomic_host_busy", {kSdebugSharedYaml, kSdebugSharedJob}},
       {"sbitmap_deferred_clear", {NullYaml(true), kBatchedJob}},
       {"plug_request_cache", {NullYaml(true), kBatchedJob}},

@@ -403,13 +403,14 @@ sim::Task RequestQueue::IssueDirectly(sim::Cpu& cpu, Request* rq, bool last, Blk
   kernel_.Count(Counter::k_direct_issue);
   cpu.Charge(kernel_.fn.blk_mq_try_issue_directly, kernel_.costs().line_read_hit);
   // blk_mq_get_budget_and_tag: the driver tag is already held (none).
-  if (driver_->has_budget() && !rq->budget_held) {
-    if (!driver_->GetBudget(cpu, this)) {
+  if (driver_->has_budget() && rq->budget_token < 0) {
+    const int token = driver_->GetBudget(cpu, this);
+    if (token < 0) {
       kernel_.Count(Counter::k_queue_rq_busy);
       *status_out = BlkStatus::kResource;
       co_return;
     }
-    rq->budget_held = true;
+    rq->budget_token = token;
   }
   kernel_.Count(Counter::k_queue_rq);
   BlkStatus status;
@@ -560,9 +561,10 @@ void RequestQueue::StartStoppedHwQueues(sim::Cpu* cpu) {
 }
 
 void RequestQueue::PutRqBudget(sim::Cpu& cpu, Request* rq) {
-  if (!rq->budget_held) return;
-  rq->budget_held = false;
-  driver_->PutBudget(cpu, this);
+  if (rq->budget_token < 0) return;
+  const int token = rq->budget_token;
+  rq->budget_token = -1;
+  driver_->PutBudget(cpu, this, token);
 }
 
 // --- completion ---------------------------------------------------------------

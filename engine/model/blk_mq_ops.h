@@ -45,10 +45,11 @@ class BlkMqDriver {
     co_return;
   }
   // ->get_budget / ->put_budget (SCSI only): has_budget() says whether the
-  // driver has them at all.
+  // driver has them at all. GetBudget returns the budget token (>= 0) or -1;
+  // PutBudget takes the token back.
   virtual bool has_budget() const { return false; }
-  virtual bool GetBudget(sim::Cpu& cpu, RequestQueue* q) { return true; }
-  virtual void PutBudget(sim::Cpu& cpu, RequestQueue* q) {}
+  virtual int GetBudget(sim::Cpu& cpu, RequestQueue* q) { return 0; }
+  virtual void PutBudget(sim::Cpu& cpu, RequestQueue* q, int token) {}
 };
 
 }  // namespace blklab::model

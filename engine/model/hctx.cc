@@ -260,12 +260,13 @@ sim::Task Hctx::DispatchRqList(sim::Cpu& cpu, RequestList& list, bool* progress)
   while (!list.empty()) {
     Request* rq = list.front();
     co_await cpu.Sync();
-    if (driver.has_budget() && !rq->budget_held) {
-      if (!driver.GetBudget(cpu, q_)) {
+    if (driver.has_budget() && rq->budget_token < 0) {
+      const int token = driver.GetBudget(cpu, q_);
+      if (token < 0) {
         no_budget = true;
         break;
       }
-      rq->budget_held = true;
+      rq->budget_token = token;
     }
     if (rq->tag == kNoTag && !GetDriverTag(cpu, rq)) {
       // blk_mq_mark_tag_wait: not shared -> SCHED_RESTART; shared -> wait
@@ -358,16 +359,17 @@ sim::Task Hctx::DoDispatchSchedOnce(sim::Cpu& cpu, bool* progress) {
     const bool budget = driver.has_budget();
     // No budget: stop; the driver re-runs the queue (SCSI: its completion
     // rule or the idle LUN's delayed run), not a 3 ms kick per hctx.
-    if (budget && !driver.GetBudget(cpu, q_)) break;
+    const int token = budget ? driver.GetBudget(cpu, q_) : -1;
+    if (budget && token < 0) break;
     Request* rq = nullptr;
     co_await e.DispatchRequest(cpu, this, &rq);
     co_await cpu.Sync();
     if (rq == nullptr) {
-      if (budget) driver.PutBudget(cpu, q_);
+      if (budget) driver.PutBudget(cpu, q_, token);
       run_queue = true;
       break;
     }
-    rq->budget_held = budget;
+    rq->budget_token = token;
     if (rq->mq_hctx != this) multi_hctxs = true;
     list.push_back(rq);
     ++count;

@@ -77,7 +77,7 @@ struct Request {
   sim::SimTime deadline = 0;          // blk_add_timer: start + rq_timeout
   sim::SimTime fifo_time = 0;         // mq-deadline: FIFO deadline
   uint64_t sched_seq = 0;             // mq-deadline: insertion order (tie break)
-  bool budget_held = false;           // ->get_budget succeeded, not yet put
+  int32_t budget_token = -1;          // ->get_budget's token, -1 when none is held
   Request* next = nullptr;            // list link
   Request* rb_left = nullptr;         // scheduler sort tree (rb_node)
   Request* rb_right = nullptr;

@@ -22,7 +22,8 @@ ScsiHost::ScsiHost(Kernel& kernel, std::string host_name, const std::vector<std:
   ts.hctx_shared = config.host_tagset;
   set_ = std::make_unique<TagSet>(kernel, host_name, ts);
   for (const std::string& name : lun_names) {
-    auto dev = std::make_unique<ScsiDevice>(this, config.cmd_per_lun);
+    auto dev = std::make_unique<ScsiDevice>(this, static_cast<int>(luns_.size()), config.cmd_per_lun,
+                                            kernel.machine().num_cpus());
     dev->q_ = std::make_unique<RequestQueue>(kernel, name, *set_, dev.get(), queue);
     luns_.push_back(std::move(dev));
   }
@@ -40,30 +41,126 @@ RequestQueue& ScsiHost::queue(int lun) { return luns_[lun]->queue(); }
 
 // --- budget (scsi_mq_get_budget / scsi_mq_put_budget) ----------------------
 
-bool ScsiDevice::GetBudget(sim::Cpu& cpu, RequestQueue* rq_q) {
-  // scsi_dev_queue_ready: one bit of sdev->budget_map (an atomic on the
-  // LUN's budget word); a blocked LUN passes only with nothing else in
-  // flight, once device_blocked has counted down to zero.
+namespace {
+// lib/sbitmap.c sbitmap_calculate_shift: 64-bit words, narrowed until there
+// are at least 4 of them.
+uint32_t SbitmapShift(uint32_t depth) {
+  uint32_t shift = 6;
+  if (depth >= 4) {
+    while ((4u << shift) > depth) --shift;
+  }
+  return shift;
+}
+}  // namespace
+
+ScsiDevice::ScsiDevice(ScsiHost* host, int index, uint32_t queue_depth, int ncpus)
+    : host_(host), queue_depth_(queue_depth), budget_shift_(SbitmapShift(queue_depth)), requeue_work_(this) {
+  budget_words_ = std::vector<BudgetWord>(((queue_depth - 1) >> budget_shift_) + 1);
+  // sbitmap_init_node draws each CPU's hint at random below the depth: a
+  // fixed hash of (LUN, CPU) here.
+  budget_hint_.resize(static_cast<size_t>(ncpus));
+  for (int c = 0; c < ncpus; ++c) {
+    const uint64_t h = (static_cast<uint64_t>(index) * 0x9E3779B97F4A7C15ull) ^
+                       (static_cast<uint64_t>(c + 1) * 0xC2B2AE3D27D4EB4Full);
+    budget_hint_[static_cast<size_t>(c)] = static_cast<uint32_t>((h >> 17) % queue_depth);
+  }
+}
+
+int ScsiDevice::BudgetMapGet(sim::Cpu& cpu) {
+  // sbitmap_get: from the hint's word, the first clear bit at or after the
+  // hint (then from the word's start), else the next words.
   Kernel& k = host_->kernel_;
-  cpu.Charge(host_->fn_get_budget_, budget_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
-  if (device_busy_ < queue_depth_ && (device_blocked_ == 0 || (device_busy_ == 0 && --device_blocked_ == 0))) {
+  const sim::Machine& m = k.machine();
+  uint32_t& hint_ref = budget_hint_[static_cast<size_t>(cpu.id())];
+  const uint32_t hint = hint_ref < queue_depth_ ? hint_ref : 0;
+  const uint32_t nwords = static_cast<uint32_t>(budget_words_.size());
+  const uint32_t word_bits = 1u << budget_shift_;
+  uint32_t index = hint >> budget_shift_;
+  uint32_t from = hint & (word_bits - 1);
+  int64_t cost = 0;
+  int result = -1;
+  for (uint32_t i = 0; i < nwords && result < 0; ++i) {
+    BudgetWord& w = budget_words_[index];
+    const uint32_t bits = std::min(word_bits, queue_depth_ - (index << budget_shift_));
+    for (uint32_t pass = 0; pass < 2 && result < 0; ++pass) {
+      for (uint32_t b = pass == 0 ? from : 0; b < (pass == 0 ? bits : from); ++b) {
+        if ((w.bits >> b & 1) == 0) {
+          w.bits |= uint64_t{1} << b;
+          result = static_cast<int>((index << budget_shift_) + b);
+          break;
+        }
+      }
+    }
+    if (result >= 0) {
+      cost += w.line.Write(m, cpu.id(), k.costs().atomic_local);
+      break;
+    }
+    cost += w.line.Read(m, cpu.id(), k.costs().line_read_hit);
+    from = 0;
+    index = index + 1 == nwords ? 0 : index + 1;
+  }
+  cpu.Charge(host_->fn_get_budget_, cost);
+  // update_alloc_hint_after_get
+  if (result < 0) {
+    hint_ref = 0;
+  } else if (static_cast<uint32_t>(result) == hint) {
+    hint_ref = static_cast<uint32_t>(result) + 1 >= queue_depth_ ? 0 : static_cast<uint32_t>(result) + 1;
+  }
+  return result;
+}
+
+void ScsiDevice::BudgetMapPut(sim::Cpu& cpu, int token) {
+  Kernel& k = host_->kernel_;
+  BudgetWord& w = budget_words_[static_cast<size_t>(token) >> budget_shift_];
+  w.bits &= ~(uint64_t{1} << (static_cast<uint32_t>(token) & ((1u << budget_shift_) - 1)));
+  cpu.Charge(host_->fn_put_budget_, w.line.Write(k.machine(), cpu.id(), k.costs().atomic_local));
+}
+
+int ScsiDevice::GetBudget(sim::Cpu& cpu, RequestQueue* rq_q) {
+  // scsi_dev_queue_ready: a bit of budget_map (or, 4.14 to 5.13, an atomic
+  // increment of device_busy); a blocked LUN passes only with nothing else
+  // in flight, once device_blocked has counted down to zero.
+  Kernel& k = host_->kernel_;
+  int token = -1;
+  if (k.knobs().scsi_atomic_device_busy) {
+    cpu.Charge(host_->fn_get_budget_, budget_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
+    if (device_busy_ < queue_depth_) token = 0;
+  } else {
+    token = BudgetMapGet(cpu);
+  }
+  if (token >= 0 && device_blocked_ > 0 && (device_busy_ > 0 || --device_blocked_ > 0)) {
+    PutBudgetToken(cpu, token);
+    token = -1;
+  }
+  if (token >= 0) {
     ++device_busy_;
-    return true;
+    return token;
   }
   // Budget failure: record it for the completion side's re-run rule.
   ++restarts_;
   ++host_->budget_failures_;
   k.Count(Counter::k_budget_failure);
   cpu.Charge(host_->fn_get_budget_, restarts_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
-  if (device_busy_ == 0 && device_blocked_ == 0 && k.knobs().scsi_budget_idle_delay_run) {
+  // Nothing of the LUN in flight (and it is not in SDEV_BLOCK, which is not
+  // modelled): no completion will re-run it, so a delayed run does (RC5
+  // patch 1).
+  if (device_busy_ == 0 && k.knobs().scsi_budget_idle_delay_run) {
     rq_q->DelayRunHwQueues(&cpu, kScsiQueueDelayNs);
   }
-  return false;
+  return -1;
 }
 
-void ScsiDevice::PutBudget(sim::Cpu& cpu, RequestQueue* rq_q) {
+void ScsiDevice::PutBudgetToken(sim::Cpu& cpu, int token) {
   Kernel& k = host_->kernel_;
-  cpu.Charge(host_->fn_put_budget_, budget_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
+  if (k.knobs().scsi_atomic_device_busy) {
+    cpu.Charge(host_->fn_put_budget_, budget_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
+  } else {
+    BudgetMapPut(cpu, token);
+  }
+}
+
+void ScsiDevice::PutBudget(sim::Cpu& cpu, RequestQueue*, int token) {
+  PutBudgetToken(cpu, token);
   --device_busy_;
 }
 

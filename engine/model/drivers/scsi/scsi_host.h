@@ -8,8 +8,12 @@
 //     with host_tagset, by all `nr_hw_queues` hardware queues
 //     (BLK_MQ_F_TAG_HCTX_SHARED: one Tags object for the host);
 //   * ScsiDevice (struct scsi_device), the BlkMqDriver of one LUN's request
-//     queue: scsi_mq_get_budget takes a bit of the LUN's budget_map
-//     (queue_depth = cmd_per_lun); a failure counts sdev->restarts and, with
+//     queue: scsi_mq_get_budget takes a bit of the LUN's budget_map, an
+//     sbitmap of queue_depth (= cmd_per_lun) bits in words on their own
+//     lines, from the CPU's allocation hint, so CPUs mostly keep to their
+//     own word (with scsi_atomic_device_busy, 4.14 to 5.13's atomic
+//     device_busy: one line every CPU of the LUN writes); a failure counts
+//     sdev->restarts and, with
 //     nothing of the LUN in flight, re-runs the queue after SCSI_QUEUE_DELAY
 //     (3 ms) unless scsi_budget_idle_delay_run is off (RC5 patch 1);
 //     a LUN whose device_blocked is set (the LLD answered DEVICE_BUSY)
@@ -136,13 +140,15 @@ class ScsiHost {
 // struct scsi_device: one LUN, its request queue and its budget.
 class ScsiDevice final : public BlkMqDriver {
  public:
-  ScsiDevice(ScsiHost* host, uint32_t queue_depth) : host_(host), queue_depth_(queue_depth), requeue_work_(this) {}
+  // `index`: the LUN's place on its host (seeds the budget map's per-CPU
+  // allocation hints, which the kernel draws at random).
+  ScsiDevice(ScsiHost* host, int index, uint32_t queue_depth, int ncpus);
   sim::Task QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last,
                     BlkStatus* status) override;                                     // scsi_queue_rq
   void Complete(sim::Cpu& cpu, Request* rq) override;                               // scsi_complete
   bool has_budget() const override { return true; }
-  bool GetBudget(sim::Cpu& cpu, RequestQueue* q) override;  // scsi_mq_get_budget
-  void PutBudget(sim::Cpu& cpu, RequestQueue* q) override;  // scsi_mq_put_budget
+  int GetBudget(sim::Cpu& cpu, RequestQueue* q) override;             // scsi_mq_get_budget
+  void PutBudget(sim::Cpu& cpu, RequestQueue* q, int token) override;  // scsi_mq_put_budget
 
   RequestQueue& queue() { return *q_; }
   ScsiHost& host() { return *host_; }
@@ -168,9 +174,24 @@ class ScsiDevice final : public BlkMqDriver {
   // BLK_STS_RESOURCE, or DEV_RESOURCE when the mid-layer will re-run.
   BlkStatus BusyStatus() const;
 
+  // One word of sdev->budget_map (an sbitmap: each word on its own line).
+  struct BudgetWord {
+    uint64_t bits = 0;
+    sim::CacheLine line;
+  };
+  // sbitmap_get on budget_map from this CPU's hint: the bit's word index is
+  // the token, or -1 when every word is full.
+  int BudgetMapGet(sim::Cpu& cpu);
+  void BudgetMapPut(sim::Cpu& cpu, int token);
+  // Gives a budget token back without counting (sbitmap_put / atomic_dec).
+  void PutBudgetToken(sim::Cpu& cpu, int token);
+
   ScsiHost* host_;
   std::unique_ptr<RequestQueue> q_;
   uint32_t queue_depth_;
+  uint32_t budget_shift_;                 // sbitmap_calculate_shift(queue_depth)
+  std::vector<BudgetWord> budget_words_;  // budget_map (scsi_atomic_device_busy off)
+  std::vector<uint32_t> budget_hint_;     // per CPU: alloc_hint
   uint32_t device_busy_ = 0;  // bits taken from budget_map
   uint32_t restarts_ = 0;     // sdev->restarts
   int device_blocked_ = 0;    // sdev->device_blocked
