@@ -59,7 +59,7 @@ absl::StatusOr<IoUringResult> RunIoUring(const IoUringRunRequest& req, const std
   for (const std::string& f : spec.files) {
     BLKLAB_ASSIGN_OR_RETURN(int d, DiskByName(s.plan.disks, f, "open: "));
     const Disk& disk = s.plan.disks[d];
-    BLKLAB_RETURN_IF_ERROR(model::CheckModelled(*disk.spec, absl::StrCat("devices[", disk.entry, "]")));
+    BLKLAB_RETURN_IF_ERROR(model::CheckModelled(*disk.spec, req.host.knobs, absl::StrCat("devices[", disk.entry, "]")));
     file_disk.push_back(d);
   }
   if (on_start) on_start();

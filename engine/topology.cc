@@ -110,29 +110,12 @@ absl::StatusOr<int> CloneCpu(const JobSpec& spec, const workload::JobClone& clon
   return allowed[k % allowed.size()];
 }
 
-// Knobs and tunables the host spec accepts that no model code reads yet:
-// setting one away from its default is refused by name, never ignored.
+// Tunables the host spec accepts that no model code reads yet: setting one
+// away from its default is refused by name, never ignored. (Every knob is
+// read by some model code; tests/knobs_test.cc checks that each changes a
+// result.)
 absl::Status CheckUnmodelled(const host::HostSpec& host, const std::vector<Disk>& disks,
                              const std::vector<int>& clone_disk) {
-  const host::Knobs& k = host.knobs;
-  const host::Knobs defaults;
-  struct Unmodelled {
-    const char* name;
-    bool set;
-  };
-  const Unmodelled knobs[] = {
-      // No LLD answers DEVICE_BUSY yet (scsi_debug's TASK SET FULL paths are
-      // refused), so no LUN is blocked and a budget never fails with nothing
-      // in flight: the patch cannot act.
-      {"scsi_budget_idle_delay_run", k.scsi_budget_idle_delay_run != defaults.scsi_budget_idle_delay_run},
-  };
-  for (const Unmodelled& u : knobs) {
-    if (u.set) {
-      return absl::UnimplementedError(absl::StrCat(
-          "knobs.", u.name, " is not modelled yet; leave it at its default (",
-          "the 6.x behaviour)"));
-    }
-  }
   const host::DeadlineTunables iosched_defaults;
   for (int d : clone_disk) {
     if (d < 0 || disks[d].scheduler != host::Scheduler::kMqDeadline) continue;
@@ -232,7 +215,7 @@ absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
     const int d = job_disk[j];
     if (d < 0) continue;
     BLKLAB_RETURN_IF_ERROR(
-        model::CheckModelled(*plan.disks[d].spec, absl::StrCat("devices[", plan.disks[d].entry, "]")));
+        model::CheckModelled(*plan.disks[d].spec, req.host.knobs, absl::StrCat("devices[", plan.disks[d].entry, "]")));
   }
   for (const auto& c : req.jobs.clones) plan.clone_disk.push_back(job_disk[c.job_index]);
   BLKLAB_RETURN_IF_ERROR(CheckUnmodelled(req.host, plan.disks, plan.clone_disk));

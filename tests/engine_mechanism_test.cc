@@ -789,12 +789,51 @@ TEST(ScsiDebug, BudgetMapKeepsCpusOnTheirOwnLines) {
   EXPECT_GT(budget_ns_per_io(atomic), 1.5 * budget_ns_per_io(map)) << Describe(map) << "\n" << Describe(atomic);
 }
 
+// RC5 patch 1, 4.14 era. scsi_debug answers TASK SET FULL when a LUN's
+// queue is nearly full; the mid-layer blocks the LUN (device_blocked = 3)
+// and requeues the command onto hctx->dispatch. A blocked LUN gets its
+// budget only with nothing in flight, counting device_blocked down once
+// per try; before 5.8 blk-mq does not re-run after a budget shortage, so
+// once the LUN's last command completes nothing tries again unless the
+// budget's own delayed run (SCSI_QUEUE_DELAY) does: without the patch the
+// run fails as a stall naming the parked request.
+RunOutcome Rc5IdleRun(bool idle_delay_run) {
+  const host::HostSpec h = ScsiDebugHost(
+      "ndelay: 1000000, max_queue: 32, every_nth: 1, opts: 0x800",
+      absl::StrCat("scsi_debug_qfull_did_ok: true, blk_mq_budget_contention_rerun: false, "
+                   "run_all_hw_queues_on_completion: true, scsi_budget_idle_delay_run: ",
+                   idle_delay_run ? "true" : "false"));
+  host::HostSpec hs = h;
+  hs.devices[0].queue.scheduler = host::Scheduler::kMqDeadline;
+  return RunArgs(hs, SdebugJob({"sdb"}, 64));
+}
+
+TEST(ScsiDebug, Rc5BlockedIdleLunStallsWithoutTheDelayedRun) {
+  const RunOutcome stall = Rc5IdleRun(false);
+  ASSERT_FALSE(stall.result.ok());
+  EXPECT_EQ(stall.result.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(stall.result.status().message(), HasSubstr("parked on hctx->dispatch of hctx 0"));
+  const RunOutcome fine = Rc5IdleRun(true);
+  ASSERT_TRUE(fine.result.ok()) << fine.result.status();
+  EXPECT_GT(CounterOf(fine.result->kernel, "run_hw_queue_delayed"), 0u);
+  EXPECT_GT(CounterOf(fine.result->kernel, "budget_failure"), 0u) << Describe(*fine.result);
+}
+
+// Since 5.17 scsi_debug's TASK SET FULL fails the command (DID_ABORT),
+// which blklab cannot report: RARE_TSF is refused by name there.
+TEST(ScsiDebug, RareTsfIsRefusedWhereItFailsTheCommand) {
+  RunOutcome r = RunArgs(ScsiDebugHost("ndelay: 1000000, max_queue: 32, every_nth: 1, opts: 0x800"),
+                         SdebugJob({"sdb"}, 64));
+  ASSERT_FALSE(r.result.ok());
+  EXPECT_THAT(r.result.status().message(), HasSubstr("knobs.scsi_debug_qfull_did_ok"));
+}
+
 // Options that inject what blklab cannot report are refused by name.
 TEST(ScsiDebug, ErrorInjectionBitsAreRefusedByName) {
-  RunOutcome r = RunArgs(ScsiDebugHost("every_nth: 10, opts: 0x802"), SdebugJob({"sdb"}, 1));
+  RunOutcome r = RunArgs(ScsiDebugHost("every_nth: 10, opts: 0x6"), SdebugJob({"sdb"}, 1));
   ASSERT_FALSE(r.result.ok());
   EXPECT_EQ(r.result.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(r.result.status().message(), HasSubstr("devices[0].scsi_debug.opts: bits 0x802 are not modelled"));
+  EXPECT_THAT(r.result.status().message(), HasSubstr("devices[0].scsi_debug.opts: bits 0x6 are not modelled"));
   RunOutcome poll = RunArgs(ScsiDebugHost("poll_queues: 1"), SdebugJob({"sdb"}, 1));
   ASSERT_FALSE(poll.result.ok());
   EXPECT_THAT(poll.result.status().message(), HasSubstr("scsi_debug.poll_queues"));

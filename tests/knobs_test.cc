@@ -123,6 +123,19 @@ const std::vector<std::string> kSdebugSharedJob = {
     "--name=a", "--filename=/dev/sdb", "--name=b", "--filename=/dev/sdc",
     "--name=c", "--filename=/dev/sdd", "--name=d", "--filename=/dev/sde"};
 
+// scsi_debug answering TASK SET FULL whenever a LUN's queue is nearly full,
+// 4.14 era: the LUN is blocked and the command requeued.
+const char kSdebugTsfYaml[] =
+    "name: knob-sdebug-tsf\n"
+    "cpus: {count: 4}\n"
+    "knobs: {scsi_debug_qfull_did_ok: true, run_all_hw_queues_on_completion: true}\n"
+    "devices:\n"
+    "  - name: sdb\n"
+    "    scsi_debug: {ndelay: 1000000, max_queue: 32, every_nth: 1, opts: 0x800}\n";
+const std::vector<std::string> kSdebugTsfJob = {
+    "--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--rw=randread", "--bs=4k", "--iodepth=64",
+    "--runtime=20ms", "--time_based"};
+
 // One CPU, an NVMe drive with a poll queue.
 const char kNvmeYaml[] =
     "name: knob-nvme\n"
@@ -139,7 +152,6 @@ struct KnobCase {
 };
 
 std::map<std::string, KnobCase> Cases() {
-  const KnobCase refused{NullYaml(true), kBatchedJob, true};
   return {
       {"tag_busy_iter_shared_once", {kHbaWalkYaml, kHbaWalkJob}},
       {"busy_iter_takes_tags_lock", {kHbaWalkYaml, kHbaWalkJob}},
@@ -155,7 +167,10 @@ std::map<std::string, KnobCase> Cases() {
       {"dd_insert_side_lists", {DeadlineYaml(""), kDeadlineJob}},
       {"dd_skip_merge_if_contended", {DeadlineYaml(""), kDeadlineJob}},
       {"restart_walks_shared_tag_queues", {kSdebugSharedYaml, kSdebugSharedJob}},
-      {"scsi_budget_idle_delay_run", refused},
+      {"scsi_budget_idle_delay_run", {kSdebugTsfYaml, kSdebugTsfJob}},
+      {"blk_mq_budget_contention_rerun", {kSdebugTsfYaml, kSdebugTsfJob}},
+      // Turned off (the 5.17+ DID_ABORT), RARE_TSF is refused by name.
+      {"scsi_debug_qfull_did_ok", {kSdebugTsfYaml, kSdebugTsfJob, true}},
       {"scsi_atomic_device_busy", {kSdebugSharedYaml, kSdebugSharedJob}},
       {"scsi_atomic_host_busy", {kSdebugSharedYaml, kSdebugSharedJob}},
       {"sbitmap_deferred_clear", {NullYaml(true), kBatchedJob}},

@@ -103,7 +103,11 @@ namespace blklab::host {
   BOOL(bio_alloc_cache, true, 0, 0, "per-CPU bio cache for non-polled IO (5.16+)")                    \
   BOOL(io_uring_lazy_wake, true, 0, 0,                                                                \
        "io_uring DEFER_TASKRUN rings (fio 3.33+): a completion wakes the waiter only once enough task work " \
-       "is queued for its wait (IOU_F_TWQ_LAZY_WAKE, 6.5+); false: the first one wakes it")
+       "is queued for its wait (IOU_F_TWQ_LAZY_WAKE, 6.5+); false: the first one wakes it")            \
+  BOOL(blk_mq_budget_contention_rerun, true, 0, 0,                                                    \
+       "RC5 era: blk_mq_dispatch_rq_list re-runs after BLK_MQ_RESOURCE_DELAY when the budget ran out (5.8+)") \
+  BOOL(scsi_debug_qfull_did_ok, false, 0, 0,                                                          \
+       "RC5 era: scsi_debug's TASK SET FULL completes with DID_OK and the mid-layer requeues it (before 5.17)")
 
 // devices[].null_blk: module parameters, defaults as in drivers/block/null_blk.
 #define BLKLAB_NULL_BLK_FIELDS(INT, INT64, BOOL)                                                    \

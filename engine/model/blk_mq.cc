@@ -96,6 +96,9 @@ void RequestQueue::FinishDiskStats(sim::SimTime t) {
 
 std::string RequestQueue::DescribeParking(const Request* rq) const {
   if (rq->state == Request::State::kInFlight) return "started, held by the driver";
+  for (const Request* r = requeue_list_.front(); r != nullptr; r = r->next) {
+    if (r == rq) return "on the requeue list (requeue work pending)";
+  }
   for (const auto& h : hctxs_) {
     if (!h->DispatchHolds(rq)) continue;
     return absl::StrCat("parked on hctx->dispatch of hctx ", h->queue_num(), " (SCHED_RESTART ",
@@ -530,6 +533,29 @@ void RequestQueue::RunHwQueuesAsync(sim::Cpu& cpu) {
   for (auto& h : hctxs_) {
     if (!h->stopped()) h->RunAsync(cpu);
   }
+}
+
+void RequestQueue::RequeueRequest(sim::Cpu& cpu, Request* rq) {
+  // __blk_mq_requeue_request, blk_mq_add_to_requeue_list (requeue_lock),
+  // blk_mq_kick_requeue_list.
+  UnstartRequest(rq);
+  cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list,
+             requeue_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+  requeue_list_.push_back(rq);
+  kernel_.kblockd().Queue(&cpu, &requeue_work_, cpu.id(), 0);
+}
+
+sim::Task RequestQueue::RequeueWork::Run(sim::Cpu& cpu) {
+  co_await cpu.Sync();
+  RequestList list;
+  cpu.Charge(q_->kernel_.fn.blk_mq_dispatch_rq_list,
+             q_->requeue_line_.Write(q_->kernel_.machine(), cpu.id(), q_->kernel_.costs().atomic_local));
+  list.splice_tail(q_->requeue_list_);
+  while (!list.empty()) {
+    Request* rq = list.pop_front();
+    co_await rq->mq_hctx->BypassInsert(cpu, rq, /*at_head=*/false);
+  }
+  co_await q_->RunHwQueues(cpu);
 }
 
 sim::Task RequestQueue::RunHwQueues(sim::Cpu& cpu) {

@@ -46,6 +46,7 @@
 #include "engine/model/tag_set.h"
 #include "engine/sim/cacheline.h"
 #include "engine/sim/task.h"
+#include "engine/sim/workqueue.h"
 
 namespace blklab::model {
 
@@ -137,6 +138,11 @@ class RequestQueue {
 
   // Driver-facing.
   void StartRequest(sim::Cpu& cpu, Request* rq);
+  // blk_mq_requeue_request(rq, true): back to idle and onto q->requeue_list;
+  // kblockd's requeue work inserts it on hctx->dispatch (the driver already
+  // prepared it: RQF_DONTPREP) and runs the queue. The request keeps its
+  // driver tag while it waits.
+  void RequeueRequest(sim::Cpu& cpu, Request* rq);
   // __blk_mq_requeue_request's state change: a started request the driver
   // answered busy goes back to idle (not in flight).
   static void UnstartRequest(Request* rq) {
@@ -212,6 +218,19 @@ class RequestQueue {
   std::vector<std::unique_ptr<Tags>> sched_tags_;  // per hctx, or one (host-shared tags)
   SharedTagUsage shared_usage_;
   QueueTimeout timeout_;
+
+  // q->requeue_work: blk_mq_requeue_work on kblockd.
+  class RequeueWork final : public sim::WorkItem {
+   public:
+    explicit RequeueWork(RequestQueue* q) : q_(q) {}
+    sim::Task Run(sim::Cpu& cpu) override;
+
+   private:
+    RequestQueue* q_;
+  };
+  RequestList requeue_list_;     // q->requeue_list
+  sim::CacheLine requeue_line_;  // q->requeue_lock and the list head
+  RequeueWork requeue_work_{this};
 };
 
 }  // namespace blklab::model

@@ -65,6 +65,7 @@ ScsiDebugConfig ScsiDebugConfigFrom(const host::ScsiDebugSpec& sd, int64_t jiffy
   c.delay_ns = sd.ndelay > 0 ? sd.ndelay : int64_t{sd.delay} * jiffy_ns;
   c.every_nth = sd.every_nth;
   c.inject_host_busy = (sd.opts & kSdebugOptHostBusy) != 0;
+  c.inject_rare_tsf = (sd.opts & kSdebugOptRareTsf) != 0;
   c.fake_rw = sd.fake_rw;
   return c;
 }
@@ -142,7 +143,7 @@ DiskInfo DescribeDisks(const host::DeviceSpec& device) {
       device.driver);
 }
 
-absl::Status CheckModelled(const host::DeviceSpec& device, const std::string& path) {
+absl::Status CheckModelled(const host::DeviceSpec& device, const host::Knobs& knobs, const std::string& path) {
   return std::visit(
       Overloaded{
           [&path](const host::NullBlkSpec& nb) -> absl::Status {
@@ -169,16 +170,23 @@ absl::Status CheckModelled(const host::DeviceSpec& device, const std::string& pa
             }
             return absl::OkStatus();
           },
-          [&path](const host::ScsiDebugSpec& sd) -> absl::Status {
+          [&path, &knobs](const host::ScsiDebugSpec& sd) -> absl::Status {
             if (sd.poll_queues > 0) {
               return absl::UnimplementedError(
                   absl::StrCat(path, ".scsi_debug.poll_queues: polled scsi_debug queues are not modelled yet"));
             }
-            // Bits that only log are accepted; those that inject errors,
-            // timeouts or TASK SET FULL change results and are refused.
+            // Bits that only log are accepted, and ALL_TSF (it acts only
+            // when a queue's slots run out, which its tags prevent); those
+            // that inject errors or timeouts are refused; RARE_TSF only
+            // where TASK SET FULL is requeued (DID_OK, before 5.17).
             constexpr int kLogOnly = kSdebugOptNoise | kSdebugOptQNoise | kSdebugOptNWce | kSdebugOptResetNoise |
-                                     kSdebugOptNoCdbNoise;
-            const int unmodelled = sd.opts & ~(kLogOnly | kSdebugOptHostBusy);
+                                     kSdebugOptNoCdbNoise | kSdebugOptAllTsf;
+            if ((sd.opts & kSdebugOptRareTsf) != 0 && sd.every_nth != 0 && !knobs.scsi_debug_qfull_did_ok) {
+              return absl::UnimplementedError(absl::StrCat(
+                  path, ".scsi_debug.opts: SDEBUG_OPT_RARE_TSF (0x800) fails commands with DID_ABORT since 5.17, "
+                  "which is not modelled; knobs.scsi_debug_qfull_did_ok: true models the earlier requeue"));
+            }
+            const int unmodelled = sd.opts & ~(kLogOnly | kSdebugOptHostBusy | kSdebugOptRareTsf);
             if (unmodelled != 0) {
               return absl::UnimplementedError(absl::StrFormat(
                   "%s.scsi_debug.opts: bits 0x%x are not modelled (error, timeout and TASK SET FULL "

@@ -41,7 +41,7 @@ DiskInfo DescribeDisks(const host::DeviceSpec& device);
 
 // OK, or Unimplemented naming `path` (e.g. "devices[1]") and the field the
 // model does not run.
-absl::Status CheckModelled(const host::DeviceSpec& device, const std::string& path);
+absl::Status CheckModelled(const host::DeviceSpec& device, const host::Knobs& knobs, const std::string& path);
 
 struct DeviceBuild {
   std::vector<std::string> disk_names;  // every disk of the entry, in order

@@ -315,7 +315,9 @@ sim::Task Hctx::DispatchRqList(sim::Cpu& cpu, RequestList& list, bool* progress)
   lock_.Unlock(cpu);
   UpdateDispatchBusy(true);
   const bool restart_marked = sched_restart_;
-  const bool needs_resource = no_budget || last_status == BlkStatus::kResource;
+  // Before 5.8 a budget shortage left the re-run to the driver.
+  const bool needs_resource =
+      (no_budget && kernel_.knobs().blk_mq_budget_contention_rerun) || last_status == BlkStatus::kResource;
   if (!restart_marked || (no_tag && !on_dispatch_wait_)) {
     // Somebody cleared SCHED_RESTART while we dispatched: run again now.
     RunAsync(cpu);

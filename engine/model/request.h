@@ -78,6 +78,7 @@ struct Request {
   sim::SimTime fifo_time = 0;         // mq-deadline: FIFO deadline
   uint64_t sched_seq = 0;             // mq-deadline: insertion order (tie break)
   int32_t budget_token = -1;          // ->get_budget's token, -1 when none is held
+  uint8_t scsi_status = 0;            // SAM status a SCSI LLD answered (0 = GOOD)
   Request* next = nullptr;            // list link
   Request* rb_left = nullptr;         // scheduler sort tree (rb_node)
   Request* rb_right = nullptr;

@@ -62,7 +62,16 @@ ScsiMlqueue ScsiDebug::QueueCommand(sim::Cpu& cpu, ScsiDevice& sdev, Request* rq
     host.Done(cpu, rq);
     return ScsiMlqueue::kOk;
   }
-  // hrtimer_start(..., HRTIMER_MODE_REL_PINNED) on this CPU.
+  // schedule_resp's queue-full injection, then hrtimer_start(...,
+  // HRTIMER_MODE_REL_PINNED) on this CPU.
+  uint32_t& in_q = num_in_q_[&sdev];
+  rq->scsi_status = 0;
+  if (config_.every_nth != 0 && config_.inject_rare_tsf && in_q + 1 == sdev.queue_depth() &&
+      ++a_tsf_ >= static_cast<uint64_t>(std::abs(config_.every_nth))) {
+    a_tsf_ = 0;
+    rq->scsi_status = kSamStatTaskSetFull;
+  }
+  ++in_q;
   cpu.Charge(kernel_.fn.hrtimer_start, c.hrtimer_arm);
   sim::HrTimer& t = TimerFor(sdev, rq);
   t.Init(&kernel_.machine(), cpu.id(), &response_irq_, reinterpret_cast<uint64_t>(rq));
@@ -79,6 +88,7 @@ sim::Task ScsiDebug::ResponseIrq::Handle(sim::Cpu& cpu, uint64_t arg) {
   Request* rq = reinterpret_cast<Request*>(arg);
   cpu.Charge(sd_->fn_complete_, k.costs().sdebug_q_cmd_complete);
   ScsiDevice& sdev = static_cast<ScsiDevice&>(rq->q->driver());
+  --sd_->num_in_q_[&sdev];
   sdev.host().Done(cpu, rq);
 }
 

@@ -20,11 +20,17 @@
 //     scsi_done. (6.1 to 6.6.9 complete every ndelay below 1 ms inline, a
 //     bug fixed in 6918141d815a; the model times them as intended.)
 //   * the busy answer goes through the mid-layer (host_blocked, starved
-//     list, BLK_STS_RESOURCE).
+//     list, BLK_STS_RESOURCE);
+//   * with every_nth and SDEBUG_OPT_RARE_TSF, a deferred command that finds
+//     queue_depth - 1 others of its LUN deferred answers TASK SET FULL on
+//     every n-th such occasion (sdebug_a_tsf); before 5.17 (knob
+//     scsi_debug_qfull_did_ok) with DID_OK, so the mid-layer blocks the LUN
+//     and requeues the command (scsi_host.h).
 //
-// Not modelled (refused by name in device_factory.cc): poll_queues, and the
-// opts bits that inject errors, timeouts or TASK SET FULL (v6.x fails such
-// a command with DID_ABORT, which blklab cannot yet report).
+// Not modelled (refused by name in device_factory.cc): poll_queues, the
+// opts bits that inject errors or timeouts, and RARE_TSF since 5.17 (v6.x
+// fails such a command with DID_ABORT, which blklab cannot yet report).
+// ALL_TSF acts only when a queue's slots run out, which its tags prevent.
 //
 // Invariants: every command accepted by queuecommand completes exactly once.
 // Thread-safety: thread-compatible; part of one simulation.
@@ -35,6 +41,7 @@
 #define BLKLAB_ENGINE_MODEL_DRIVERS_SCSI_SCSI_DEBUG_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,6 +56,8 @@ namespace blklab::model {
 // SDEBUG_OPT_* bits (drivers/scsi/scsi_debug.c).
 inline constexpr int kSdebugOptNoise = 0x1;
 inline constexpr int kSdebugOptQNoise = 0x200;
+inline constexpr int kSdebugOptAllTsf = 0x400;
+inline constexpr int kSdebugOptRareTsf = 0x800;
 inline constexpr int kSdebugOptNWce = 0x1000;
 inline constexpr int kSdebugOptResetNoise = 0x2000;
 inline constexpr int kSdebugOptNoCdbNoise = 0x4000;
@@ -61,6 +70,7 @@ struct ScsiDebugConfig {
   int64_t delay_ns = 0;      // ndelay, or delay jiffies in ns; 0 = inline
   int every_nth = 0;
   bool inject_host_busy = false;  // opts & SDEBUG_OPT_HOST_BUSY
+  bool inject_rare_tsf = false;   // opts & SDEBUG_OPT_RARE_TSF
   bool fake_rw = false;
 };
 
@@ -98,6 +108,8 @@ class ScsiDebug final : public ScsiLld {
   ResponseIrq response_irq_;
   std::vector<std::vector<sim::HrTimer>> timers_;  // per host: (hw queue, tag) or (tag)
   uint64_t cmnd_count_ = 0;                        // sdebug_cmnd_count
+  uint64_t a_tsf_ = 0;                             // sdebug_a_tsf
+  std::map<const ScsiDevice*, uint32_t> num_in_q_;  // devip->num_in_q: deferred responses
   sim::CacheLine macc_lck_line_;                   // the ram store's rwlock
   sim::FnId fn_queuecommand_, fn_device_access_, fn_complete_;
 };

@@ -301,6 +301,23 @@ void ScsiDevice::Complete(sim::Cpu& cpu, Request* rq) {
   // scsi_end_request.
   Kernel& k = host_->kernel_;
   cpu.Charge(host_->fn_complete_, k.costs().scsi_complete);
+  if (rq->scsi_status == kSamStatTaskSetFull) {
+    // scsi_decide_disposition: QUEUE FULL -> ADD_TO_MLQUEUE ->
+    // scsi_queue_insert(cmd, SCSI_MLQUEUE_DEVICE_BUSY): block the LUN,
+    // unbusy, blk_mq_requeue_request(rq, true). scsi_finish_command is not
+    // reached, so nothing unblocks. (scsi_track_queue_full lowers the
+    // depth only after more than 10 such events in distinct windows: not
+    // modelled.)
+    rq->scsi_status = 0;
+    SetBlocked(cpu, ScsiMlqueue::kDeviceBusy);
+    --host_->host_busy_;
+    if (k.knobs().scsi_atomic_host_busy) {
+      cpu.Charge(host_->fn_complete_, host_->host_busy_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
+    }
+    q_->PutRqBudget(cpu, rq);
+    q_->RequeueRequest(cpu, rq);
+    return;
+  }
   --host_->host_busy_;
   if (k.knobs().scsi_atomic_host_busy) {
     // 4.14 scsi_device_unbusy: atomic_dec(&shost->host_busy).

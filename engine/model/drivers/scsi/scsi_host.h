@@ -68,6 +68,9 @@ namespace blklab::model {
 
 class ScsiDevice;
 
+// SAM_STAT_TASK_SET_FULL: a command the LUN refused for lack of room.
+inline constexpr uint8_t kSamStatTaskSetFull = 0x28;
+
 // ->queuecommand's answer: 0 or SCSI_MLQUEUE_*_BUSY.
 enum class ScsiMlqueue : uint8_t { kOk, kHostBusy, kDeviceBusy, kTargetBusy };
 
@@ -153,6 +156,7 @@ class ScsiDevice final : public BlkMqDriver {
   RequestQueue& queue() { return *q_; }
   ScsiHost& host() { return *host_; }
   uint32_t device_busy() const { return device_busy_; }
+  uint32_t queue_depth() const { return queue_depth_; }
   int device_blocked() const { return device_blocked_; }
 
  private:
