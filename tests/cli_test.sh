@@ -149,4 +149,17 @@ else
   fail "SIGINT: exit $rc, output: $(head -5 "$TMP/int.out") $(cat "$TMP/int.err")"
 fi
 
+# RC3's correctness example: the rejected shortcut strands a request; the
+# run fails (exit 1) as a stall naming where it waits, without hanging.
+"$BLKLAB" fio --host="$SRC/examples/hosts/rc3-shortcut-stall.yaml" "$SRC/examples/jobs/rc3-stall.fio" \
+  >"$TMP/stall.out" 2>"$TMP/stall.err"
+rc=$?
+if [ "$rc" -eq 1 ] && grep -q 'simulated I/O stalled' "$TMP/stall.err" &&
+   grep -q 'parked on hctx->dispatch of hctx [0-9]* (SCHED_RESTART set, no queue run or delayed run pending)' \
+     "$TMP/stall.err"; then
+  pass "RC3 shortcut example: a stall naming the parked request"
+else
+  fail "RC3 shortcut example: exit $rc, $(head -c 400 "$TMP/stall.err")"
+fi
+
 checks_end CLI

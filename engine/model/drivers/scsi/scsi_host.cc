@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "engine/util/check.h"
+
 namespace blklab::model {
 
 namespace {
@@ -160,6 +162,7 @@ void ScsiDevice::PutBudgetToken(sim::Cpu& cpu, int token) {
 }
 
 void ScsiDevice::PutBudget(sim::Cpu& cpu, RequestQueue*, int token) {
+  BLKLAB_CHECK(device_busy_ > 0 && "budget put more often than taken");
   PutBudgetToken(cpu, token);
   --device_busy_;
 }
@@ -284,6 +287,7 @@ sim::Task ScsiDevice::QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last,
   ++host_->host_busy_;
   const ScsiMlqueue reason = host_->lld_->QueueCommand(cpu, *this, rq);
   if (reason != ScsiMlqueue::kOk) {
+    BLKLAB_CHECK(host_->host_busy_ > 0);
     --host_->host_busy_;
     if (k.knobs().scsi_atomic_host_busy) {
       cpu.Charge(host_->fn_queue_rq_, host_->host_busy_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
@@ -310,6 +314,7 @@ void ScsiDevice::Complete(sim::Cpu& cpu, Request* rq) {
     // modelled.)
     rq->scsi_status = 0;
     SetBlocked(cpu, ScsiMlqueue::kDeviceBusy);
+    BLKLAB_CHECK(host_->host_busy_ > 0);
     --host_->host_busy_;
     if (k.knobs().scsi_atomic_host_busy) {
       cpu.Charge(host_->fn_complete_, host_->host_busy_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
@@ -318,6 +323,7 @@ void ScsiDevice::Complete(sim::Cpu& cpu, Request* rq) {
     q_->RequeueRequest(cpu, rq);
     return;
   }
+  BLKLAB_CHECK(host_->host_busy_ > 0);
   --host_->host_busy_;
   if (k.knobs().scsi_atomic_host_busy) {
     // 4.14 scsi_device_unbusy: atomic_dec(&shost->host_busy).
