@@ -174,4 +174,23 @@ for spec in "$SRC"/examples/compare/*.yaml; do
   fi
 done
 
+# 7. A stalled cell is a result: RC3's shortcut against the kernel as merged.
+if "$BLKLAB" compare "$SRC/examples/compare/rc3-shortcut-stall.yaml" --format=json >"$TMP/stall.json" \
+     2>"$TMP/stall.err" &&
+   python3 - "$TMP/stall.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+cells = {c["variant"]: c for c in d["cells"]}
+assert cells["merged"]["stalled"] is None and cells["merged"]["iops"] > 0, cells["merged"]
+assert "parked on hctx->dispatch" in cells["shortcut"]["stalled"], cells["shortcut"]
+rows = {r["variant"]: r for r in d["rows"]}
+assert rows["shortcut"]["stalled"] and rows["shortcut"]["diff_pct"] is None
+assert not rows["merged"]["stalled"]
+EOF
+then
+  pass "rc3-shortcut-stall: the shortcut's cell is reported stalled, the merged one runs"
+else
+  fail "rc3-shortcut-stall: $(head -c 400 "$TMP/stall.err")"
+fi
+
 checks_end compare

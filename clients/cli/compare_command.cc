@@ -90,6 +90,9 @@ struct CellResult {
   uint64_t ios = 0;
   std::vector<stats::ProfileRow> profile;
   std::vector<stats::LockRow> locks;
+  // Non-empty when the cell's run stalled (a result of the configuration,
+  // e.g. RC3's shortcut): the engine's message; the figures above are 0.
+  std::string stalled;
 };
 
 int Fail(const absl::Status& s) {
@@ -343,6 +346,7 @@ struct Row {
   double iops = 0, iops_min = 0, iops_max = 0, iops_stdev_pct = 0;
   double sys_pct = 0, contention_pct = 0;
   std::optional<double> diff_pct;  // vs the baseline at the same point
+  bool stalled = false;            // some sample of it stalled
 };
 
 struct ProfileChange {
@@ -428,6 +432,7 @@ void Summarize(const Comparison& c, Results& res) {
       row.iops_min = 1e300;
       for (int s = 0; s < c.samples; ++s) {
         const CellResult& r = res.results[CellIndex(c, p, v, s)];
+        if (!r.stalled.empty()) row.stalled = true;
         sum += r.iops;
         sum2 += r.iops * r.iops;
         sys += r.sys_pct;
@@ -448,6 +453,7 @@ void Summarize(const Comparison& c, Results& res) {
     const Row& base = res.rows[res.rows.size() - c.variants.size()];
     for (size_t v = 1; v < c.variants.size(); ++v) {
       Row& row = res.rows[res.rows.size() - c.variants.size() + v];
+      if (base.stalled || row.stalled) continue;  // no difference to a run that never finished
       if (base.iops > 0) row.diff_pct = 100.0 * (row.iops / base.iops - 1.0);
       res.changes.push_back(Diff(res.results[CellIndex(c, p, 0, 0)], res.results[CellIndex(c, p, v, 0)], p, v));
     }
@@ -477,9 +483,9 @@ std::vector<std::vector<std::string>> TableCells(const Comparison& c, const Resu
   for (const Row& row : res.rows) {
     std::vector<std::string> line = {c.variants[row.variant].name};
     for (const Setting& s : PointSettings(c, row.point)) line.push_back(s.value);
-    line.push_back(FormatIops(row.iops));
-    line.push_back(Pct(row.sys_pct));
-    line.push_back(Pct(row.contention_pct));
+    line.push_back(row.stalled ? "stalled" : FormatIops(row.iops));
+    line.push_back(row.stalled ? "-" : Pct(row.sys_pct));
+    line.push_back(row.stalled ? "-" : Pct(row.contention_pct));
     line.push_back(row.diff_pct ? SignedPct(*row.diff_pct) : "");
     if (c.samples > 1) line.push_back(absl::StrFormat("±%.1f%%", row.iops_stdev_pct));
     t.push_back(std::move(line));
@@ -491,6 +497,22 @@ std::string PointLabel(const Comparison& c, size_t point) {
   std::vector<std::string> parts;
   for (const Setting& s : PointSettings(c, point)) parts.push_back(AxisHeader(Axis{s.path, {}}) + "=" + s.value);
   return absl::StrJoin(parts, " ");
+}
+
+std::string CellLabel(const Comparison& c, const Cell& cell);
+
+// The stalled cells, each with the engine's message (cut to a few stuck
+// requests).
+std::string StalledText(const Comparison& c, const Results& res) {
+  std::string out;
+  for (size_t i = 0; i < res.cells.size(); ++i) {
+    const std::string& msg = res.results[i].stalled;
+    if (msg.empty()) continue;
+    if (out.empty()) out = "\nstalled cells (the run could never finish):\n";
+    absl::StrAppend(&out, "  ", CellLabel(c, res.cells[i]), ": ",
+                    msg.size() > 400 ? msg.substr(0, 400) + " ..." : msg, "\n");
+  }
+  return out;
 }
 
 std::string ChangesText(const Comparison& c, const Results& res) {
@@ -555,7 +577,7 @@ std::string WriteTable(const Comparison& c, const Results& res) {
     absl::StrAppend(&out, line, "\n");
     if (r == 0) absl::StrAppend(&out, std::string(total - 2, '='), "\n");
   }
-  return out + ChangesText(c, res);
+  return out + StalledText(c, res) + ChangesText(c, res);
 }
 
 std::string WriteMarkdown(const Comparison& c, const Results& res) {
@@ -576,7 +598,7 @@ std::string WriteMarkdown(const Comparison& c, const Results& res) {
       absl::StrAppend(&out, "|", absl::StrJoin(align, "|"), "|\n");
     }
   }
-  std::string changes = ChangesText(c, res);
+  std::string changes = StalledText(c, res) + ChangesText(c, res);
   if (!changes.empty()) absl::StrAppend(&out, "\n```", changes, "```\n");
   return out;
 }
@@ -592,7 +614,7 @@ std::string WriteCsv(const Comparison& c, const Results& res) {
   std::vector<std::string> header = {"variant"};
   for (const Axis& a : c.axes) header.push_back(CsvField(a.path));
   for (const char* h : {"sample", "randseed", "iops", "bw_bytes", "usr_pct", "sys_pct", "contention_pct",
-                        "kernel_sys_pct", "clat_mean_ns", "diff_pct"}) {
+                        "kernel_sys_pct", "clat_mean_ns", "diff_pct", "stalled"}) {
     header.emplace_back(h);
   }
   std::string out = absl::StrJoin(header, ",") + "\n";
@@ -611,7 +633,9 @@ std::string WriteCsv(const Comparison& c, const Results& res) {
     f.push_back(absl::StrFormat("%.4f", r.kernel_sys_pct));
     f.push_back(absl::StrFormat("%.1f", r.clat_mean_ns));
     const CellResult& base = res.results[CellIndex(c, cell.point, 0, cell.sample)];
-    f.push_back(cell.variant == 0 || base.iops <= 0 ? "" : absl::StrFormat("%.4f", 100.0 * (r.iops / base.iops - 1)));
+    const bool no_diff = cell.variant == 0 || base.iops <= 0 || !base.stalled.empty() || !r.stalled.empty();
+    f.push_back(no_diff ? "" : absl::StrFormat("%.4f", 100.0 * (r.iops / base.iops - 1)));
+    f.push_back(CsvField(r.stalled));
     absl::StrAppend(&out, absl::StrJoin(f, ","), "\n");
   }
   return out;
@@ -675,6 +699,7 @@ std::string WriteJsonOut(const Comparison& c, const Results& res) {
     cd.AddEntry("kernel_sys_pct", {}, DocNode::Double(r.kernel_sys_pct));
     cd.AddEntry("clat_mean_ns", {}, DocNode::Double(r.clat_mean_ns));
     cd.AddEntry("ios", {}, DocNode::Int(static_cast<int64_t>(r.ios)));
+    cd.AddEntry("stalled", {}, r.stalled.empty() ? DocNode::Null() : DocNode::String(r.stalled));
     cells.Append(std::move(cd));
   }
   root.AddEntry("cells", {}, std::move(cells));
@@ -690,6 +715,7 @@ std::string WriteJsonOut(const Comparison& c, const Results& res) {
     rd.AddEntry("sys_pct", {}, DocNode::Double(row.sys_pct));
     rd.AddEntry("contention_pct", {}, DocNode::Double(row.contention_pct));
     rd.AddEntry("diff_pct", {}, row.diff_pct ? DocNode::Double(*row.diff_pct) : DocNode::Null());
+    rd.AddEntry("stalled", {}, DocNode::Bool(row.stalled));
     rows.Append(std::move(rd));
   }
   root.AddEntry("rows", {}, std::move(rows));
@@ -744,6 +770,11 @@ absl::Status DryRun(const Comparison& c, const Results& res) {
   return absl::OkStatus();
 }
 
+// A run the engine ended because simulated I/O could never finish.
+bool IsStall(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kDeadlineExceeded && absl::StrContains(s.message(), "simulated I/O stalled");
+}
+
 // Runs every cell on `jobs` threads; results land at the cell's index, so
 // the output does not depend on the order they finish in.
 absl::Status RunCells(const Comparison& c, int jobs, Results& res) {
@@ -757,6 +788,8 @@ absl::Status RunCells(const Comparison& c, int jobs, Results& res) {
       absl::StatusOr<CellResult> r = RunCell(c, res.cells[i]);
       if (r.ok()) {
         res.results[i] = *std::move(r);
+      } else if (IsStall(r.status())) {
+        res.results[i].stalled = std::string(r.status().message());
       } else {
         status[i] = r.status();
       }
