@@ -595,6 +595,31 @@ TEST(MqDeadline, InsertBucketsTakeInsertsOffTheLock) {
   EXPECT_EQ(CounterOf(buckets.kernel, "queue_rq"), TotalIssued(buckets));
 }
 
+// mq-deadline's priority levels from fio's prioclass: an RT job and a BE
+// job on one slow queue. The BE job waits while the RT job has requests in
+// flight, so it gets almost nothing; prio_aging_expire lets its aged
+// requests through.
+RunResult PrioRun(int aging_ms) {
+  const host::HostSpec h = HostFromYaml(absl::StrCat(
+      "name: dd-prio\ncpus: {count: 2}\ndevices:\n  - name: nullb0\n"
+      "    null_blk: {submit_queues: 1, poll_queues: 0, irqmode: 2, completion_nsec: 100000}\n"
+      "    queue: {scheduler: mq-deadline, iosched: {prio_aging_expire: ",
+      aging_ms, "}}\n"));
+  return MustRun(h, {"--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=16",
+                     "--runtime=200ms", "--time_based=1", "--name=rt", "--prioclass=1", "--cpus_allowed=0",
+                     "--name=be", "--prioclass=2", "--cpus_allowed=1"});
+}
+
+TEST(MqDeadline, RealTimeFirstAndAgingLetsBestEffortThrough) {
+  auto ios = [](const RunResult& r, size_t i) { return r.clones[i].result.dir(stats::Dir::kRead).total_ios; };
+  const RunResult starved = PrioRun(0);
+  const RunResult aged = PrioRun(20);
+  ASSERT_EQ(starved.clones.size(), 2u);
+  EXPECT_GT(ios(starved, 0), 20 * std::max<uint64_t>(ios(starved, 1), 1)) << Describe(starved);
+  EXPECT_GT(ios(aged, 1), 4 * std::max<uint64_t>(ios(starved, 1), 1)) << Describe(aged);
+  EXPECT_GT(ios(aged, 0), ios(aged, 1));
+}
+
 // --- SCSI HBA with host-wide shared tags (RC3, RC1) ------------------------
 
 host::HostSpec HbaHost(int cpus, const std::string& knobs, const std::string& hba,

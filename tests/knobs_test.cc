@@ -227,7 +227,7 @@ TEST(Knobs, EveryKnobChangesAResultOrIsRefusedByName) {
 
 // mq-deadline's tunables that the model does not read are refused too.
 TEST(Knobs, UnmodelledDeadlineTunablesAreRefusedByName) {
-  for (const char* tunable : {"async_depth: 16", "prio_aging_expire: 5000"}) {
+  for (const char* tunable : {"async_depth: 16"}) {
     SCOPED_TRACE(tunable);
     const std::string yaml = absl::StrCat(
         "name: knob-iosched\n"

@@ -223,6 +223,8 @@ bool JobThread::PrepareIo(IoU* u) {
   u->bio.bi_next = nullptr;
   u->bio.polled = engine_->polled();
   u->bio.nowait = u->bio.polled;
+  // ioprio_set(IOPRIO_WHO_PROCESS): every bio of the job carries its class.
+  u->bio.ioprio_class = static_cast<uint8_t>(spec_.prioclass);
   u->start_time = cpu_.now();
   u->state = IoU::State::kQueued;
   u->error = false;

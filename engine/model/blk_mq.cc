@@ -143,6 +143,7 @@ void RequestQueue::InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx,
   rq->mq_hctx = hctx;
   rq->mq_ctx = ctxs_[cpu.id()].get();
   rq->op = bio->op;
+  rq->ioprio_class = bio->ioprio_class;
   rq->sector = bio->sector;
   rq->bytes = bio->bytes;
   rq->bio = rq->biotail = bio;

@@ -46,6 +46,7 @@ struct Bio {
   ReqOp op = ReqOp::kRead;
   bool polled = false;           // REQ_POLLED (io_uring IOPOLL)
   bool nowait = false;           // REQ_NOWAIT: fail with kAgain instead of sleeping
+  uint8_t ioprio_class = 0;      // IOPRIO_CLASS_*: 0 none, 1 RT, 2 BE, 3 IDLE
   sim::SimTime bi_issue = 0;     // blkcg_bio_issue_init stamp (BLK_CGROUP)
   BioOwner* owner = nullptr;
   uint64_t cookie = 0;           // owner's reference (e.g. io_u index)
@@ -79,6 +80,7 @@ struct Request {
   uint64_t sched_seq = 0;             // mq-deadline: insertion order (tie break)
   int32_t budget_token = -1;          // ->get_budget's token, -1 when none is held
   uint8_t scsi_status = 0;            // SAM status a SCSI LLD answered (0 = GOOD)
+  uint8_t ioprio_class = 0;           // the bio's IOPRIO_CLASS_* (blk_mq_bio_to_request)
   Request* next = nullptr;            // list link
   Request* rb_left = nullptr;         // scheduler sort tree (rb_node)
   Request* rb_right = nullptr;

@@ -21,6 +21,7 @@ DeadlineConfig DeadlineConfig::From(const host::DeadlineTunables& iosched, const
   dd.insert_side_lists = knobs.dd_insert_side_lists;
   dd.skip_merge_if_contended = knobs.dd_skip_merge_if_contended;
   dd.insert_buckets = knobs.dd_insert_buckets;
+  dd.prio_aging_expire_ns = int64_t{iosched.prio_aging_expire} * sim::kNsPerMs;
   return dd;
 }
 
@@ -56,6 +57,10 @@ DeadlineSched::DeadlineSched(Kernel& kernel, const std::string& qname, const Dea
   fn_dispatch_ = kernel.Intern("dd_dispatch_request");
   fn_has_work_ = kernel.Intern("dd_has_work");
   fn_finish_ = kernel.Intern("dd_finish_request");
+  prio_[kRtPrio].sort_line = prio_[kRtPrio].fifo_line = &rt_line_;
+  prio_[kBePrio].sort_line = &be_sort_line_;
+  prio_[kBePrio].fifo_line = &be_fifo_line_;
+  prio_[kIdlePrio].sort_line = prio_[kIdlePrio].fifo_line = &idle_line_;
   if (config_.insert_buckets) {
     // One lock class for the 32 buckets, as lockstat reports it.
     for (int i = 0; i < kCpuBuckets; ++i) {
@@ -111,9 +116,11 @@ sim::Task DeadlineSched::BioMerge(sim::Cpu& cpu, Hctx*, Bio* bio, Request** merg
     co_await lock_.Lock(cpu);
   }
   const int dir = bio->op == ReqOp::kWrite ? 1 : 0;
+  PerPrio& p = prio_[static_cast<size_t>(PrioOf(bio->ioprio_class))];
+  // blk_rq_merge_ok: same direction, op and I/O priority.
   auto back_mergeable = [bio, dir](const Request* rq) {
     return EndSector(rq) == bio->sector && Dir(rq) == dir && rq->op == bio->op &&
-           rq->bytes + bio->bytes <= kMaxMergeBytes;
+           rq->ioprio_class == bio->ioprio_class && rq->bytes + bio->bytes <= kMaxMergeBytes;
   };
   // elv_merge: the last_merge one-hit cache, then the hash (back merge), then
   // dd_request_merge's sort-tree lookup (front merge).
@@ -145,17 +152,18 @@ sim::Task DeadlineSched::BioMerge(sim::Cpu& cpu, Hctx*, Bio* bio, Request** merg
   } else if (config_.front_merges) {
     // Front merge: a request starting where the bio ends.
     const uint64_t end = bio->sector + (bio->bytes >> kSectorShift);
-    ac.Load(be_sort_line_);
-    Request* rq = sort_[dir].LowerBound(SortTree::Key{end, 0}, NodeReader(ac));
-    if (rq != nullptr && rq->sector == end && rq->op == bio->op && rq->bytes + bio->bytes <= kMaxMergeBytes) {
+    ac.Load(*p.sort_line);
+    Request* rq = p.sort[dir].LowerBound(SortTree::Key{end, 0}, NodeReader(ac));
+    if (rq != nullptr && rq->sector == end && rq->op == bio->op && rq->ioprio_class == bio->ioprio_class &&
+        rq->bytes + bio->bytes <= kMaxMergeBytes) {
       // dd_request_merged: the request moves in the sort tree.
-      sort_[dir].Erase(rq, NodeWriter(ac));
+      p.sort[dir].Erase(rq, NodeWriter(ac, p));
       bio->bi_next = rq->bio;
       rq->bio = bio;
       rq->sector = bio->sector;
       rq->bytes += bio->bytes;
       ++rq->nr_bios;
-      sort_[dir].Insert(rq, NodeReader(ac), NodeWriter(ac));
+      p.sort[dir].Insert(rq, NodeReader(ac), NodeWriter(ac, p));
       ac.Store(rq->line);
       *merged_into = rq;
     }
@@ -174,17 +182,18 @@ void DeadlineSched::DoInsert(sim::Cpu& cpu, Request* rq) {
   // dd_insert_request: stats, the insert-merge probe, rb insert by sector,
   // hash add, last_merge, FIFO tail with its deadline.
   const int dir = Dir(rq);
+  PerPrio& p = prio_[static_cast<size_t>(PrioOf(rq->ioprio_class))];
   rq->sched_seq = next_seq_++;
   rq->fifo_time = cpu.now() + (dir == 1 ? config_.write_expire_ns : config_.read_expire_ns);
   sim::AccessCost ac = kernel_.Access(cpu);
   ac.Work(kernel_.costs().dd_insert_request);
-  ac.Store(be_fifo_line_);  // stats.inserted++
-  ProbeLastMerge(ac);       // elv_attempt_insert_merge
+  ac.Store(*p.fifo_line);  // stats.inserted++
+  ProbeLastMerge(ac);      // elv_attempt_insert_merge
   ProbeHash(ac, rq->sector);
   // elv_rb_add: descend from the root, link under the last node visited.
-  ac.Load(be_sort_line_);
+  ac.Load(*p.sort_line);
   ac.Store(rq->line);
-  sort_[dir].Insert(rq, NodeReader(ac), NodeWriter(ac));
+  p.sort[dir].Insert(rq, NodeReader(ac), NodeWriter(ac, p));
   hash_.emplace(SortKey{EndSector(rq), rq->sched_seq}, rq);
   HashAdd(ac, rq);
   if (last_merge_ == nullptr) {
@@ -192,8 +201,9 @@ void DeadlineSched::DoInsert(sim::Cpu& cpu, Request* rq) {
     ac.Store(last_merge_line_);
   }
   // list_add_tail: the head (L2) and the old tail's queuelist.
-  if (!fifo_[dir].empty()) ac.Store(fifo_[dir].rbegin()->second->line);
-  fifo_[dir].emplace(FifoKey{rq->fifo_time, rq->sched_seq}, rq);
+  if (!p.fifo[dir].empty()) ac.Store(p.fifo[dir].rbegin()->second->line);
+  p.fifo[dir].emplace(FifoKey{rq->fifo_time, rq->sched_seq}, rq);
+  ++p.inserted;
   ++queued_;
   ++stats_.inserted;
   cpu.Charge(fn_insert_, ac.Take());
@@ -338,13 +348,14 @@ void DeadlineSched::Remove(sim::AccessCost& ac, Request* rq) {
   // deadline_remove_request: list_del_init (FIFO neighbours), elv_rb_del
   // (relinks the nodes around it), elv_rqhash_del, last_merge.
   const int dir = Dir(rq);
-  auto it = fifo_[dir].find(FifoKey{rq->fifo_time, rq->sched_seq});
-  BLKLAB_CHECK(it != fifo_[dir].end());
-  ac.Store(it == fifo_[dir].begin() ? be_fifo_line_ : std::prev(it)->second->line);
+  PerPrio& p = prio_[static_cast<size_t>(PrioOf(rq->ioprio_class))];
+  auto it = p.fifo[dir].find(FifoKey{rq->fifo_time, rq->sched_seq});
+  BLKLAB_CHECK(it != p.fifo[dir].end());
+  ac.Store(it == p.fifo[dir].begin() ? *p.fifo_line : std::prev(it)->second->line);
   auto next = std::next(it);
-  ac.Store(next == fifo_[dir].end() ? be_fifo_line_ : next->second->line);
-  fifo_[dir].erase(it);
-  sort_[dir].Erase(rq, NodeWriter(ac));
+  ac.Store(next == p.fifo[dir].end() ? *p.fifo_line : next->second->line);
+  p.fifo[dir].erase(it);
+  p.sort[dir].Erase(rq, NodeWriter(ac, p));
   hash_.erase(SortKey{EndSector(rq), rq->sched_seq});
   HashDel(ac, rq);
   if (last_merge_ == rq) {
@@ -356,32 +367,59 @@ void DeadlineSched::Remove(sim::AccessCost& ac, Request* rq) {
 }
 
 Request* DeadlineSched::Choose(sim::Cpu& cpu) {
-  // dd_dispatch_request -> dd_dispatch_prio_aged_requests (dd_queued of the
-  // three levels: stats in L1, L2 (with the atomic completed) and L4), then
-  // __dd_dispatch_request for RT (empty lists, L0) and BE.
+  // dd_dispatch_request: dd_queued of the three levels (stats in L1, L2
+  // (with the atomic completed) and L4, RT's in L0), the aged requests of
+  // the lower levels, then the levels in order.
   sim::AccessCost ac = kernel_.Access(cpu);
   ac.Work(kernel_.costs().dd_dispatch_request);
   ac.LoadIndependent(be_sort_line_);
   ac.LoadIndependent(be_fifo_line_);
   ac.LoadIndependent(state_line_);
   ac.LoadIndependent(rt_line_);
+  Request* rq = nullptr;
+  int levels = 0;
+  for (const PerPrio& p : prio_) levels += p.queued() > 0 ? 1 : 0;
+  if (config_.prio_aging_expire_ns > 0 && levels >= 2) {
+    // dd_dispatch_prio_aged_requests: BE, then IDLE, if inserted before
+    // now - prio_aging_expire.
+    for (int prio = kBePrio; prio < kPrios && rq == nullptr; ++prio) {
+      rq = ChooseFrom(cpu, ac, prio_[static_cast<size_t>(prio)], cpu.now() - config_.prio_aging_expire_ns);
+    }
+  }
+  for (int prio = kRtPrio; prio < kPrios && rq == nullptr; ++prio) {
+    PerPrio& p = prio_[static_cast<size_t>(prio)];
+    rq = ChooseFrom(cpu, ac, p, cpu.now());
+    if (p.queued() > 0) break;  // a lower level waits while this one has requests
+  }
+  if (rq != nullptr) ++stats_.dispatched;
+  cpu.Charge(fn_dispatch_, ac.Take());
+  return rq;
+}
+
+Request* DeadlineSched::ChooseFrom(sim::Cpu& cpu, sim::AccessCost& ac, PerPrio& p, sim::SimTime latest_start) {
+  // __dd_dispatch_request for one level.
+  if (p.empty()) return nullptr;
   // deadline_from_pos: the first request at or after latest_pos[dir].
-  auto next_in_sort = [this, &ac](int dir) -> Request* {
-    return sort_[dir].LowerBound(SortTree::Key{latest_pos_[dir], 0}, NodeReader(ac));
+  auto next_in_sort = [this, &ac, &p](int dir) -> Request* {
+    return p.sort[dir].LowerBound(SortTree::Key{p.latest_pos[dir], 0}, NodeReader(ac));
   };
   // deadline_check_fifo: the FIFO head's fifo_time.
-  auto fifo_expired = [this, &cpu, &ac](int dir) {
-    if (fifo_[dir].empty()) return false;
-    Request* head = fifo_[dir].begin()->second;
+  auto fifo_expired = [&cpu, &ac, &p](int dir) {
+    if (p.fifo[dir].empty()) return false;
+    Request* head = p.fifo[dir].begin()->second;
     ac.Load(head->line);
     return head->fifo_time <= cpu.now();
   };
+  // started_after: the insertion time is fifo_time less the direction's expiry.
+  auto started_after = [this, latest_start](const Request* r) {
+    return r->fifo_time - (Dir(r) == 1 ? config_.write_expire_ns : config_.read_expire_ns) > latest_start;
+  };
   Request* rq = nullptr;
   // Continue the current batch in sector order.
-  if (batching_ < config_.fifo_batch && !sort_[last_dir_].empty()) rq = next_in_sort(last_dir_);
+  if (batching_ < config_.fifo_batch && !p.sort[last_dir_].empty()) rq = next_in_sort(last_dir_);
   if (rq == nullptr) {
-    const bool reads = !fifo_[0].empty();
-    const bool writes = !fifo_[1].empty();
+    const bool reads = !p.fifo[0].empty();
+    const bool writes = !p.fifo[1].empty();
     int dir;
     if (reads && (!writes || starved_ < config_.writes_starved)) {
       if (writes) ++starved_;
@@ -390,27 +428,25 @@ Request* DeadlineSched::Choose(sim::Cpu& cpu) {
       starved_ = 0;
       dir = 1;
     } else {
-      cpu.Charge(fn_dispatch_, ac.Take());
       return nullptr;
     }
     // The FIFO head if it expired or the sort order wrapped, else the next
     // request in sort order.
     Request* next = next_in_sort(dir);
     if (fifo_expired(dir) || next == nullptr) {
-      rq = fifo_[dir].begin()->second;
+      rq = p.fifo[dir].begin()->second;
     } else {
       rq = next;
     }
     last_dir_ = dir;
     batching_ = 0;
   }
+  if (started_after(rq)) return nullptr;
   ac.Store(state_line_);    // batching, last_dir, starved
-  ac.Store(be_fifo_line_);  // latest_pos, stats.dispatched
+  ac.Store(*p.fifo_line);   // latest_pos, stats.dispatched
   Remove(ac, rq);
-  latest_pos_[Dir(rq)] = EndSector(rq);
+  p.latest_pos[Dir(rq)] = EndSector(rq);
   ++batching_;
-  ++stats_.dispatched;
-  cpu.Charge(fn_dispatch_, ac.Take());
   return rq;
 }
 
@@ -454,9 +490,12 @@ sim::Task DeadlineSched::DispatchRequest(sim::Cpu& cpu, Hctx*, Request** out) {
 }
 
 void DeadlineSched::FinishRequest(sim::Cpu& cpu, Request* rq) {
-  // dd_finish_request: atomic_inc(&per_prio->stats.completed), on L2.
+  // dd_finish_request: atomic_inc(&per_prio->stats.completed), on the
+  // level's stats line (L2 for BE).
+  PerPrio& p = prio_[static_cast<size_t>(PrioOf(rq->ioprio_class))];
+  ++p.completed;
   sim::AccessCost ac = kernel_.Access(cpu);
-  ac.Atomic(be_fifo_line_, kernel_.costs().atomic_local);
+  ac.Atomic(*p.fifo_line, kernel_.costs().atomic_local);
   cpu.Charge(fn_finish_, ac.Take());
   ++stats_.completed;
 }

@@ -10,12 +10,21 @@
 // dispatch (dd_dispatch_request: dd_queued per priority, the current batch in
 // sector order while batching < fifo_batch, else choose a direction — reads
 // unless writes were starved writes_starved times — and take the FIFO head if
-// it expired, else the next in sort order). One priority level (BE).
+// it expired, else the next in sort order). Three priority levels (struct
+// dd_per_prio: RT, BE, IDLE from the request's I/O priority class, none =
+// BE), each with its own sort trees, FIFOs, latest_pos and stats; the batch
+// state (last_dir, batching, starved) is shared. Dispatch first serves a
+// lower level's request that waited longer than prio_aging_expire
+// (dd_dispatch_prio_aged_requests, when two levels have requests queued or
+// in flight), then the levels in order, stopping at the first that gave a
+// request or still has requests queued or in flight (dd_queued = inserted -
+// completed): a lower level waits while a higher one has any.
 //
 // The working set of each section is modelled line by line, because under
 // contention its cost is the lines the previous holder wrote (v6.8 x86-64
 // layout of struct deadline_data, 512-byte aligned):
-//   L0 RT lists, L3 IDLE lists      read by dd_has_work, never written (BE only)
+//   L0 RT lists and stats, L3 IDLE lists and stats  (read by dd_has_work and
+//      dd_queued; written only when that level is used)
 //   L1 BE dispatch list + sort_list roots (+ RT stats)
 //   L2 BE fifo_list heads, latest_pos, stats (inserted, dispatched, and the
 //      atomic `completed` bumped by every completion, lock-free)
@@ -94,6 +103,7 @@ struct DeadlineConfig {
   bool insert_side_lists = false;        // insert_lock + side list
   bool skip_merge_if_contended = false;  // spin_trylock in dd_bio_merge
   bool insert_buckets = false;           // per-CPU insertion buckets
+  int64_t prio_aging_expire_ns = 10 * sim::kNsPerSec;  // 0: no aging
 
   // From the host spec's iosched block (ms tunables) and knobs.
   static DeadlineConfig From(const host::DeadlineTunables& iosched, const host::Knobs& knobs);
@@ -135,6 +145,24 @@ class DeadlineSched final : public Elevator {
  private:
   using SortKey = std::pair<uint64_t, uint64_t>;  // (sector, seq)
   using FifoKey = std::pair<int64_t, uint64_t>;   // (deadline, seq)
+  static constexpr int kRtPrio = 0, kBePrio = 1, kIdlePrio = 2, kPrios = 3;  // enum dd_prio
+
+  // struct dd_per_prio, and the lines its heads and stats live on.
+  struct PerPrio {
+    SortTree sort[2];
+    std::map<FifoKey, Request*> fifo[2];
+    uint64_t latest_pos[2] = {0, 0};  // next expected sector per direction
+    uint64_t inserted = 0;
+    uint64_t completed = 0;
+    sim::CacheLine* sort_line = nullptr;  // sort_list roots (and dispatch list)
+    sim::CacheLine* fifo_line = nullptr;  // fifo_list heads, latest_pos, stats
+    bool empty() const { return sort[0].empty() && sort[1].empty(); }
+    uint64_t queued() const { return inserted > completed ? inserted - completed : 0; }  // dd_queued
+  };
+  // ioprio_class_to_prio: none and BE -> BE, RT -> RT, IDLE -> IDLE.
+  static int PrioOf(uint8_t ioprio_class) {
+    return ioprio_class == 1 ? kRtPrio : ioprio_class == 3 ? kIdlePrio : kBePrio;
+  }
   static constexpr int kHashBuckets = 64;  // ELV_HASH_BITS = 6
   static constexpr int kHashBucketsPerLine = 8;
   static constexpr int kCpuBuckets = 32;  // DD_CPU_BUCKETS
@@ -166,6 +194,9 @@ class DeadlineSched final : public Elevator {
   // dd_dispatch_from_buckets: splices every non-empty bucket onto `list`.
   sim::Task CollectBuckets(sim::Cpu& cpu, RequestList& list);  // REQUIRES: dd->lock held
   Request* Choose(sim::Cpu& cpu);              // REQUIRES: dd->lock held
+  // __dd_dispatch_request for one level: null when it has nothing, or when
+  // its candidate was inserted after `latest_start`.
+  Request* ChooseFrom(sim::Cpu& cpu, sim::AccessCost& ac, PerPrio& p, sim::SimTime latest_start);
   void Remove(sim::AccessCost& ac, Request* rq);  // REQUIRES: dd->lock held
   // Pricing of sort-tree node visits (dd_rb_node + a dependent load) and
   // link writes (a store to the node's line, or to the root in L1 for null).
@@ -175,8 +206,8 @@ class DeadlineSched final : public Elevator {
       ac.Load(n->line);
     };
   }
-  auto NodeWriter(sim::AccessCost& ac) {
-    return [this, &ac](Request* n) { ac.Store(n != nullptr ? n->line : be_sort_line_); };
+  auto NodeWriter(sim::AccessCost& ac, const PerPrio& p) {
+    return [&ac, &p](Request* n) { ac.Store(n != nullptr ? n->line : *p.sort_line); };
   }
   // op_is_write: writes and discards are the write direction.
   static int Dir(const Request* rq) { return rq->op == ReqOp::kRead ? 0 : 1; }
@@ -195,8 +226,7 @@ class DeadlineSched final : public Elevator {
   std::array<sim::CacheLine, kHashBuckets / kHashBucketsPerLine> hash_lines_;
   sim::CacheLine run_state_line_;  // dd->run_state (DD_DISPATCHING)
   sim::CacheLine side_list_line_;  // at_tail list head
-  SortTree sort_[2];
-  std::map<FifoKey, Request*> fifo_[2];
+  std::array<PerPrio, kPrios> prio_;
   std::map<SortKey, Request*> hash_;  // (end sector, seq): back-merge lookup
   std::array<std::vector<Request*>, kHashBuckets> buckets_;  // chain order: back = first
   Request* last_merge_ = nullptr;
@@ -210,7 +240,6 @@ class DeadlineSched final : public Elevator {
   int last_dir_ = 0;
   int batching_ = 0;
   int starved_ = 0;
-  uint64_t latest_pos_[2] = {0, 0};  // next expected sector per direction
   bool dispatching_ = false;
   DeadlineStats stats_;
   sim::FnId fn_bio_merge_, fn_insert_, fn_dispatch_, fn_has_work_, fn_finish_;
