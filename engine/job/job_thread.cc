@@ -73,7 +73,7 @@ JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, workl
       collector_(stats::CollectorConfig{
           static_cast<int64_t>(config.spec->bwavgtime_ms) * sim::kNsPerMs,
           static_cast<int64_t>(config.spec->iopsavgtime_ms) * sim::kNsPerMs}),
-      ctx_{kernel, cpu_, *thread_, config.queue, *config.spec} {
+      ctx_{kernel, cpu_, *thread_, config.queue, *config.spec, {}, {}} {
   const uint32_t depth =
       workload::IsSynchronous(spec_.ioengine) ? 1 : std::max<uint32_t>(spec_.iodepth, 1);
   io_us_.resize(depth);
