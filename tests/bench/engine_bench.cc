@@ -76,6 +76,22 @@ bool RunSim(const std::string& preset, const std::vector<std::string>& args, Sim
   return true;
 }
 
+// The fastest of `repeats` runs (simulated IOs per CPU-second), as the
+// machine may be shared and noisy.
+bool BestOf(const std::string& preset, const std::vector<std::string>& args, int repeats, SimFigures* best,
+            double* per_core) {
+  *per_core = 0;
+  for (int r = 0; r < repeats; ++r) {
+    SimFigures one;
+    if (!RunSim(preset, args, &one)) return false;
+    if (one.ios / one.cpu_s > *per_core) {
+      *per_core = one.ios / one.cpu_s;
+      *best = one;
+    }
+  }
+  return true;
+}
+
 double AsD(const blklab::util::DocNode* n) {
   if (n == nullptr) return 0;
   auto v = n->AsDouble();
@@ -144,14 +160,7 @@ int main(int argc, char** argv) {
     // Best of `repeats` for both, as the machine may be shared and noisy.
     SimFigures f;
     double per_core = 0;
-    for (int r = 0; r < repeats; ++r) {
-      SimFigures one;
-      if (!RunSim("null-1cpu", args, &one)) return 1;
-      if (one.ios / one.cpu_s > per_core) {
-        per_core = one.ios / one.cpu_s;
-        f = one;
-      }
-    }
+    if (!BestOf("null-1cpu", args, repeats, &f, &per_core)) return 1;
     double fio_per_core = 0, fio_iops = 0;
     bool fio_ok = false;
     if (with_fio) {
@@ -184,14 +193,7 @@ int main(int argc, char** argv) {
     }
     SimFigures f;
     double per_core = 0;
-    for (int r = 0; r < repeats; ++r) {
-      SimFigures one;
-      if (!RunSim("rc5-scsi_debug-luns", args, &one)) return 1;
-      if (one.ios / one.cpu_s > per_core) {
-        per_core = one.ios / one.cpu_s;
-        f = one;
-      }
-    }
+    if (!BestOf("rc5-scsi_debug-luns", args, repeats, &f, &per_core)) return 1;
     std::printf("\nscsi_debug (RC5 preset: 8 LUNs, 8 CPUs, libaio QD64 per LUN): %.0f sim IO/s/core, "
                 "%.6f events/IO, %.0f simulated IOPS, %.2f s of CPU per simulated s\n",
                 per_core, static_cast<double>(f.events) / f.ios, f.simulated_iops,

@@ -267,7 +267,8 @@ sim::Task ScsiDevice::QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last,
   // blk_mq_start_request, scsi_dispatch_cmd -> LLD queuecommand.
   Kernel& k = host_->kernel_;
   bool ready = true;
-  co_await host_->HostQueueReady(cpu, *this, &ready);
+  // Only a blocked host or a starved LUN needs the coroutine (hot path).
+  if (host_->host_blocked_ > 0 || starved_on_ != nullptr) co_await host_->HostQueueReady(cpu, *this, &ready);
   cpu.Charge(host_->fn_queue_rq_, k.costs().scsi_queue_rq);
   if (!ready) {
     *status = BusyStatus();
@@ -276,9 +277,9 @@ sim::Task ScsiDevice::QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last,
   if (k.knobs().scsi_atomic_host_busy) {
     // 4.14 scsi_host_queue_ready: atomic_inc_return(&shost->host_busy), one
     // host-wide line every CPU writes, and the can_queue check.
-    cpu.Charge(host_->fn_queue_rq_, host_->host_busy_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
+    host_->HostBusyAtomic(cpu, host_->fn_queue_rq_);
     if (host_->host_busy_ >= host_->config_.can_queue) {
-      cpu.Charge(host_->fn_queue_rq_, host_->host_busy_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
+      host_->HostBusyAtomic(cpu, host_->fn_queue_rq_);
       *status = BusyStatus();
       co_return;
     }
@@ -290,7 +291,7 @@ sim::Task ScsiDevice::QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last,
     BLKLAB_CHECK(host_->host_busy_ > 0);
     --host_->host_busy_;
     if (k.knobs().scsi_atomic_host_busy) {
-      cpu.Charge(host_->fn_queue_rq_, host_->host_busy_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
+      host_->HostBusyAtomic(cpu, host_->fn_queue_rq_);
     }
     SetBlocked(cpu, reason);
     *status = BusyStatus();
@@ -317,7 +318,7 @@ void ScsiDevice::Complete(sim::Cpu& cpu, Request* rq) {
     BLKLAB_CHECK(host_->host_busy_ > 0);
     --host_->host_busy_;
     if (k.knobs().scsi_atomic_host_busy) {
-      cpu.Charge(host_->fn_complete_, host_->host_busy_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
+      host_->HostBusyAtomic(cpu, host_->fn_complete_);
     }
     q_->PutRqBudget(cpu, rq);
     q_->RequeueRequest(cpu, rq);
@@ -327,7 +328,7 @@ void ScsiDevice::Complete(sim::Cpu& cpu, Request* rq) {
   --host_->host_busy_;
   if (k.knobs().scsi_atomic_host_busy) {
     // 4.14 scsi_device_unbusy: atomic_dec(&shost->host_busy).
-    cpu.Charge(host_->fn_complete_, host_->host_busy_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
+    host_->HostBusyAtomic(cpu, host_->fn_complete_);
   }
   if (host_->host_blocked_ > 0) {
     cpu.Charge(host_->fn_complete_,

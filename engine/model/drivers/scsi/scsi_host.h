@@ -122,6 +122,10 @@ class ScsiHost {
   // scsi_host_queue_ready: true, or false with `sdev` starved (host
   // blocked with commands in flight) or host_blocked counted down.
   sim::Task HostQueueReady(sim::Cpu& cpu, ScsiDevice& sdev, bool* ready);
+  // 4.14's atomic_inc / atomic_dec of shost->host_busy, charged to `fn`.
+  void HostBusyAtomic(sim::Cpu& cpu, sim::FnId fn) {
+    cpu.Charge(fn, host_busy_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+  }
   // scsi_run_queue (sdev->requeue_work): the starved LUNs, then `sdev`'s.
   sim::Task RunQueue(sim::Cpu& cpu, ScsiDevice& sdev);
 
