@@ -90,6 +90,13 @@ int64_t BlockLayerPerIo(const host::CostTable& c) {
 // allocation hint walks one word, and once every 16 allocations the word is
 // full of freed-but-deferred bits, which the allocator folds back (an atomic
 // on `cleared` and one on the word).
+// fio's user-space work per IO with its default measurements on: the loop,
+// the clock reads, the lat and clat samples, and slat for engines that queue.
+double FioDefaultPerIo(const host::CostTable& c, bool queues) {
+  return static_cast<double>(c.fio_user_per_io + c.fio_gettime_per_io + c.fio_time_cache_per_io +
+                             c.fio_lat_sample + c.fio_clat_sample + (queues ? c.fio_slat_sample : 0));
+}
+
 double SbitmapFoldPerIo(const host::CostTable& c) { return 2.0 * c.atomic_local / 16.0; }
 
 struct CpuBoundCase {
@@ -134,7 +141,7 @@ void ExpectCpuBound(const CpuBoundCase& tc) {
 TEST(CpuBoundSingleCore, IoUringQd1EqualsInverseCostSum) {
   const host::CostTable c = *host::BuildCostTable(Preset("null-1cpu"));
   const double per_io =
-      c.fio_user_per_io +         // fio get_io_u + io_completed (half each)
+      FioDefaultPerIo(c, true) +  // fio get_io_u + io_completed
       c.syscall_entry_exit +      // io_uring_enter, one SQE per call (QD1)
       c.io_uring_issue_sqe +      // io_submit_sqes .. __blkdev_direct_IO_async
       c.fget_fput +               // registerfiles=0
@@ -150,9 +157,22 @@ TEST(CpuBoundSingleCore, IoUringQd1EqualsInverseCostSum) {
                   per_io});
 }
 
+// gtod_reduce=1 (the RC4 cover letter's job has it): fio reads no clock
+// per IO and keeps no latency samples, so only its loop is left.
+TEST(CpuBoundSingleCore, GtodReduceLeavesOnlyFiosLoop) {
+  const host::CostTable c = *host::BuildCostTable(Preset("null-1cpu"));
+  const double per_io = c.fio_user_per_io + c.syscall_entry_exit + c.io_uring_issue_sqe + c.fget_fput +
+                        c.page_pin_4k + c.bio_alloc_cached + BlockLayerPerIo(c) + c.io_uring_cqe_post +
+                        SbitmapFoldPerIo(c);
+  ExpectCpuBound({"io_uring qd1 gtod_reduce",
+                  {"--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=4k", "--iodepth=1",
+                   "--gtod_reduce=1", "--runtime=1", "--time_based=1"},
+                  per_io});
+}
+
 TEST(CpuBoundSingleCore, IoUringFixedBufsRegisteredFilesSkipPinAndFget) {
   const host::CostTable c = *host::BuildCostTable(Preset("null-1cpu"));
-  const double per_io = c.fio_user_per_io + c.syscall_entry_exit + c.io_uring_issue_sqe +
+  const double per_io = FioDefaultPerIo(c, true) + c.syscall_entry_exit + c.io_uring_issue_sqe +
                         /* registerfiles=1: no fget/fput; fixedbufs=1: no page pinning */
                         c.bio_alloc_cached + BlockLayerPerIo(c) + c.io_uring_cqe_post +
                         SbitmapFoldPerIo(c);
@@ -166,7 +186,7 @@ TEST(CpuBoundSingleCore, IoUringFixedBufsRegisteredFilesSkipPinAndFget) {
 // completes locally (no softirq, no IPI); everything else as above.
 TEST(CpuBoundSingleCore, IoUringQd1Irqmode1CompletesLocally) {
   const host::CostTable c = *host::BuildCostTable(Preset("null-1cpu"));
-  const double per_io = c.fio_user_per_io + c.syscall_entry_exit + c.io_uring_issue_sqe +
+  const double per_io = FioDefaultPerIo(c, true) + c.syscall_entry_exit + c.io_uring_issue_sqe +
                         c.fget_fput + c.page_pin_4k + c.bio_alloc_cached + BlockLayerPerIo(c) +
                         c.complete_request_local +  // blk_mq_complete_request, same CPU, 1 ctx
                         c.line_read_hit +           // null_complete_rq
@@ -181,7 +201,7 @@ TEST(CpuBoundSingleCore, IoUringQd1Irqmode1CompletesLocally) {
 TEST(CpuBoundSingleCore, PsyncEqualsInverseCostSum) {
   const host::CostTable c = *host::BuildCostTable(Preset("null-1cpu"));
   const double per_io =
-      c.fio_user_per_io +         // fio get_io_u + io_completed
+      FioDefaultPerIo(c, false) + // fio get_io_u + io_completed (no slat: synchronous)
       c.syscall_entry_exit +      // pread64
       c.psync_per_io +            // fdget, rw_verify_area, blkdev_read_iter
       c.page_pin_4k +             // user buffer pinned
@@ -198,7 +218,7 @@ TEST(CpuBoundSingleCore, PsyncEqualsInverseCostSum) {
 TEST(CpuBoundSingleCore, LibaioQd1EqualsInverseCostSum) {
   const host::CostTable c = *host::BuildCostTable(Preset("null-1cpu"));
   const double per_io =
-      c.fio_user_per_io +         // fio
+      FioDefaultPerIo(c, true) +  // fio
       c.syscall_entry_exit +      // io_submit
       c.libaio_submit_iocb +      // io_submit_one + aio_read + fget/fput
       c.page_pin_4k +             // user buffer pinned
@@ -676,7 +696,9 @@ TEST(ScsiHba, Rc3RestartsRuleRecovers) {
 
 // A firmware that answers SCSI_MLQUEUE_HOST_BUSY (more than fw_queue_depth
 // commands outstanding): three CPUs keep it full, a fourth submits one IO
-// at a time on its own hctx. `kernel` picks the era of the re-run rules.
+// at a time on its own hctx, 10 us after its last one ended (without the
+// pause it would mostly take the slot its own completion just freed).
+// `knobs` picks the era of the re-run rules.
 RunOutcome HostBusyRun(const std::string& knobs) {
   const host::HostSpec h = HbaHost(
       4, knobs,
@@ -686,7 +708,7 @@ RunOutcome HostBusyRun(const std::string& knobs) {
   return RunArgs(h, {"--filename=/dev/sdb", "--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k",
                      "--runtime=200ms", "--time_based=1", "--name=busy", "--iodepth=64", "--numjobs=3",
                      "--cpus_allowed_policy=split", "--cpus_allowed=0-2", "--name=one", "--iodepth=1",
-                     "--cpus_allowed=3"});
+                     "--cpus_allowed=3", "--thinktime=10us"});
 }
 
 // RC3's correctness case. In 5.8 a busy answer with other commands of the

@@ -63,6 +63,22 @@ model::ReqOp ToOp(workload::Direction d) {
 }
 }  // namespace
 
+FioUserCosts FioUserCostsFor(const host::CostTable& c, const workload::JobSpec& spec) {
+  // fio's loop (half at issue, half at completion) plus what its
+  // measurements cost (io_u.c): the clock reads at issue and completion
+  // unless gtod_reduce(td) (clat, slat and bw all off), the reads only
+  // gtod_reduce's time cache removes, and one stat sample per enabled
+  // latency (slat only for engines that queue).
+  const bool no_reduce = !(spec.disable_clat && spec.disable_slat && spec.disable_bw) && !spec.gtod_reduce;
+  const int64_t clock_ns = (no_reduce ? c.fio_gettime_per_io : 0) + (spec.gtod_reduce ? 0 : c.fio_time_cache_per_io);
+  FioUserCosts u;
+  u.issue_ns = c.fio_user_per_io / 2 + clock_ns / 2 +
+               (!spec.disable_slat && !workload::IsSynchronous(spec.ioengine) ? c.fio_slat_sample : 0);
+  u.complete_ns = c.fio_user_per_io - c.fio_user_per_io / 2 + (clock_ns - clock_ns / 2) +
+                  (spec.disable_lat ? 0 : c.fio_lat_sample) + (spec.disable_clat ? 0 : c.fio_clat_sample);
+  return u;
+}
+
 JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, workload::IoGenerator gen)
     : kernel_(kernel),
       config_(config),
@@ -71,8 +87,11 @@ JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, workl
       cpu_(kernel.machine().cpu(config.cpu)),
       thread_(std::make_unique<sim::Thread>(kernel.machine(), "fio/" + config.spec->name, config.cpu)),
       collector_(stats::CollectorConfig{
-          static_cast<int64_t>(config.spec->bwavgtime_ms) * sim::kNsPerMs,
-          static_cast<int64_t>(config.spec->iopsavgtime_ms) * sim::kNsPerMs}),
+          .bw_avg_ns = static_cast<int64_t>(config.spec->bwavgtime_ms) * sim::kNsPerMs,
+          .iops_avg_ns = static_cast<int64_t>(config.spec->iopsavgtime_ms) * sim::kNsPerMs,
+          .record_slat = !config.spec->disable_slat,
+          .record_clat = !config.spec->disable_clat,
+          .record_lat = !config.spec->disable_lat}),
       ctx_{kernel, cpu_, *thread_, config.queue, *config.spec, {}, {}} {
   const uint32_t depth =
       workload::IsSynchronous(spec_.ioengine) ? 1 : std::max<uint32_t>(spec_.iodepth, 1);
@@ -107,6 +126,9 @@ JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, workl
   auto& r = kernel.machine().functions();
   fn_get_io_u_ = r.Intern("fio:get_io_u");
   fn_io_completed_ = r.Intern("fio:io_completed");
+  const FioUserCosts user = FioUserCostsFor(kernel_.costs(), spec_);
+  user_issue_ns_ = user.issue_ns;
+  user_complete_ns_ = user.complete_ns;
   fn_usec_spin_ = r.Intern("fio:usec_spin");
   engine_ = MakeIoEngine(ctx_);
   for (int d = 0; d < 3; ++d) has_rate_ |= spec_.rate_iops[d] > 0 || spec_.rate_bps[d] > 0;
@@ -209,7 +231,7 @@ bool JobThread::PrepareIo(IoU* u) {
   // at completion).
   const workload::GeneratedIo io = has_rate_ ? gen_.Next([this](workload::Direction d) { return RateDirection(d); })
                                              : gen_.Next();
-  cpu_.Charge(fn_get_io_u_, kernel_.costs().fio_user_per_io / 2);
+  cpu_.Charge(fn_get_io_u_, user_issue_ns_);
   if (io.new_pass && config_.plan.pass_end_ends_loop && ++loops_done_ >= std::max<uint64_t>(spec_.loops, 1)) {
     // The last loop's sequential pass reached the region's end (with holes,
     // rw=read:512k, before io_size bytes): no more I/O, as fio.
@@ -393,7 +415,7 @@ void JobThread::ReapCompleted(uint32_t max) {
   for (uint32_t i = 0; i < n; ++i) {
     IoU* u = ctx_.completed.front();
     ctx_.completed.pop_front();
-    cpu_.Charge(fn_io_completed_, kernel_.costs().fio_user_per_io - kernel_.costs().fio_user_per_io / 2);
+    cpu_.Charge(fn_io_completed_, user_complete_ns_);
     if (collector_.started() && u->start_time >= stats_started_at_) {
       const int64_t slat = workload::IsSynchronous(spec_.ioengine) ? stats::kNoSlat
                                                                    : u->issue_time - u->start_time;

@@ -56,6 +56,16 @@ struct JobThreadConfig {
   sim::SimTime end_at = sim::kSimTimeNever;  // runtime limit (time_based or runtime=)
 };
 
+// fio's user-space work per IO, split between get_io_u (issue) and
+// io_completed: its loop plus the clock reads and latency samples the job's
+// gtod_reduce / disable_* options leave on (cost rows fio_*).
+struct FioUserCosts {
+  int64_t issue_ns = 0;
+  int64_t complete_ns = 0;
+  int64_t total() const { return issue_ns + complete_ns; }
+};
+FioUserCosts FioUserCostsFor(const host::CostTable& costs, const workload::JobSpec& spec);
+
 class JobThread final : public model::BioOwner, public sim::EventHandler {
  public:
   JobThread(model::Kernel& kernel, const JobThreadConfig& config, workload::IoGenerator gen);
@@ -172,6 +182,10 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   uint64_t wake_gen_ = 0;
 
   sim::FnId fn_get_io_u_, fn_io_completed_, fn_usec_spin_;
+  // fio's user-space work per IO (FioUserCosts): at get_io_u and at
+  // io_completed, with the measurements the job's disable_* options keep.
+  int64_t user_issue_ns_ = 0;
+  int64_t user_complete_ns_ = 0;
   bool has_rate_ = false;
   // fio's rate_ddir: the direction a mixed job issues next under rate caps.
   workload::Direction RateDirection(workload::Direction picked) const;

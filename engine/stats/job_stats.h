@@ -17,8 +17,9 @@
 //    "mixed" direction of unified_rw_reporting the same way.
 //
 // Invariants: for each direction, clat.n() == clat_hist.total() ==
-//   total_ios; slat is only recorded when the engine reports one
-//   (kNoSlat marks synchronous engines, as fio has no slat for them).
+//   total_ios unless clat recording is off (disable_clat: both 0), the same
+//   for lat; slat is only recorded when the engine reports one (kNoSlat
+//   marks synchronous engines, as fio has no slat for them) and it is on.
 // Thread-safety: thread-compatible; one collector per simulated job.
 // Cost: RecordCompletion() is three moment updates, three histogram
 //   increments, one distribution increment and one predictable branch for
@@ -190,6 +191,12 @@ JobResult MergeJobResults(absl::Span<const JobResult* const> results);
 struct CollectorConfig {
   int64_t bw_avg_ns = 500'000'000;    // bwavgtime; <= 0 disables bw samples
   int64_t iops_avg_ns = 500'000'000;  // iopsavgtime; <= 0 disables IOPS samples
+  // fio's disable_slat / disable_clat / disable_lat (all three set by
+  // gtod_reduce): that latency is not recorded, so its lines, percentiles
+  // and (for clat) the "lat (nsec/usec/msec)" distribution are absent.
+  bool record_slat = true;
+  bool record_clat = true;
+  bool record_lat = true;
 };
 
 class JobStatsCollector {
@@ -229,14 +236,20 @@ class JobStatsCollector {
     if (slat_ns >= 0) {
       const uint64_t slat = static_cast<uint64_t>(slat_ns);
       lat += slat;
-      d.slat.Add(slat);
-      d.slat_hist.Add(slat);
+      if (config_.record_slat) {
+        d.slat.Add(slat);
+        d.slat_hist.Add(slat);
+      }
     }
-    d.clat.Add(clat);
-    d.clat_hist.Add(clat);
-    d.lat.Add(lat);
-    d.lat_hist.Add(lat);
-    result_.lat_dist.Add(clat);
+    if (config_.record_clat) {
+      d.clat.Add(clat);
+      d.clat_hist.Add(clat);
+      result_.lat_dist.Add(clat);
+    }
+    if (config_.record_lat) {
+      d.lat.Add(lat);
+      d.lat_hist.Add(lat);
+    }
     if (now_ns >= next_window_ns_) [[unlikely]] CloseRateWindows(now_ns);
     if (logger_ != nullptr) [[unlikely]] LogCompletion(now_ns, dir, bytes, slat_ns, clat_ns, offset);
   }

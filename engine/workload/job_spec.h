@@ -234,6 +234,7 @@ struct JobSpec {
   bool disable_lat = false;
   bool disable_clat = false;
   bool disable_slat = false;
+  bool disable_bw = false;  // disable_bw_measurement
 
   // --- logs ---
   LogSpec write_bw_log;

@@ -442,6 +442,18 @@ absl::Status ApplyOption(const OptionDef& def, const std::optional<std::string>&
       spec->direct = !b;
       return absl::OkStatus();
     }
+    case OptionId::kGtodReduce: {
+      // str_gtod_reduce_cb: =1 turns off every latency and bandwidth
+      // measurement (a later disable_*=0 turns one back on); =0 leaves them.
+      bool b = false;
+      BLKLAB_RETURN_IF_ERROR(boolean(&b));
+      spec->gtod_reduce = b;
+      if (b) {
+        spec->disable_lat = spec->disable_clat = spec->disable_slat = spec->disable_bw = true;
+        spec->clat_percentiles = spec->lat_percentiles = spec->slat_percentiles = false;
+      }
+      return absl::OkStatus();
+    }
     case OptionId::kStartdelay: {
       auto r = ParseTimeRangeNs(v, TimeUnit::kSeconds);
       if (!r.ok()) return Failed(def, v, r.status());
