@@ -116,10 +116,10 @@ absl::StatusOr<int> CloneCpu(const JobSpec& spec, const workload::JobClone& clon
 // result.)
 absl::Status CheckUnmodelled(const host::HostSpec& host, const std::vector<Disk>& disks,
                              const std::vector<int>& clone_disk) {
-  const host::DeadlineTunables iosched_defaults;
+  const host::IoschedTunables iosched_defaults;
   for (int d : clone_disk) {
     if (d < 0 || disks[d].scheduler != host::Scheduler::kMqDeadline) continue;
-    const host::DeadlineTunables& t = disks[d].spec->queue.iosched;
+    const host::IoschedTunables& t = disks[d].spec->queue.iosched;
     const std::string path = absl::StrCat("devices[", disks[d].entry, "].queue.iosched.");
     if (t.async_depth != iosched_defaults.async_depth) {
       return absl::UnimplementedError(
@@ -149,18 +149,21 @@ void StartReadyClones(Simulation& s, sim::SimTime now) {
 
 // /sys/block/X/queue settings of one disk, with the scheduler fio's
 // ioscheduler= chose (elevator_switch resets nr_requests to the kernel's
-// default for the new scheduler).
+// default for the new scheduler, whose iosched tunables start at their
+// defaults).
 model::QueueConfig QueueConfigFor(const Disk& d, const host::KernelConfig& kconfig) {
   model::QueueConfig qc;
   qc.sysfs = d.spec->queue;
   if (d.scheduler != qc.sysfs.scheduler) {
     qc.sysfs.scheduler = d.scheduler;
     qc.sysfs.nr_requests = host::DefaultNrRequests(host::TagDepth(*d.spec), d.scheduler);
+    qc.sysfs.iosched = host::IoschedTunables{};
   }
   qc.timeout_timer = true;
-  // wbt_enable_default -> wbt_init -> blk_stat_add_callback sets
-  // QUEUE_FLAG_STATS on every mq queue unless wbt is off.
-  qc.queue_stats = kconfig.BLK_WBT && qc.sysfs.wbt_lat_usec != 0;
+  // QUEUE_FLAG_STATS while a blk-stat consumer is registered: wbt's callback
+  // (wbt_enable_default -> wbt_init, on every mq queue unless wbt is off)
+  // or kyber's blk_stat_enable_accounting.
+  qc.queue_stats = (kconfig.BLK_WBT && qc.sysfs.wbt_lat_usec != 0) || d.scheduler == host::Scheduler::kKyber;
   return qc;
 }
 

@@ -1132,5 +1132,72 @@ TEST(RateLimits, MixedJobSwitchesToTheDirectionBehindItsRate) {
   EXPECT_NEAR(static_cast<double>(writes), 200, 10) << "writes are held to theirs";
 }
 
+// --- kyber ----------------------------------------------------------------------
+
+// A null_blk with room for 1024 requests and a 1 ms response: in flight is
+// bounded by the scheduler, not the device.
+host::HostSpec KyberNullBlk(const std::string& scheduler) {
+  return HostFromYaml(absl::StrCat(
+      "name: kyber-null\ncpus: {count: 4}\ndevices:\n  - name: nullb0\n"
+      "    null_blk: {submit_queues: 4, hw_queue_depth: 1024, irqmode: 2, completion_nsec: 1000000}\n"
+      "    queue: {scheduler: ", scheduler, ", nr_requests: 1024}\n"));
+}
+
+const std::vector<std::string> kDeepReads = {
+    "--name=t", "--filename=/dev/nullb0", "--ioengine=io_uring", "--rw=randread", "--bs=4k",
+    "--iodepth=256", "--numjobs=4", "--cpus_allowed_policy=split", "--runtime=100ms", "--time_based=1"};
+
+// kyber's READ domain has 256 tokens for the whole queue (all four hctxs):
+// 1024 reads outstanding, 256 on the device, 1 ms each -> 256K IOPS; the
+// rest wait in the per-ctx queues (so clat grows to about 4 ms). Without a
+// scheduler the same job keeps 1024 on the device.
+TEST(Kyber, ReadDomainHoldsTheDeviceToItsTokens) {
+  const RunResult kyber = MustRun(KyberNullBlk("kyber"), kDeepReads);
+  const RunResult none = MustRun(KyberNullBlk("none"), kDeepReads);
+  EXPECT_NEAR(RunIops(kyber), 256e3, 256e3 * 0.03) << Describe(kyber);
+  EXPECT_GT(RunIops(none), 900e3) << Describe(none);
+  EXPECT_GT(CounterOf(kyber.kernel, "kyber_throttled"), 0u);
+  EXPECT_GT(ProfileNs(kyber.kernel, "kyber_dispatch_request"), 0);
+}
+
+// Reads fast (200 us), writes slow (20 ms against the 10 ms target): the
+// write domain's I/O-latency p90 reports congestion, so the timer shrinks
+// the domains whose p99 met their target (reads) and never the congested
+// one. Reads alone meet their target: no congestion, no resize.
+TEST(Kyber, CongestedWritesThrottleTheReadDomain) {
+  const host::HostSpec h = HostFromYaml(
+      "name: kyber-nvme\ncpus: {count: 4}\ndevices:\n  - name: nvme0n1\n"
+      "    nvme: {latency_nsec: 200000, write_latency_nsec: 20000000}\n"
+      "    queue: {scheduler: kyber}\n");
+  auto job = [](const char* rw) {
+    return std::vector<std::string>{"--name=t", "--filename=/dev/nvme0n1", "--ioengine=io_uring",
+                                    absl::StrCat("--rw=", rw), "--bs=4k", "--iodepth=64", "--numjobs=4",
+                                    "--cpus_allowed_policy=split", "--runtime=1500ms", "--time_based=1"};
+  };
+  const RunResult mixed = MustRun(h, job("randrw"));
+  const RunResult reads = MustRun(h, job("randread"));
+  EXPECT_GT(CounterOf(mixed.kernel, "kyber_resize"), 0u) << Describe(mixed);
+  EXPECT_EQ(CounterOf(reads.kernel, "kyber_resize"), 0u) << Describe(reads);
+  EXPECT_GT(ProfileNs(mixed.kernel, "kyber_timer_fn"), 0);
+}
+
+// The iosched directory holds the tunables of the queue's scheduler only.
+TEST(Kyber, AnotherSchedulersTunableIsAnErrorNamingIt) {
+  absl::StatusOr<host::HostSpec> h = host::ParseHostSpec(
+      "name: x\ncpus: {count: 2}\ndevices:\n  - name: nullb0\n    null_blk: {}\n"
+      "    queue: {scheduler: kyber, iosched: {fifo_batch: 8}}\n");
+  ASSERT_FALSE(h.ok());
+  EXPECT_THAT(h.status().message(), HasSubstr("iosched.fifo_batch: a mq-deadline tunable"));
+  h = host::ParseHostSpec(
+      "name: x\ncpus: {count: 2}\ndevices:\n  - name: nullb0\n    null_blk: {}\n"
+      "    queue: {scheduler: mq-deadline, iosched: {read_lat_nsec: 500000}}\n");
+  ASSERT_FALSE(h.ok());
+  EXPECT_THAT(h.status().message(), HasSubstr("iosched.read_lat_nsec: a kyber tunable"));
+  h = host::ParseHostSpec(
+      "name: x\ncpus: {count: 2}\ndevices:\n  - name: nullb0\n    null_blk: {}\n"
+      "    queue: {scheduler: kyber, iosched: {read_lat_nsec: 500000}}\n");
+  EXPECT_TRUE(h.ok()) << h.status();
+}
+
 }  // namespace
 }  // namespace blklab

@@ -226,7 +226,7 @@ TEST(Knobs, EveryKnobChangesAResultOrIsRefusedByName) {
 }
 
 // mq-deadline's tunables that the model does not read are refused too.
-TEST(Knobs, UnmodelledDeadlineTunablesAreRefusedByName) {
+TEST(Knobs, UnmodelledIoschedTunablesAreRefusedByName) {
   for (const char* tunable : {"async_depth: 16"}) {
     SCOPED_TRACE(tunable);
     const std::string yaml = absl::StrCat(

@@ -55,6 +55,9 @@ enum class CostSource { kSrc, kDerived, kGuess };
   X(plug_merge, 3, kGuess, "blk_attempt_plug_merge")                                            \
   X(sw_queue_merge_base, 10, kGuess, "none: sw-queue merge scan, fixed part")                   \
   X(sw_queue_merge_per_rq, 5, kGuess, "none: sw-queue merge scan, per request scanned")         \
+  X(kyber_insert_request, 15, kGuess, "kyber_insert_requests per request: list_move_tail and the kcq_map test (lines priced apart)") \
+  X(kyber_dispatch_request, 25, kGuess, "kyber_dispatch_request body: batch and domain checks, token bookkeeping (lines priced apart)") \
+  X(kyber_completed_request, 20, kGuess, "kyber_completed_request: two add_latency_sample (div64) and timer_reduce's check") \
   X(sbitmap_get, 10, kGuess, "__sbitmap_queue_get on a local word")                             \
   X(sbitmap_get_batch_per_tag, 3, kGuess, "__sbitmap_queue_get_batch per tag")                  \
   X(sbitmap_clear, 8, kGuess, "sbitmap_queue_clear without waiters")                            \

@@ -55,7 +55,7 @@ BLKLAB_FIELD_TABLE(NullBlkSpec, BLKLAB_NULL_BLK_FIELDS)
 BLKLAB_FIELD_TABLE(NvmeSpec, BLKLAB_NVME_FIELDS)
 BLKLAB_FIELD_TABLE(ScsiDebugSpec, BLKLAB_SCSI_DEBUG_FIELDS)
 BLKLAB_FIELD_TABLE(HbaSpec, BLKLAB_HBA_FIELDS)
-BLKLAB_FIELD_TABLE(DeadlineTunables, BLKLAB_DEADLINE_FIELDS)
+BLKLAB_FIELD_TABLE(IoschedTunables, BLKLAB_IOSCHED_FIELDS)
 BLKLAB_FIELD_TABLE(QueueSpec, BLKLAB_QUEUE_FIELDS)
 
 #undef BLKLAB_FIELD_TABLE
@@ -644,9 +644,31 @@ absl::Status ValidateHostSpec(const HostSpec& spec, const HostLimits& limits) {
                                                        " exceeds the limit of ", limits.max_queue_depth));
     }
     const auto* nb = std::get_if<NullBlkSpec>(&d.driver);
-    if (q.scheduler == Scheduler::kMqDeadline && nb != nullptr && nb->no_sched) {
-      return FieldError(Join(qpath, "scheduler"), "mq-deadline conflicts with null_blk.no_sched");
+    if (q.scheduler != Scheduler::kDefault && q.scheduler != Scheduler::kNone && nb != nullptr && nb->no_sched) {
+      return FieldError(Join(qpath, "scheduler"),
+                        absl::StrCat(SchedulerName(q.scheduler), " conflicts with null_blk.no_sched"));
     }
+    // The iosched directory holds the tunables of the queue's scheduler only
+    // (the kernel's choice, when not given, may be mq-deadline).
+    const IoschedTunables iosched_defaults;
+    const bool may_be_deadline = q.scheduler == Scheduler::kMqDeadline || q.scheduler == Scheduler::kDefault;
+    const auto foreign = [&](absl::string_view field, absl::string_view owner) {
+      return FieldError(Join(Join(qpath, "iosched"), std::string(field)),
+                        absl::StrCat("a ", owner, " tunable, but the queue's scheduler is ",
+                                     q.scheduler == Scheduler::kDefault ? "the kernel's default"
+                                                                        : SchedulerName(q.scheduler)));
+    };
+#define BLKLAB_FOREIGN_TUNABLE(name, ...) \
+  if (q.iosched.name != iosched_defaults.name) return foreign(#name, owner);
+    if (!may_be_deadline) {
+      const absl::string_view owner = "mq-deadline";
+      BLKLAB_DEADLINE_TUNABLES(BLKLAB_FOREIGN_TUNABLE, BLKLAB_FOREIGN_TUNABLE, BLKLAB_FOREIGN_TUNABLE)
+    }
+    if (q.scheduler != Scheduler::kKyber) {
+      const absl::string_view owner = "kyber";
+      BLKLAB_KYBER_TUNABLES(BLKLAB_FOREIGN_TUNABLE, BLKLAB_FOREIGN_TUNABLE, BLKLAB_FOREIGN_TUNABLE)
+    }
+#undef BLKLAB_FOREIGN_TUNABLE
     if (q.io_poll && PollQueues(d, spec.cpus) == 0) {
       return FieldError(Join(qpath, "io_poll"), absl::StrCat("needs poll queues (", DriverKey(d.driver), ".poll_queues)"));
     }

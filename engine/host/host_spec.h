@@ -205,8 +205,9 @@ namespace blklab::host {
   INT(fw_queue_depth, 0, 0, 4096,                                                                   \
       "commands the firmware takes at once; beyond it queuecommand answers HOST_BUSY (0 = can_queue)")
 
-// devices[].queue.iosched: mq-deadline tunables (/sys/block/X/queue/iosched).
-#define BLKLAB_DEADLINE_FIELDS(INT, INT64, BOOL)                                                    \
+// devices[].queue.iosched, /sys/block/X/queue/iosched: each scheduler's tunables, X(INT, INT64, BOOL)
+// lists; a spec may set only those of its queue's scheduler.
+#define BLKLAB_DEADLINE_TUNABLES(INT, INT64, BOOL)                                                   \
   INT(read_expire, 500, 0, 3600000, "read deadline, ms")                                             \
   INT(write_expire, 5000, 0, 3600000, "write deadline, ms")                                          \
   INT(prio_aging_expire, 10000, 0, 3600000, "priority aging, ms")                                    \
@@ -214,6 +215,12 @@ namespace blklab::host {
   INT(fifo_batch, 16, 1, 1024, "requests per batch")                                                 \
   BOOL(front_merges, true, 0, 0, "try front merges")                                                 \
   INT(async_depth, 0, 0, 4096, "async request depth; 0 = the kernel's (3/4 of nr_requests)")
+#define BLKLAB_KYBER_TUNABLES(INT, INT64, BOOL)                                                      \
+  INT64(read_lat_nsec, 2000000, 1, 100000000000, "kyber: read latency target, ns")                   \
+  INT64(write_lat_nsec, 10000000, 1, 100000000000, "kyber: write latency target, ns")
+#define BLKLAB_IOSCHED_FIELDS(INT, INT64, BOOL) \
+  BLKLAB_DEADLINE_TUNABLES(INT, INT64, BOOL)    \
+  BLKLAB_KYBER_TUNABLES(INT, INT64, BOOL)
 
 // devices[].queue: /sys/block/X/queue attributes (scheduler handled apart).
 #define BLKLAB_QUEUE_FIELDS(INT, INT64, BOOL)                                                       \
@@ -275,9 +282,9 @@ struct HbaSpec {
   friend bool operator==(const HbaSpec&, const HbaSpec&) = default;
 };
 
-struct DeadlineTunables {
-  BLKLAB_DECLARE_FIELDS(BLKLAB_DEADLINE_FIELDS)
-  friend bool operator==(const DeadlineTunables&, const DeadlineTunables&) = default;
+struct IoschedTunables {
+  BLKLAB_DECLARE_FIELDS(BLKLAB_IOSCHED_FIELDS)
+  friend bool operator==(const IoschedTunables&, const IoschedTunables&) = default;
 };
 
 // /sys/block/X/queue/scheduler: the schedulers this kernel has, in the
@@ -288,7 +295,8 @@ struct DeadlineTunables {
 // several hw queues and no host-wide tags, else mq-deadline.
 #define BLKLAB_SCHEDULERS(X) \
   X(kNone, "none")           \
-  X(kMqDeadline, "mq-deadline")
+  X(kMqDeadline, "mq-deadline") \
+  X(kKyber, "kyber")
 
 enum class Scheduler {
   kDefault,
@@ -309,7 +317,7 @@ int DefaultNrRequests(int tag_depth, Scheduler s);
 struct QueueSpec {
   Scheduler scheduler = Scheduler::kDefault;
   BLKLAB_DECLARE_FIELDS(BLKLAB_QUEUE_FIELDS)
-  DeadlineTunables iosched;
+  IoschedTunables iosched;
   friend bool operator==(const QueueSpec&, const QueueSpec&) = default;
 };
 

@@ -127,7 +127,7 @@ TEST(HostSpecTest, ValidationErrorsNameTheFieldPath) {
   EXPECT_THAT(ErrorOf(devices_prefix + "    null_blk: {irqmode: 1.5}\n"),
               HasSubstr("devices[1].null_blk.irqmode: expected an integer"));
   EXPECT_THAT(ErrorOf(devices_prefix + "    null_blk: {}\n    queue: {scheduler: bfq}\n"),
-              HasSubstr("devices[1].queue.scheduler: must be one of none, mq-deadline, got \"bfq\""));
+              HasSubstr("devices[1].queue.scheduler: must be one of none, mq-deadline, kyber, got \"bfq\""));
   EXPECT_THAT(ErrorOf(devices_prefix + "    null_blk: {}\n    queue: {rq_affinity: 5}\n"),
               HasSubstr("devices[1].queue.rq_affinity: must be 0, 1 or 2, got 5"));
   EXPECT_THAT(ErrorOf(devices_prefix + "    null_blk: {}\n    queue: {nr_requests: 2}\n"),

@@ -57,6 +57,9 @@ RequestQueue::RequestQueue(Kernel& kernel, std::string name, TagSet& set, BlkMqD
     }
   }
   for (auto& h : hctxs_) h->FinishSetup();
+  if (elevator_) {
+    for (auto& h : hctxs_) elevator_->InitHctx(h.get());
+  }
 }
 
 // --- accounting -------------------------------------------------------------
@@ -76,6 +79,9 @@ void RequestQueue::AccountStart(sim::Cpu& cpu, Request* rq) {
 }
 
 void RequestQueue::AccountDone(sim::Cpu& cpu, Request* rq, sim::SimTime now) {
+  // __blk_mq_end_request_acct: the scheduler's completed_request, then
+  // blk_account_io_done.
+  if (elevator_) elevator_->CompletedRequest(cpu, rq, now);
   if (config_.sysfs.iostats) {
     cpu.Charge(kernel_.fn.blk_account_io_done, kernel_.costs().blk_account_io_done);
   }
@@ -151,6 +157,7 @@ void RequestQueue::InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx,
   bio->bi_next = nullptr;
   rq->alloc_time_ns = cpu.now();
   rq->start_time_ns = 0;
+  if (elevator_) elevator_->PrepareRequest(cpu, rq);  // blk_mq_sched_prepare (RQF_USE_SCHED)
   if (NeedTimestamp()) {
     if (plug != nullptr && kernel_.knobs().plug_cache_time) {
       // blk_time_get_ns: one clock read per plug, reused while plugged.

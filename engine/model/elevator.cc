@@ -1,5 +1,6 @@
 #include "engine/model/elevator.h"
 
+#include "engine/model/sched/kyber.h"
 #include "engine/model/sched/mq_deadline.h"
 
 namespace blklab::model {
@@ -9,6 +10,7 @@ namespace {
 // sched/ with an `extern const ElevatorType`, and a line here.
 const ElevatorType* const kElevatorTypes[] = {
     &kMqDeadlineElevator,
+    &kKyberElevator,
 };
 }  // namespace
 

@@ -6,6 +6,7 @@
 // so per-hctx schedulers (kyber) fit as well as per-queue ones
 // (mq-deadline, bfq, which ignore it):
 //
+//   InitHctx         ->init_hctx: per-hctx data, once the hctx has its ctxs
 //   LimitDepth       ->limit_depth: a shallow tag depth for this allocation
 //   BioMerge         ->bio_merge: merge a bio into a queued request
 //   PrepareRequest   ->prepare_request: a scheduler tag was just taken
@@ -49,6 +50,8 @@ class Elevator {
  public:
   virtual ~Elevator() = default;
 
+  // ->init_hctx: called once per hctx of the queue, after its ctxs are mapped.
+  virtual void InitHctx(Hctx* hctx) {}
   // ->limit_depth: the tag depth an allocation of `op` may use, or 0 for the
   // whole depth.
   virtual uint32_t LimitDepth(ReqOp op) { return 0; }

@@ -54,6 +54,9 @@ class Ctx {
   Ctx(Kernel& kernel, const std::string& qname, int cpu);
   int cpu() const { return cpu_; }
   Hctx* hctx(bool polled = false) const { return hctx_[polled ? 1 : 0]; }
+  // ctx->index_hw[type]: this ctx's bit in that hctx's ctx_map (and its
+  // index among the hctx's ctxs).
+  uint32_t index_hw(bool polled = false) const { return index_hw_[polled ? 1 : 0]; }
   // ctx->rq_lists[HCTX_TYPE_DEFAULT] and ctx->lock.
   RequestList& rq_list() { return rq_list_; }
   sim::SpinLock& lock() { return lock_; }

@@ -50,6 +50,8 @@ class BlkCpuDone;
   X(hardirq)                      \
   X(budget_failure)               \
   X(dd_bucket_insert)             \
+  X(kyber_throttled)              \
+  X(kyber_resize)                 \
   X(requests_completed)
 
 enum class Counter : int {

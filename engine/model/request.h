@@ -79,6 +79,7 @@ struct Request {
   sim::SimTime fifo_time = 0;         // mq-deadline: FIFO deadline
   uint64_t sched_seq = 0;             // mq-deadline: insertion order (tie break)
   int32_t budget_token = -1;          // ->get_budget's token, -1 when none is held
+  int32_t elv_token = -1;             // rq->elv.priv[0]: kyber's domain token, -1 when none
   uint8_t scsi_status = 0;            // SAM status a SCSI LLD answered (0 = GOOD)
   uint8_t ioprio_class = 0;           // the bio's IOPRIO_CLASS_* (blk_mq_bio_to_request)
   Request* next = nullptr;            // list link

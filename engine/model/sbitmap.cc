@@ -4,7 +4,7 @@
 
 namespace blklab::model {
 
-SbitmapQueue::SbitmapQueue(Kernel& kernel, uint32_t depth) : kernel_(kernel), depth_(depth) {
+SbitmapQueue::SbitmapQueue(Kernel& kernel, uint32_t depth) : kernel_(kernel), depth_(depth), capacity_(depth) {
   BLKLAB_CHECK(depth > 0);
   // sbitmap_calculate_shift: 64 bits per word, fewer until >= 4 words.
   shift_ = 6;
@@ -14,6 +14,7 @@ SbitmapQueue::SbitmapQueue(Kernel& kernel, uint32_t depth) : kernel_(kernel), de
   const uint32_t bits_per_word = 1u << shift_;
   const uint32_t nr_words = (depth + bits_per_word - 1) / bits_per_word;
   words_ = std::vector<Word>(nr_words);
+  map_nr_ = nr_words;
   for (uint32_t i = 0; i < nr_words; ++i) {
     words_[i].depth = std::min(bits_per_word, depth - i * bits_per_word);
   }
@@ -41,7 +42,7 @@ int SbitmapQueue::Get(sim::Cpu& cpu) {
   const auto& c = kernel_.costs();
   uint32_t hint = alloc_hint_[cpu.id()];
   if (hint >= depth_) hint = 0;
-  const uint32_t nr_words = static_cast<uint32_t>(words_.size());
+  const uint32_t nr_words = map_nr_;
   uint32_t index = hint >> shift_;
   uint32_t bit_hint = hint & ((1u << shift_) - 1);
   int64_t cost = 0;
@@ -81,7 +82,7 @@ uint32_t SbitmapQueue::GetBatch(sim::Cpu& cpu, uint32_t nr, uint32_t* out) {
   const auto& c = kernel_.costs();
   uint32_t hint = alloc_hint_[cpu.id()];
   if (hint >= depth_) hint = 0;
-  const uint32_t nr_words = static_cast<uint32_t>(words_.size());
+  const uint32_t nr_words = map_nr_;
   uint32_t index = hint >> shift_;
   int64_t cost = 0;
   uint32_t got = 0;
@@ -144,11 +145,20 @@ void SbitmapQueue::WakeUp(sim::Cpu& cpu) {
   // sbq_wake_ptr: the first wait queue with sleepers from wake_index.
   for (int i = 0; i < kSbqWaitQueues; ++i) {
     WaitState& ws = ws_[(wake_index_ + i) % kSbqWaitQueues];
-    if (ws.wait.empty()) continue;
+    if (ws.wait.empty() && ws.entries.empty()) continue;
     cpu.Charge(kernel_.fn.sbitmap_queue_clear, ws.line.Write(m, cpu.id(), kernel_.costs().atomic_local));
     if (--ws.wait_cnt > 0) return;
     ws.wait_cnt = static_cast<int>(wake_batch_);
     wake_index_ = (wake_index_ + i + 1) % kSbqWaitQueues;
+    // wake_up_nr: every non-exclusive entry, then up to wake_batch sleepers.
+    while (!ws.entries.empty()) {
+      SbqWaiter* w = ws.entries.front();
+      ws.entries.pop_front();
+      w->ws_ = -1;
+      --ws_active_;
+      ++wakeups_;
+      w->SbqWake(cpu);
+    }
     for (uint32_t n = 0; n < wake_batch_; ++n) {
       cpu.Charge(kernel_.fn.try_to_wake_up, kernel_.costs().try_to_wake_up);
       if (!ws.wait.WakeOne(cpu.now())) break;
@@ -163,7 +173,8 @@ bool SbitmapQueue::AnyBitSet(sim::Cpu& cpu) {
   const sim::Machine& m = kernel_.machine();
   int64_t cost = 0;
   bool any = false;
-  for (Word& w : words_) {
+  for (uint32_t i = 0; i < map_nr_; ++i) {
+    Word& w = words_[i];
     cost += std::max<int64_t>(w.word_line.Read(m, cpu.id(), kernel_.costs().sbitmap_any_bit_set_per_word),
                               kernel_.costs().sbitmap_any_bit_set_per_word);
     if ((w.word & ~w.cleared) != 0) {
@@ -173,6 +184,56 @@ bool SbitmapQueue::AnyBitSet(sim::Cpu& cpu) {
   }
   cpu.Charge(kernel_.fn.sbitmap_any_bit_set, cost);
   return any;
+}
+
+void SbitmapQueue::AddWaitQueue(sim::Cpu& cpu, SbqWaiter* w, uint32_t& wait_index) {
+  BLKLAB_CHECK(!w->queued());
+  const int q = static_cast<int>(wait_index % kSbqWaitQueues);
+  wait_index = (wait_index + 1) % kSbqWaitQueues;
+  WaitState& ws = ws_[q];
+  // atomic_inc(&sbq->ws_active) and add_wait_queue under ws->wait.lock.
+  cpu.Charge(kernel_.fn.sbitmap_queue_get, ws.line.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+  ws.entries.push_back(w);
+  w->ws_ = q;
+  ++ws_active_;
+}
+
+void SbitmapQueue::DelWaitQueue(sim::Cpu& cpu, SbqWaiter* w) {
+  if (!w->queued()) return;
+  WaitState& ws = ws_[w->ws_];
+  cpu.Charge(kernel_.fn.sbitmap_queue_get, ws.line.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+  for (auto it = ws.entries.begin(); it != ws.entries.end(); ++it) {
+    if (*it == w) {
+      ws.entries.erase(it);
+      break;
+    }
+  }
+  w->ws_ = -1;
+  --ws_active_;
+}
+
+void SbitmapQueue::Resize(sim::Cpu& cpu, uint32_t depth) {
+  BLKLAB_CHECK(depth > 0 && depth <= capacity_);
+  const sim::Machine& m = kernel_.machine();
+  int64_t cost = 0;
+  // sbitmap_resize: sbitmap_deferred_clear on every word, then the depth.
+  for (uint32_t i = 0; i < map_nr_; ++i) {
+    Word& w = words_[i];
+    if (w.cleared == 0) continue;
+    cost += w.cleared_line.Write(m, cpu.id(), kernel_.costs().atomic_local);
+    cost += w.word_line.Write(m, cpu.id(), kernel_.costs().atomic_local);
+    busy_ -= __builtin_popcountll(w.cleared);
+    w.word &= ~w.cleared;
+    w.cleared = 0;
+  }
+  const uint32_t bits_per_word = 1u << shift_;
+  depth_ = depth;
+  map_nr_ = (depth + bits_per_word - 1) / bits_per_word;
+  for (uint32_t i = 0; i < words_.size(); ++i) {
+    words_[i].depth = i < map_nr_ ? std::min(bits_per_word, depth - i * bits_per_word) : 0;
+  }
+  wake_batch_ = std::clamp<uint32_t>(depth / kSbqWaitQueues, 1, kSbqWakeBatch);
+  cpu.Charge(kernel_.fn.sbitmap_queue_clear, cost);
 }
 
 sim::WaitQueue& SbitmapQueue::NextWaitQueue(uint32_t& wait_index) {

@@ -8,7 +8,9 @@
 // word only when an allocation finds the word full; knob
 // sbitmap_deferred_clear, 4.20+; without it a free clears the bit in the
 // word, on the allocators' line); and 8 wait queues with
-// batched wake-ups (`wake_batch` = clamp(depth/8, 1, 8)).
+// batched wake-ups (`wake_batch` = clamp(depth/8, 1, 8)) for sleeping threads
+// and for entries with their own wake function (SbqWaiter). Resize changes
+// the depth in place (kyber's domain tokens).
 //
 // Invariants: a bit is allocated at most once; busy() = set bits not yet
 //  cleared; every sleeper on a wait queue is woken by some later Clear as
@@ -20,6 +22,7 @@
 #define BLKLAB_ENGINE_MODEL_SBITMAP_H_
 
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "engine/model/kernel.h"
@@ -31,6 +34,22 @@ namespace blklab::model {
 
 inline constexpr int kSbqWaitQueues = 8;
 inline constexpr int kSbqWakeBatch = 8;
+
+// A wait-queue entry with its own wake function (struct sbq_wait queued with
+// sbitmap_add_wait_queue, e.g. kyber's domain_wait): a wake-up takes it off
+// the queue and calls SbqWake instead of waking a thread. Such entries are
+// non-exclusive: one batch wake-up runs all of them on that queue.
+class SbqWaiter {
+ public:
+  virtual ~SbqWaiter() = default;
+  // Runs on the CPU that freed the bit. The entry is already off the queue.
+  virtual void SbqWake(sim::Cpu& cpu) = 0;
+  bool queued() const { return ws_ >= 0; }
+
+ private:
+  friend class SbitmapQueue;
+  int ws_ = -1;  // the wait queue it is on, or -1
+};
 
 class SbitmapQueue {
  public:
@@ -60,8 +79,18 @@ class SbitmapQueue {
   sim::WaitQueue& NextWaitQueue(uint32_t& wait_index);
   void PrepareToWait() { ++ws_active_; }
   void FinishWait() { --ws_active_; }
+  // sbitmap_add_wait_queue on the queue sbq_wait_ptr picks (`wait_index`
+  // rotates) / sbitmap_del_wait_queue. REQUIRES: Synced.
+  void AddWaitQueue(sim::Cpu& cpu, SbqWaiter* w, uint32_t& wait_index);
+  void DelWaitQueue(sim::Cpu& cpu, SbqWaiter* w);
+
+  // sbitmap_queue_resize: `depth` bits from now on (words keep their width;
+  // the cleared masks are folded first; bits in use beyond the new depth
+  // stay in use until freed); the wake batch follows the depth.
+  void Resize(sim::Cpu& cpu, uint32_t depth);
 
   uint32_t depth() const { return depth_; }
+  uint32_t capacity() const { return capacity_; }  // the depth it was built with
   uint32_t busy() const { return busy_; }
   uint32_t wake_batch() const { return wake_batch_; }
   int words() const { return static_cast<int>(words_.size()); }
@@ -78,6 +107,7 @@ class SbitmapQueue {
   struct WaitState {
     int wait_cnt = 0;
     sim::WaitQueue wait;
+    std::deque<SbqWaiter*> entries;  // non-exclusive entries with a wake function
     sim::CacheLine line;
   };
   int FindInWord(Word& w, uint32_t hint) const;
@@ -85,6 +115,8 @@ class SbitmapQueue {
 
   Kernel& kernel_;
   uint32_t depth_;
+  uint32_t capacity_;
+  uint32_t map_nr_;  // words in use (sb->map_nr)
   int shift_;
   uint32_t busy_ = 0;
   uint32_t wake_batch_;

@@ -10,7 +10,7 @@ namespace {
 constexpr uint32_t kMaxMergeBytes = 512 * 1024;  // max_sectors_kb default
 }  // namespace
 
-DeadlineConfig DeadlineConfig::From(const host::DeadlineTunables& iosched, const host::Knobs& knobs) {
+DeadlineConfig DeadlineConfig::From(const host::IoschedTunables& iosched, const host::Knobs& knobs) {
   DeadlineConfig dd;
   dd.read_expire_ns = int64_t{iosched.read_expire} * sim::kNsPerMs;
   dd.write_expire_ns = int64_t{iosched.write_expire} * sim::kNsPerMs;

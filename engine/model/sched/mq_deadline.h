@@ -106,7 +106,7 @@ struct DeadlineConfig {
   int64_t prio_aging_expire_ns = 10 * sim::kNsPerSec;  // 0: no aging
 
   // From the host spec's iosched block (ms tunables) and knobs.
-  static DeadlineConfig From(const host::DeadlineTunables& iosched, const host::Knobs& knobs);
+  static DeadlineConfig From(const host::IoschedTunables& iosched, const host::Knobs& knobs);
 };
 
 struct DeadlineStats {
