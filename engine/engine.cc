@@ -74,6 +74,7 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
     if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
       return absl::CancelledError("the run was cancelled");
     }
+    if (!s.kernel->failure().ok()) return s.kernel->failure();
     uint64_t ios = 0;
     uint32_t running = 0;
     for (const auto& c : s.clones) {
@@ -127,7 +128,7 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
       last_progress = horizon;
     }
     const bool idle = m.sim().pending_events() == 0;
-    if (idle || horizon - last_progress > req.limits.stall_ns) {
+    if (idle || (horizon - last_progress > req.limits.stall_ns && !TimeoutAhead(s, horizon))) {
       // Nothing can ever happen again (or nothing has for too long): stalled.
       std::vector<std::string> stuck;
       for (size_t dev = 0; dev < s.queues.size(); ++dev) {

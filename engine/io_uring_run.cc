@@ -141,8 +141,9 @@ absl::StatusOr<IoUringResult> RunIoUring(const IoUringRunRequest& req, const std
       last_reaps = now.reaps;
       last_progress = horizon;
     }
-    if (horizon - last_progress > req.limits.stall_ns || (m.sim().pending_events() == 0 && !all_exited() &&
-                                                          horizon > last_progress + kSliceNs)) {
+    if (!s.kernel->failure().ok()) return s.kernel->failure();
+    if ((horizon - last_progress > req.limits.stall_ns && !TimeoutAhead(s, horizon)) ||
+        (m.sim().pending_events() == 0 && !all_exited() && horizon > last_progress + kSliceNs)) {
       return absl::DeadlineExceededError(absl::StrCat("simulated I/O stalled at ", horizon / 1000,
                                                       " us of virtual time: no completion for ",
                                                       (horizon - last_progress) / 1000000, " ms"));

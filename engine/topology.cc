@@ -169,6 +169,17 @@ model::QueueConfig QueueConfigFor(const Disk& d, const host::KernelConfig& kconf
 
 }  // namespace
 
+bool TimeoutAhead(const Simulation& s, sim::SimTime horizon) {
+  // 5.9+ rounding adds up to 1.024 s, the SCSI abort HZ/100: 2 s covers both.
+  constexpr int64_t kSlackNs = 2 * sim::kNsPerSec;
+  for (const model::RequestQueue* q : s.queues) {
+    if (q == nullptr) continue;
+    const sim::SimTime next = q->NextTimeout();
+    if (next != 0 && next + kSlackNs > horizon) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<int> DiskByName(const std::vector<Disk>& disks, const std::string& file, const std::string& what) {
   std::string name = file;
   if (absl::StartsWith(name, "/dev/")) name = name.substr(5);

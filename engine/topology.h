@@ -84,6 +84,11 @@ struct Simulation {
 // clones that may start at time 0.
 absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& req, RunPlan plan);
 
+// Whether some request in flight has yet to reach its timeout (plus the
+// timer's rounding and the SCSI abort delay) at `horizon`: the stall check
+// waits for the timeout handling rather than declaring a stall.
+bool TimeoutAhead(const Simulation& s, sim::SimTime horizon);
+
 // Every disk of the host, in host order (fio's ioscheduler= not applied).
 std::vector<Disk> ListDisks(const host::HostSpec& host);
 // The disk a file name (/dev/NAME or NAME) names, or InvalidArgument listing

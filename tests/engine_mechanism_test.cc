@@ -876,11 +876,13 @@ TEST(ScsiDebug, RareTsfIsRefusedWhereItFailsTheCommand) {
 }
 
 // Options that inject what blklab cannot report are refused by name.
+// 0x6: SDEBUG_OPT_MEDIUM_ERR (0x2, an I/O error) is refused; SDEBUG_OPT_TIMEOUT
+// (0x4) is modelled (the Timeouts tests).
 TEST(ScsiDebug, ErrorInjectionBitsAreRefusedByName) {
   RunOutcome r = RunArgs(ScsiDebugHost("every_nth: 10, opts: 0x6"), SdebugJob({"sdb"}, 1));
   ASSERT_FALSE(r.result.ok());
   EXPECT_EQ(r.result.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(r.result.status().message(), HasSubstr("devices[0].scsi_debug.opts: bits 0x6 are not modelled"));
+  EXPECT_THAT(r.result.status().message(), HasSubstr("devices[0].scsi_debug.opts: bits 0x2 are not modelled"));
   RunOutcome poll = RunArgs(ScsiDebugHost("poll_queues: 1"), SdebugJob({"sdb"}, 1));
   ASSERT_FALSE(poll.result.ok());
   EXPECT_THAT(poll.result.status().message(), HasSubstr("scsi_debug.poll_queues"));
@@ -1197,6 +1199,63 @@ TEST(Kyber, AnotherSchedulersTunableIsAnErrorNamingIt) {
       "name: x\ncpus: {count: 2}\ndevices:\n  - name: nullb0\n    null_blk: {}\n"
       "    queue: {scheduler: kyber, iosched: {read_lat_nsec: 500000}}\n");
   EXPECT_TRUE(h.ok()) << h.status();
+}
+
+// --- request timeouts -------------------------------------------------------------
+
+// scsi_debug ignoring every `every_nth`-th command (SDEBUG_OPT_TIMEOUT) on a
+// queue with a 100 ms io_timeout.
+host::HostSpec TimeoutHost(int every_nth) {
+  return HostFromYaml(absl::StrCat(
+      "name: tmo\ncpus: {count: 4}\ndevices:\n  - name: sdb\n"
+      "    scsi_debug: {ndelay: 100000, max_queue: 32, every_nth: ", every_nth, ", opts: 4, dev_size_mb: 1024}\n"
+      "    queue: {scheduler: none, io_timeout: 100}\n"));
+}
+
+const std::vector<std::string> kTimeoutJob = {"--name=t", "--filename=/dev/sdb", "--ioengine=io_uring",
+                                              "--rw=randread", "--bs=4k", "--iodepth=4", "--runtime=1s",
+                                              "--time_based=1"};
+
+// Each ignored command is found by the timeout work, handed to
+// scsi_timeout, aborted HZ/100 later (scsi_debug_abort: SUCCESS) and
+// retried; the run completes every I/O. 5.9+'s rounding makes the first
+// timeout fire about 1.124 s after the first I/O (deadline + 1.024 s),
+// however short io_timeout is.
+TEST(Timeouts, IgnoredScsiCommandIsAbortedAndRetried) {
+  const RunResult r = MustRun(TimeoutHost(200), kTimeoutJob);
+  const uint64_t timed_out = CounterOf(r.kernel, "rq_timed_out");
+  EXPECT_GE(timed_out, 1u) << Describe(r);
+  EXPECT_EQ(CounterOf(r.kernel, "scsi_eh_abort"), timed_out);
+  EXPECT_EQ(CounterOf(r.kernel, "scsi_eh_retry"), timed_out);
+  EXPECT_EQ(TotalIos(r), TotalIssued(r));
+  const auto& read = r.clones[0].result.dir(stats::Dir::kRead);
+  EXPECT_GT(read.clat.max(), 1100u * 1000 * 1000);
+  EXPECT_LT(read.clat.max(), 1300u * 1000 * 1000);
+  EXPECT_GT(ProfileNs(r.kernel, "scmd_eh_abort_handler"), 0);
+}
+
+// The retried command is ignored again: a second timeout of one command
+// needs the full error handler, which blklab refuses by name.
+TEST(Timeouts, SecondTimeoutOfACommandFailsTheRunNamingTheErrorHandler) {
+  const RunOutcome r = RunArgs(TimeoutHost(1), kTimeoutJob);
+  ASSERT_FALSE(r.result.ok());
+  EXPECT_EQ(r.result.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(r.result.status().message(), HasSubstr("sdb: request tag"));
+  EXPECT_THAT(r.result.status().message(), HasSubstr("scsi_eh_scmd_add"));
+}
+
+// A driver whose ->timeout the model does not follow ends the run naming it.
+TEST(Timeouts, UnmodelledTimeoutHandlerFailsTheRunNamingIt) {
+  const host::HostSpec h = HostFromYaml(
+      "name: tmo2\ncpus: {count: 2}\ndevices:\n  - name: nullb0\n"
+      "    null_blk: {irqmode: 2, completion_nsec: 3000000000}\n"
+      "    queue: {scheduler: none, io_timeout: 10}\n");
+  const RunOutcome r = RunArgs(h, {"--name=t", "--filename=/dev/nullb0", "--ioengine=io_uring", "--rw=randread",
+                                   "--bs=4k", "--iodepth=1", "--runtime=1s", "--time_based=1"});
+  ASSERT_FALSE(r.result.ok());
+  EXPECT_EQ(r.result.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(r.result.status().message(), HasSubstr("past io_timeout=10 ms"));
+  EXPECT_THAT(r.result.status().message(), HasSubstr("null_timeout_rq"));
 }
 
 }  // namespace

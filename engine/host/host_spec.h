@@ -231,7 +231,8 @@ namespace blklab::host {
   BOOL(io_poll, false, 0, 0, "polled IO enabled (needs poll queues)")                                 \
   INT(wbt_lat_usec, -1, -1, 100000000,                                                                \
       "writeback throttling target; -1 = the kernel's default (on), 0 = off. With kernel.config."    \
-      "BLK_WBT, wbt's stats callback sets QUEUE_FLAG_STATS: blk_mq_start_request stamps io_start_time_ns")
+      "BLK_WBT, wbt's stats callback sets QUEUE_FLAG_STATS: blk_mq_start_request stamps io_start_time_ns") \
+  INT(io_timeout, 30000, 1, 86400000, "request timeout (q->rq_timeout), ms")
 
 #define BLKLAB_DECLARE_INT(name, def, lo, hi, doc) int name = def;
 #define BLKLAB_DECLARE_INT64(name, def, lo, hi, doc) int64_t name = def;

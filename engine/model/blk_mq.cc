@@ -116,6 +116,38 @@ std::string RequestQueue::DescribeParking(const Request* rq) const {
   return "on a software queue or being inserted";
 }
 
+sim::SimTime RequestQueue::NextTimeout() const {
+  sim::SimTime next = 0;
+  const uint32_t nr_tag_objs = set_.config().hctx_shared ? 1 : set_.nr_hw_queues();
+  for (uint32_t i = 0; i < nr_tag_objs; ++i) {
+    const Tags& t = set_.tags(i);
+    for (uint32_t tag = 0; tag < t.nr_tags(); ++tag) {
+      const Request* rq = t.rq(tag);
+      if (rq != nullptr && rq->q == this && rq->state == Request::State::kInFlight && !rq->timed_out &&
+          (next == 0 || rq->deadline < next)) {
+        next = rq->deadline;
+      }
+    }
+  }
+  return next;
+}
+
+void RequestQueue::RqTimedOut(sim::Cpu& cpu, Request* rq) {
+  kernel_.Count(Counter::k_rq_timed_out);
+  cpu.Charge(kernel_.fn.blk_mq_end_request, kernel_.costs().line_read_hit);
+  rq->timed_out = true;
+  absl::StatusOr<BlkEhTimerReturn> r = driver_->Timeout(cpu, rq);
+  if (!r.ok()) {
+    kernel_.Fail(absl::Status(
+        r.status().code(),
+        absl::StrCat(name_, ": request tag ", rq->tag, " sector ", rq->sector, " was in flight past io_timeout=",
+                     config_.sysfs.io_timeout, " ms at ", cpu.now() / sim::kNsPerMs, " ms of virtual time; ",
+                     r.status().message())));
+    return;
+  }
+  if (*r == BlkEhTimerReturn::kResetTimer) timeout_.Add(cpu, rq, config_.timeout_timer);
+}
+
 std::vector<const Request*> RequestQueue::StuckRequests(sim::SimTime now, int64_t age_ns) const {
   std::vector<const Request*> out;
   const uint32_t nr_tag_objs = set_.config().hctx_shared ? 1 : set_.nr_hw_queues();
@@ -157,6 +189,9 @@ void RequestQueue::InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx,
   bio->bi_next = nullptr;
   rq->alloc_time_ns = cpu.now();
   rq->start_time_ns = 0;
+  rq->timed_out = false;
+  rq->retries = 0;
+  rq->eh_abort_scheduled = false;
   if (elevator_) elevator_->PrepareRequest(cpu, rq);  // blk_mq_sched_prepare (RQF_USE_SCHED)
   if (NeedTimestamp()) {
     if (plug != nullptr && kernel_.knobs().plug_cache_time) {

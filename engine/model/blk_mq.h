@@ -138,6 +138,13 @@ class RequestQueue {
 
   // Driver-facing.
   void StartRequest(sim::Cpu& cpu, Request* rq);
+  // blk_mq_rq_timed_out (from the timeout work): RQF_TIMED_OUT, the driver's
+  // ->timeout, and the timer again for BLK_EH_RESET_TIMER. A ->timeout the
+  // model does not follow fails the run (Kernel::Fail), naming it.
+  void RqTimedOut(sim::Cpu& cpu, Request* rq);
+  // The earliest deadline of a request in flight that the timeout work has
+  // yet to hand to ->timeout, or 0 (the stall check waits for it).
+  sim::SimTime NextTimeout() const;
   // blk_mq_requeue_request(rq, true): back to idle and onto q->requeue_list;
   // kblockd's requeue work inserts it on hctx->dispatch (the driver already
   // prepared it: RQF_DONTPREP) and runs the queue. The request keeps its

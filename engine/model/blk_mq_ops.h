@@ -16,6 +16,8 @@
 #ifndef BLKLAB_ENGINE_MODEL_BLK_MQ_OPS_H_
 #define BLKLAB_ENGINE_MODEL_BLK_MQ_OPS_H_
 
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "engine/model/request.h"
 #include "engine/sim/cpu.h"
 #include "engine/sim/task.h"
@@ -24,6 +26,12 @@ namespace blklab::model {
 
 class Hctx;
 class RequestQueue;
+
+// enum blk_eh_timer_return: what ->timeout did with a request.
+enum class BlkEhTimerReturn : uint8_t {
+  kDone,        // BLK_EH_DONE: the driver owns it (it will end or requeue it)
+  kResetTimer,  // BLK_EH_RESET_TIMER: give it another rq_timeout
+};
 
 class BlkMqDriver {
  public:
@@ -50,6 +58,14 @@ class BlkMqDriver {
   virtual bool has_budget() const { return false; }
   virtual int GetBudget(sim::Cpu& cpu, RequestQueue* q) { return 0; }
   virtual void PutBudget(sim::Cpu& cpu, RequestQueue* q, int token) {}
+  // ->timeout: `rq` outlived rq_timeout (blk_mq_rq_timed_out). A driver
+  // whose handler the model does not follow answers Unimplemented, naming
+  // it; the run then ends with that error.
+  virtual absl::StatusOr<BlkEhTimerReturn> Timeout(sim::Cpu& cpu, Request* rq) {
+    return absl::UnimplementedError(absl::StrCat(timeout_handler(), " is not modelled"));
+  }
+  // The kernel function ->timeout points at (for messages).
+  virtual const char* timeout_handler() const { return "the driver's ->timeout"; }
 };
 
 }  // namespace blklab::model

@@ -7,12 +7,16 @@
 namespace blklab::model {
 
 namespace {
-constexpr int64_t kRqTimeoutNs = 30 * sim::kNsPerSec;     // rq_timeout default (30 s)
 constexpr int64_t kBlkMaxTimeoutNs = 5 * sim::kNsPerSec;  // BLK_MAX_TIMEOUT
 }  // namespace
 
 QueueTimeout::QueueTimeout(RequestQueue* q)
-    : q_(q), kernel_(q->kernel()), irq_(this), work_(this), rounding_slack_ns_(RoundingSlack(kernel_)) {
+    : q_(q),
+      kernel_(q->kernel()),
+      irq_(this),
+      work_(this),
+      rounding_slack_ns_(RoundingSlack(kernel_)),
+      rq_timeout_ns_(int64_t{q->config().sysfs.io_timeout} * sim::kNsPerMs) {
   timer_.Init(&kernel_.machine(), 0, &irq_, 0);
   fn_timeout_timer_ = kernel_.Intern("blk_rq_timed_out_timer");
   fn_timeout_work_ = kernel_.Intern("blk_mq_timeout_work");
@@ -23,7 +27,9 @@ QueueTimeout::QueueTimeout(RequestQueue* q)
 }
 
 void QueueTimeout::Add(sim::Cpu& cpu, Request* rq, bool arm) {
-  rq->deadline = cpu.now() + kRqTimeoutNs;
+  // blk_add_timer: RQF_TIMED_OUT cleared, deadline = now + q->rq_timeout.
+  rq->timed_out = false;
+  rq->deadline = cpu.now() + rq_timeout_ns_;
   if (!arm) return;
   // The arming is priced inside blk_mq_start_request's share of the path.
   // The expiry is never before min(deadline, now + BLK_MAX_TIMEOUT) plus
@@ -78,24 +84,23 @@ sim::Task QueueTimeout::TimerIrq::Handle(sim::Cpu& cpu, uint64_t) {
 }
 
 sim::Task QueueTimeout::Work::Run(sim::Cpu& cpu) {
-  // blk_mq_timeout_work: walk the busy tags for expired requests (none
-  // expire in the model), re-arm the timer for the earliest deadline, or
-  // mark the queue idle on its tag set.
+  // blk_mq_timeout_work: walk the busy tags for an expired request
+  // (blk_mq_check_expired stops at the first); if one is found, walk again
+  // handing every expired one to blk_mq_rq_timed_out (blk_mq_handle_expired);
+  // then re-arm the timer for the earliest deadline, or mark the queue idle
+  // on its tag set.
   QueueTimeout* t = t_;
   RequestQueue* q = t->q_;
   Kernel& k = t->kernel_;
   k.Count(Counter::k_timeout_work);
   cpu.Charge(t->fn_timeout_work_, k.costs().percpu_ref);
+  t->walk_start_ = cpu.now();
   sim::SimTime next = 0;
-  if (q->tag_set().config().hctx_shared && k.knobs().tag_busy_iter_shared_once) {
-    // 5.16: with host-shared tags the bitmap is walked once for the queue.
-    co_await t->BusyIter(cpu, q->hctx(0)->tags(), nullptr, &next);
-  } else {
-    // Every hctx walks its tags, which with host-shared tags is the whole
-    // shared bitmap each time (RC1's "before").
-    for (int i = 0; i < q->nr_hw_queues(); ++i) {
-      co_await t->BusyIter(cpu, q->hctx(i)->tags(), q->hctx(i), &next);
-    }
+  bool expired = false;
+  co_await t->WalkAll(cpu, &next, &expired, /*handle=*/false);
+  if (expired) {
+    next = 0;
+    co_await t->WalkAll(cpu, &next, &expired, /*handle=*/true);
   }
   co_await cpu.Sync();
   if (next != 0) {
@@ -120,7 +125,22 @@ sim::Task QueueTimeout::Work::Run(sim::Cpu& cpu) {
   }
 }
 
-sim::Task QueueTimeout::BusyIter(sim::Cpu& cpu, Tags& tags, Hctx* hctx, sim::SimTime* next) {
+sim::Task QueueTimeout::WalkAll(sim::Cpu& cpu, sim::SimTime* next, bool* expired, bool handle) {
+  RequestQueue* q = q_;
+  if (q->tag_set().config().hctx_shared && kernel_.knobs().tag_busy_iter_shared_once) {
+    // 5.16: with host-shared tags the bitmap is walked once for the queue.
+    co_await BusyIter(cpu, q->hctx(0)->tags(), nullptr, next, expired, handle);
+  } else {
+    // Every hctx walks its tags, which with host-shared tags is the whole
+    // shared bitmap each time (RC1's "before").
+    for (int i = 0; i < q->nr_hw_queues() && (handle || !*expired); ++i) {
+      co_await BusyIter(cpu, q->hctx(i)->tags(), q->hctx(i), next, expired, handle);
+    }
+  }
+}
+
+sim::Task QueueTimeout::BusyIter(sim::Cpu& cpu, Tags& tags, Hctx* hctx, sim::SimTime* next, bool* expired,
+                                 bool handle) {
   // blk_mq_queue_tag_busy_iter -> bt_for_each -> sbitmap_for_each_set ->
   // bt_iter per set bit: blk_mq_find_and_get_req (tags->lock irqsave, read
   // rqs[bit], rq->ref++), the queue/hctx filter, blk_mq_check_expired,
@@ -160,10 +180,18 @@ sim::Task QueueTimeout::BusyIter(sim::Cpu& cpu, Tags& tags, Hctx* hctx, sim::Sim
       }
       cpu.Charge(fn_find_and_get_req_, lines_ns);
       // Read under the lock: the slot may have been freed meanwhile.
+      // blk_mq_req_expired: in flight, not already timed out, and past its
+      // deadline at the walk's start; else its deadline bounds `next`.
+      bool timed_out_now = false;
       if (rq != nullptr && rq->q == q_ && (hctx == nullptr || rq->mq_hctx == hctx) &&
-          rq->state == Request::State::kInFlight) {
+          rq->state == Request::State::kInFlight && !rq->timed_out) {
         ++matched;
-        if (*next == 0 || rq->deadline < *next) *next = rq->deadline;
+        if (walk_start_ >= rq->deadline) {
+          *expired = true;
+          timed_out_now = handle;
+        } else if (*next == 0 || rq->deadline < *next) {
+          *next = rq->deadline;
+        }
       }
       if (take_lock) {
         co_await cpu.Sync();
@@ -174,7 +202,14 @@ sim::Task QueueTimeout::BusyIter(sim::Cpu& cpu, Tags& tags, Hctx* hctx, sim::Sim
           cpu.Charge(fn_check_expired_, rq->line.Write(kernel_.machine(), cpu.id(), c.atomic_local));
         }
       }
+      if (timed_out_now) {
+        co_await cpu.Sync();
+        q_->RqTimedOut(cpu, rq);
+      }
+      // blk_mq_check_expired returns false at the first expired request.
+      if (*expired && !handle) break;
     }
+    if (*expired && !handle) break;
     cpu.Charge(fn_check_expired_, int64_t{matched} * c.line_read_hit);
   }
 }

@@ -18,14 +18,16 @@
 //   Work          blk_mq_timeout_work: walks the busy tags
 //                 (blk_mq_queue_tag_busy_iter -> bt_iter ->
 //                 blk_mq_find_and_get_req under tags->lock per busy bit,
-//                 5.14+), re-arms for the earliest deadline (which the next
-//                 Add pulls back), or marks every
-//                 hctx idle on its tag set. With host-wide shared tags the
-//                 walk covers the whole shared bitmap once per hctx, or once
-//                 per queue with tag_busy_iter_shared_once (RC1).
-//
-// Requests are never timed out: no command outlives rq_timeout in the
-// model's devices; the walk is what costs (RC1).
+//                 5.14+) until it finds a request in flight past its
+//                 deadline (rq_timeout = the queue's io_timeout after
+//                 blk_mq_start_request); if it did, it walks again handing
+//                 every such request, once, to blk_mq_rq_timed_out (the
+//                 driver's ->timeout: done, or the timer reset). Then it
+//                 re-arms for the earliest deadline (which the next Add
+//                 pulls back), or marks every hctx idle on its tag set. With
+//                 host-wide shared tags the walk covers the whole shared
+//                 bitmap once per hctx, or once per queue with
+//                 tag_busy_iter_shared_once (RC1).
 //
 // Invariants: at most one expiry of q->timeout is pending; the timer is
 //  re-armed never in the past.
@@ -78,7 +80,12 @@ class QueueTimeout {
   // blk_mq_queue_tag_busy_iter over `tags` for blk_mq_check_expired; only
   // requests of this queue (and of `hctx` unless null) count. *next becomes
   // the earliest deadline seen (0: none).
-  sim::Task BusyIter(sim::Cpu& cpu, Tags& tags, Hctx* hctx, sim::SimTime* next);
+  // With `handle`, every expired request goes to RequestQueue::RqTimedOut;
+  // without, the walk stops at the first (*expired set either way).
+  sim::Task BusyIter(sim::Cpu& cpu, Tags& tags, Hctx* hctx, sim::SimTime* next, bool* expired, bool handle);
+  // blk_mq_queue_tag_busy_iter over the queue (per hctx, or once with
+  // tag_busy_iter_shared_once and host-wide tags).
+  sim::Task WalkAll(sim::Cpu& cpu, sim::SimTime* next, bool* expired, bool handle);
   // blk_rq_timeout of the rounded deadline (either rounding).
   sim::SimTime Expiry(int cpu, sim::SimTime deadline, sim::SimTime now) const;
   // What 5.9+'s rounding adds to every expiry (0 before 5.9), from the
@@ -93,6 +100,8 @@ class QueueTimeout {
   sim::FnId fn_timeout_timer_, fn_timeout_work_, fn_busy_iter_, fn_find_and_get_req_,
       fn_for_each_set_, fn_check_expired_;
   const int64_t rounding_slack_ns_;
+  const int64_t rq_timeout_ns_;  // q->rq_timeout (queue io_timeout)
+  sim::SimTime walk_start_ = 0;  // expired.timeout_start (jiffies at the work's start)
 };
 
 }  // namespace blklab::model

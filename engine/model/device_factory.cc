@@ -66,6 +66,7 @@ ScsiDebugConfig ScsiDebugConfigFrom(const host::ScsiDebugSpec& sd, int64_t jiffy
   c.every_nth = sd.every_nth;
   c.inject_host_busy = (sd.opts & kSdebugOptHostBusy) != 0;
   c.inject_rare_tsf = (sd.opts & kSdebugOptRareTsf) != 0;
+  c.inject_timeout = (sd.opts & (kSdebugOptTimeout | kSdebugOptMacTimeout)) != 0;
   c.fake_rw = sd.fake_rw;
   return c;
 }
@@ -176,8 +177,9 @@ absl::Status CheckModelled(const host::DeviceSpec& device, const host::Knobs& kn
                   absl::StrCat(path, ".scsi_debug.poll_queues: polled scsi_debug queues are not modelled yet"));
             }
             // Bits that only log are accepted, and ALL_TSF (it acts only
-            // when a queue's slots run out, which its tags prevent); those
-            // that inject errors or timeouts are refused; RARE_TSF only
+            // when a queue's slots run out, which its tags prevent), and the
+            // timeout injections (scsi_timeout's abort and retry are
+            // modelled); those that inject errors are refused; RARE_TSF only
             // where TASK SET FULL is requeued (DID_OK, before 5.17).
             constexpr int kLogOnly = kSdebugOptNoise | kSdebugOptQNoise | kSdebugOptNWce | kSdebugOptResetNoise |
                                      kSdebugOptNoCdbNoise | kSdebugOptAllTsf;
@@ -186,12 +188,16 @@ absl::Status CheckModelled(const host::DeviceSpec& device, const host::Knobs& kn
                   path, ".scsi_debug.opts: SDEBUG_OPT_RARE_TSF (0x800) fails commands with DID_ABORT since 5.17, "
                   "which is not modelled; knobs.scsi_debug_qfull_did_ok: true models the earlier requeue"));
             }
-            const int unmodelled = sd.opts & ~(kLogOnly | kSdebugOptHostBusy | kSdebugOptRareTsf);
+            const int modelled = kLogOnly | kSdebugOptHostBusy | kSdebugOptRareTsf | kSdebugOptTimeout |
+                                 kSdebugOptMacTimeout;
+            const int unmodelled = sd.opts & ~modelled;
             if (unmodelled != 0) {
               return absl::UnimplementedError(absl::StrFormat(
-                  "%s.scsi_debug.opts: bits 0x%x are not modelled (error, timeout and TASK SET FULL "
-                  "injection); modelled: 0x%x (SDEBUG_OPT_HOST_BUSY) and the logging bits 0x%x",
-                  path, unmodelled, kSdebugOptHostBusy, kLogOnly));
+                  "%s.scsi_debug.opts: bits 0x%x are not modelled (error and TASK SET FULL injection); "
+                  "modelled: 0x%x (SDEBUG_OPT_HOST_BUSY), 0x%x / 0x%x (SDEBUG_OPT_TIMEOUT / MAC_TIMEOUT), "
+                  "0x%x (RARE_TSF) and the logging bits 0x%x",
+                  path, unmodelled, kSdebugOptHostBusy, kSdebugOptTimeout, kSdebugOptMacTimeout, kSdebugOptRareTsf,
+                  kLogOnly));
             }
             return absl::OkStatus();
           },

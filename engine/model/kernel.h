@@ -14,6 +14,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+
+#include "absl/status/status.h"
 
 #include "engine/host/cost_table.h"
 #include "engine/host/host_spec.h"
@@ -52,6 +55,9 @@ class BlkCpuDone;
   X(dd_bucket_insert)             \
   X(kyber_throttled)              \
   X(kyber_resize)                 \
+  X(rq_timed_out)                 \
+  X(scsi_eh_abort)                \
+  X(scsi_eh_retry)                \
   X(requests_completed)
 
 enum class Counter : int {
@@ -90,6 +96,13 @@ class Kernel {
   }
 
   void Count(Counter c, uint64_t n = 1) { counters_[static_cast<int>(c)] += n; }
+  // A path the model cannot follow (a driver's ->timeout it does not model,
+  // an I/O error): the run ends with the first such status at the end of
+  // the current slice of virtual time, instead of producing a wrong result.
+  void Fail(absl::Status status) {
+    if (failure_.ok()) failure_ = std::move(status);
+  }
+  const absl::Status& failure() const { return failure_; }
   uint64_t counter(Counter c) const { return counters_[static_cast<int>(c)]; }
 
   sim::SpinLockCosts lock_costs() const {
@@ -131,6 +144,7 @@ class Kernel {
   sim::WorkQueue kblockd_;
   std::unique_ptr<BlkCpuDone> cpu_done_;
   uint64_t counters_[static_cast<int>(Counter::kNumCounters)] = {};
+  absl::Status failure_;
 };
 
 }  // namespace blklab::model

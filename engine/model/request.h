@@ -82,6 +82,9 @@ struct Request {
   int32_t elv_token = -1;             // rq->elv.priv[0]: kyber's domain token, -1 when none
   uint8_t scsi_status = 0;            // SAM status a SCSI LLD answered (0 = GOOD)
   uint8_t ioprio_class = 0;           // the bio's IOPRIO_CLASS_* (blk_mq_bio_to_request)
+  bool timed_out = false;             // RQF_TIMED_OUT: handed to ->timeout, until re-armed
+  uint8_t retries = 0;                // scmd->retries (SCSI error handling)
+  bool eh_abort_scheduled = false;    // SCSI_EH_ABORT_SCHEDULED: aborted once already
   Request* next = nullptr;            // list link
   Request* rb_left = nullptr;         // scheduler sort tree (rb_node)
   Request* rb_right = nullptr;

@@ -41,6 +41,7 @@ class HrTimer final : public EventHandler {
   }
   bool pending() const { return pending_; }
   SimTime expires() const { return expires_; }
+  uint64_t arg() const { return arg_; }
   void set_cpu(int cpu) { cpu_ = cpu; }
 
   void OnEvent(uint32_t, uint64_t gen) override {

@@ -59,6 +59,9 @@ class NullBlk final : public BlkMqDriver {
 
   sim::Task QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last, BlkStatus* status) override;
   void Complete(sim::Cpu& cpu, Request* rq) override;
+  const char* timeout_handler() const override {
+    return "null_timeout_rq (it ends the request with BLK_STS_TIMEOUT, an I/O error)";
+  }
   sim::Task Poll(sim::Cpu& cpu, Hctx* hctx, int* completed) override;
 
  private:

@@ -76,6 +76,7 @@ class Nvme final : public BlkMqDriver {
   sim::Task QueueRqs(sim::Cpu& cpu, RequestList& list) override;
   sim::Task CommitRqs(sim::Cpu& cpu, Hctx* hctx) override;
   void Complete(sim::Cpu& cpu, Request* rq) override;
+  const char* timeout_handler() const override { return "nvme_timeout (abort, controller reset)"; }
   sim::Task Poll(sim::Cpu& cpu, Hctx* hctx, int* completed) override;
 
  private:

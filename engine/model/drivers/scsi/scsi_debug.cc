@@ -47,6 +47,13 @@ ScsiMlqueue ScsiDebug::QueueCommand(sim::Cpu& cpu, ScsiDevice& sdev, Request* rq
       cmnd_count_ % static_cast<uint64_t>(std::abs(config_.every_nth)) == 0) {
     return ScsiMlqueue::kHostBusy;
   }
+  // fake_timeout (after the fake_rw shortcut): every every_nth-th command is
+  // ignored, no response ever (SDEBUG_OPT_MAC_TIMEOUT: reads and writes
+  // only, which are all blklab sends); scsi_timeout takes it from there.
+  if (config_.every_nth != 0 && config_.inject_timeout && !config_.fake_rw &&
+      cmnd_count_ % static_cast<uint64_t>(std::abs(config_.every_nth)) == 0) {
+    return ScsiMlqueue::kOk;
+  }
   if (!config_.fake_rw && (rq->op == ReqOp::kRead || rq->op == ReqOp::kWrite)) {
     // do_device_access under sdeb_read_lock / sdeb_write_lock: the store's
     // rwlock word moves to this CPU twice, then the copy.
@@ -90,6 +97,21 @@ sim::Task ScsiDebug::ResponseIrq::Handle(sim::Cpu& cpu, uint64_t arg) {
   ScsiDevice& sdev = static_cast<ScsiDevice&>(rq->q->driver());
   --sd_->num_in_q_[&sdev];
   sdev.host().Done(cpu, rq);
+}
+
+ScsiEhResult ScsiDebug::AbortCommand(sim::Cpu& cpu, ScsiDevice& sdev, Request* rq) {
+  // scsi_debug_abort -> scsi_debug_abort_cmnd -> stop_qc_helper: cancel the
+  // pending response, if any; the command leaves the LUN's queue.
+  ++num_aborts_;
+  if (config_.delay_ns != 0) {
+    sim::HrTimer& t = TimerFor(sdev, rq);
+    if (t.pending() && t.arg() == reinterpret_cast<uint64_t>(rq)) {
+      cpu.Charge(kernel_.fn.hrtimer_start, kernel_.costs().hrtimer_arm);
+      t.Cancel();
+      --num_in_q_[&sdev];
+    }
+  }
+  return ScsiEhResult::kSuccess;
 }
 
 }  // namespace blklab::model

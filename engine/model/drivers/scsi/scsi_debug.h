@@ -55,6 +55,8 @@ namespace blklab::model {
 
 // SDEBUG_OPT_* bits (drivers/scsi/scsi_debug.c).
 inline constexpr int kSdebugOptNoise = 0x1;
+inline constexpr int kSdebugOptTimeout = 0x4;
+inline constexpr int kSdebugOptMacTimeout = 0x80;
 inline constexpr int kSdebugOptQNoise = 0x200;
 inline constexpr int kSdebugOptAllTsf = 0x400;
 inline constexpr int kSdebugOptRareTsf = 0x800;
@@ -71,6 +73,7 @@ struct ScsiDebugConfig {
   int every_nth = 0;
   bool inject_host_busy = false;  // opts & SDEBUG_OPT_HOST_BUSY
   bool inject_rare_tsf = false;   // opts & SDEBUG_OPT_RARE_TSF
+  bool inject_timeout = false;    // opts & (SDEBUG_OPT_TIMEOUT | SDEBUG_OPT_MAC_TIMEOUT)
   bool fake_rw = false;
 };
 
@@ -88,6 +91,11 @@ class ScsiDebug final : public ScsiLld {
   uint64_t commands() const { return cmnd_count_; }
 
   ScsiMlqueue QueueCommand(sim::Cpu& cpu, ScsiDevice& sdev, Request* rq) override;
+  // scsi_debug_abort: stops the command's deferred response if it has one;
+  // SUCCESS either way.
+  ScsiEhResult AbortCommand(sim::Cpu& cpu, ScsiDevice& sdev, Request* rq) override;
+  const char* abort_handler() const override { return "scsi_debug_abort"; }
+  uint64_t aborts() const { return num_aborts_; }
 
  private:
   // sdebug_q_cmd_hrt_complete: the deferred response (hardirq).
@@ -107,6 +115,7 @@ class ScsiDebug final : public ScsiLld {
   std::vector<std::unique_ptr<ScsiHost>> hosts_;
   ResponseIrq response_irq_;
   std::vector<std::vector<sim::HrTimer>> timers_;  // per host: (hw queue, tag) or (tag)
+  uint64_t num_aborts_ = 0;
   uint64_t cmnd_count_ = 0;                        // sdebug_cmnd_count
   uint64_t a_tsf_ = 0;                             // sdebug_a_tsf
   std::map<const ScsiDevice*, uint32_t> num_in_q_;  // devip->num_in_q: deferred responses

@@ -1,7 +1,10 @@
 #include "engine/model/drivers/scsi/scsi_host.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
+
+#include "absl/strings/str_cat.h"
 
 #include "engine/util/check.h"
 
@@ -35,6 +38,8 @@ ScsiHost::ScsiHost(Kernel& kernel, std::string host_name, const std::vector<std:
   fn_complete_ = kernel.Intern("scsi_complete");
   fn_end_request_ = kernel.Intern("scsi_end_request");
   fn_run_queue_ = kernel.Intern("scsi_run_queue");
+  fn_timeout_ = kernel.Intern("scsi_timeout");
+  fn_abort_ = kernel.Intern("scmd_eh_abort_handler");
 }
 
 ScsiHost::~ScsiHost() = default;
@@ -308,20 +313,12 @@ void ScsiDevice::Complete(sim::Cpu& cpu, Request* rq) {
   cpu.Charge(host_->fn_complete_, k.costs().scsi_complete);
   if (rq->scsi_status == kSamStatTaskSetFull) {
     // scsi_decide_disposition: QUEUE FULL -> ADD_TO_MLQUEUE ->
-    // scsi_queue_insert(cmd, SCSI_MLQUEUE_DEVICE_BUSY): block the LUN,
-    // unbusy, blk_mq_requeue_request(rq, true). scsi_finish_command is not
-    // reached, so nothing unblocks. (scsi_track_queue_full lowers the
-    // depth only after more than 10 such events in distinct windows: not
-    // modelled.)
+    // scsi_queue_insert(cmd, SCSI_MLQUEUE_DEVICE_BUSY). scsi_finish_command
+    // is not reached, so nothing unblocks. (scsi_track_queue_full lowers
+    // the depth only after more than 10 such events in distinct windows:
+    // not modelled.)
     rq->scsi_status = 0;
-    SetBlocked(cpu, ScsiMlqueue::kDeviceBusy);
-    BLKLAB_CHECK(host_->host_busy_ > 0);
-    --host_->host_busy_;
-    if (k.knobs().scsi_atomic_host_busy) {
-      host_->HostBusyAtomic(cpu, host_->fn_complete_);
-    }
-    q_->PutRqBudget(cpu, rq);
-    q_->RequeueRequest(cpu, rq);
+    QueueInsert(cpu, rq, ScsiMlqueue::kDeviceBusy);
     return;
   }
   BLKLAB_CHECK(host_->host_busy_ > 0);
@@ -354,6 +351,84 @@ void ScsiDevice::Complete(sim::Cpu& cpu, Request* rq) {
     cpu.Charge(host_->fn_end_request_, restarts_line_.Write(k.machine(), cpu.id(), k.costs().atomic_local));
     restarts_ = 0;
     q_->RunHwQueuesAsync(cpu);
+  }
+}
+
+void ScsiDevice::QueueInsert(sim::Cpu& cpu, Request* rq, ScsiMlqueue reason) {
+  // __scsi_queue_insert(cmd, reason, unbusy = true): scsi_set_blocked,
+  // scsi_device_unbusy, blk_mq_requeue_request(rq, true).
+  Kernel& k = host_->kernel_;
+  SetBlocked(cpu, reason);
+  BLKLAB_CHECK(host_->host_busy_ > 0);
+  --host_->host_busy_;
+  if (k.knobs().scsi_atomic_host_busy) host_->HostBusyAtomic(cpu, host_->fn_complete_);
+  q_->PutRqBudget(cpu, rq);
+  q_->RequeueRequest(cpu, rq);
+}
+
+// --- timeouts ----------------------------------------------------------------
+
+namespace {
+constexpr uint8_t kSdMaxRetries = 5;  // SD_MAX_RETRIES: sd's scmd->allowed
+}  // namespace
+
+absl::StatusOr<BlkEhTimerReturn> ScsiDevice::Timeout(sim::Cpu& cpu, Request* rq) {
+  // scsi_timeout: no eh_timed_out in the modelled LLDs; SCMD_STATE_COMPLETE
+  // (rq->timed_out: a late scsi_done is ignored); scsi_abort_command.
+  Kernel& k = host_->kernel_;
+  cpu.Charge(host_->fn_timeout_, k.costs().scsi_complete);
+  if (!host_->ScheduleAbort(cpu, *this, rq)) {
+    return absl::UnimplementedError(
+        "scsi_timeout: the command timed out again after its abort and retry, which escalates to the full "
+        "SCSI error handler (scsi_eh_scmd_add: the host in recovery, device and host resets); not modelled");
+  }
+  return BlkEhTimerReturn::kDone;
+}
+
+bool ScsiHost::ScheduleAbort(sim::Cpu& cpu, ScsiDevice& sdev, Request* rq) {
+  // scsi_abort_command: SCSI_EH_ABORT_SCHEDULED already set -> FAILED;
+  // else onto shost->eh_abort_list under host_lock, and
+  // queue_delayed_work(shost->tmf_work_q, &scmd->abort_work, HZ / 100).
+  if (rq->eh_abort_scheduled) return false;
+  rq->eh_abort_scheduled = true;
+  cpu.Charge(fn_timeout_, host_state_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
+  const int64_t delay_ns = std::max(kernel_.hz() / 100, 1) * kernel_.jiffy_ns();
+  aborts_.push_back(PendingAbort{cpu.now() + delay_ns, &sdev, rq});
+  if (!abort_work_.pending() && aborts_.size() == 1) kernel_.kblockd().Queue(&cpu, &abort_work_, cpu.id(), delay_ns);
+  return true;
+}
+
+sim::Task ScsiHost::AbortWork::Run(sim::Cpu& cpu) {
+  // scmd_eh_abort_handler for every command whose abort is due: the LLD's
+  // eh_abort_handler; on SUCCESS, DID_TIME_OUT and a retry while allowed.
+  ScsiHost* h = host_;
+  Kernel& k = h->kernel_;
+  co_await cpu.Sync();
+  while (!h->aborts_.empty() && h->aborts_.front().due <= cpu.now()) {
+    const PendingAbort a = h->aborts_.front();
+    h->aborts_.erase(h->aborts_.begin());
+    k.Count(Counter::k_scsi_eh_abort);
+    cpu.Charge(h->fn_abort_, k.costs().scsi_complete);
+    const std::string what = absl::StrCat(a.sdev->queue().name(), ": timed-out command tag ", a.rq->tag, " sector ",
+                                          a.rq->sector, ": ");
+    if (h->lld_->AbortCommand(cpu, *a.sdev, a.rq) != ScsiEhResult::kSuccess) {
+      k.Fail(absl::UnimplementedError(absl::StrCat(
+          what, h->lld_->abort_handler(),
+          " did not abort it; the full SCSI error handler (scsi_eh_scmd_add) is not modelled")));
+      continue;
+    }
+    // scsi_noretry_cmd: no (a file-system read or write without FAILFAST);
+    // scsi_cmd_retry_allowed: ++retries <= allowed.
+    if (++a.rq->retries > kSdMaxRetries) {
+      k.Fail(absl::UnimplementedError(absl::StrCat(
+          what, "retries used up: the I/O ends with DID_TIME_OUT, and I/O errors are not modelled")));
+      continue;
+    }
+    k.Count(Counter::k_scsi_eh_retry);
+    a.sdev->QueueInsert(cpu, a.rq, ScsiMlqueue::kEhRetry);
+  }
+  if (!h->aborts_.empty() && !h->abort_work_.pending()) {
+    k.kblockd().Queue(&cpu, &h->abort_work_, cpu.id(), h->aborts_.front().due - cpu.now());
   }
 }
 

@@ -38,6 +38,16 @@
 //     otherwise with run_all_hw_queues_on_completion (<= 5.8) every hctx
 //     of the queue is run, else only when atomic_cmpxchg(&sdev->restarts,
 //     old, 0) finds a recorded budget failure;
+//     ->timeout (scsi_timeout): a command past the queue's io_timeout is
+//     marked complete (a late scsi_done is ignored) and its abort scheduled
+//     on the host's TMF workqueue HZ/100 later (scsi_abort_command); the
+//     abort handler (scmd_eh_abort_handler) asks the LLD's
+//     eh_abort_handler and, when it succeeds, retries the command
+//     (scsi_queue_insert with SCSI_MLQUEUE_EH_RETRY: the LUN blocked, the
+//     request requeued) while scmd->retries <= allowed (5, sd). A second
+//     timeout of the same command, a failed abort or retries used up need
+//     the full error handler (scsi_eh_scmd_add) or end the I/O in error:
+//     not modelled, the run fails naming it;
 //   * ScsiLld (struct scsi_host_template): what a low-level driver gives
 //     the mid-layer. It calls ScsiHost::Done (scsi_done) from its completion
 //     context; the mid-layer then runs blk_mq_complete_request.
@@ -71,8 +81,12 @@ class ScsiDevice;
 // SAM_STAT_TASK_SET_FULL: a command the LUN refused for lack of room.
 inline constexpr uint8_t kSamStatTaskSetFull = 0x28;
 
-// ->queuecommand's answer: 0 or SCSI_MLQUEUE_*_BUSY.
-enum class ScsiMlqueue : uint8_t { kOk, kHostBusy, kDeviceBusy, kTargetBusy };
+// ->queuecommand's answer: 0 or SCSI_MLQUEUE_*_BUSY; kEhRetry is
+// scsi_queue_insert's reason for a command the error handler retries.
+enum class ScsiMlqueue : uint8_t { kOk, kHostBusy, kDeviceBusy, kTargetBusy, kEhRetry };
+
+// What an error-handler callback of the LLD answered: SUCCESS or FAILED.
+enum class ScsiEhResult : uint8_t { kSuccess, kFailed };
 
 // What a low-level driver gives the mid-layer.
 class ScsiLld {
@@ -82,6 +96,12 @@ class ScsiLld {
   // LLD accepted it and calls ScsiHost::Done once (possibly before
   // returning); otherwise it refused and holds nothing.
   virtual ScsiMlqueue QueueCommand(sim::Cpu& cpu, ScsiDevice& sdev, Request* rq) = 0;
+  // ->eh_abort_handler for a timed-out `rq`: on kSuccess the LLD no longer
+  // holds it and will not call Done for it. The default: not modelled
+  // (FAILED, and the run fails in the full error handler).
+  virtual ScsiEhResult AbortCommand(sim::Cpu& cpu, ScsiDevice& sdev, Request* rq) { return ScsiEhResult::kFailed; }
+  // The kernel function ->eh_abort_handler points at (for messages).
+  virtual const char* abort_handler() const { return "the LLD's eh_abort_handler"; }
 };
 
 struct ScsiHostConfig {
@@ -112,8 +132,12 @@ class ScsiHost {
   size_t starved() const { return starved_.size(); }
 
   // scsi_done: the LLD finished `rq`; blk_mq_complete_request places the
-  // completion (->complete = scsi_complete).
-  void Done(sim::Cpu& cpu, Request* rq) { rq->q->CompleteRequest(cpu, rq); }
+  // completion (->complete = scsi_complete). A command scsi_timeout already
+  // marked complete is ignored (SCMD_STATE_COMPLETE).
+  void Done(sim::Cpu& cpu, Request* rq) {
+    if (rq->timed_out) return;
+    rq->q->CompleteRequest(cpu, rq);
+  }
 
  private:
   friend class ScsiDevice;
@@ -129,6 +153,25 @@ class ScsiHost {
   // scsi_run_queue (sdev->requeue_work): the starved LUNs, then `sdev`'s.
   sim::Task RunQueue(sim::Cpu& cpu, ScsiDevice& sdev);
 
+  // The commands whose abort is scheduled (shost->eh_abort_list, each
+  // scmd->abort_work due HZ/100 after its timeout), run by one work item
+  // on the host's TMF workqueue in due order.
+  struct PendingAbort {
+    sim::SimTime due;
+    ScsiDevice* sdev;
+    Request* rq;
+  };
+  class AbortWork final : public sim::WorkItem {
+   public:
+    explicit AbortWork(ScsiHost* host) : host_(host) {}
+    sim::Task Run(sim::Cpu& cpu) override;  // scmd_eh_abort_handler
+   private:
+    ScsiHost* host_;
+  };
+  // scsi_abort_command: schedules `rq`'s abort (false if one already was:
+  // the command timed out again).
+  bool ScheduleAbort(sim::Cpu& cpu, ScsiDevice& sdev, Request* rq);
+
   Kernel& kernel_;
   ScsiHostConfig config_;
   ScsiLld* lld_;
@@ -141,6 +184,9 @@ class ScsiHost {
   sim::SpinLock host_lock_;             // shost->host_lock (starved list)
   sim::CacheLine host_state_line_;      // host_blocked, starved_list head
   sim::CacheLine host_busy_line_;       // 4.14's atomic shost->host_busy
+  std::vector<PendingAbort> aborts_;    // due order (the same HZ/100 delay for all)
+  AbortWork abort_work_{this};
+  sim::FnId fn_timeout_, fn_abort_;
   sim::FnId fn_get_budget_, fn_put_budget_, fn_queue_rq_, fn_complete_, fn_end_request_, fn_run_queue_;
 };
 
@@ -156,6 +202,8 @@ class ScsiDevice final : public BlkMqDriver {
   bool has_budget() const override { return true; }
   int GetBudget(sim::Cpu& cpu, RequestQueue* q) override;             // scsi_mq_get_budget
   void PutBudget(sim::Cpu& cpu, RequestQueue* q, int token) override;  // scsi_mq_put_budget
+  absl::StatusOr<BlkEhTimerReturn> Timeout(sim::Cpu& cpu, Request* rq) override;  // scsi_timeout
+  const char* timeout_handler() const override { return "scsi_timeout"; }
 
   RequestQueue& queue() { return *q_; }
   ScsiHost& host() { return *host_; }
@@ -179,6 +227,8 @@ class ScsiDevice final : public BlkMqDriver {
 
   // scsi_set_blocked for a busy answer of the LLD.
   void SetBlocked(sim::Cpu& cpu, ScsiMlqueue reason);
+  // scsi_queue_insert: block for `reason`, unbusy host and LUN, requeue.
+  void QueueInsert(sim::Cpu& cpu, Request* rq, ScsiMlqueue reason);
   // BLK_STS_RESOURCE, or DEV_RESOURCE when the mid-layer will re-run.
   BlkStatus BusyStatus() const;
 
