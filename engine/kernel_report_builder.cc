@@ -119,8 +119,7 @@ absl::Status BuildKernelReportFor(const std::string& host_name, Simulation& s, s
     if (s.queues[dev] == nullptr) continue;
     model::RequestQueue& q = *s.queues[dev];
     if (final) q.FinishDiskStats(end);
-    model::DiskStats ds = q.disk_stats();
-    if (!final && ds.in_flight > 0 && end > ds.busy_since) ds.io_ticks_ns += end - ds.busy_since;
+    const model::DiskStats& ds = q.disk_stats();
     stats::DeviceRow row;
     row.name = s.plan.disks[dev].name;
     row.read_ios = ds.ios[0];
@@ -130,7 +129,10 @@ absl::Status BuildKernelReportFor(const std::string& host_name, Simulation& s, s
     row.read_ticks_ms = ds.ticks_ns[0] / 1000000;
     row.write_ticks_ms = ds.ticks_ns[1] / 1000000;
     row.in_queue_ms = ds.in_queue_ns / 1000000;
-    row.util_pct = end > 0 ? 100.0 * static_cast<double>(ds.io_ticks_ns) / static_cast<double>(end) : 0;
+    // fio: io_ticks over the run's time, at most 100%.
+    row.util_pct = end > 0 ? std::min(100.0, 100.0 * static_cast<double>(ds.io_ticks_jiffies * s.kernel->jiffy_ns()) /
+                                                 static_cast<double>(end))
+                           : 0;
     k.devices.push_back(row);
     // Invariant: no request is lost.
     if (final && q.requests_outstanding() != 0) {

@@ -1258,5 +1258,24 @@ TEST(Timeouts, UnmodelledTimeoutHandlerFailsTheRunNamingIt) {
   EXPECT_THAT(r.result.status().message(), HasSubstr("null_timeout_rq"));
 }
 
+// --- disk statistics ----------------------------------------------------------------
+
+// update_io_ticks (5.0 to 6.11) counts a jiffy for the first start after
+// each jiffy boundary: a device saturated by short requests is 100% busy
+// to fio even when no request is in flight most of the time (irqmode=0
+// completes inside ->queue_rq), and 100 sparse I/Os a second count 100
+// jiffies (10%), as the kernel over-reports them.
+TEST(DiskStats, UtilCountsJiffiesAsUpdateIoTicksDoes) {
+  const host::HostSpec h = *host::GetPreset("null-1cpu");
+  const RunResult busy = MustRun(h, {"--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=4k", "--iodepth=32",
+                                     "--norandommap", "--runtime=200ms", "--time_based=1"});
+  ASSERT_EQ(busy.kernel.devices.size(), 1u);
+  EXPECT_NEAR(busy.kernel.devices[0].util_pct, 100.0, 0.5);
+  const RunResult sparse = MustRun(h, {"--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=4k", "--iodepth=1",
+                                       "--rate_iops=100", "--norandommap", "--runtime=1s", "--time_based=1"});
+  ASSERT_EQ(sparse.kernel.devices.size(), 1u);
+  EXPECT_NEAR(sparse.kernel.devices[0].util_pct, 10.0, 0.5);
+}
+
 }  // namespace
 }  // namespace blklab

@@ -75,7 +75,15 @@ void RequestQueue::AccountStart(sim::Cpu& cpu, Request* rq) {
                  part_stamp_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
     }
   }
-  if (disk_.in_flight++ == 0) disk_.busy_since = cpu.now();
+  UpdateIoTicks(cpu.now(), /*end=*/false);
+  ++disk_.in_flight;
+}
+
+void RequestQueue::UpdateIoTicks(sim::SimTime now, bool end) {
+  const int64_t now_jiffies = now / kernel_.jiffy_ns();
+  if (now_jiffies <= disk_.stamp_jiffies) return;
+  disk_.io_ticks_jiffies += end ? now_jiffies - disk_.stamp_jiffies : 1;
+  disk_.stamp_jiffies = now_jiffies;
 }
 
 void RequestQueue::AccountDone(sim::Cpu& cpu, Request* rq, sim::SimTime now) {
@@ -90,14 +98,14 @@ void RequestQueue::AccountDone(sim::Cpu& cpu, Request* rq, sim::SimTime now) {
   disk_.sectors[dir] += rq->bytes >> kSectorShift;
   disk_.ticks_ns[dir] += now - rq->alloc_time_ns;
   disk_.in_queue_ns += now - rq->alloc_time_ns;
-  if (--disk_.in_flight == 0) disk_.io_ticks_ns += now - disk_.busy_since;
+  UpdateIoTicks(now, /*end=*/true);
+  --disk_.in_flight;
 }
 
 void RequestQueue::FinishDiskStats(sim::SimTime t) {
-  if (disk_.in_flight > 0 && t > disk_.busy_since) {
-    disk_.io_ticks_ns += t - disk_.busy_since;
-    disk_.busy_since = t;
-  }
+  // part_stat_show / diskstats_show: update_io_ticks(part, jiffies, true)
+  // while requests are in flight.
+  if (disk_.in_flight > 0) UpdateIoTicks(t, /*end=*/true);
 }
 
 std::string RequestQueue::DescribeParking(const Request* rq) const {

@@ -82,10 +82,15 @@ struct DiskStats {
   uint64_t merges[2] = {};
   uint64_t sectors[2] = {};
   int64_t ticks_ns[2] = {};
-  int64_t io_ticks_ns = 0;  // time with at least one request in flight
+  // io_ticks as the kernel counts it (update_io_ticks, 5.0 to 6.11): in
+  // jiffies; the first accounted start after a jiffy boundary adds 1, the
+  // first completion the jiffies since bd_stamp, and bd_stamp moves to now.
+  // A device that sees I/O every jiffy counts every jiffy, however short
+  // each request is (fio's util near 100%).
+  int64_t io_ticks_jiffies = 0;
+  int64_t stamp_jiffies = 0;  // part->bd_stamp
   int64_t in_queue_ns = 0;  // sum of request lifetimes
   uint32_t in_flight = 0;
-  sim::SimTime busy_since = 0;
 };
 
 class RequestQueue {
@@ -113,7 +118,8 @@ class RequestQueue {
   int& shared_hctx_restart() { return shared_hctx_restart_; }
   sim::CacheLine& shared_restart_line() { return shared_restart_line_; }
   const DiskStats& disk_stats() const { return disk_; }
-  // Closes the io_ticks busy interval at `t` (end of run).
+  // What reading /sys/block/X/stat at `t` does to io_ticks (end of run):
+  // update_io_ticks when requests are in flight.
   void FinishDiskStats(sim::SimTime t);
   // Requests allocated and not yet ended.
   uint64_t requests_outstanding() const { return allocated_ - ended_; }
@@ -206,6 +212,8 @@ class RequestQueue {
   void FreeCachedRequests(sim::Cpu& cpu, Plug* plug);
   void AccountStart(sim::Cpu& cpu, Request* rq);
   void AccountDone(sim::Cpu& cpu, Request* rq, sim::SimTime now);
+  // update_io_ticks at `now` (true: from a completion).
+  void UpdateIoTicks(sim::SimTime now, bool end);
 
   Kernel& kernel_;
   std::string name_;
