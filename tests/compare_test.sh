@@ -193,4 +193,41 @@ else
   fail "rc3-shortcut-stall: $(head -c 400 "$TMP/stall.err")"
 fi
 
+# 8. --plot: well-formed SVGs with one bar per row (a stalled row has none
+# and says so), one latency curve per row that ran, and an HTML report that
+# holds the table and the four charts. Samples draw min-max whiskers (Poisson
+# arrivals: each sample's seed gives another count).
+if "$BLKLAB" compare "$SRC/examples/compare/rc3-shortcut-stall.yaml" --plot="$TMP/plot-stall" >/dev/null \
+     2>"$TMP/plot.err" &&
+   "$BLKLAB" compare --host=nvme-8cpu --samples=2 --variant 'none:devices.nvme0n1.queue.scheduler=none' \
+     --matrix fio.iodepth=1,8 --plot="$TMP/plot" -- --name=t --ioengine=io_uring --rw=randread --bs=4k \
+     --rate_iops=20000 --rate_process=poisson --runtime=20ms --time_based=1 >"$TMP/plot.out" 2>>"$TMP/plot.err" &&
+   python3 - "$TMP/plot" "$TMP/plot-stall" <<'EOF'
+import sys, xml.etree.ElementTree as ET
+NS = "{http://www.w3.org/2000/svg}"
+def svg(d, name):
+    return ET.parse(f"{d}/{name}").getroot()
+def bars(root, cls="bar"):
+    return [e for e in root.iter(NS + "rect") if e.get("class") == cls]
+# Two points x two variants (the implicit baseline and "none").
+d = sys.argv[1]
+for name in ("iops.svg", "contention.svg", "cpu.svg"):
+    assert len(bars(svg(d, name))) == 4, (name, len(bars(svg(d, name))))
+assert len([e for e in svg(d, "iops.svg").iter(NS + "path") if e.get("class") == "whisker"]) >= 1
+assert len(list(svg(d, "latency.svg").iter(NS + "polyline"))) == 4
+html = open(f"{d}/report.html").read()
+assert html.count("<svg ") == 4 and "<pre>" in html and "IOPS" in html
+# RC3's stall: the merged kernel runs, the shortcut stalls.
+s = sys.argv[2]
+root = svg(s, "iops.svg")
+assert len(bars(root)) == 1
+assert [e.text for e in root.iter(NS + "text") if e.get("class") == "stalled"] == ["stalled"]
+assert len(list(svg(s, "latency.svg").iter(NS + "polyline"))) == 1
+EOF
+then
+  pass "--plot: five files, one bar per row, whiskers for samples, stalled rows marked"
+else
+  fail "--plot: $(head -c 600 "$TMP/plot.err")"
+fi
+
 checks_end compare

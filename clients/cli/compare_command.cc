@@ -23,6 +23,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "clients/cli/compare_plot.h"
 #include "clients/cli/host_arg.h"
 #include "engine/engine.h"
 #include "engine/host/host_overlay.h"
@@ -38,9 +39,10 @@ using util::DocNode;
 constexpr char kUsage[] =
     "usage: blklab compare --host=PRESET|FILE [--variant NAME:PATH=VALUE[,PATH=VALUE...]]...\n"
     "           [--matrix PATH=V1,V2,...]... [--samples=N] [--seed=N] [--jobs=N]\n"
-    "           [--format=table|markdown|csv|json] -- FIO-ARGS...\n"
+    "           [--format=table|markdown|csv|json] [--plot=DIR] -- FIO-ARGS...\n"
     "           [--baseline=NAME] [--dry-run]\n"
-    "       blklab compare SPEC.yaml [--jobs=N] [--format=table|markdown|csv|json] [--dry-run]\n";
+    "       blklab compare SPEC.yaml [--jobs=N] [--format=table|markdown|csv|json] [--plot=DIR] [--dry-run]\n"
+    "  --plot=DIR  also write iops.svg, contention.svg, cpu.svg, latency.svg and report.html there\n";
 
 constexpr int kMaxCells = 4096;
 constexpr int kMaxSamples = 1000;
@@ -87,6 +89,8 @@ struct CellResult {
   double contention_pct = 0;  // the slowpath's share of busy CPU time
   double kernel_sys_pct = 0;  // sys + irq + softirq of all CPUs
   double clat_mean_ns = 0;
+  // clat percentiles (p50 ... p99.99) over every job and direction.
+  std::vector<std::pair<double, uint64_t>> clat_percentiles;
   uint64_t ios = 0;
   std::vector<stats::ProfileRow> profile;
   std::vector<stats::LockRow> locks;
@@ -313,9 +317,11 @@ absl::StatusOr<CellResult> RunCell(const Comparison& c, const Cell& cell) {
   CellResult r;
   double clat_sum = 0;
   uint64_t clat_n = 0;
+  stats::LatencyHistogram clat_all;
   for (const report::ReportEntry& e : report.entries) {
     for (int dir = 0; dir < stats::kNumDirs; ++dir) {
       const stats::DirResult& d = e.result.dirs[static_cast<size_t>(dir)];
+      clat_all.Merge(d.clat_hist);
       r.dir_iops[static_cast<size_t>(dir)] += d.iops();
       r.iops += d.iops();
       r.bw_bytes += d.bw_bytes_per_sec();
@@ -331,6 +337,11 @@ absl::StatusOr<CellResult> RunCell(const Comparison& c, const Cell& cell) {
     r.sys_pct /= static_cast<double>(report.entries.size());
   }
   r.clat_mean_ns = clat_n == 0 ? 0 : clat_sum / static_cast<double>(clat_n);
+  if (clat_all.total() > 0) {
+    static constexpr double kPercents[] = {50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99};
+    const std::vector<uint64_t> v = clat_all.Percentiles(kPercents);
+    for (size_t i = 0; i < v.size(); ++i) r.clat_percentiles.emplace_back(kPercents[i], v[i]);
+  }
   r.contention_pct = run.kernel.contention_pct;
   r.kernel_sys_pct = run.kernel.sys_pct;
   r.profile = std::move(run.kernel.profile);
@@ -810,6 +821,32 @@ absl::Status RunCells(const Comparison& c, int jobs, Results& res) {
   return absl::OkStatus();
 }
 
+// What --plot draws: one row per (point, variant), its figures from the
+// summary row and the first sample's cell.
+PlotInput PlotInputFor(const Comparison& c, const Results& res) {
+  PlotInput in;
+  in.title = absl::StrCat("blklab compare: host ", c.host_label, ", ", res.cells.size(), " cells");
+  in.table_text = WriteTable(c, res);
+  for (const Row& row : res.rows) {
+    const CellResult& first = res.results[CellIndex(c, row.point, row.variant, 0)];
+    PlotRow p;
+    p.label = c.variants[row.variant].name;
+    if (const std::string point = PointLabel(c, row.point); !point.empty()) absl::StrAppend(&p.label, ", ", point);
+    p.iops = row.iops;
+    if (c.samples > 1) {
+      p.iops_min = row.iops_min;
+      p.iops_max = row.iops_max;
+    }
+    p.contention_pct = row.contention_pct;
+    p.usr_pct = first.usr_pct;
+    p.sys_pct = first.sys_pct;
+    p.clat_percentiles = first.clat_percentiles;
+    p.stalled = row.stalled;
+    in.rows.push_back(std::move(p));
+  }
+  return in;
+}
+
 }  // namespace
 
 int RunCompareCommand(const std::vector<std::string>& args) {
@@ -818,6 +855,7 @@ int RunCompareCommand(const std::vector<std::string>& args) {
   std::string base_dir;
   std::string spec_file;
   std::string format = "table";
+  std::string plot_dir;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool have_seed = false, have_samples = false;
   bool fio_part = false;
@@ -884,6 +922,9 @@ int RunCompareCommand(const std::vector<std::string>& args) {
         return Fail(absl::InvalidArgumentError("--format: expected table, markdown, csv or json, got " + v));
       }
       format = v;
+    } else if ((m = value_of("--plot", &v)) != 0) {
+      if (m < 0 || v.empty()) return UsageError("--plot needs a directory");
+      plot_dir = v;
     } else if (!absl::StartsWith(a, "-") && spec_file.empty()) {
       spec_file = a;
     } else {
@@ -894,7 +935,7 @@ int RunCompareCommand(const std::vector<std::string>& args) {
     if (!host_arg.empty() || !c.variants.empty() || !c.axes.empty() || !c.fio_args.empty() || have_seed ||
         have_samples || !c.baseline.empty()) {
       return UsageError("a spec file holds the host, variants, matrix, seed, samples and fio arguments: "
-                        "only --jobs, --format and --dry-run go with it");
+                        "only --jobs, --format, --plot and --dry-run go with it");
     }
     if (absl::Status s = ReadSpecFile(spec_file, &c, &host_arg, &base_dir); !s.ok()) return Fail(s);
   } else {
@@ -958,6 +999,9 @@ int RunCompareCommand(const std::vector<std::string>& args) {
   }
   if (absl::Status s = RunCells(c, jobs, res); !s.ok()) return Fail(s);
   Summarize(c, res);
+  if (!plot_dir.empty()) {
+    if (absl::Status s = WritePlots(plot_dir, PlotInputFor(c, res)); !s.ok()) return Fail(s);
+  }
   if (format == "json") {
     std::cout << WriteJsonOut(c, res);
   } else if (format == "csv") {

@@ -1,0 +1,273 @@
+#include "clients/cli/compare_plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/util/file.h"
+
+namespace blklab::cli {
+namespace {
+
+constexpr int kWidth = 860;
+constexpr int kLabelWidth = 300;  // left column for row labels
+constexpr int kRowHeight = 24;
+constexpr int kTop = 44;          // title and axis labels
+constexpr int kBottom = 36;
+constexpr int kRight = 90;        // room for the value printed after a bar
+// Colours that read on white and in grey: one per series.
+constexpr const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+constexpr int kPaletteSize = sizeof(kPalette) / sizeof(kPalette[0]);
+
+std::string Escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string Header(int width, int height, const std::string& title) {
+  return absl::StrFormat(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n"
+      "<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">%s</text>\n",
+      width, height, width, height, width, height, Escape(title));
+}
+
+// A "nice" axis maximum: 1, 2, 2.5 or 5 times a power of ten, at least `v`.
+double NiceMax(double v) {
+  if (v <= 0) return 1;
+  const double p = std::pow(10.0, std::floor(std::log10(v)));
+  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+    if (m * p >= v) return m * p;
+  }
+  return 10 * p;
+}
+
+std::string FormatValue(double v, const std::string& unit) {
+  if (unit == "IOPS") {
+    if (v >= 1e6) return absl::StrFormat("%.2fM", v / 1e6);
+    if (v >= 1e3) return absl::StrFormat("%.0fK", v / 1e3);
+    return absl::StrFormat("%.0f", v);
+  }
+  return absl::StrFormat("%.1f%s", v, unit);
+}
+
+// Vertical grid lines and their labels for a horizontal bar chart whose
+// bars start at x0 and reach x0 + span at `max`.
+std::string Grid(int x0, int span, int y0, int y1, double max, const std::string& unit) {
+  std::string out;
+  for (int i = 0; i <= 4; ++i) {
+    const double v = max * i / 4;
+    const int x = x0 + span * i / 4;
+    absl::StrAppend(&out, absl::StrFormat("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>\n", x, y0,
+                                          x, y1));
+    absl::StrAppend(&out, absl::StrFormat("<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#555\">%s</text>\n",
+                                          x, y1 + 16, Escape(FormatValue(v, unit))));
+  }
+  return out;
+}
+
+// A row's label in the left column, and "stalled" where its bar would be.
+std::string RowLabel(const PlotRow& r, int y) {
+  std::string out = absl::StrFormat("<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n", kLabelWidth - 8,
+                                    y + 16, Escape(r.label));
+  if (r.stalled) {
+    absl::StrAppend(&out, absl::StrFormat("<text class=\"stalled\" x=\"%d\" y=\"%d\" fill=\"#d62728\">stalled</text>\n",
+                                          kLabelWidth + 4, y + 16));
+  }
+  return out;
+}
+
+// One bar per row: value(row), with an optional whisker [lo, hi].
+template <typename ValueFn, typename RangeFn>
+std::string BarChart(const PlotInput& in, const std::string& title, const std::string& unit, double fixed_max,
+                     ValueFn value, RangeFn range) {
+  const int n = static_cast<int>(in.rows.size());
+  const int height = kTop + n * kRowHeight + kBottom;
+  const int span = kWidth - kLabelWidth - kRight;
+  double max = fixed_max;
+  if (max <= 0) {
+    for (const PlotRow& r : in.rows) {
+      if (!r.stalled) max = std::max(max, std::max(value(r), range(r).second));
+    }
+    max = NiceMax(max);
+  }
+  std::string out = Header(kWidth, height, title);
+  out += Grid(kLabelWidth, span, kTop - 4, kTop + n * kRowHeight, max, unit);
+  for (int i = 0; i < n; ++i) {
+    const PlotRow& r = in.rows[static_cast<size_t>(i)];
+    const int y = kTop + i * kRowHeight;
+    out += RowLabel(r, y);
+    if (r.stalled) continue;
+    const double v = value(r);
+    const int w = static_cast<int>(std::lround(span * std::clamp(v / max, 0.0, 1.0)));
+    absl::StrAppend(&out, absl::StrFormat("<rect class=\"bar\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                                          "fill=\"%s\"><title>%s: %s</title></rect>\n",
+                                          kLabelWidth, y + 4, w, kRowHeight - 8, kPalette[0], Escape(r.label),
+                                          Escape(FormatValue(v, unit))));
+    const auto [lo, hi] = range(r);
+    if (hi > lo) {
+      const int x_lo = kLabelWidth + static_cast<int>(std::lround(span * std::clamp(lo / max, 0.0, 1.0)));
+      const int x_hi = kLabelWidth + static_cast<int>(std::lround(span * std::clamp(hi / max, 0.0, 1.0)));
+      const int ym = y + kRowHeight / 2;
+      absl::StrAppend(&out, absl::StrFormat("<path class=\"whisker\" d=\"M%d %dH%dM%d %dV%dM%d %dV%d\" "
+                                            "stroke=\"black\" fill=\"none\"/>\n",
+                                            x_lo, ym, x_hi, x_lo, ym - 5, ym + 5, x_hi, ym - 5, ym + 5));
+    }
+    absl::StrAppend(&out, absl::StrFormat("<text x=\"%d\" y=\"%d\">%s</text>\n", kLabelWidth + w + 6, y + 16,
+                                          Escape(FormatValue(v, unit))));
+  }
+  out += "</svg>\n";
+  return out;
+}
+
+}  // namespace
+
+std::string IopsSvg(const PlotInput& in) {
+  bool samples = false;
+  for (const PlotRow& r : in.rows) samples = samples || r.iops_max > r.iops_min;
+  return BarChart(
+      in, samples ? "IOPS per cell (whisker: min-max over the samples)" : "IOPS per cell", "IOPS", 0,
+      [](const PlotRow& r) { return r.iops; },
+      [](const PlotRow& r) { return std::make_pair(r.iops_min, r.iops_max); });
+}
+
+std::string ContentionSvg(const PlotInput& in) {
+  double max = 0;
+  for (const PlotRow& r : in.rows) max = std::max(max, r.contention_pct);
+  return BarChart(
+      in, "Spinlock contention (native_queued_spin_lock_slowpath, % of busy CPU time)", "%",
+      max <= 0 ? 1.0 : std::min(100.0, NiceMax(max)), [](const PlotRow& r) { return r.contention_pct; },
+      [](const PlotRow&) { return std::make_pair(0.0, 0.0); });
+}
+
+std::string CpuSvg(const PlotInput& in) {
+  const int n = static_cast<int>(in.rows.size());
+  const int height = kTop + n * kRowHeight + kBottom + 18;
+  const int span = kWidth - kLabelWidth - kRight;
+  std::string out = Header(kWidth, height, "fio's CPU time per job (usr and sys, % of the job's runtime)");
+  out += Grid(kLabelWidth, span, kTop - 4, kTop + n * kRowHeight, 100.0, "%");
+  for (int i = 0; i < n; ++i) {
+    const PlotRow& r = in.rows[static_cast<size_t>(i)];
+    const int y = kTop + i * kRowHeight;
+    out += RowLabel(r, y);
+    if (r.stalled) continue;
+    const int w_usr = static_cast<int>(std::lround(span * std::clamp(r.usr_pct / 100.0, 0.0, 1.0)));
+    const int w_sys = static_cast<int>(std::lround(span * std::clamp(r.sys_pct / 100.0, 0.0, 1.0 - r.usr_pct / 100.0)));
+    absl::StrAppend(&out, absl::StrFormat("<rect class=\"bar\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\">"
+                                          "<title>usr %.1f%%</title></rect>\n",
+                                          kLabelWidth, y + 4, w_usr, kRowHeight - 8, kPalette[0], r.usr_pct));
+    absl::StrAppend(&out, absl::StrFormat("<rect class=\"bar-sys\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                                          "fill=\"%s\"><title>sys %.1f%%</title></rect>\n",
+                                          kLabelWidth + w_usr, y + 4, w_sys, kRowHeight - 8, kPalette[1], r.sys_pct));
+    absl::StrAppend(&out, absl::StrFormat("<text x=\"%d\" y=\"%d\">usr %.1f%% sys %.1f%%</text>\n",
+                                          kLabelWidth + w_usr + w_sys + 6, y + 16, r.usr_pct, r.sys_pct));
+  }
+  const int ly = kTop + n * kRowHeight + kBottom;
+  absl::StrAppend(&out, absl::StrFormat("<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\"/>"
+                                        "<text x=\"%d\" y=\"%d\">usr</text>\n"
+                                        "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\"/>"
+                                        "<text x=\"%d\" y=\"%d\">sys</text>\n",
+                                        kLabelWidth, ly, kPalette[0], kLabelWidth + 16, ly + 11, kLabelWidth + 60, ly,
+                                        kPalette[1], kLabelWidth + 76, ly + 11));
+  out += "</svg>\n";
+  return out;
+}
+
+std::string LatencySvg(const PlotInput& in) {
+  // x: the percentile on a "nines" axis, -log10(1 - p/100): p50 = 0.3,
+  // p90 = 1, p99 = 2, p99.9 = 3, p99.99 = 4. y: latency in microseconds.
+  const int n = static_cast<int>(in.rows.size());
+  const int legend = n * 16 + 8;
+  const int plot_w = kWidth - 100 - 40, plot_h = 300;
+  const int x0 = 90, y0 = kTop + plot_h;  // the origin
+  const int height = kTop + plot_h + 40 + legend;
+  double max_us = 0;
+  for (const PlotRow& r : in.rows) {
+    for (const auto& [p, ns] : r.clat_percentiles) max_us = std::max(max_us, static_cast<double>(ns) / 1000.0);
+  }
+  max_us = NiceMax(max_us);
+  constexpr double kMaxNines = 4.0;
+  auto x_of = [&](double p) {
+    const double nines = -std::log10(std::max(1e-6, 1.0 - p / 100.0));
+    return x0 + static_cast<int>(std::lround(plot_w * std::clamp(nines / kMaxNines, 0.0, 1.0)));
+  };
+  auto y_of = [&](double us) { return y0 - static_cast<int>(std::lround(plot_h * std::clamp(us / max_us, 0.0, 1.0))); };
+  std::string out = Header(kWidth, height, "Completion latency (clat) percentiles per cell, microseconds");
+  for (int i = 0; i <= 4; ++i) {
+    const int y = y0 - plot_h * i / 4;
+    absl::StrAppend(&out, absl::StrFormat("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>"
+                                          "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#555\">%s</text>\n",
+                                          x0, y, x0 + plot_w, y, x0 - 6, y + 4,
+                                          absl::StrFormat("%.4g", max_us * i / 4)));
+  }
+  for (double p : {50.0, 90.0, 99.0, 99.9, 99.99}) {
+    const int x = x_of(p);
+    absl::StrAppend(&out, absl::StrFormat("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>"
+                                          "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#555\">p%g</text>\n",
+                                          x, kTop, x, y0, x, y0 + 16, p));
+  }
+  for (int i = 0; i < n; ++i) {
+    const PlotRow& r = in.rows[static_cast<size_t>(i)];
+    const char* colour = kPalette[i % kPaletteSize];
+    if (!r.stalled && !r.clat_percentiles.empty()) {
+      std::string points;
+      for (const auto& [p, ns] : r.clat_percentiles) {
+        absl::StrAppend(&points, points.empty() ? "" : " ", x_of(p), ",", y_of(static_cast<double>(ns) / 1000.0));
+      }
+      absl::StrAppend(&out, absl::StrFormat("<polyline class=\"curve\" points=\"%s\" fill=\"none\" stroke=\"%s\" "
+                                            "stroke-width=\"2\"><title>%s</title></polyline>\n",
+                                            points, colour, Escape(r.label)));
+    }
+    const int ly = y0 + 36 + i * 16;
+    absl::StrAppend(&out, absl::StrFormat("<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"4\" fill=\"%s\"/>"
+                                          "<text x=\"%d\" y=\"%d\">%s%s</text>\n",
+                                          x0, ly, colour, x0 + 18, ly + 6, Escape(r.label),
+                                          r.stalled ? " (stalled)" : r.clat_percentiles.empty() ? " (no samples)" : ""));
+  }
+  out += "</svg>\n";
+  return out;
+}
+
+std::string ReportHtml(const PlotInput& in) {
+  std::string out =
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + Escape(in.title) +
+      "</title>\n<style>body{font-family:sans-serif;margin:24px;max-width:900px}"
+      "pre{background:#f6f6f6;padding:12px;overflow-x:auto}svg{display:block;margin:16px 0}</style>\n"
+      "</head>\n<body>\n<h1>" +
+      Escape(in.title) + "</h1>\n<pre>" + Escape(in.table_text) + "</pre>\n";
+  for (const std::string& svg : {IopsSvg(in), ContentionSvg(in), CpuSvg(in), LatencySvg(in)}) out += svg;
+  out += "</body>\n</html>\n";
+  return out;
+}
+
+absl::Status WritePlots(const std::string& dir, const PlotInput& in) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::InvalidArgumentError(absl::StrCat("--plot=", dir, ": cannot create the directory: ", ec.message()));
+  const std::pair<const char*, std::string> files[] = {
+      {"iops.svg", IopsSvg(in)},         {"contention.svg", ContentionSvg(in)}, {"cpu.svg", CpuSvg(in)},
+      {"latency.svg", LatencySvg(in)},   {"report.html", ReportHtml(in)},
+  };
+  for (const auto& [name, text] : files) {
+    const std::string path = (std::filesystem::path(dir) / name).string();
+    if (absl::Status s = util::WriteStringToFile(path, text, "--plot"); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace blklab::cli

@@ -1,0 +1,60 @@
+// clients/cli/compare_plot.h
+//
+// The pictures of `blklab compare --plot=DIR`: self-contained SVG charts of
+// a comparison's rows (one per point x variant) and one HTML report that
+// holds the table and the charts.
+//
+//   iops.svg        IOPS per row (bars; the samples' min-max as a whisker)
+//   contention.svg  the spinlock slowpath's share of busy CPU time per row
+//   cpu.svg         fio's usr% and sys% per row (stacked bars)
+//   latency.svg     completion-latency percentiles per row (p50 ... p99.99,
+//                   on a "nines" axis), one curve per row
+//   report.html     the text table and the four charts, no external files
+//
+// Invariants: the output depends only on the input (no clock, no locale);
+//  every label is XML-escaped; a stalled row has no bar and says so.
+// Thread-safety: thread-compatible (pure functions).
+// Cost: O(rows x percentiles) text.
+#ifndef BLKLAB_CLIENTS_CLI_COMPARE_PLOT_H_
+#define BLKLAB_CLIENTS_CLI_COMPARE_PLOT_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace blklab::cli {
+
+struct PlotRow {
+  std::string label;  // "variant, axis=value ..."
+  double iops = 0, iops_min = 0, iops_max = 0;
+  double contention_pct = 0;
+  double usr_pct = 0, sys_pct = 0;  // fio's per-job usr / sys
+  // (percentile, clat in ns) of the row's first sample, ascending.
+  std::vector<std::pair<double, uint64_t>> clat_percentiles;
+  bool stalled = false;
+};
+
+struct PlotInput {
+  std::string title;       // e.g. "blklab compare: host rc4-desktop-7950x, 6 cells"
+  std::string table_text;  // the comparison's text table (shown in the report)
+  std::vector<PlotRow> rows;
+};
+
+// The charts as SVG documents.
+std::string IopsSvg(const PlotInput& in);
+std::string ContentionSvg(const PlotInput& in);
+std::string CpuSvg(const PlotInput& in);
+std::string LatencySvg(const PlotInput& in);
+// The HTML report embedding the table and the four charts.
+std::string ReportHtml(const PlotInput& in);
+
+// Writes the five files into `dir` (created if missing). Errors name the
+// file.
+absl::Status WritePlots(const std::string& dir, const PlotInput& in);
+
+}  // namespace blklab::cli
+
+#endif  // BLKLAB_CLIENTS_CLI_COMPARE_PLOT_H_
