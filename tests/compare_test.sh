@@ -215,8 +215,12 @@ for name in ("iops.svg", "contention.svg", "cpu.svg"):
     assert len(bars(svg(d, name))) == 4, (name, len(bars(svg(d, name))))
 assert len([e for e in svg(d, "iops.svg").iter(NS + "path") if e.get("class") == "whisker"]) >= 1
 assert len(list(svg(d, "latency.svg").iter(NS + "polyline"))) == 4
+# The iodepth sweep: one line per variant through both depths.
+for name in ("iops-vs-iodepth.svg", "p99-vs-iodepth.svg"):
+    lines = [e for e in svg(d, name).iter(NS + "polyline") if e.get("class") == "series"]
+    assert len(lines) == 2 and all(len(e.get("points").split()) == 2 for e in lines), name
 html = open(f"{d}/report.html").read()
-assert html.count("<svg ") == 4 and "<pre>" in html and "IOPS" in html
+assert html.count("<svg ") == 6 and "<pre>" in html and "IOPS" in html
 # RC3's stall: the merged kernel runs, the shortcut stalls.
 s = sys.argv[2]
 root = svg(s, "iops.svg")

@@ -831,6 +831,8 @@ PlotInput PlotInputFor(const Comparison& c, const Results& res) {
     const CellResult& first = res.results[CellIndex(c, row.point, row.variant, 0)];
     PlotRow p;
     p.label = c.variants[row.variant].name;
+    p.variant = c.variants[row.variant].name;
+    for (const Setting& s : PointSettings(c, row.point)) p.axes.emplace_back(AxisHeader(Axis{s.path, {}}), s.value);
     if (const std::string point = PointLabel(c, row.point); !point.empty()) absl::StrAppend(&p.label, ", ", point);
     p.iops = row.iops;
     if (c.samples > 1) {

@@ -1,10 +1,13 @@
 #include "clients/cli/compare_plot.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <system_error>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/util/file.h"
@@ -243,6 +246,140 @@ std::string LatencySvg(const PlotInput& in) {
   return out;
 }
 
+namespace {
+
+// A matrix value as a number: a plain decimal, or with fio's k / m / g
+// suffix (1024-based, as fio's sizes). nullopt otherwise.
+std::optional<double> AxisNumber(const std::string& v) {
+  if (v.empty()) return std::nullopt;
+  double mult = 1;
+  std::string digits = v;
+  const char last = static_cast<char>(std::tolower(static_cast<unsigned char>(v.back())));
+  if (last == 'k' || last == 'm' || last == 'g') {
+    mult = last == 'k' ? 1024.0 : last == 'm' ? 1024.0 * 1024 : 1024.0 * 1024 * 1024;
+    digits.pop_back();
+  }
+  double d = 0;
+  if (digits.empty() || !absl::SimpleAtod(digits, &d) || !std::isfinite(d) || d < 0) return std::nullopt;
+  return d * mult;
+}
+
+// The p99 clat of a row, in microseconds, or nullopt.
+std::optional<double> P99Us(const PlotRow& r) {
+  for (const auto& [p, ns] : r.clat_percentiles) {
+    if (p == 99.0) return static_cast<double>(ns) / 1000.0;
+  }
+  return std::nullopt;
+}
+
+struct Series {
+  std::string name;
+  std::vector<std::pair<double, double>> points;  // (x, y), in the matrix's order
+};
+
+std::string LineChart(const std::string& title, const std::string& x_name, const std::string& y_unit,
+                      const std::vector<Series>& series, const std::vector<double>& xs) {
+  const int plot_w = kWidth - 100 - 40, plot_h = 300;
+  const int x0 = 90, y0 = kTop + plot_h;
+  const int legend = static_cast<int>(series.size()) * 16 + 8;
+  const int height = kTop + plot_h + 40 + legend;
+  double x_min = *std::min_element(xs.begin(), xs.end());
+  double x_max = *std::max_element(xs.begin(), xs.end());
+  const bool log_x = x_min > 0 && x_max / x_min >= 8;
+  auto xv = [&](double x) { return log_x ? std::log2(x) : x; };
+  double lo = xv(x_min), hi = xv(x_max);
+  if (hi <= lo) hi = lo + 1;
+  double y_max = 0;
+  for (const Series& s : series) {
+    for (const auto& [x, y] : s.points) y_max = std::max(y_max, y);
+  }
+  y_max = NiceMax(y_max);
+  auto px = [&](double x) { return x0 + static_cast<int>(std::lround(plot_w * (xv(x) - lo) / (hi - lo))); };
+  auto py = [&](double y) { return y0 - static_cast<int>(std::lround(plot_h * std::clamp(y / y_max, 0.0, 1.0))); };
+  std::string out = Header(kWidth, height, title);
+  for (int i = 0; i <= 4; ++i) {
+    const int y = y0 - plot_h * i / 4;
+    absl::StrAppend(&out, absl::StrFormat("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>"
+                                          "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#555\">%s</text>\n",
+                                          x0, y, x0 + plot_w, y, x0 - 6, y + 4,
+                                          Escape(FormatValue(y_max * i / 4, y_unit))));
+  }
+  for (double x : xs) {
+    absl::StrAppend(&out, absl::StrFormat("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>"
+                                          "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#555\">%g</text>\n",
+                                          px(x), kTop, px(x), y0, px(x), y0 + 16, x));
+  }
+  absl::StrAppend(&out, absl::StrFormat("<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s%s</text>\n",
+                                        x0 + plot_w / 2, y0 + 30, Escape(x_name), log_x ? " (log scale)" : ""));
+  for (size_t i = 0; i < series.size(); ++i) {
+    const Series& s = series[i];
+    const char* colour = kPalette[i % kPaletteSize];
+    std::string points;
+    for (const auto& [x, y] : s.points) absl::StrAppend(&points, points.empty() ? "" : " ", px(x), ",", py(y));
+    absl::StrAppend(&out, absl::StrFormat("<polyline class=\"series\" points=\"%s\" fill=\"none\" stroke=\"%s\" "
+                                          "stroke-width=\"2\"><title>%s</title></polyline>\n",
+                                          points, colour, Escape(s.name)));
+    for (const auto& [x, y] : s.points) {
+      absl::StrAppend(&out, absl::StrFormat("<circle cx=\"%d\" cy=\"%d\" r=\"3\" fill=\"%s\"/>\n", px(x), py(y), colour));
+    }
+    const int ly = y0 + 44 + static_cast<int>(i) * 16;
+    absl::StrAppend(&out, absl::StrFormat("<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"4\" fill=\"%s\"/>"
+                                          "<text x=\"%d\" y=\"%d\">%s</text>\n",
+                                          x0, ly, colour, x0 + 18, ly + 6, Escape(s.name)));
+  }
+  out += "</svg>\n";
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> SweepSvgs(const PlotInput& in) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (in.rows.empty()) return out;
+  // The first axis whose every value is a number.
+  const size_t n_axes = in.rows[0].axes.size();
+  size_t axis = n_axes;
+  for (size_t a = 0; a < n_axes && axis == n_axes; ++a) {
+    bool numeric = true;
+    for (const PlotRow& r : in.rows) numeric = numeric && a < r.axes.size() && AxisNumber(r.axes[a].second);
+    if (numeric) axis = a;
+  }
+  if (axis == n_axes) return out;
+  const std::string name = in.rows[0].axes[axis].first;
+  // One series per variant and values of the other axes, in first-seen order.
+  std::vector<Series> iops, p99;
+  std::vector<double> xs;
+  for (const PlotRow& r : in.rows) {
+    std::string key = r.variant;
+    for (size_t a = 0; a < r.axes.size(); ++a) {
+      if (a != axis) absl::StrAppend(&key, ", ", r.axes[a].first, "=", r.axes[a].second);
+    }
+    const double x = *AxisNumber(r.axes[axis].second);
+    if (std::find(xs.begin(), xs.end(), x) == xs.end()) xs.push_back(x);
+    auto find = [&key](std::vector<Series>& v) -> Series& {
+      for (Series& s : v) {
+        if (s.name == key) return s;
+      }
+      v.push_back(Series{key, {}});
+      return v.back();
+    };
+    Series& si = find(iops);
+    Series& sp = find(p99);
+    if (r.stalled) continue;
+    si.points.emplace_back(x, r.iops);
+    if (const std::optional<double> us = P99Us(r)) sp.points.emplace_back(x, *us);
+  }
+  std::string file = name;
+  for (char& c : file) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
+  }
+  out.emplace_back("iops-vs-" + file + ".svg", LineChart("IOPS against " + name, name, "IOPS", iops, xs));
+  bool any_p99 = false;
+  for (const Series& s : p99) any_p99 = any_p99 || !s.points.empty();
+  if (any_p99) out.emplace_back("p99-vs-" + file + ".svg", LineChart("p99 completion latency (us) against " + name, name, "", p99, xs));
+  return out;
+}
+
 std::string ReportHtml(const PlotInput& in) {
   std::string out =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + Escape(in.title) +
@@ -251,6 +388,7 @@ std::string ReportHtml(const PlotInput& in) {
       "</head>\n<body>\n<h1>" +
       Escape(in.title) + "</h1>\n<pre>" + Escape(in.table_text) + "</pre>\n";
   for (const std::string& svg : {IopsSvg(in), ContentionSvg(in), CpuSvg(in), LatencySvg(in)}) out += svg;
+  for (const auto& [name, svg] : SweepSvgs(in)) out += svg;
   out += "</body>\n</html>\n";
   return out;
 }
@@ -264,6 +402,10 @@ absl::Status WritePlots(const std::string& dir, const PlotInput& in) {
       {"latency.svg", LatencySvg(in)},   {"report.html", ReportHtml(in)},
   };
   for (const auto& [name, text] : files) {
+    const std::string path = (std::filesystem::path(dir) / name).string();
+    if (absl::Status s = util::WriteStringToFile(path, text, "--plot"); !s.ok()) return s;
+  }
+  for (const auto& [name, text] : SweepSvgs(in)) {
     const std::string path = (std::filesystem::path(dir) / name).string();
     if (absl::Status s = util::WriteStringToFile(path, text, "--plot"); !s.ok()) return s;
   }

@@ -9,7 +9,13 @@
 //   cpu.svg         fio's usr% and sys% per row (stacked bars)
 //   latency.svg     completion-latency percentiles per row (p50 ... p99.99,
 //                   on a "nines" axis), one curve per row
-//   report.html     the text table and the four charts, no external files
+//   iops-vs-AXIS.svg, p99-vs-AXIS.svg
+//                   for a matrix whose first numeric axis (iodepth,
+//                   numjobs, bs with k/m suffixes...) is AXIS: IOPS and p99
+//                   clat against it (log scale when it spans 8x or more),
+//                   one line per variant and value of the other axes - the
+//                   queue-depth sweep of fio-plot and bench-fio
+//   report.html     the text table and every chart, no external files
 //
 // Invariants: the output depends only on the input (no clock, no locale);
 //  every label is XML-escaped; a stalled row has no bar and says so.
@@ -29,6 +35,8 @@ namespace blklab::cli {
 
 struct PlotRow {
   std::string label;  // "variant, axis=value ..."
+  std::string variant;
+  std::vector<std::pair<std::string, std::string>> axes;  // (axis name, value), the matrix's order
   double iops = 0, iops_min = 0, iops_max = 0;
   double contention_pct = 0;
   double usr_pct = 0, sys_pct = 0;  // fio's per-job usr / sys
@@ -48,7 +56,9 @@ std::string IopsSvg(const PlotInput& in);
 std::string ContentionSvg(const PlotInput& in);
 std::string CpuSvg(const PlotInput& in);
 std::string LatencySvg(const PlotInput& in);
-// The HTML report embedding the table and the four charts.
+// The sweep charts, (file name, SVG); none without a numeric axis.
+std::vector<std::pair<std::string, std::string>> SweepSvgs(const PlotInput& in);
+// The HTML report embedding the table and every chart.
 std::string ReportHtml(const PlotInput& in);
 
 // Writes the five files into `dir` (created if missing). Errors name the
