@@ -332,14 +332,15 @@ int Jobs(RemoteClient& c, const std::vector<std::string>& args) {
     return 0;
   }
   if (sub == "watch") {
-    // A terminal gets the progress line; otherwise (or with --json) one
-    // JSON snapshot per line. Then the final state (or the whole job).
+    // A terminal gets fio's progress line; otherwise one line of text per
+    // interval, or with --json one JSON snapshot per line. Then the final
+    // state (or the whole job).
     const bool tty = isatty(STDOUT_FILENO) == 1;
     RemoteProgress progress(std::cout, 0);
     const bool show_progress = tty && !p.json;
     v1::Job final_job;
     grpc::Status s = WatchToEnd(c, name, show_progress ? &progress : nullptr, show_progress ? nullptr : &std::cout,
-                                &final_job);
+                                &final_job, p.json ? SnapshotLines::kJson : SnapshotLines::kText);
     progress.Clear();
     if (!s.ok()) return ReportStatus(prefix, s);
     if (p.json) {

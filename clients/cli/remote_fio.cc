@@ -202,8 +202,31 @@ void RemoteProgress::Clear() {
   last_len_ = 0;
 }
 
+std::string SnapshotText(const v1::Snapshot& snap) {
+  std::string line = absl::StrFormat("t=%.3fs %s %.1f%%", static_cast<double>(Ns(snap.virtual_time())) / 1e9,
+                                     v1::Job::State_Name(snap.state()), 100.0 * snap.progress_fraction());
+  const std::pair<const char*, const v1::IntervalDirection*> dirs[] = {
+      {"read", &snap.read()}, {"write", &snap.write()}, {"trim", &snap.trim()}};
+  for (const auto& [name, d] : dirs) {
+    if (d->ios() == 0) continue;
+    absl::StrAppend(&line, "  ", name, ": IOPS=",
+                    report::Num2Str(static_cast<uint64_t>(d->iops()), 4, false, report::NumUnit::kNone),
+                    ", BW=", report::Num2Str(d->bw_bytes_per_sec(), 4, true, report::NumUnit::kBytesPerSec));
+    for (const v1::Percentile& p : d->clat_percentiles()) {
+      if (p.percentile() == 50 || p.percentile() == 99) {
+        absl::StrAppend(&line, absl::StrFormat(", p%g=%.1fus", p.percentile(), static_cast<double>(p.value_ns()) / 1e3));
+      }
+    }
+  }
+  const v1::CpuShares& c = snap.cpu();
+  absl::StrAppend(&line, absl::StrFormat("  cpu: usr=%.1f%% sys=%.1f%% irq=%.1f%% softirq=%.1f%%  contention=%.1f%%",
+                                         c.usr_pct(), c.sys_pct(), c.irq_pct(), c.softirq_pct(),
+                                         snap.contention_pct()));
+  return line;
+}
+
 grpc::Status WatchToEnd(RemoteClient& client, const std::string& job, RemoteProgress* progress,
-                        std::ostream* lines, v1::Job* final_job) {
+                        std::ostream* lines, v1::Job* final_job, SnapshotLines format) {
   std::unique_ptr<grpc::ClientContext> ctx = client.NewContext(0);
   std::mutex mu;
   std::condition_variable cv;
@@ -247,7 +270,13 @@ grpc::Status WatchToEnd(RemoteClient& client, const std::string& job, RemoteProg
       continue;
     }
     if (progress != nullptr) progress->Print(snap);
-    if (lines != nullptr) *lines << ToJson(snap, /*indent=*/false) << std::flush;
+    if (lines != nullptr) {
+      if (format == SnapshotLines::kJson) {
+        *lines << ToJson(snap, /*indent=*/false) << std::flush;
+      } else {
+        *lines << SnapshotText(snap) << "\n" << std::flush;
+      }
+    }
   }
   grpc::Status status = reader->Finish();
   {

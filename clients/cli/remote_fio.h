@@ -55,11 +55,22 @@ class RemoteProgress {
   size_t last_len_ = 0;
 };
 
-// Streams WatchJob for `job` until the final snapshot. Calls `on_snapshot`
-// for each interval; returns the final job in `final_job`. Cancels the job
-// on Ctrl-C. Returns the stream's status (OK when the final job arrived).
+// How WatchToEnd writes each interval to `lines`.
+enum class SnapshotLines { kText, kJson };
+
+// One interval as a line of text: virtual time, state and progress, then per
+// direction with I/O IOPS, bandwidth and clat p50 / p99, the CPU shares and
+// the spinlock contention, e.g.
+//   "t=1.000s RUNNING 50.0%  read: IOPS=1.61M, BW=6294MiB/s, p50=19.3us,
+//    p99=20.4us  cpu: usr=20.3% sys=79.6% irq=0.0% softirq=0.0%  contention=0.0%"
+std::string SnapshotText(const v1::Snapshot& snap);
+
+// Streams WatchJob for `job` until the final snapshot: the progress line on
+// `progress`, or each interval on `lines` (text or JSON), when not null;
+// returns the final job in `final_job`. Cancels the job on Ctrl-C. Returns
+// the stream's status (OK when the final job arrived).
 grpc::Status WatchToEnd(RemoteClient& client, const std::string& job, RemoteProgress* progress,
-                        std::ostream* lines, v1::Job* final_job);
+                        std::ostream* lines, v1::Job* final_job, SnapshotLines format = SnapshotLines::kJson);
 
 // Exit code for a job in a final state: 0 SUCCEEDED, else its error code
 // (printed on stderr with `prefix`).

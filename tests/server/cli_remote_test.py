@@ -19,6 +19,7 @@ directory (each wait bounded) and checks:
 import json
 import os
 import signal
+import select
 import subprocess
 import sys
 import tempfile
@@ -153,6 +154,25 @@ def main():
     check(len(running) == 1, "long job RUNNING")
     if running:
         name = running[0]["name"]
+        # `jobs watch` of a running job, not on a terminal: a line of text per
+        # interval; with --json the raw snapshots.
+        def first_line(args):
+            wp = subprocess.Popen([BLKLAB, "--server", addr] + args, env=ENV, cwd=TMP, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+            ready, _, _ = select.select([wp.stdout], [], [], 30)
+            line = wp.stdout.readline().strip() if ready else ""
+            wp.kill()  # SIGKILL: no Ctrl-C, so the job is not cancelled
+            wp.wait()
+            return line
+        line = first_line(["jobs", "watch", name])
+        check(line.startswith("t=") and " RUNNING " in line and "read: IOPS=" in line and "cpu: usr=" in line,
+              "jobs watch prints a line of text per interval (%s)" % line[:160])
+        line = first_line(["jobs", "watch", name, "--json"])
+        try:
+            state = json.loads(line).get("state")
+        except ValueError:
+            state = None
+        check(state == "RUNNING", "jobs watch --json prints the snapshots as JSON (%s)" % line[:160])
         r = remote(addr, ["jobs", "cancel", name], timeout=30)
         check(r.returncode == 0, "jobs cancel exits 0 (%s)" % r.stderr.strip()[:200])
         try:
