@@ -48,6 +48,9 @@ struct JobLimitsConfig {
   int64_t max_wall_ns = 24LL * 3600 * 1000 * 1000 * 1000;  // 1 day
   size_t max_bundle_files = 64;
   size_t max_bundle_bytes = 1 << 20;
+  // How long a CreateJobRequest.request_id keeps answering with its job; an
+  // older one is released and creates a new job.
+  int64_t request_id_ttl_ms = 24LL * 3600 * 1000;
 };
 
 // proto -> engine. Decodes, resolves defaults and validates against

@@ -272,7 +272,10 @@ absl::Status JobServiceImpl::DoCreateJob(const v1::CreateJobRequest& req, v1::Jo
     for (char c : rid) {
       if (c < 0x20 || c > 0x7e) return absl::InvalidArgumentError("request_id: printable ASCII only");
     }
-    BLKLAB_ASSIGN_OR_RETURN(std::optional<v1::Job> seen, store_->FindJobByRequestId(rid));
+    // A request id answers with its job for request_id_ttl (24 h, as the
+    // API promises); an older one is released and creates a new job.
+    const int64_t not_before_ms = absl::ToUnixMillis(absl::Now()) - limits_->request_id_ttl_ms;
+    BLKLAB_ASSIGN_OR_RETURN(std::optional<v1::Job> seen, store_->FindJobByRequestId(rid, not_before_ms));
     if (seen.has_value()) {
       *resp = *std::move(seen);
       return absl::OkStatus();
@@ -321,7 +324,8 @@ absl::Status JobServiceImpl::DoCreateJob(const v1::CreateJobRequest& req, v1::Jo
   if (absl::Status s = jobs_->Submit(job); !s.ok()) {
     if (absl::IsAlreadyExists(s) && !rid.empty()) {
       // A concurrent call with the same request id won the race.
-      absl::StatusOr<std::optional<v1::Job>> seen = store_->FindJobByRequestId(rid);
+      absl::StatusOr<std::optional<v1::Job>> seen =
+          store_->FindJobByRequestId(rid, absl::ToUnixMillis(absl::Now()) - limits_->request_id_ttl_ms);
       if (seen.ok() && seen->has_value()) {
         *resp = **seen;
         return absl::OkStatus();

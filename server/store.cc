@@ -362,8 +362,14 @@ absl::StatusOr<v1::Job> Store::GetJob(const std::string& id, bool full) {
   return ReadJob(*st, full);
 }
 
-absl::StatusOr<std::optional<v1::Job>> Store::FindJobByRequestId(const std::string& request_id) {
+absl::StatusOr<std::optional<v1::Job>> Store::FindJobByRequestId(const std::string& request_id,
+                                                                 int64_t not_before_ms) {
   absl::MutexLock lock(&mu_);
+  absl::StatusOr<sqlite3_stmt*> release = Prepare("UPDATE jobs SET request_id = NULL WHERE request_id = ? AND create_ms < ?");
+  if (!release.ok()) return release.status();
+  BindText(*release, 1, request_id);
+  sqlite3_bind_int64(*release, 2, not_before_ms);
+  if (sqlite3_step(*release) != SQLITE_DONE) return Error("release request id");
   absl::StatusOr<sqlite3_stmt*> st =
       Prepare("SELECT seq, job, result_json, result_normal, result FROM jobs WHERE request_id = ?");
   if (!st.ok()) return st.status();

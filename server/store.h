@@ -78,7 +78,10 @@ class Store {
   absl::Status UpdateJob(const v1::Job& job);
   // With `full`, the result is included.
   absl::StatusOr<v1::Job> GetJob(const std::string& id, bool full);
-  absl::StatusOr<std::optional<v1::Job>> FindJobByRequestId(const std::string& request_id);
+  // The job created with `request_id` at or after `not_before_ms` (Unix
+  // milliseconds), or none. A job created earlier releases the id (its
+  // request_id is cleared) so that a new job may take it.
+  absl::StatusOr<std::optional<v1::Job>> FindJobByRequestId(const std::string& request_id, int64_t not_before_ms);
   absl::Status DeleteJob(const std::string& id);
   struct JobPage {
     std::vector<v1::Job> jobs;

@@ -49,9 +49,29 @@ TEST(StoreTest, JobsSurviveReopenAndResultIsKept) {
   EXPECT_EQ(c->result().total_ios(), 7u);
   auto basic = (*store)->GetJob("c", false);
   EXPECT_FALSE(basic->has_result());
-  auto found = (*store)->FindJobByRequestId("r1");
+  auto found = (*store)->FindJobByRequestId("r1", 0);
   ASSERT_TRUE(found.ok() && found->has_value());
   EXPECT_EQ((*found)->name(), "jobs/a");
+}
+
+// A request id older than the caller's horizon is released: the lookup
+// finds nothing, and a new job may take the id.
+TEST(StoreTest, ExpiredRequestIdIsReleasedForANewJob) {
+  auto store = Store::Open(TempDir());
+  ASSERT_TRUE(store.ok());
+  v1::Job old = MakeJob("old", v1::Job::SUCCEEDED, "r2");
+  old.mutable_create_time()->set_seconds(1);
+  ASSERT_TRUE((*store)->InsertJob(old).ok());
+  auto fresh = (*store)->FindJobByRequestId("r2", 500);
+  ASSERT_TRUE(fresh.ok() && fresh->has_value()) << "created at 1000 ms, horizon 500 ms: still answers";
+  auto expired = (*store)->FindJobByRequestId("r2", 2000);
+  ASSERT_TRUE(expired.ok());
+  EXPECT_FALSE(expired->has_value());
+  ASSERT_TRUE((*store)->InsertJob(MakeJob("new", v1::Job::QUEUED, "r2")).ok());
+  auto found = (*store)->FindJobByRequestId("r2", 0);
+  ASSERT_TRUE(found.ok() && found->has_value());
+  EXPECT_EQ((*found)->name(), "jobs/new");
+  EXPECT_TRUE((*store)->GetJob("old", false).ok()) << "the old job itself is kept";
 }
 
 TEST(StoreTest, ListJobsPagesNewestFirstWithFilter) {

@@ -293,5 +293,21 @@ def main():
     c.close()
     stop(server)
 
+    # A request_id answers with its job only for --request_id_ttl (24 h by
+    # default, as service.proto promises); after that it creates a new job.
+    server, addr = start_server(os.path.join(TMP, "data-rid"), "--request_id_ttl=1s")
+    c = Client(addr)
+    r1 = c.create_job_from_files(demo_files(), ["demo.fio"], request_id="req-ttl")
+    r2 = c.create_job_from_files(demo_files(), ["demo.fio"], request_id="req-ttl")
+    time.sleep(1.2)
+    r3 = c.create_job_from_files(demo_files(), ["demo.fio"], request_id="req-ttl")
+    r4 = c.create_job_from_files(demo_files(), ["demo.fio"], request_id="req-ttl")
+    check(r1.name == r2.name and r3.name != r1.name and r4.name == r3.name,
+          "request_id: the same job within --request_id_ttl, a new one after it")
+    for n in (r1.name, r3.name):
+        c.wait(n, timeout=120)
+    c.close()
+    stop(server)
+
 
 H.run_main(main)
