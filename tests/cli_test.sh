@@ -162,4 +162,19 @@ else
   fail "RC3 shortcut example: exit $rc, $(head -c 400 "$TMP/stall.err")"
 fi
 
+# scripts/install puts blklab and blklabd in PREFIX/bin, runnable by name
+# (the full build has both; an engine-only build has no server to install).
+BIN_DIR=$(cd "$(dirname "$BLKLAB")/../.." && pwd)
+if [[ -x $BIN_DIR/server/blklabd ]]; then
+  if BUILD_DIR="$BIN_DIR" "$SRC/scripts/install" "$TMP/prefix" >"$TMP/install.out" 2>&1 &&
+     [[ -x $TMP/prefix/bin/blklabd ]] &&
+     PATH="$TMP/prefix/bin:$PATH" blklab hosts list 2>/dev/null | grep -q '^default'; then
+    pass "scripts/install: blklab and blklabd in PREFIX/bin, blklab runs by name"
+  else
+    fail "scripts/install: $(cat "$TMP/install.out")"
+  fi
+else
+  pass "scripts/install: checked in the full build (no blklabd in $BIN_DIR)"
+fi
+
 checks_end CLI
