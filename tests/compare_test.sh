@@ -228,8 +228,19 @@ assert len(bars(root)) == 1
 assert [e.text for e in root.iter(NS + "text") if e.get("class") == "stalled"] == ["stalled"]
 assert len(list(svg(s, "latency.svg").iter(NS + "polyline"))) == 1
 EOF
+   "$BLKLAB" compare --host=nvme-8cpu --matrix fio.iodepth=1,8 --matrix fio.numjobs=1,2 --plot="$TMP/plot-grid" \
+     -- --name=t --ioengine=io_uring --rw=randread --bs=4k --runtime=10ms --time_based=1 >/dev/null \
+     2>>"$TMP/plot.err" &&
+   python3 - "$TMP/plot-grid" <<'EOF'
+import sys, xml.etree.ElementTree as ET
+NS = "{http://www.w3.org/2000/svg}"
+root = ET.parse(f"{sys.argv[1]}/grid.svg").getroot()
+cells = [e for e in root.iter(NS + "rect") if e.get("class") == "cell"]
+assert len(cells) == 4, len(cells)  # one variant (the baseline) x 2 iodepths x 2 numjobs
+assert open(f"{sys.argv[1]}/report.html").read().count("<svg ") == 7
+EOF
 then
-  pass "--plot: five files, one bar per row, whiskers for samples, stalled rows marked"
+  pass "--plot: five files, one bar per row, whiskers for samples, stalled rows marked, a qd x numjobs grid"
 else
   fail "--plot: $(head -c 600 "$TMP/plot.err")"
 fi

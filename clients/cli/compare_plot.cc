@@ -380,6 +380,93 @@ std::vector<std::pair<std::string, std::string>> SweepSvgs(const PlotInput& in) 
   return out;
 }
 
+namespace {
+
+// The indices of the matrix axes whose every value is a number.
+std::vector<size_t> NumericAxes(const PlotInput& in) {
+  std::vector<size_t> out;
+  if (in.rows.empty()) return out;
+  for (size_t a = 0; a < in.rows[0].axes.size(); ++a) {
+    bool numeric = true;
+    for (const PlotRow& r : in.rows) numeric = numeric && a < r.axes.size() && AxisNumber(r.axes[a].second);
+    if (numeric) out.push_back(a);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string GridSvg(const PlotInput& in) {
+  const std::vector<size_t> numeric = NumericAxes(in);
+  if (in.rows.empty() || in.rows[0].axes.size() != 2 || numeric.size() != 2) return "";
+  // Columns: the first axis' values; rows: the second's; one panel per
+  // variant, in the matrix's order.
+  std::vector<std::string> xs, ys, variants;
+  auto add = [](std::vector<std::string>& v, const std::string& s) {
+    if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
+  };
+  double max = 0;
+  for (const PlotRow& r : in.rows) {
+    add(xs, r.axes[0].second);
+    add(ys, r.axes[1].second);
+    add(variants, r.variant);
+    if (!r.stalled) max = std::max(max, r.iops);
+  }
+  const int cell_w = std::max(60, std::min(110, (kWidth - 160) / static_cast<int>(xs.size())));
+  const int cell_h = 28;
+  const int panel_h = 40 + static_cast<int>(ys.size()) * cell_h + 24;
+  const int height = kTop + static_cast<int>(variants.size()) * panel_h + 10;
+  const std::string& xname = in.rows[0].axes[0].first;
+  const std::string& yname = in.rows[0].axes[1].first;
+  std::string out = Header(kWidth, height, "IOPS per " + xname + " x " + yname + " (darker: more IOPS)");
+  for (size_t v = 0; v < variants.size(); ++v) {
+    const int top = kTop + static_cast<int>(v) * panel_h;
+    const int x0 = 120;
+    absl::StrAppend(&out, absl::StrFormat("<text x=\"10\" y=\"%d\" font-weight=\"bold\">%s</text>\n", top + 14,
+                                          Escape(variants[v])));
+    absl::StrAppend(&out, absl::StrFormat("<text x=\"%d\" y=\"%d\" fill=\"#555\">%s</text>\n", x0, top + 32,
+                                          Escape(xname + " \u2192")));
+    for (size_t i = 0; i < xs.size(); ++i) {
+      absl::StrAppend(&out, absl::StrFormat("<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#555\">%s</text>\n",
+                                            x0 + static_cast<int>(i) * cell_w + cell_w / 2, top + panel_h - 8,
+                                            Escape(xs[i])));
+    }
+    for (size_t j = 0; j < ys.size(); ++j) {
+      const int y = top + 40 + static_cast<int>(j) * cell_h;
+      absl::StrAppend(&out, absl::StrFormat("<text x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#555\">%s=%s</text>\n",
+                                            x0 - 8, y + 18, Escape(yname), Escape(ys[j])));
+      for (size_t i = 0; i < xs.size(); ++i) {
+        const PlotRow* cell = nullptr;
+        for (const PlotRow& r : in.rows) {
+          if (r.variant == variants[v] && r.axes[0].second == xs[i] && r.axes[1].second == ys[j]) cell = &r;
+        }
+        const int x = x0 + static_cast<int>(i) * cell_w;
+        if (cell == nullptr || cell->stalled) {
+          absl::StrAppend(&out, absl::StrFormat("<rect class=\"cell\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                                                "fill=\"#eee\" stroke=\"white\"/><text x=\"%d\" y=\"%d\" "
+                                                "text-anchor=\"middle\" fill=\"#d62728\">%s</text>\n",
+                                                x, y, cell_w, cell_h, x + cell_w / 2, y + 18,
+                                                cell == nullptr ? "-" : "stalled"));
+          continue;
+        }
+        const double f = max > 0 ? std::clamp(cell->iops / max, 0.0, 1.0) : 0;
+        // White to the palette's blue (31, 119, 180).
+        const int red = static_cast<int>(std::lround(255 - f * (255 - 31)));
+        const int green = static_cast<int>(std::lround(255 - f * (255 - 119)));
+        const int blue = static_cast<int>(std::lround(255 - f * (255 - 180)));
+        absl::StrAppend(&out, absl::StrFormat("<rect class=\"cell\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                                              "fill=\"#%02x%02x%02x\" stroke=\"white\"><title>%s</title></rect>"
+                                              "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"%s\">%s</text>\n",
+                                              x, y, cell_w, cell_h, red, green, blue, Escape(cell->label),
+                                              x + cell_w / 2, y + 18, f > 0.6 ? "white" : "black",
+                                              Escape(FormatValue(cell->iops, "IOPS"))));
+      }
+    }
+  }
+  out += "</svg>\n";
+  return out;
+}
+
 std::string ReportHtml(const PlotInput& in) {
   std::string out =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + Escape(in.title) +
@@ -389,6 +476,7 @@ std::string ReportHtml(const PlotInput& in) {
       Escape(in.title) + "</h1>\n<pre>" + Escape(in.table_text) + "</pre>\n";
   for (const std::string& svg : {IopsSvg(in), ContentionSvg(in), CpuSvg(in), LatencySvg(in)}) out += svg;
   for (const auto& [name, svg] : SweepSvgs(in)) out += svg;
+  out += GridSvg(in);
   out += "</body>\n</html>\n";
   return out;
 }
@@ -405,7 +493,9 @@ absl::Status WritePlots(const std::string& dir, const PlotInput& in) {
     const std::string path = (std::filesystem::path(dir) / name).string();
     if (absl::Status s = util::WriteStringToFile(path, text, "--plot"); !s.ok()) return s;
   }
-  for (const auto& [name, text] : SweepSvgs(in)) {
+  std::vector<std::pair<std::string, std::string>> extra = SweepSvgs(in);
+  if (std::string grid = GridSvg(in); !grid.empty()) extra.emplace_back("grid.svg", std::move(grid));
+  for (const auto& [name, text] : extra) {
     const std::string path = (std::filesystem::path(dir) / name).string();
     if (absl::Status s = util::WriteStringToFile(path, text, "--plot"); !s.ok()) return s;
   }

@@ -15,6 +15,8 @@
 //                   clat against it (log scale when it spans 8x or more),
 //                   one line per variant and value of the other axes - the
 //                   queue-depth sweep of fio-plot and bench-fio
+//   grid.svg        for a matrix of exactly two numeric axes (iodepth x
+//                   numjobs): an IOPS heat map per variant
 //   report.html     the text table and every chart, no external files
 //
 // Invariants: the output depends only on the input (no clock, no locale);
@@ -58,6 +60,9 @@ std::string CpuSvg(const PlotInput& in);
 std::string LatencySvg(const PlotInput& in);
 // The sweep charts, (file name, SVG); none without a numeric axis.
 std::vector<std::pair<std::string, std::string>> SweepSvgs(const PlotInput& in);
+// For a matrix of exactly two numeric axes (iodepth x numjobs): IOPS as a
+// heat map, one panel per variant; empty otherwise.
+std::string GridSvg(const PlotInput& in);
 // The HTML report embedding the table and every chart.
 std::string ReportHtml(const PlotInput& in);
 
