@@ -220,6 +220,9 @@ int Run() {
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, creds, &port);
+  // No SO_REUSEPORT: a second blklabd on a taken port must fail, not share
+  // the port (and its clients) with the first.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_receive_message_bytes));
   builder.SetMaxSendMessageSize(absl::GetFlag(FLAGS_max_send_message_bytes));
   builder.RegisterService(&host_service);
@@ -231,7 +234,8 @@ int Run() {
   }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
-    Log("error", "listen_failed", {{"listen", listen}});
+    Log("error", "listen_failed",
+        {{"listen", listen}, {"error", "cannot listen there (is the port taken? another blklabd?)"}});
     return 1;
   }
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();

@@ -401,7 +401,9 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::s
   try {
     server->exposer_ = std::make_unique<prometheus::Exposer>(listen, /*num_threads=*/2);
   } catch (const std::exception& e) {
-    return absl::FailedPreconditionError(absl::StrCat("metrics_listen ", listen, ": cannot listen: ", e.what()));
+    return absl::FailedPreconditionError(absl::StrCat("metrics_listen ", listen,
+                                                      ": cannot listen (is the port taken? another blklabd?): ",
+                                                      e.what()));
   }
   server->jobs_ = std::move(jobs);
   server->registry_ = std::move(registry);

@@ -293,6 +293,15 @@ def main():
     c.close()
     stop(server)
 
+    # A taken port is an error, not a shared port (gRPC's SO_REUSEPORT is off).
+    server, addr = start_server(os.path.join(TMP, "data-port"))
+    second = subprocess.run([BLKLABD, "--listen=" + addr, "--metrics_listen=127.0.0.1:0",
+                             "--data_dir=" + os.path.join(TMP, "data-port2")],
+                            capture_output=True, text=True, timeout=20)
+    check(second.returncode != 0 and "port taken" in second.stderr,
+          "a second blklabd on a taken port exits with a message (%s)" % second.stderr.strip()[-160:])
+    stop(server)
+
     # A request_id answers with its job only for --request_id_ttl (24 h by
     # default, as service.proto promises); after that it creates a new job.
     server, addr = start_server(os.path.join(TMP, "data-rid"), "--request_id_ttl=1s")
