@@ -333,18 +333,27 @@ std::string LineChart(const std::string& title, const std::string& x_name, const
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::string>> SweepSvgs(const PlotInput& in) {
-  std::vector<std::pair<std::string, std::string>> out;
+namespace {
+
+// The indices of the matrix axes whose every value is a number.
+std::vector<size_t> NumericAxes(const PlotInput& in) {
+  std::vector<size_t> out;
   if (in.rows.empty()) return out;
-  // The first axis whose every value is a number.
-  const size_t n_axes = in.rows[0].axes.size();
-  size_t axis = n_axes;
-  for (size_t a = 0; a < n_axes && axis == n_axes; ++a) {
+  for (size_t a = 0; a < in.rows[0].axes.size(); ++a) {
     bool numeric = true;
     for (const PlotRow& r : in.rows) numeric = numeric && a < r.axes.size() && AxisNumber(r.axes[a].second);
-    if (numeric) axis = a;
+    if (numeric) out.push_back(a);
   }
-  if (axis == n_axes) return out;
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> SweepSvgs(const PlotInput& in) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const std::vector<size_t> numeric = NumericAxes(in);
+  if (numeric.empty()) return out;
+  const size_t axis = numeric.front();  // the first numeric axis
   const std::string name = in.rows[0].axes[axis].first;
   // One series per variant and values of the other axes, in first-seen order.
   std::vector<Series> iops, p99;
@@ -380,21 +389,6 @@ std::vector<std::pair<std::string, std::string>> SweepSvgs(const PlotInput& in) 
   return out;
 }
 
-namespace {
-
-// The indices of the matrix axes whose every value is a number.
-std::vector<size_t> NumericAxes(const PlotInput& in) {
-  std::vector<size_t> out;
-  if (in.rows.empty()) return out;
-  for (size_t a = 0; a < in.rows[0].axes.size(); ++a) {
-    bool numeric = true;
-    for (const PlotRow& r : in.rows) numeric = numeric && a < r.axes.size() && AxisNumber(r.axes[a].second);
-    if (numeric) out.push_back(a);
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string GridSvg(const PlotInput& in) {
   const std::vector<size_t> numeric = NumericAxes(in);
@@ -485,17 +479,13 @@ absl::Status WritePlots(const std::string& dir, const PlotInput& in) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return absl::InvalidArgumentError(absl::StrCat("--plot=", dir, ": cannot create the directory: ", ec.message()));
-  const std::pair<const char*, std::string> files[] = {
-      {"iops.svg", IopsSvg(in)},         {"contention.svg", ContentionSvg(in)}, {"cpu.svg", CpuSvg(in)},
-      {"latency.svg", LatencySvg(in)},   {"report.html", ReportHtml(in)},
+  std::vector<std::pair<std::string, std::string>> files = {
+      {"iops.svg", IopsSvg(in)},       {"contention.svg", ContentionSvg(in)}, {"cpu.svg", CpuSvg(in)},
+      {"latency.svg", LatencySvg(in)}, {"report.html", ReportHtml(in)},
   };
+  for (auto& f : SweepSvgs(in)) files.push_back(std::move(f));
+  if (std::string grid = GridSvg(in); !grid.empty()) files.emplace_back("grid.svg", std::move(grid));
   for (const auto& [name, text] : files) {
-    const std::string path = (std::filesystem::path(dir) / name).string();
-    if (absl::Status s = util::WriteStringToFile(path, text, "--plot"); !s.ok()) return s;
-  }
-  std::vector<std::pair<std::string, std::string>> extra = SweepSvgs(in);
-  if (std::string grid = GridSvg(in); !grid.empty()) extra.emplace_back("grid.svg", std::move(grid));
-  for (const auto& [name, text] : extra) {
     const std::string path = (std::filesystem::path(dir) / name).string();
     if (absl::Status s = util::WriteStringToFile(path, text, "--plot"); !s.ok()) return s;
   }
