@@ -1,6 +1,7 @@
 #include "engine/topology.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <utility>
 
@@ -129,6 +130,63 @@ absl::Status CheckUnmodelled(const host::HostSpec& host, const std::vector<Disk>
   return absl::OkStatus();
 }
 
+// fio's cgroup=: blkcg ids 1.. for the host spec's cgroups in path order,
+// then for the paths jobs name that the spec lacks (fio creates those with
+// the defaults). Without BLK_CGROUP there is no io controller: every bio
+// stays in the root.
+absl::Status PlanCgroups(const RunRequest& req, RunPlan& plan) {
+  std::map<std::string, int> ids;
+  plan.cgroup_bfq_weights = {host::CgroupSpec{}.bfq_weight};
+  for (const auto& [path, cg] : req.host.cgroups) {
+    ids[path] = static_cast<int>(plan.cgroup_bfq_weights.size());
+    plan.cgroup_bfq_weights.push_back(cg.bfq_weight);
+  }
+  const auto& jobs = req.jobs.jobs;
+  std::string thread_cgroup;
+  bool thread_cgroup_set = false;
+  for (const JobSpec& spec : jobs) {
+    if (spec.cgroup_weight != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "job '", spec.name, "': cgroup_weight: fio writes blkio.weight, which a cgroup2 hierarchy (and a 6.x "
+          "kernel's cgroup v1 blkio) does not have (fio 3.33: \"cgroup weit doesn't work with cgroup2\"); set "
+          "the cgroup's bfq weight in the host spec instead: cgroups: {", spec.cgroup.empty() ? "NAME" : spec.cgroup,
+          ": {bfq_weight: ", spec.cgroup_weight, "}} with cgroup=", spec.cgroup.empty() ? "NAME" : spec.cgroup));
+    }
+    if (spec.cgroup.empty()) continue;
+    if (!host::ValidCgroupPath(spec.cgroup)) {
+      return absl::InvalidArgumentError(absl::StrCat("job '", spec.name, "': cgroup=", spec.cgroup,
+                                                     ": a cgroup path is [A-Za-z0-9._-] names joined by / "
+                                                     "(relative to the cgroup2 mount)"));
+    }
+    // With thread, fio writes the thread's id to cgroup.procs, which on
+    // cgroup2 moves the whole fio process: jobs cannot sit in different
+    // cgroups.
+    if (spec.thread) {
+      if (thread_cgroup_set && thread_cgroup != spec.cgroup) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "job '", spec.name, "': cgroup=", spec.cgroup, " with thread: fio moves its whole process into each job's "
+            "cgroup (cgroup.procs on cgroup2), so threads cannot be in different cgroups (", thread_cgroup,
+            " and ", spec.cgroup, "); run the jobs as processes (no thread)"));
+      }
+      thread_cgroup = spec.cgroup;
+      thread_cgroup_set = true;
+    }
+    if (!ids.contains(spec.cgroup)) {
+      if (plan.cgroup_bfq_weights.size() > 256) {
+        return absl::ResourceExhaustedError("cgroup=: more than 256 cgroups");
+      }
+      ids[spec.cgroup] = static_cast<int>(plan.cgroup_bfq_weights.size());
+      plan.cgroup_bfq_weights.push_back(host::CgroupSpec{}.bfq_weight);
+    }
+  }
+  for (const auto& c : req.jobs.clones) {
+    const JobSpec& spec = jobs[c.job_index];
+    const int id = spec.cgroup.empty() || !req.host.kernel.config.BLK_CGROUP ? 0 : ids[spec.cgroup];
+    plan.clone_blkcg.push_back(static_cast<uint16_t>(id));
+  }
+  return absl::OkStatus();
+}
+
 // Starts every clone whose stonewall wave has begun and whose wait_for job
 // has no clone left running, at `now` plus its own startdelay; opens the
 // next wave once every clone of the earlier ones is done (fio's a.7 rules).
@@ -229,6 +287,7 @@ absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
   }
   for (const auto& c : req.jobs.clones) plan.clone_disk.push_back(job_disk[c.job_index]);
   BLKLAB_RETURN_IF_ERROR(CheckUnmodelled(req.host, plan.disks, plan.clone_disk));
+  BLKLAB_RETURN_IF_ERROR(PlanCgroups(req, plan));
 
   // Each clone's CPU, engine, bounds and region.
   for (size_t i = 0; i < req.jobs.clones.size(); ++i) {
@@ -292,6 +351,7 @@ absl::Status BuildPlatform(const host::HostSpec& host, const std::vector<int>& u
       build.disk_names.push_back(disks[i].name);
       build.used.push_back(false);
       build.queues.push_back(QueueConfigFor(disks[i], host.kernel.config));
+      build.queues.back().cgroup_bfq_weights = s.plan.cgroup_bfq_weights;
     }
     bool any = false;
     for (int d : used) {
@@ -346,6 +406,7 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
     jc.spec = &spec;
     jc.plan = cplan;
     jc.thread_number = c.thread_number;
+    jc.blkcg = s.plan.clone_blkcg[i];
     jc.cpu = s.plan.clone_cpu[i];
     jc.queue = d >= 0 ? s.queues[d] : nullptr;
     jc.start_at = spec.startdelay_min_ns;

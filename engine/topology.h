@@ -55,6 +55,9 @@ struct RunPlan {
   std::vector<Disk> disks;        // every disk of the host, in host order
   std::vector<int> clone_disk;    // per clone: its disk, or -1 (ioengine=null)
   std::vector<int> clone_cpu;     // per clone: the CPU it is pinned to
+  std::vector<uint16_t> clone_blkcg;  // per clone: its blkio cgroup id (0: root)
+  std::vector<int> cgroup_bfq_weights;  // by blkcg id: the host spec's cgroups in path order, then
+                                        // the ones fio's cgroup= creates
 };
 
 // Resolves and checks everything a run needs without building it.

@@ -64,7 +64,10 @@ DocNode MessageToDoc(const Message& m) {
         const Message& entry = r->GetRepeatedMessage(m, f, i);
         const FieldDescriptor* key = entry.GetDescriptor()->map_key();
         const FieldDescriptor* value = entry.GetDescriptor()->map_value();
-        sorted.emplace(entry.GetReflection()->GetString(entry, key), ScalarToDoc(entry, value));
+        sorted.emplace(entry.GetReflection()->GetString(entry, key),
+                       value->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE
+                           ? MessageToDoc(entry.GetReflection()->GetMessage(entry, value))
+                           : ScalarToDoc(entry, value));
       }
       DocNode map = DocNode::Map();
       for (auto& [k, v] : sorted) map.AddEntry(k, {}, std::move(v));
@@ -132,7 +135,13 @@ absl::Status DocToMessage(const DocNode& doc, Message* m, const std::string& pat
         const FieldDescriptor* key = entry->GetDescriptor()->map_key();
         const FieldDescriptor* value = entry->GetDescriptor()->map_value();
         entry->GetReflection()->SetString(entry, key, me.key);
-        if (absl::Status s = SetScalar(me.value, value, entry, field_path + "." + me.key); !s.ok()) {
+        if (value->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+          if (absl::Status s = DocToMessage(me.value, entry->GetReflection()->MutableMessage(entry, value),
+                                            field_path + "." + me.key);
+              !s.ok()) {
+            return s;
+          }
+        } else if (absl::Status s = SetScalar(me.value, value, entry, field_path + "." + me.key); !s.ok()) {
           return s;
         }
       }

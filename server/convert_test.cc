@@ -20,6 +20,19 @@ TEST(ConvertTest, PresetRoundTripsThroughProto) {
   }
 }
 
+TEST(ConvertTest, CgroupsRoundTripThroughProto) {
+  absl::StatusOr<host::HostSpec> spec = host::ParseHostSpec(
+      "name: cg\ndevices:\n  - name: nvme0n1\n    nvme: {}\n    queue: {scheduler: bfq}\n"
+      "cgroups: {fast: {bfq_weight: 300}, slow: {}}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  v1::HostSpec proto;
+  ASSERT_TRUE(HostSpecToProto(*spec, &proto).ok());
+  EXPECT_EQ(proto.cgroups().at("fast").bfq_weight(), 300);
+  absl::StatusOr<host::HostSpec> back = HostSpecFromProto(proto, {});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(*back == *spec);
+}
+
 TEST(ConvertTest, UnsetFieldsTakeDefaultsAndNameDefaults) {
   v1::HostSpec proto;
   proto.add_devices()->set_name("nullb0");

@@ -161,5 +161,25 @@ TEST(Determinism, ParallelRunsOnThreadsMatch) {
   for (const std::string& o : outs) EXPECT_EQ(o, ref->json);
 }
 
+// bfq keeps per-process queues, groups and service trees in ordered
+// containers: two cgroups, mixed reads and writes, completions deferred to
+// irq work when bfqd->lock is busy, the idle timer; twice, same bytes.
+TEST(Determinism, BfqWithCgroupsIsByteIdentical) {
+  absl::StatusOr<host::HostSpec> host = host::ParseHostSpec(
+      "name: det-bfq\ncpus: {count: 4}\ncgroups: {a: {bfq_weight: 300}}\n"
+      "devices:\n  - name: nvme0n1\n    nvme: {latency_nsec: 50000}\n    queue: {scheduler: bfq}\n");
+  ASSERT_TRUE(host.ok()) << host.status();
+  const std::vector<std::string> args = {"--filename=/dev/nvme0n1", "--ioengine=io_uring", "--rw=randrw",
+                                         "--bs=4k", "--iodepth=8", "--runtime=100ms", "--time_based=1",
+                                         "--name=a", "--cgroup=a", "--numjobs=2", "--name=b", "--cgroup=b",
+                                         "--ioengine=psync", "--thinktime=50us"};
+  absl::StatusOr<Output> first = RunOnce(*host, args);
+  absl::StatusOr<Output> second = RunOnce(*host, args);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(first->json, second->json);
+  ExpectSameKernelReport(first->result.kernel, second->result.kernel);
+}
+
 }  // namespace
 }  // namespace blklab

@@ -92,6 +92,8 @@ struct CellResult {
   // clat percentiles (p50 ... p99.99) over every job and direction.
   std::vector<std::pair<double, uint64_t>> clat_percentiles;
   uint64_t ios = 0;
+  // Each report entry's IOPS (a job, or a group_reporting group), in order.
+  std::vector<std::pair<std::string, double>> jobs;
   std::vector<stats::ProfileRow> profile;
   std::vector<stats::LockRow> locks;
   // Non-empty when the cell's run stalled (a result of the configuration,
@@ -331,6 +333,9 @@ absl::StatusOr<CellResult> RunCell(const Comparison& c, const Cell& cell) {
     }
     r.usr_pct += e.result.cpu.usr_pct;
     r.sys_pct += e.result.cpu.sys_pct;
+    double job_iops = 0;
+    for (const stats::DirResult& d : e.result.dirs) job_iops += d.iops();
+    r.jobs.emplace_back(e.name, job_iops);
   }
   if (!report.entries.empty()) {
     r.usr_pct /= static_cast<double>(report.entries.size());
@@ -526,6 +531,38 @@ std::string StalledText(const Comparison& c, const Results& res) {
   return out;
 }
 
+// With several jobs (or groups) in a cell, each one's IOPS per row (mean over
+// the samples): how a scheduler splits the device shows here, not in the sum.
+std::string JobsText(const Comparison& c, const Results& res) {
+  size_t most = 0;
+  for (const CellResult& r : res.results) most = std::max(most, r.jobs.size());
+  if (most < 2) return "";
+  std::vector<std::string> names(most);
+  for (const CellResult& r : res.results) {
+    for (size_t j = 0; j < r.jobs.size(); ++j) {
+      if (names[j].empty()) names[j] = r.jobs[j].first;
+    }
+  }
+  std::string out = "\nIOPS per job\n";
+  for (const Row& row : res.rows) {
+    std::vector<double> sum(most, 0);
+    int n = 0;
+    for (size_t i = 0; i < res.cells.size(); ++i) {
+      if (res.cells[i].point != row.point || res.cells[i].variant != row.variant) continue;
+      ++n;
+      for (size_t j = 0; j < res.results[i].jobs.size(); ++j) sum[j] += res.results[i].jobs[j].second;
+    }
+    std::string label = c.variants[row.variant].name;
+    if (!c.axes.empty()) absl::StrAppend(&label, " (", PointLabel(c, row.point), ")");
+    std::vector<std::string> parts;
+    for (size_t j = 0; j < most; ++j) {
+      parts.push_back(absl::StrCat(names[j], " ", FormatIops(n == 0 ? 0 : sum[j] / n)));
+    }
+    absl::StrAppend(&out, "  ", label, ": ", absl::StrJoin(parts, ", "), "\n");
+  }
+  return out;
+}
+
 std::string ChangesText(const Comparison& c, const Results& res) {
   std::string out;
   for (const Change& ch : res.changes) {
@@ -588,7 +625,7 @@ std::string WriteTable(const Comparison& c, const Results& res) {
     absl::StrAppend(&out, line, "\n");
     if (r == 0) absl::StrAppend(&out, std::string(total - 2, '='), "\n");
   }
-  return out + StalledText(c, res) + ChangesText(c, res);
+  return out + JobsText(c, res) + StalledText(c, res) + ChangesText(c, res);
 }
 
 std::string WriteMarkdown(const Comparison& c, const Results& res) {
@@ -609,7 +646,7 @@ std::string WriteMarkdown(const Comparison& c, const Results& res) {
       absl::StrAppend(&out, "|", absl::StrJoin(align, "|"), "|\n");
     }
   }
-  std::string changes = StalledText(c, res) + ChangesText(c, res);
+  std::string changes = JobsText(c, res) + StalledText(c, res) + ChangesText(c, res);
   if (!changes.empty()) absl::StrAppend(&out, "\n```", changes, "```\n");
   return out;
 }
@@ -710,6 +747,14 @@ std::string WriteJsonOut(const Comparison& c, const Results& res) {
     cd.AddEntry("kernel_sys_pct", {}, DocNode::Double(r.kernel_sys_pct));
     cd.AddEntry("clat_mean_ns", {}, DocNode::Double(r.clat_mean_ns));
     cd.AddEntry("ios", {}, DocNode::Int(static_cast<int64_t>(r.ios)));
+    DocNode jobs = DocNode::List();
+    for (const auto& [name, iops] : r.jobs) {
+      DocNode j = DocNode::Map();
+      j.AddEntry("name", {}, DocNode::String(name));
+      j.AddEntry("iops", {}, DocNode::Double(iops));
+      jobs.Append(std::move(j));
+    }
+    cd.AddEntry("jobs", {}, std::move(jobs));
     cd.AddEntry("stalled", {}, r.stalled.empty() ? DocNode::Null() : DocNode::String(r.stalled));
     cells.Append(std::move(cd));
   }

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_join.h"
 #include "engine/host/cpu_topology.h"
 #include "engine/util/json_reader.h"
@@ -57,6 +58,7 @@ BLKLAB_FIELD_TABLE(ScsiDebugSpec, BLKLAB_SCSI_DEBUG_FIELDS)
 BLKLAB_FIELD_TABLE(HbaSpec, BLKLAB_HBA_FIELDS)
 BLKLAB_FIELD_TABLE(IoschedTunables, BLKLAB_IOSCHED_FIELDS)
 BLKLAB_FIELD_TABLE(QueueSpec, BLKLAB_QUEUE_FIELDS)
+BLKLAB_FIELD_TABLE(CgroupSpec, BLKLAB_CGROUP_FIELDS)
 
 #undef BLKLAB_FIELD_TABLE
 #undef BLKLAB_DESC_INT
@@ -230,7 +232,7 @@ class Decoder {
   std::map<std::string, SourcePos> positions_;
 };
 
-const std::string kHostKeys[] = {"name", "description", "cpus", "kernel", "knobs", "devices", "costs"};
+const std::string kHostKeys[] = {"name", "description", "cpus", "kernel", "knobs", "devices", "costs", "cgroups"};
 const std::string kKernelKeys[] = {"hz", "version", "config"};
 const std::string kDeviceKeys[] = {"name", "null_blk", "nvme", "scsi_debug", "hba", "queue"};
 const std::string kQueueExtraKeys[] = {"scheduler", "iosched"};
@@ -380,6 +382,21 @@ absl::StatusOr<HostSpec> Decoder::DecodeHost(const DocNode& root) {
         Remember(path, e.value.pos());
         BLKLAB_ASSIGN_OR_RETURN(int64_t v, ReadInt(e.value, path, 0, std::numeric_limits<int64_t>::max()));
         spec.costs[e.key] = v;
+      }
+    }
+  }
+  if (const DocNode* cgroups = root.Find("cgroups")) {
+    if (!cgroups->is_null() && !cgroups->is_map()) {
+      return Error("cgroups", cgroups->pos(), absl::StrCat("expected a map of cgroup paths, got a ",
+                                                           DocNode::KindName(cgroups->kind())));
+    }
+    if (cgroups->is_map()) {
+      for (const util::DocMapEntry& e : cgroups->entries()) {
+        const std::string path = Join("cgroups", e.key);
+        Remember(path, e.value.pos());
+        CgroupSpec cg;
+        BLKLAB_RETURN_IF_ERROR(DecodeFields(e.value, path, cg));
+        spec.cgroups[e.key] = cg;
       }
     }
   }
@@ -668,6 +685,10 @@ absl::Status ValidateHostSpec(const HostSpec& spec, const HostLimits& limits) {
       const absl::string_view owner = "kyber";
       BLKLAB_KYBER_TUNABLES(BLKLAB_FOREIGN_TUNABLE, BLKLAB_FOREIGN_TUNABLE, BLKLAB_FOREIGN_TUNABLE)
     }
+    if (q.scheduler != Scheduler::kBfq) {
+      const absl::string_view owner = "bfq";
+      BLKLAB_BFQ_TUNABLES(BLKLAB_FOREIGN_TUNABLE, BLKLAB_FOREIGN_TUNABLE, BLKLAB_FOREIGN_TUNABLE)
+    }
 #undef BLKLAB_FOREIGN_TUNABLE
     if (q.io_poll && PollQueues(d, spec.cpus) == 0) {
       return FieldError(Join(qpath, "io_poll"), absl::StrCat("needs poll queues (", DriverKey(d.driver), ".poll_queues)"));
@@ -705,6 +726,18 @@ absl::Status ValidateHostSpec(const HostSpec& spec, const HostLimits& limits) {
     BLKLAB_RETURN_IF_ERROR(SetCost(scratch, name, value));
     if (value > 1000000000) {
       return FieldError(Join("costs", name), absl::StrCat("must be <= 1000000000 ns, got ", value));
+    }
+  }
+  // cgroups: paths as fio's cgroup= gives them (relative to the cgroup2
+  // mount), at most 256.
+  if (spec.cgroups.size() > 256) {
+    return absl::ResourceExhaustedError(absl::StrCat("cgroups: ", spec.cgroups.size(), " cgroups exceed the limit of 256"));
+  }
+  for (const auto& [path, cg] : spec.cgroups) {
+    const bool ok = ValidCgroupPath(path);
+    if (!ok) {
+      return FieldError("cgroups", absl::StrCat("\"", path, "\": a cgroup path is [A-Za-z0-9._-] names joined by /, "
+                                                "relative to the cgroup2 mount (as fio's cgroup= takes it)"));
     }
   }
   return absl::OkStatus();
@@ -766,6 +799,11 @@ DocNode HostSpecToDoc(const HostSpec& in) {
   DocNode costs = DocNode::Map();
   for (const auto& [name, value] : spec.costs) costs.AddEntry(name, {}, DocNode::Int(value));
   root.AddEntry("costs", {}, std::move(costs));
+  if (!spec.cgroups.empty()) {
+    DocNode cgroups = DocNode::Map();
+    for (const auto& [path, cg] : spec.cgroups) cgroups.AddEntry(path, {}, EncodeFields(cg));
+    root.AddEntry("cgroups", {}, std::move(cgroups));
+  }
   return root;
 }
 
@@ -775,6 +813,18 @@ absl::StatusOr<CostTable> BuildCostTable(const HostSpec& spec) {
   CostTable table = CalibratedCostTable();
   for (const auto& [name, value] : spec.costs) BLKLAB_RETURN_IF_ERROR(SetCost(table, name, value));
   return table;
+}
+
+bool ValidCgroupPath(absl::string_view path) {
+  bool ok = !path.empty() && path.size() <= 200;
+  for (absl::string_view part : absl::StrSplit(path, '/')) {
+    ok = ok && !part.empty() && part != "." && part != "..";
+    for (char c : part) {
+      ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+                  c == '.');
+    }
+  }
+  return ok;
 }
 
 }  // namespace blklab::host

@@ -218,9 +218,21 @@ namespace blklab::host {
 #define BLKLAB_KYBER_TUNABLES(INT, INT64, BOOL)                                                      \
   INT64(read_lat_nsec, 2000000, 1, 100000000000, "kyber: read latency target, ns")                   \
   INT64(write_lat_nsec, 10000000, 1, 100000000000, "kyber: write latency target, ns")
+#define BLKLAB_BFQ_TUNABLES(INT, INT64, BOOL)                                                        \
+  INT(slice_idle, 8, 0, 1000, "bfq: idle time for the in-service sync queue, ms")                    \
+  INT64(slice_idle_us, -1, -1, 1000000, "bfq: the same idle time in us; -1 = slice_idle x 1000")     \
+  BOOL(low_latency, true, 0, 0, "bfq: weight-raise interactive queues")                              \
+  INT(timeout_sync, 125, 1, 10000, "bfq: budget timeout of a sync queue, ms")                        \
+  INT(max_budget, 0, 0, 1048576, "bfq: maximum budget, sectors; 0 = autotuned from the peak rate")  \
+  BOOL(strict_guarantees, false, 0, 0, "bfq: idle and wait for in-flight requests whatever the scenario") \
+  INT(back_seek_max, 16384, 0, 1048576, "bfq: backward seek distance still served in order, KiB")   \
+  INT(back_seek_penalty, 2, 1, 1000, "bfq: cost multiplier of a backward seek")                     \
+  INT(fifo_expire_sync, 125, 1, 3600000, "bfq: sync request deadline, ms")                           \
+  INT(fifo_expire_async, 250, 1, 3600000, "bfq: async request deadline, ms")
 #define BLKLAB_IOSCHED_FIELDS(INT, INT64, BOOL) \
   BLKLAB_DEADLINE_TUNABLES(INT, INT64, BOOL)    \
-  BLKLAB_KYBER_TUNABLES(INT, INT64, BOOL)
+  BLKLAB_KYBER_TUNABLES(INT, INT64, BOOL)       \
+  BLKLAB_BFQ_TUNABLES(INT, INT64, BOOL)
 
 // devices[].queue: /sys/block/X/queue attributes (scheduler handled apart).
 #define BLKLAB_QUEUE_FIELDS(INT, INT64, BOOL)                                                       \
@@ -297,7 +309,8 @@ struct IoschedTunables {
 #define BLKLAB_SCHEDULERS(X) \
   X(kNone, "none")           \
   X(kMqDeadline, "mq-deadline") \
-  X(kKyber, "kyber")
+  X(kKyber, "kyber")            \
+  X(kBfq, "bfq")
 
 enum class Scheduler {
   kDefault,
@@ -331,6 +344,20 @@ struct DeviceSpec {
   friend bool operator==(const DeviceSpec&, const DeviceSpec&) = default;
 };
 
+// cgroups.<path>: a cgroup v2 directory under the io controller, as fio's
+// cgroup=<path> names it (fio creates a missing one with the defaults).
+#define BLKLAB_CGROUP_FIELDS(INT, INT64, BOOL) \
+  INT(bfq_weight, 100, 1, 1000, "io.bfq.weight: the cgroup's bfq group weight")
+
+struct CgroupSpec {
+  BLKLAB_DECLARE_FIELDS(BLKLAB_CGROUP_FIELDS)
+  friend bool operator==(const CgroupSpec&, const CgroupSpec&) = default;
+};
+
+// A cgroup path as the spec and fio's cgroup= take it: [A-Za-z0-9._-] names
+// (not "." or "..") joined by '/', at most 200 bytes.
+bool ValidCgroupPath(absl::string_view path);
+
 struct HostSpec {
   std::string name;         // [A-Za-z0-9._-]{1,64}; required in documents
   std::string description;  // optional, one line, <= 200 bytes
@@ -339,6 +366,7 @@ struct HostSpec {
   Knobs knobs;
   std::vector<DeviceSpec> devices;      // at least one
   std::map<std::string, int64_t> costs;  // CostTable overrides by entry name, ns
+  std::map<std::string, CgroupSpec> cgroups;  // by path; blkcg ids 1.. in path order
   friend bool operator==(const HostSpec&, const HostSpec&) = default;
 };
 

@@ -126,8 +126,18 @@ TEST(HostSpecTest, ValidationErrorsNameTheFieldPath) {
               HasSubstr("devices[1].null_blk.blocking: expected true or false, got string \"yes\""));
   EXPECT_THAT(ErrorOf(devices_prefix + "    null_blk: {irqmode: 1.5}\n"),
               HasSubstr("devices[1].null_blk.irqmode: expected an integer"));
-  EXPECT_THAT(ErrorOf(devices_prefix + "    null_blk: {}\n    queue: {scheduler: bfq}\n"),
-              HasSubstr("devices[1].queue.scheduler: must be one of none, mq-deadline, kyber, got \"bfq\""));
+  EXPECT_THAT(ErrorOf(devices_prefix + "    null_blk: {}\n    queue: {scheduler: cfq}\n"),
+              HasSubstr("devices[1].queue.scheduler: must be one of none, mq-deadline, kyber, bfq, got \"cfq\""));
+  EXPECT_THAT(ErrorOf(devices_prefix + "    null_blk: {}\n    queue: {scheduler: bfq, iosched: {read_expire: 10}}\n"),
+              HasSubstr("devices[1].queue.iosched.read_expire: a mq-deadline tunable, but the queue's scheduler is bfq"));
+  EXPECT_THAT(ErrorOf(devices_prefix + "    null_blk: {}\n    queue: {scheduler: kyber, iosched: {slice_idle: 0}}\n"),
+              HasSubstr("devices[1].queue.iosched.slice_idle: a bfq tunable, but the queue's scheduler is kyber"));
+  EXPECT_THAT(ErrorOf(devices_prefix + "    null_blk: {}\ncgroups: {a: {bfq_weight: 0}}\n"),
+              HasSubstr("cgroups.a.bfq_weight: must be"));
+  EXPECT_THAT(ErrorOf(devices_prefix + "    null_blk: {}\ncgroups: {a: {weight: 10}}\n"),
+              HasSubstr("cgroups.a"));
+  EXPECT_THAT(ErrorOf(devices_prefix + "    null_blk: {}\ncgroups: {\"../x\": {}}\n"),
+              HasSubstr("a cgroup path is"));
   EXPECT_THAT(ErrorOf(devices_prefix + "    null_blk: {}\n    queue: {rq_affinity: 5}\n"),
               HasSubstr("devices[1].queue.rq_affinity: must be 0, 1 or 2, got 5"));
   EXPECT_THAT(ErrorOf(devices_prefix + "    null_blk: {}\n    queue: {nr_requests: 2}\n"),
@@ -230,7 +240,11 @@ TEST(HostSpecTest, JsonRoundTripIsCanonical) {
   HostSpec spec = MustParse(std::string(kArchitectureExample) +
                             "  - name: nvme0n1\n    nvme: {poll_queues: 2}\n    queue: {io_poll: true}\n"
                             "  - name: sdb\n    scsi_debug: {max_luns: 2, ndelay: 5000}\n"
-                            "costs: {ktime_get_ns: 20}\ndescription: a test host\n");
+                            "  - name: nvme1n1\n    nvme: {}\n    queue: {scheduler: bfq, iosched: {slice_idle: 0}}\n"
+                            "costs: {ktime_get_ns: 20}\ndescription: a test host\n"
+                            "cgroups: {fast: {bfq_weight: 300}, \"fio/slow\": {}}\n");
+  EXPECT_EQ(spec.cgroups.at("fast").bfq_weight, 300);
+  EXPECT_EQ(spec.cgroups.at("fio/slow").bfq_weight, 100);
   const std::string json = HostSpecToJson(spec);
   absl::StatusOr<HostSpec> back = ParseHostSpec(json);
   ASSERT_TRUE(back.ok()) << back.status() << "\n" << json;

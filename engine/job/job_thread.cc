@@ -245,8 +245,16 @@ bool JobThread::PrepareIo(IoU* u) {
   u->bio.bi_next = nullptr;
   u->bio.polled = engine_->polled();
   u->bio.nowait = u->bio.polled;
-  // ioprio_set(IOPRIO_WHO_PROCESS): every bio of the job carries its class.
-  u->bio.ioprio_class = static_cast<uint8_t>(spec_.prioclass);
+  // ioprio_set(IOPRIO_WHO_PROCESS): every bio of the job carries its class
+  // and level. fio sets them when prio or prioclass is given, the class
+  // defaulting to best effort (ioprio_value); else the task keeps
+  // IOPRIO_CLASS_NONE, level task_nice_ioprio (4 at nice 0).
+  const bool ioprio_set = spec_.prio != 0 || spec_.prioclass != 0;
+  u->bio.ioprio_class = static_cast<uint8_t>(ioprio_set && spec_.prioclass == 0 ? 2 : spec_.prioclass);
+  u->bio.ioprio_level = static_cast<uint8_t>(ioprio_set ? spec_.prio : 4);
+  // Each fio thread has its own io_context (no CLONE_IO).
+  u->bio.ioc = config_.thread_number;
+  u->bio.blkcg = config_.blkcg;
   u->start_time = cpu_.now();
   u->state = IoU::State::kQueued;
   u->error = false;

@@ -49,6 +49,7 @@ struct JobThreadConfig {
   const workload::JobSpec* spec = nullptr;
   workload::ClonePlan plan;
   uint32_t thread_number = 1;   // fio's thread number (1-based)
+  uint16_t blkcg = 0;           // the blkio cgroup its bios carry (0: root)
   int cpu = 0;
   model::RequestQueue* queue = nullptr;  // the target device (nullptr for ioengine=null)
   sim::SimTime start_at = 0;

@@ -46,7 +46,9 @@ RequestQueue::RequestQueue(Kernel& kernel, std::string name, TagSet& set, BlkMqD
                                ? static_cast<uint32_t>(config_.sysfs.nr_requests)
                                : static_cast<uint32_t>(host::DefaultNrRequests(
                                      static_cast<int>(set.config().queue_depth), config_.sysfs.scheduler));
-    elevator_ = type->init_sched(ElevatorInit{&kernel, name_, &config_.sysfs, depth});
+    ElevatorInit init{&kernel, name_, &config_.sysfs, depth};
+    init.cgroup_bfq_weights = &config_.cgroup_bfq_weights;
+    elevator_ = type->init_sched(init);
     const size_t n = set.config().hctx_shared ? 1 : hctxs_.size();
     for (size_t i = 0; i < n; ++i) {
       sched_tags_.push_back(std::make_unique<Tags>(kernel, name_ + ":sched_tags->lock", depth));
@@ -190,6 +192,9 @@ void RequestQueue::InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx,
   rq->mq_ctx = ctxs_[cpu.id()].get();
   rq->op = bio->op;
   rq->ioprio_class = bio->ioprio_class;
+  rq->ioprio_level = bio->ioprio_level;
+  rq->blkcg = bio->blkcg;
+  rq->ioc = bio->ioc;
   rq->sector = bio->sector;
   rq->bytes = bio->bytes;
   rq->bio = rq->biotail = bio;

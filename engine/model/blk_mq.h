@@ -63,6 +63,9 @@ struct QueueConfig {
   // iolatency, iocost, kyber in the kernel). blk_mq_start_request then
   // stamps io_start_time_ns.
   bool queue_stats = false;
+  // blkcg id -> the cgroup's bfq.weight (host spec `cgroups`; id 0 is the
+  // root cgroup). Only bfq reads it.
+  std::vector<int> cgroup_bfq_weights;
 };
 
 // blk_plug (per submitting task, on its stack in the kernel).

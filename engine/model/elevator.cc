@@ -1,5 +1,6 @@
 #include "engine/model/elevator.h"
 
+#include "engine/model/sched/bfq.h"
 #include "engine/model/sched/kyber.h"
 #include "engine/model/sched/mq_deadline.h"
 
@@ -11,6 +12,7 @@ namespace {
 const ElevatorType* const kElevatorTypes[] = {
     &kMqDeadlineElevator,
     &kKyberElevator,
+    &kBfqElevator,
 };
 }  // namespace
 

@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/host/host_spec.h"
 #include "engine/model/kernel.h"
@@ -81,6 +82,8 @@ struct ElevatorInit {
   std::string qname;               // the request queue's (device's) name
   const host::QueueSpec* sysfs = nullptr;  // /sys/block/X/queue, iosched tunables included
   uint32_t nr_requests = 0;        // q->nr_requests (resolved)
+  const std::vector<int>* cgroup_bfq_weights = nullptr;  // blkcg id -> bfq.weight (host spec cgroups)
+  bool rotational = false;         // /sys/block/X/queue/rotational
 };
 
 struct ElevatorType {

@@ -55,6 +55,15 @@ class BlkCpuDone;
   X(dd_bucket_insert)             \
   X(kyber_throttled)              \
   X(kyber_resize)                 \
+  X(bfq_expire_too_idle)          \
+  X(bfq_expire_budget_timeout)    \
+  X(bfq_expire_budget_exhausted)  \
+  X(bfq_expire_no_more_requests)  \
+  X(bfq_expire_preempted)         \
+  X(bfq_idle_timer_armed)         \
+  X(bfq_idle_timer_fired)         \
+  X(bfq_injected)                 \
+  X(bfq_wr_raised)                \
   X(rq_timed_out)                 \
   X(scsi_eh_abort)                \
   X(scsi_eh_retry)                \

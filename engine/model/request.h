@@ -47,6 +47,9 @@ struct Bio {
   bool polled = false;           // REQ_POLLED (io_uring IOPOLL)
   bool nowait = false;           // REQ_NOWAIT: fail with kAgain instead of sleeping
   uint8_t ioprio_class = 0;      // IOPRIO_CLASS_*: 0 none, 1 RT, 2 BE, 3 IDLE
+  uint8_t ioprio_level = 4;      // IOPRIO_PRIO_DATA (none: task_nice_ioprio, 4 at nice 0)
+  uint16_t blkcg = 0;            // the submitter's blkio cgroup (0: root), bio_associate_blkg
+  uint32_t ioc = 0;              // the submitting task's io_context (0: none known)
   sim::SimTime bi_issue = 0;     // blkcg_bio_issue_init stamp (BLK_CGROUP)
   BioOwner* owner = nullptr;
   uint64_t cookie = 0;           // owner's reference (e.g. io_u index)
@@ -82,6 +85,10 @@ struct Request {
   int32_t elv_token = -1;             // rq->elv.priv[0]: kyber's domain token, -1 when none
   uint8_t scsi_status = 0;            // SAM status a SCSI LLD answered (0 = GOOD)
   uint8_t ioprio_class = 0;           // the bio's IOPRIO_CLASS_* (blk_mq_bio_to_request)
+  uint8_t ioprio_level = 4;           // the bio's IOPRIO_PRIO_DATA
+  uint16_t blkcg = 0;                 // the bio's blkio cgroup
+  uint32_t ioc = 0;                   // the submitting task's io_context
+  void* elv_priv = nullptr;           // rq->elv.priv[1]: bfq's queue
   bool timed_out = false;             // RQF_TIMED_OUT: handed to ->timeout, until re-armed
   uint8_t retries = 0;                // scmd->retries (SCSI error handling)
   bool eh_abort_scheduled = false;    // SCSI_EH_ABORT_SCHEDULED: aborted once already

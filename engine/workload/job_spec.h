@@ -172,6 +172,8 @@ struct JobSpec {
   std::string ioscheduler;  // empty: leave the device's
   uint32_t prio = 0;        // 0-7
   uint32_t prioclass = 0;   // 0: none
+  std::string cgroup;       // cgroup=: path under the cgroup2 mount; empty: fio's own cgroup (the root)
+  uint32_t cgroup_weight = 0;  // cgroup_weight= (refused: fio writes blkio.weight)
 
   // --- clones and timing ---
   uint32_t numjobs = 1;

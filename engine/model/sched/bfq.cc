@@ -1,0 +1,1084 @@
+#include "engine/model/sched/bfq.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "engine/model/blk_mq.h"
+#include "engine/model/hctx.h"
+
+namespace blklab::model {
+
+namespace {
+constexpr uint32_t kMaxMergeBytes = 512 * 1024;        // max_sectors_kb default
+constexpr int kServiceShift = 22;                      // WFQ_SERVICE_SHIFT
+constexpr uint64_t kDefaultMaxBudget = 16 * 1024;      // bfq_default_max_budget, sectors
+constexpr uint64_t kStatsMinBudgets = 194;             // bfq_stats_min_budgets
+constexpr int64_t kMinTtNs = 2 * sim::kNsPerMs;        // BFQ_MIN_TT
+constexpr int64_t kWrMinIdleNs = 2000 * sim::kNsPerMs;  // bfq_wr_min_idle_time
+constexpr int64_t kClassIdleTimeoutNs = 200 * sim::kNsPerMs;  // BFQ_CL_IDLE_TIMEOUT (HZ / 5)
+constexpr int64_t kBurstIntervalNs = 180 * sim::kNsPerMs;     // bfq_burst_interval
+constexpr int kLargeBurstThresh = 8;                   // bfq_large_burst_thresh
+constexpr int kWrCoeff = 30;                           // bfq_wr_coeff
+constexpr uint64_t kMaxServiceFromWr = 120000;         // sectors
+constexpr uint64_t kSeekThrSectors = 800;              // BFQQ_SEEK_THR
+constexpr uint32_t kSectThrNonrot = 64;                // BFQQ_SECT_THR_NONROT
+constexpr int kHwQueueThreshold = 3, kHwQueueSamples = 32;
+// Peak rate, sectors per second: ref_rate {14000, 33000} in (sectors/us) << 16
+// and ref_wr_duration {7000, 2500} ms (bfq_init_queue / bfq_init).
+constexpr double kRefRate[2] = {14000.0 * 1e6 / 65536, 33000.0 * 1e6 / 65536};
+constexpr int64_t kRefWrDurationMs[2] = {7000, 2500};
+constexpr int64_t kRateRefIntervalNs = sim::kNsPerSec;  // BFQ_RATE_REF_INTERVAL
+constexpr int kRateMinSamples = 32;
+constexpr int64_t kRateMinIntervalNs = 300 * sim::kNsPerMs;
+
+int ClassIndex(int ioprio_class) {
+  // IOPRIO_CLASS_RT = 1 -> 0, BE (and none) -> 1, IDLE = 3 -> 2.
+  return ioprio_class == 1 ? 0 : ioprio_class == 3 ? 2 : 1;
+}
+uint64_t Sectors(const Request* rq) { return rq->bytes >> kSectorShift; }
+uint64_t EndSector(const Request* rq) { return rq->sector + Sectors(rq); }
+}  // namespace
+
+BfqConfig BfqConfig::From(const host::IoschedTunables& t) {
+  BfqConfig c;
+  c.slice_idle_ns = t.slice_idle_us >= 0 ? t.slice_idle_us * 1000 : int64_t{t.slice_idle} * sim::kNsPerMs;
+  c.low_latency = t.low_latency;
+  c.timeout_ns = int64_t{t.timeout_sync} * sim::kNsPerMs;
+  c.user_max_budget = static_cast<uint64_t>(t.max_budget);
+  c.strict_guarantees = t.strict_guarantees;
+  // Writing strict_guarantees=1 raises slice_idle to at least 8 ms.
+  if (c.strict_guarantees) c.slice_idle_ns = std::max<int64_t>(c.slice_idle_ns, 8 * sim::kNsPerMs);
+  c.back_seek_max_sectors = static_cast<uint64_t>(t.back_seek_max) * 2;
+  c.back_seek_penalty = static_cast<uint32_t>(t.back_seek_penalty);
+  c.fifo_expire_sync_ns = int64_t{t.fifo_expire_sync} * sim::kNsPerMs;
+  return c;
+}
+
+// elevator_type bfq: init_sched (bfq_init_queue).
+const ElevatorType kBfqElevator = {
+    host::Scheduler::kBfq,
+    [](const ElevatorInit& init) -> std::unique_ptr<Elevator> {
+      BfqConfig c = BfqConfig::From(init.sysfs->iosched);
+      if (init.cgroup_bfq_weights != nullptr) c.cgroup_weights = *init.cgroup_bfq_weights;
+      c.nr_requests = init.nr_requests;
+      c.rotational = init.rotational;
+      return std::make_unique<BfqSched>(*init.kernel, init.qname, c);
+    },
+};
+
+BfqSched::BfqSched(Kernel& kernel, const std::string& qname, const BfqConfig& config)
+    : kernel_(kernel),
+      qname_(qname),
+      config_(config),
+      lock_(kernel.machine(), qname + ":bfqd->lock", sim::SpinLockKind::kSpinLockIrqsave, kernel.fn.raw_spin_lock,
+            kernel.fn.native_queued_spin_lock_slowpath, kernel.lock_costs()) {
+  lock_.set_explicit_working_set();
+  idle_timer_.Init(&kernel.machine(), 0, &idle_irq_, 0);
+  deferred_done_.resize(static_cast<size_t>(kernel.machine().num_cpus()));
+  peak_rate_ = kRefRate[config_.rotational ? 0 : 1] * 2 / 3;
+  fn_bio_merge_ = kernel.Intern("bfq_bio_merge");
+  fn_insert_ = kernel.Intern("bfq_insert_requests");
+  fn_dispatch_ = kernel.Intern("bfq_dispatch_request");
+  fn_has_work_ = kernel.Intern("bfq_has_work");
+  fn_completed_ = kernel.Intern("bfq_finish_requeue_request");
+  fn_timer_ = kernel.Intern("bfq_idle_slice_timer");
+}
+
+void BfqSched::InitHctx(Hctx* hctx) { q_ = hctx->queue(); }
+
+uint32_t BfqSched::LimitDepth(ReqOp op) {
+  // bfq_limit_depth / bfq_update_depths: sync reads use the whole depth;
+  // writes (direct I/O: sync) 3/4 of it, 6/16 while a weight-raised queue is
+  // busy.
+  if (op == ReqOp::kRead || config_.nr_requests == 0) return 0;
+  const uint32_t d = config_.nr_requests;
+  return std::max<uint32_t>(wr_busy_queues_ > 0 ? d * 6 / 16 : d * 3 / 4, 1);
+}
+
+// --- groups and queues ------------------------------------------------------
+
+BfqSched::Group* BfqSched::GetGroup(int blkcg) {
+  if (blkcg == 0) return &root_;
+  auto it = groups_.find(blkcg);
+  if (it != groups_.end()) return it->second.get();
+  auto g = std::make_unique<Group>();
+  g->blkcg = blkcg;
+  g->entity.id = next_id_++;
+  const size_t i = static_cast<size_t>(blkcg);
+  g->entity.weight = i < config_.cgroup_weights.size() ? config_.cgroup_weights[i] : 100;
+  g->entity.cls = 1;  // BFQ_DEFAULT_GRP_CLASS: the parent's BE tree
+  g->entity.parent = &root_;
+  g->entity.my_group = g.get();
+  Group* raw = g.get();
+  groups_.emplace(blkcg, std::move(g));
+  return raw;
+}
+
+BfqSched::Queue* BfqSched::GetQueue(sim::Cpu& cpu, uint32_t ioc, int blkcg, int ioprio_class, int ioprio_level) {
+  const uint64_t key = (uint64_t{ioc} << 16) | static_cast<uint64_t>(blkcg);
+  auto it = queues_.find(key);
+  if (it != queues_.end()) return it->second.get();
+  // bfq_get_queue + bfq_init_bfqq.
+  auto q = std::make_unique<Queue>();
+  q->key = key;
+  q->entity.id = next_id_++;
+  q->entity.cls = ClassIndex(ioprio_class);
+  const int level = q->entity.cls == 2 ? 7 : ioprio_level;
+  q->orig_weight = IoprioToWeight(level);
+  q->entity.weight = q->orig_weight;
+  q->entity.parent = GetGroup(blkcg);
+  q->entity.bfqq = q.get();
+  q->max_budget = 2 * MaxBudget() / 3;
+  q->budget_timeout = std::numeric_limits<int64_t>::min() / 2;  // "idle since forever"
+  q->seek_history = 1;
+  q->last_end_request = cpu.now() + 1;
+  Queue* raw = q.get();
+  queues_.emplace(key, std::move(q));
+  ++stats_.queues_created;
+  // bfq_init_rq -> bfq_handle_burst for a just-created queue.
+  if (burst_size_ > 0 || busy_queues_ == 0) HandleBurst(cpu.now(), raw);
+  return raw;
+}
+
+void BfqSched::HandleBurst(sim::SimTime now, Queue* q) {
+  if (q->in_large_burst) return;
+  if (now > last_ins_in_burst_ + kBurstIntervalNs) {
+    large_burst_ = false;
+    burst_list_.clear();
+    burst_size_ = 0;
+    if (busy_queues_ == 0) {
+      burst_list_.push_back(q);
+      burst_size_ = 1;
+    }
+  } else if (large_burst_) {
+    q->in_large_burst = true;
+  } else if (++burst_size_ >= kLargeBurstThresh) {
+    large_burst_ = true;
+    for (Queue* b : burst_list_) b->in_large_burst = true;
+    q->in_large_burst = true;
+    burst_list_.clear();
+  } else {
+    burst_list_.push_back(q);
+  }
+  last_ins_in_burst_ = now;
+}
+
+uint64_t BfqSched::MaxBudget() const {
+  // bfq_max_budget: the default until 194 budgets were assigned.
+  if (config_.user_max_budget > 0) return config_.user_max_budget;
+  if (budgets_assigned_ < kStatsMinBudgets) return kDefaultMaxBudget;
+  // bfq_calc_max_budget: sectors at the peak rate in one timeout.
+  return std::max<uint64_t>(static_cast<uint64_t>(peak_rate_ * static_cast<double>(config_.timeout_ns) / 1e9), 32);
+}
+
+int64_t BfqSched::WrDuration() const {
+  const int r = config_.rotational ? 0 : 1;
+  const double dur_ms = kRefRate[r] * static_cast<double>(kRefWrDurationMs[r]) / std::max(peak_rate_, 1.0);
+  return static_cast<int64_t>(std::clamp(dur_ms, 3000.0, 25000.0) * 1e6);
+}
+
+uint64_t BfqSched::Delta(uint64_t service, int weight) {
+  return (service << kServiceShift) / static_cast<uint64_t>(std::max(weight, 1));
+}
+
+uint64_t BfqSched::group_sectors(int blkcg) const {
+  if (blkcg == 0) return root_.sectors;
+  auto it = groups_.find(blkcg);
+  return it == groups_.end() ? 0 : it->second->sectors;
+}
+
+// --- B-WF2Q+ ----------------------------------------------------------------
+
+void BfqSched::ActiveInsert(ServiceTree& st, Entity* e) {
+  // bfq_active_insert: a queue also goes to the head of bfqd->active_list.
+  st.active.insert({e->finish, e->id});
+  e->active = true;
+  if (e->bfqq != nullptr) e->bfqq->active_pos = active_list_.insert(active_list_.begin(), e->bfqq);
+}
+
+void BfqSched::ActiveErase(ServiceTree& st, Entity* e) {
+  st.active.erase({e->finish, e->id});
+  e->active = false;
+  if (e->bfqq != nullptr) active_list_.erase(e->bfqq->active_pos);
+}
+
+void BfqSched::ForgetIdle(ServiceTree& st) {
+  // bfq_forget_idle: with nothing active, vtime catches up with the last idle
+  // finish; the first idle entity whose finish vtime passed leaves wsum.
+  if (st.active.empty() && !st.idle.empty()) st.vtime = std::max(st.vtime, std::prev(st.idle.end())->first);
+  if (!st.idle.empty() && st.idle.begin()->first <= st.vtime) {
+    Entity* e = st.by_id[st.idle.begin()->second];
+    st.idle.erase(st.idle.begin());
+    st.by_id.erase(e->id);
+    st.wsum -= static_cast<uint64_t>(e->weight);
+    e->idle = false;
+  }
+}
+
+void BfqSched::ActivateEntity(Entity* e, bool requeue) {
+  Group* g = e->parent;
+  ServiceTree& st = g->st[e->cls];
+  const bool in_service = g->in_service == e;
+  bool backshifted = false;
+  if (in_service || e->active) {
+    // __bfq_requeue_entity: the in-service entity starts where its service
+    // ended; an active one only moves for its new budget.
+    if (in_service) {
+      e->finish = e->start + Delta(e->service, e->weight);
+      e->start = e->finish;
+    } else {
+      ActiveErase(st, e);
+    }
+  } else {
+    // __bfq_activate_entity; backshifted: a queue resuming its budget after
+    // waiting for its own requests starts from its old finish, not vtime.
+    backshifted = e->bfqq != nullptr && e->bfqq->non_blocking_wait_rq && st.vtime > e->finish;
+    const uint64_t min_vstart = backshifted ? e->finish : st.vtime;
+    if (e->idle) {
+      st.idle.erase({e->finish, e->id});
+      e->idle = false;
+      e->start = std::max(min_vstart, e->finish);
+    } else {
+      e->start = min_vstart;
+      st.wsum += static_cast<uint64_t>(e->weight);
+      st.by_id[e->id] = e;
+    }
+  }
+  if (!in_service || requeue) {
+    if (e->bfqq != nullptr) {
+      // __bfq_entity_update_weight_prio: a weight change applies here.
+      const int w = e->bfqq->orig_weight * e->bfqq->wr_coeff;
+      if (w != e->weight) {
+        st.wsum += static_cast<uint64_t>(w);
+        st.wsum -= static_cast<uint64_t>(e->weight);
+        e->weight = w;
+      }
+    }
+    e->finish = e->start + Delta(e->budget, e->weight);
+    if (backshifted && st.vtime > e->finish) {
+      const uint64_t d = (st.vtime - e->finish) / static_cast<uint64_t>(e->bfqq->wr_coeff);
+      e->start += d;
+      e->finish += d;
+    }
+    ActiveInsert(st, e);
+    if (in_service) g->in_service = nullptr;
+  }
+  // The parent group: activate it with this child's budget if it is idle.
+  if (g != &root_) {
+    Entity& ge = g->entity;
+    if (!ge.active && g->entity.parent->in_service != &ge) {
+      ge.budget = e->budget;
+      ActivateEntity(&ge, false);
+    }
+  }
+}
+
+void BfqSched::DeactivateEntity(Entity* e, bool keep_service) {
+  // __bfq_deactivate_entity: charged the service it received; on the idle
+  // tree while its finish is ahead of vtime, else forgotten.
+  Group* g = e->parent;
+  ServiceTree& st = g->st[e->cls];
+  if (e->active) ActiveErase(st, e);
+  if (g->in_service == e) g->in_service = nullptr;
+  e->finish = e->start + Delta(e->service, e->weight);
+  if (!keep_service) e->service = 0;
+  if (e->finish > st.vtime) {
+    st.idle.insert({e->finish, e->id});
+    e->idle = true;
+  } else {
+    st.by_id.erase(e->id);
+    st.wsum -= static_cast<uint64_t>(e->weight);
+  }
+}
+
+void BfqSched::Served(Queue* q, uint64_t sectors) {
+  // bfq_bfqq_served: the queue and every ancestor; each level's vtime.
+  for (Entity* e = &q->entity; e != nullptr;) {
+    e->service += sectors;
+    ServiceTree& st = e->parent->st[e->cls];
+    if (st.wsum > 0) st.vtime += Delta(sectors, static_cast<int>(std::min<uint64_t>(st.wsum, INT32_MAX)));
+    ForgetIdle(st);
+    e = e->parent == &root_ ? nullptr : &e->parent->entity;
+  }
+  Group* g = q->entity.parent;
+  g->sectors += sectors;
+}
+
+BfqSched::Entity* BfqSched::NextEntity(Group* g, sim::SimTime now) {
+  // bfq_lookup_next_entity: RT, BE, IDLE in order; IDLE first once it waited
+  // BFQ_CL_IDLE_TIMEOUT.
+  int first = 0;
+  if (now > last_idle_class_served_ + kClassIdleTimeoutNs) {
+    if (!g->st[2].active.empty()) first = 2;
+    last_idle_class_served_ = now;
+  }
+  for (int i = 0; i < kNumClasses; ++i) {
+    const int cls = (first + i) % kNumClasses;
+    ServiceTree& st = g->st[cls];
+    if (st.active.empty()) continue;
+    uint64_t min_start = std::numeric_limits<uint64_t>::max();
+    for (const auto& [finish, id] : st.active) min_start = std::min(min_start, st.by_id[id]->start);
+    const uint64_t vtime = std::max(st.vtime, min_start);
+    if (g->in_service == nullptr) {
+      st.vtime = vtime;
+      ForgetIdle(st);
+    }
+    for (const auto& [finish, id] : st.active) {
+      Entity* e = st.by_id[id];
+      if (e->start <= vtime) return e;
+    }
+  }
+  return nullptr;
+}
+
+BfqSched::Queue* BfqSched::SelectNextQueue(sim::SimTime now) {
+  // bfq_get_next_queue: descend from the root, each level's next entity in
+  // service (off its active tree, still in wsum).
+  Group* g = &root_;
+  for (;;) {
+    Entity* e = NextEntity(g, now);
+    if (e == nullptr) return nullptr;
+    ActiveErase(g->st[e->cls], e);
+    g->in_service = e;
+    if (e->bfqq != nullptr) return e->bfqq;
+    g = e->my_group;
+  }
+}
+
+// --- requests within a queue ------------------------------------------------
+
+Request* BfqSched::NextRequest(Queue* q) {
+  if (q->sort.empty()) return nullptr;
+  // bfq_check_fifo, once per budget: the FIFO head if its deadline passed.
+  if (!q->fifo_checked && !q->fifo.empty() && q->fifo.begin()->first <= now_) {
+    return q->rqs[q->fifo.begin()->second];
+  }
+  // bfq_choose_req against bfqd->last_position: forward distance, a short
+  // backward seek at back_seek_penalty, else the wrap to the lowest sector.
+  const uint64_t last = last_position_;
+  auto fwd = q->sort.lower_bound({last, 0});
+  uint64_t d_fwd = std::numeric_limits<uint64_t>::max(), d_back = d_fwd;
+  if (fwd != q->sort.end()) d_fwd = fwd->first - last;
+  auto back = fwd;
+  if (back != q->sort.begin()) {
+    --back;
+    if (last - back->first <= config_.back_seek_max_sectors) d_back = (last - back->first) * config_.back_seek_penalty;
+  }
+  if (d_fwd == std::numeric_limits<uint64_t>::max() && d_back == d_fwd) return q->rqs[q->sort.begin()->second];
+  return q->rqs[(d_back < d_fwd ? back : fwd)->second];
+}
+
+void BfqSched::RemoveRequest(Queue* q, Request* rq) {
+  q->sort.erase({rq->sector, rq->sched_seq});
+  q->fifo.erase({rq->fifo_time, rq->sched_seq});
+  q->rqs.erase(rq->sched_seq);
+  hash_.erase({EndSector(rq), rq->sched_seq});
+  if (last_merge_ == rq) last_merge_ = nullptr;
+  --queued_;
+  if (q->sort.empty() && in_service_ != q && q->entity.active) {
+    // bfq_del_bfqq_busy: an empty queue not in service leaves the tree.
+    DeactivateEntity(&q->entity, false);
+    q->entity.budget = 0;
+    --busy_queues_;
+    if (q->wr_coeff > 1) --wr_busy_queues_;
+    SyncActive(q);
+  }
+}
+
+bool BfqSched::Seeky(const Queue* q) const { return __builtin_popcount(q->seek_history) > 19; }
+
+bool BfqSched::ShortThinkTime(const Queue* q) const {
+  // bfq_update_has_short_ttime: long once past 3 samples with a mean above
+  // half the idle slice.
+  if (config_.slice_idle_ns == 0) return true;
+  return !(q->ttime_samples > 80 && q->ttime_mean > static_cast<uint64_t>(config_.slice_idle_ns / 2));
+}
+
+void BfqSched::UpdateWr(sim::SimTime now, Queue* q) {
+  // bfq_update_wr_data at dispatch: raising ends in a large burst, after its
+  // duration or after 120000 sectors.
+  if (q->wr_coeff == 1) return;
+  if (q->in_large_burst || now > q->wr_start + q->wr_cur_max_time || q->service_from_wr > kMaxServiceFromWr) {
+    q->wr_coeff = 1;
+    q->wr_cur_max_time = 0;
+    --wr_busy_queues_;
+    Entity& e = q->entity;
+    ServiceTree& st = e.parent->st[e.cls];
+    st.wsum -= static_cast<uint64_t>(e.weight - q->orig_weight);
+    e.weight = q->orig_weight;
+    SyncActive(q);
+  }
+}
+
+void BfqSched::AddBusy(sim::Cpu& cpu, Queue* q) {
+  // bfq_bfqq_handle_idle_busy_switch.
+  const sim::SimTime now = cpu.now();
+  const bool idle_long = q->dispatched == 0 && now > q->budget_timeout + kWrMinIdleNs;
+  const bool interactive = !q->in_large_burst && idle_long && q->orig_weight == IoprioToWeight(4);
+  // bfq_bfqq_update_budg_for_activation: a queue that expired waiting for
+  // its in-flight requests and gets a new one in time resumes the rest of
+  // its budget and wants to preempt.
+  Entity& e = q->entity;
+  const uint64_t left = e.budget > e.service ? e.budget - e.service : 0;
+  const bool in_time = now <= q->last_end_request + 3 * config_.slice_idle_ns;
+  bool wants_preempt = false;
+  if (q->non_blocking_wait_rq && in_time && left > 0) {
+    e.budget = std::min(left, q->max_budget);
+    e.service = 0;
+    wants_preempt = true;
+  } else {
+    e.service = 0;
+    Request* next = NextRequest(q);
+    e.budget = std::max<uint64_t>(q->max_budget, next != nullptr ? Sectors(next) : 0);
+    q->non_blocking_wait_rq = false;
+  }
+  if (config_.low_latency && interactive) {
+    q->wr_coeff = kWrCoeff;
+    q->wr_start = now;
+    q->wr_cur_max_time = WrDuration();
+    q->service_from_wr = 0;
+    const uint64_t min_budget = MaxBudget() / 32;
+    q->entity.budget = std::min(q->entity.budget, 2 * min_budget);
+    ++stats_.wr_raised;
+    kernel_.Count(Counter::k_bfq_wr_raised);
+  }
+  ++busy_queues_;
+  if (q->wr_coeff > 1) ++wr_busy_queues_;
+  ActivateEntity(&q->entity, false);
+  q->non_blocking_wait_rq = false;
+  // Preemption of the in-service queue by a higher class or weight, or when
+  // the in-service queue is not worth idling for; only if the scheduler's
+  // next choice at the root is not the in-service entity itself
+  // (next_queue_may_preempt: a group in service with other active children
+  // stays next).
+  if (in_service_ != nullptr && in_service_ != q) {
+    Queue* s = in_service_;
+    bool higher = q->entity.cls < s->entity.cls;
+    if (!higher) {
+      // bfq_bfqq_higher_class_or_weight: the queues' weights under one
+      // parent, else their parent groups' (a root queue's own).
+      auto level_weight = [this](const Queue* x) {
+        return x->entity.parent == &root_ ? x->entity.weight : x->entity.parent->entity.weight;
+      };
+      higher = q->entity.parent == s->entity.parent ? q->entity.weight > s->entity.weight
+                                                    : level_weight(q) > level_weight(s);
+    }
+    bool may_preempt = s->entity.parent == &root_;
+    if (!may_preempt) {
+      may_preempt = true;
+      for (const ServiceTree& st : s->entity.parent->st) may_preempt = may_preempt && st.active.empty();
+    }
+    if (((wants_preempt && q->wr_coeff >= s->wr_coeff) || higher || !BetterToIdle(s)) && may_preempt) {
+      Expire(cpu, s, kPreempted);
+    }
+  }
+}
+
+void BfqSched::AddRequest(sim::Cpu& cpu, Queue* q, Request* rq) {
+  const sim::SimTime now = cpu.now();
+  // bfq_update_io_thinktime: only for a queue with nothing in flight and not busy.
+  if (q->dispatched == 0 && !q->entity.active && in_service_ != q) {
+    const uint64_t elapsed = static_cast<uint64_t>(
+        std::min<int64_t>(std::max<int64_t>(now - q->last_end_request, 0), 2 * config_.slice_idle_ns));
+    q->ttime_samples = (7 * q->ttime_samples + 256) / 8;
+    q->ttime_total = (7 * q->ttime_total + 256 * elapsed) / 8;
+    q->ttime_mean = (q->ttime_total + 128) / std::max<uint64_t>(q->ttime_samples, 1);
+  }
+  // bfq_update_io_seektime.
+  const uint64_t dist = q->last_position == 0 ? 0
+                        : rq->sector > q->last_position ? rq->sector - q->last_position
+                                                         : q->last_position - rq->sector;
+  const bool seeky = dist > kSeekThrSectors && (config_.rotational || Sectors(rq) < kSectThrNonrot);
+  q->seek_history = (q->seek_history << 1) | (seeky ? 1u : 0u);
+  q->last_position = EndSector(rq);
+  // Injection sampling while the process has only this request.
+  if (q->requests <= 1) {
+    if (now >= q->decrease_time + sim::kNsPerSec) {
+      // bfq_reset_inject_limit.
+      q->last_serv_time_ns = 0;
+      waited_rq_ = nullptr;
+      q->inject_limit = ShortThinkTime(q) ? 0 : 1;
+      q->decrease_time = now;
+    }
+    if (q == in_service_ && (rq_in_driver_ == 0 || (q->last_serv_time_ns > 0 && rqs_injected_)) &&
+        now >= q->decrease_time + 10 * sim::kNsPerMs) {
+      last_empty_occupied_ns_ = now;
+      wait_dispatch_ = true;
+      if (rq_in_driver_ == 0) rqs_injected_ = false;
+    }
+  }
+  rq->sched_seq = next_seq_++;
+  rq->fifo_time = now + config_.fifo_expire_sync_ns;
+  rq->elv_priv = q;
+  q->sort.insert({rq->sector, rq->sched_seq});
+  q->fifo.insert({rq->fifo_time, rq->sched_seq});
+  q->rqs[rq->sched_seq] = rq;
+  hash_[{EndSector(rq), rq->sched_seq}] = rq;
+  ++queued_;
+  const bool busy = q->entity.active || in_service_ == q;
+  if (!busy) {
+    AddBusy(cpu, q);
+  } else if (in_service_ != q) {
+    // bfq_updated_next_req: the budget covers the new next request.
+    Request* next = NextRequest(q);
+    const uint64_t b = std::max({q->max_budget, next != nullptr ? Sectors(next) : 0, q->entity.service});
+    if (b != q->entity.budget) {
+      q->entity.budget = b;
+      ActivateEntity(&q->entity, false);
+    }
+  }
+  // bfq_rq_enqueued: a request of the in-service queue ends the idling.
+  if (in_service_ == q && q->wait_request) {
+    q->wait_request = false;
+    idle_timer_.Cancel();
+    ++stats_.idle_cancelled;
+    if (BudgetTimedOut(q, now)) Expire(cpu, q, kBudgetTimeout);
+  }
+}
+
+// --- the in-service queue ---------------------------------------------------
+
+bool BfqSched::BudgetTimedOut(const Queue* q, sim::SimTime now) const { return now >= q->budget_timeout; }
+
+bool BfqSched::AsymmetricScenario(const Queue* q) const {
+  // bfq_asymmetric_scenario: varied weights among active non-raised queues
+  // (unless q has the smallest), busy queues in several classes, or more
+  // than one group with pending requests.
+  bool varied = busy_weights_.size() > 1;
+  if (varied && q->wr_coeff == 1 && busy_weights_.begin()->first == q->orig_weight) varied = false;
+  int classes = 0;
+  for (int c = 0; c < kNumClasses; ++c) classes += class_busy_[c] > 0 ? 1 : 0;
+  return varied || classes > 1 || groups_with_pending_ > 1;
+}
+
+bool BfqSched::IdlingBoostsThr(const Queue* q) const {
+  // idling_boosts_thr_without_issues (IO_bound taken as true: fio's jobs do
+  // not pause for long).
+  const bool rot_without_queueing = config_.rotational && hw_tag_ == 0;
+  const bool seq_io_bound = !Seeky(q) && ShortThinkTime(q);
+  const bool boosts = rot_without_queueing || ((config_.rotational || hw_tag_ == 0) && seq_io_bound);
+  return boosts && wr_busy_queues_ == 0;
+}
+
+BfqSched::Queue* BfqSched::ChooseForInjection(Queue* in_serv) {
+  // bfq_choose_bfqq_for_injection. (Its one-request bump after a long plug
+  // adds slice_idle's nanoseconds to jiffies and so never fires.)
+  const bool always_inject = in_serv->wr_coeff == 1 || !ShortThinkTime(in_serv);
+  if (rq_in_driver_ >= in_serv->inject_limit) return nullptr;
+  for (Queue* c : active_list_) {
+    if (c->sort.empty() || !(always_inject || c->wr_coeff > 1)) continue;
+    Request* next = NextRequest(c);
+    const uint64_t left = c->entity.budget > c->entity.service ? c->entity.budget - c->entity.service : 0;
+    if (Sectors(next) > left) continue;
+    if (!config_.rotational && Sectors(next) >= kSectThrNonrot && rq_in_driver_ >= 1) continue;
+    rqs_injected_ = true;
+    ++stats_.injected;
+    kernel_.Count(Counter::k_bfq_injected);
+    return c;
+  }
+  return nullptr;
+}
+
+void BfqSched::UpdateInjectLimit(Queue* q, sim::SimTime now) {
+  // bfq_update_inject_limit, at the completion of the sampled request
+  // (before rq_in_driver drops).
+  const int64_t tot = now - last_empty_occupied_ns_;
+  const uint32_t old_limit = q->inject_limit;
+  if (q->last_serv_time_ns > 0 && rqs_injected_) {
+    const int64_t threshold = q->last_serv_time_ns * 3 / 2;
+    if (tot >= threshold && old_limit > 0) {
+      --q->inject_limit;
+      q->decrease_time = now;
+    } else if (tot < threshold && old_limit <= max_rq_in_driver_) {
+      ++q->inject_limit;
+    }
+  }
+  if ((q->last_serv_time_ns == 0 && rq_in_driver_ == 1) || tot < q->last_serv_time_ns) {
+    if (q->last_serv_time_ns == 0) q->inject_limit = std::max<uint32_t>(1, old_limit);
+    q->last_serv_time_ns = tot;
+  } else if (!rqs_injected_ && rq_in_driver_ == 1) {
+    q->last_serv_time_ns = tot;
+  }
+  waited_rq_ = nullptr;
+  rqs_injected_ = false;
+}
+
+bool BfqSched::BetterToIdle(const Queue* q) const {
+  if (config_.strict_guarantees) return true;
+  if (config_.slice_idle_ns == 0 || q->entity.cls == 2) return false;
+  const bool boosts = IdlingBoostsThr(q);
+  // idling_needed_for_service_guarantees
+  const bool needed = (q->wr_coeff > 1 && (wr_busy_queues_ < busy_queues_ || rq_in_driver_ >= q->dispatched + 4)) ||
+                      AsymmetricScenario(q) || busy_queues_ == 1;
+  return boosts || needed;
+}
+
+void BfqSched::SetInService(sim::Cpu& cpu, Queue* q) {
+  in_service_ = q;
+  budgets_assigned_ = (7 * budgets_assigned_ + 256) / 8;
+  q->fifo_checked = false;
+  q->service_from = cpu.now();
+  const int coeff = q->wr_coeff > 1 ? q->wr_coeff : 1;
+  q->budget_timeout = cpu.now() + config_.timeout_ns * coeff;
+}
+
+void BfqSched::RecalcBudget(Queue* q, Reason reason) {
+  // __bfq_bfqq_recalc_budget (sync queues).
+  const uint64_t min_budget = MaxBudget() / 32;
+  const uint64_t cap = MaxBudget();
+  uint64_t budget = q->wr_coeff == 1 ? q->max_budget : 2 * min_budget;
+  if (q->wr_coeff == 1) {
+    switch (reason) {
+      case kTooIdle:
+        budget = q->dispatched > 0 ? std::min(2 * budget, cap) : budget > 5 * min_budget ? budget - 4 * min_budget : min_budget;
+        break;
+      case kBudgetTimeout:
+        budget = std::min(2 * budget, cap);
+        break;
+      case kBudgetExhausted:
+        budget = std::min(4 * budget, cap);
+        break;
+      case kNoMoreRequests:
+        budget = std::max(q->entity.service, min_budget);
+        break;
+      case kPreempted:
+        return;
+    }
+  }
+  q->max_budget = budget;
+  if (budgets_assigned_ >= kStatsMinBudgets && config_.user_max_budget == 0) q->max_budget = std::min(budget, cap);
+  Request* next = NextRequest(q);
+  if (next != nullptr) q->entity.budget = std::max(q->max_budget, Sectors(next));
+}
+
+void BfqSched::Expire(sim::Cpu& cpu, Queue* q, Reason reason) {
+  // bfq_bfqq_expire.
+  const sim::SimTime now = cpu.now();
+  ++stats_.expired[reason];
+  static constexpr Counter kExpireCounters[] = {Counter::k_bfq_expire_too_idle, Counter::k_bfq_expire_budget_timeout,
+                                                Counter::k_bfq_expire_budget_exhausted,
+                                                Counter::k_bfq_expire_no_more_requests, Counter::k_bfq_expire_preempted};
+  kernel_.Count(kExpireCounters[reason]);
+  Entity& e = q->entity;
+  const int64_t used_ns = now - q->service_from;
+  bool slow;
+  if (used_ns < sim::kNsPerMs) {
+    slow = Seeky(q);
+  } else if (used_ns > 20 * sim::kNsPerMs) {
+    slow = e.service < MaxBudget() / 2;
+  } else {
+    slow = Seeky(q);
+  }
+  const uint64_t left = e.budget > e.service ? e.budget - e.service : 0;
+  if (q->wr_coeff == 1 && (slow || (reason == kBudgetTimeout && left >= e.budget / 3))) {
+    // bfq_bfqq_charge_time: charged as if served at the peak rate.
+    const int64_t delta_ms = used_ns < sim::kNsPerMs ? (config_.rotational ? 8 : 2) : used_ns / sim::kNsPerMs;
+    const int64_t timeout_ms = std::max<int64_t>(config_.timeout_ns / sim::kNsPerMs, 1);
+    const uint64_t bounded = static_cast<uint64_t>(std::min(delta_ms, timeout_ms));
+    const uint64_t tot = std::max(MaxBudget() * bounded / static_cast<uint64_t>(timeout_ms), e.service);
+    if (tot > e.budget) e.budget = tot;
+    if (tot > e.service) Served(q, tot - e.service);
+  }
+  RecalcBudget(q, reason);
+  // __bfq_bfqq_expire.
+  if (q->wait_request) idle_timer_.Cancel();
+  q->wait_request = false;
+  in_service_ = nullptr;
+  if (q->sort.empty()) {
+    if (q->dispatched == 0) q->budget_timeout = now;  // "idle since"
+    // Emptied for a reason other than its budget: it keeps its service
+    // (non_blocking_wait_rq) to resume the same budget if its next request
+    // comes in time.
+    const bool keep = reason != kBudgetTimeout && reason != kBudgetExhausted;
+    DeactivateEntity(&e, keep);
+    q->non_blocking_wait_rq = keep;
+    --busy_queues_;
+    if (q->wr_coeff > 1) --wr_busy_queues_;
+  } else {
+    e.parent->in_service = &e;
+    ActivateEntity(&e, true);
+    e.service = 0;
+  }
+  // The ancestors: requeued while they have active children, else idle.
+  for (Group* g = e.parent; g != &root_; g = g->entity.parent) {
+    Entity& ge = g->entity;
+    bool any = false;
+    uint64_t budget = 0;
+    for (int c = 0; c < kNumClasses && !any; ++c) {
+      if (!g->st[c].active.empty()) {
+        any = true;
+        budget = g->st[c].by_id[g->st[c].active.begin()->second]->budget;
+      }
+    }
+    if (any) {
+      ge.budget = budget;
+      ge.parent->in_service = &ge;
+      ActivateEntity(&ge, true);
+    } else {
+      DeactivateEntity(&ge, false);
+    }
+    ge.service = 0;
+  }
+  root_.in_service = nullptr;
+  SyncActive(q);
+}
+
+void BfqSched::ArmIdleTimer(sim::Cpu& cpu, Queue* q) {
+  // bfq_arm_slice_timer.
+  q->wait_request = true;
+  int64_t sl = config_.slice_idle_ns;
+  if (Seeky(q) && q->wr_coeff == 1 && !AsymmetricScenario(q)) {
+    sl = std::min(sl, kMinTtNs);
+  } else if (q->wr_coeff > 1) {
+    sl = std::max(sl, 20 * sim::kNsPerMs);
+  }
+  idle_queue_ = q;
+  idle_timer_.set_cpu(cpu.id());
+  idle_timer_.Start(cpu.now() + sl);
+  ++stats_.idle_timer_armed;
+  kernel_.Count(Counter::k_bfq_idle_timer_armed);
+}
+
+BfqSched::Queue* BfqSched::SelectQueue(sim::Cpu& cpu) {
+  const sim::SimTime now = cpu.now();
+  Queue* q = in_service_;
+  if (q != nullptr) {
+    const uint64_t left = q->entity.budget > q->entity.service ? q->entity.budget - q->entity.service : 0;
+    const bool must_idle = q->sort.empty() && BetterToIdle(q);
+    if ((!q->wait_request || left >= q->entity.budget / 3) && BudgetTimedOut(q, now) && !must_idle) {
+      Expire(cpu, q, kBudgetTimeout);
+      q = nullptr;
+    }
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    if (q != nullptr) {
+      Request* next = NextRequest(q);
+      if (next != nullptr) {
+        const uint64_t left = q->entity.budget > q->entity.service ? q->entity.budget - q->entity.service : 0;
+        if (Sectors(next) > left) {
+          Expire(cpu, q, kBudgetExhausted);
+        } else {
+          if (q->wait_request) {
+            q->wait_request = false;
+            idle_timer_.Cancel();
+          }
+          return q;
+        }
+      } else if (q->wait_request || (q->dispatched != 0 && BetterToIdle(q))) {
+        // Keep the device for it; maybe inject another queue's request.
+        if (!IdlingBoostsThr(q) && (q->wr_coeff == 1 || wr_busy_queues_ > 1 || !ShortThinkTime(q))) {
+          return ChooseForInjection(q);
+        }
+        return nullptr;
+      } else {
+        Expire(cpu, q, kNoMoreRequests);
+      }
+    }
+    q = SelectNextQueue(now);
+    if (q == nullptr) return nullptr;
+    SetInService(cpu, q);
+  }
+  return nullptr;
+}
+
+// --- elevator operations ----------------------------------------------------
+
+sim::Task BfqSched::BioMerge(sim::Cpu& cpu, Hctx*, Bio* bio, Request** merged_into) {
+  *merged_into = nullptr;
+  co_await lock_.Lock(cpu);
+  now_ = cpu.now();
+  // bfq_bic_lookup + blk_mq_sched_try_merge: last_merge, the hash (back
+  // merge), then a front merge in the bio's own queue.
+  sim::AccessCost ac = kernel_.Access(cpu);
+  ac.Work(kernel_.costs().bfq_bio_merge);
+  ac.Load(bfqd_line_);
+  auto back_ok = [bio](const Request* rq) {
+    return EndSector(rq) == bio->sector && rq->op == bio->op && rq->ioc == bio->ioc && rq->blkcg == bio->blkcg &&
+           rq->bytes + bio->bytes <= kMaxMergeBytes;
+  };
+  Request* rq = nullptr;
+  if (last_merge_ != nullptr && back_ok(last_merge_)) {
+    rq = last_merge_;
+  } else {
+    auto h = hash_.lower_bound({bio->sector, 0});
+    if (h != hash_.end() && h->first.first == bio->sector && back_ok(h->second)) rq = h->second;
+  }
+  if (rq != nullptr) {
+    ac.Store(rq->line);
+    hash_.erase({EndSector(rq), rq->sched_seq});
+    rq->biotail->bi_next = bio;
+    rq->biotail = bio;
+    bio->bi_next = nullptr;
+    rq->bytes += bio->bytes;
+    ++rq->nr_bios;
+    hash_[{EndSector(rq), rq->sched_seq}] = rq;
+    last_merge_ = rq;
+    *merged_into = rq;
+    ++stats_.merged;
+  } else {
+    const uint64_t key = (uint64_t{bio->ioc} << 16) | bio->blkcg;
+    auto it = queues_.find(key);
+    if (it != queues_.end()) {
+      Queue* q = it->second.get();
+      const uint64_t end = bio->sector + (bio->bytes >> kSectorShift);
+      auto f = q->sort.lower_bound({end, 0});
+      if (f != q->sort.end() && f->first == end) {
+        Request* r = q->rqs[f->second];
+        if (r->op == bio->op && r->bytes + bio->bytes <= kMaxMergeBytes) {
+          ac.Load(q->line);
+          ac.Store(r->line);
+          q->sort.erase(*f);
+          bio->bi_next = r->bio;
+          r->bio = bio;
+          r->sector = bio->sector;
+          r->bytes += bio->bytes;
+          ++r->nr_bios;
+          q->sort.insert({r->sector, r->sched_seq});
+          last_merge_ = r;
+          *merged_into = r;
+          ++stats_.merged;
+        }
+      }
+    }
+  }
+  cpu.Charge(fn_bio_merge_, ac.Take());
+  co_await cpu.Sync();
+  lock_.Unlock(cpu);
+}
+
+sim::Task BfqSched::InsertRequests(sim::Cpu& cpu, Hctx*, RequestList& list) {
+  // bfq_insert_requests: bfq_insert_request per request, each under the lock.
+  while (!list.empty()) {
+    Request* rq = list.pop_front();
+    co_await lock_.Lock(cpu);
+    now_ = cpu.now();
+    sim::AccessCost ac = kernel_.Access(cpu);
+    ac.Work(kernel_.costs().bfq_insert_request);
+    ac.Store(bfqd_line_);
+    ac.Store(st_line_);
+    ac.Store(rq->line);
+    Queue* q = GetQueue(cpu, rq->ioc, rq->blkcg, rq->ioprio_class, rq->ioprio_level);
+    ++q->requests;  // bfq_init_rq: bic->requests
+    ac.Store(q->line);
+    AddRequest(cpu, q, rq);
+    SyncActive(q);
+    ++stats_.inserted;
+    cpu.Charge(fn_insert_, ac.Take());
+    co_await cpu.Sync();
+    lock_.Unlock(cpu);
+  }
+}
+
+void BfqSched::SyncActive(Queue* q) {
+  // queue_weights_tree (non-raised queues, by weight) and
+  // num_groups_with_pending_reqs: a queue counts while it is busy or has
+  // requests in flight; a weight change (raising starts or ends) moves it
+  // in the weights tree.
+  const bool want = q->entity.active || in_service_ == q || q->dispatched > 0;
+  const int weight = want && q->wr_coeff == 1 ? q->orig_weight : 0;
+  if (weight != q->counted_weight) {
+    if (q->counted_weight != 0) {
+      auto it = busy_weights_.find(q->counted_weight);
+      if (--it->second == 0) busy_weights_.erase(it);
+    }
+    if (weight != 0) ++busy_weights_[weight];
+    q->counted_weight = weight;
+  }
+  if (want == q->counted_active) return;
+  q->counted_active = want;
+  Group* g = q->entity.parent;
+  if (want) {
+    ++class_busy_[q->entity.cls];
+    if (g->pending_queues++ == 0) ++groups_with_pending_;
+  } else {
+    --class_busy_[q->entity.cls];
+    if (--g->pending_queues == 0) --groups_with_pending_;
+  }
+}
+
+sim::Task BfqSched::DispatchRequest(sim::Cpu& cpu, Hctx*, Request** out) {
+  *out = nullptr;
+  co_await lock_.Lock(cpu);
+  const sim::SimTime now = cpu.now();
+  now_ = now;
+  sim::AccessCost ac = kernel_.Access(cpu);
+  ac.Work(kernel_.costs().bfq_dispatch_request);
+  ac.Load(bfqd_line_);
+  Request* rq = nullptr;
+  if (busy_queues_ > 0 && !(config_.strict_guarantees && rq_in_driver_ > 0)) {
+    Queue* q = SelectQueue(cpu);
+    if (q != nullptr) {
+      // bfq_dispatch_rq_from_bfqq.
+      rq = NextRequest(q);
+      q->fifo_checked = true;
+      ac.Store(st_line_);
+      ac.Store(q->line);
+      ac.Store(rq->line);
+      if (q == in_service_ && wait_dispatch_) {
+        wait_dispatch_ = false;
+        waited_rq_ = rq;
+      }
+      Served(q, Sectors(rq));
+      if (q->wr_coeff > 1) q->service_from_wr += Sectors(rq);
+      ++q->dispatched;
+      UpdatePeakRate(now, rq);
+      last_position_ = EndSector(rq);
+      RemoveRequest(q, rq);
+      UpdateWr(now, q);
+      if (busy_queues_ > 1 && q->entity.cls == 2 && in_service_ == q) Expire(cpu, q, kBudgetExhausted);
+      ++rq_in_driver_;
+      ++stats_.dispatched;
+    }
+  }
+  ac.Store(bfqd_line_);
+  cpu.Charge(fn_dispatch_, ac.Take());
+  *out = rq;
+  co_await cpu.Sync();
+  lock_.Unlock(cpu);
+}
+
+bool BfqSched::HasWork(sim::Cpu& cpu, Hctx*) {
+  // bfq_has_work: lockless READ_ONCE(bfqd->queued); true even while bfq
+  // idles (its dispatch then returns nothing).
+  cpu.Charge(fn_has_work_, bfqd_line_.Read(kernel_.machine(), cpu.id(), kernel_.costs().line_read_hit));
+  return queued_ > 0;
+}
+
+void BfqSched::UpdatePeakRate(sim::SimTime now, Request* rq) {
+  // bfq_update_peak_rate, per dispatch: sectors over intervals of at least
+  // a second with 32 samples; mostly-random intervals only raise the rate.
+  if (rate_window_start_ < 0 || (rq_in_driver_ == 0 && now - last_dispatch_ > 100 * sim::kNsPerMs)) {
+    rate_window_start_ = now;
+    rate_window_sectors_ = 0;
+    rate_samples_ = 0;
+    rate_seq_samples_ = 0;
+  }
+  ++rate_samples_;
+  const uint64_t dist = rq->sector > last_position_ ? rq->sector - last_position_ : last_position_ - rq->sector;
+  if (rq_in_driver_ > 0 && !(dist > kSeekThrSectors && (config_.rotational || Sectors(rq) < kSectThrNonrot))) {
+    ++rate_seq_samples_;
+  }
+  rate_window_sectors_ += Sectors(rq);
+  last_dispatch_ = now;
+  const int64_t interval = now - rate_window_start_;
+  if (interval >= kRateRefIntervalNs) {
+    if (rate_samples_ >= kRateMinSamples && interval >= kRateMinIntervalNs) {
+      const double rate = static_cast<double>(rate_window_sectors_) * 1e9 / static_cast<double>(interval);
+      const bool mostly_seq = rate_seq_samples_ * 4 >= rate_samples_ * 3;
+      if (mostly_seq || rate > peak_rate_) {
+        const int weight = std::min<int>(8, static_cast<int>(9 * rate_seq_samples_ / rate_samples_));
+        const int divisor = 10 - weight;
+        peak_rate_ = peak_rate_ * (divisor - 1) / divisor + rate / divisor;
+      }
+    }
+    rate_window_start_ = now;
+    rate_window_sectors_ = 0;
+    rate_samples_ = 0;
+    rate_seq_samples_ = 0;
+  }
+}
+
+void BfqSched::CompletedRequest(sim::Cpu& cpu, Request* rq, sim::SimTime now) {
+  // bfq_finish_requeue_request -> bfq_completed_request under
+  // spin_lock_irqsave. The completion chain is not a coroutine: a free lock
+  // is taken here and now; a held one is spun for by an irq work item queued
+  // on this CPU, which runs as soon as the completing context steps.
+  Queue* q = static_cast<Queue*>(rq->elv_priv);
+  if (q == nullptr) return;
+  rq->elv_priv = nullptr;
+  const bool waited = rq == waited_rq_;
+  if (waited) waited_rq_ = nullptr;  // the pointer is not kept past the free
+  if (!lock_.TryLock(cpu)) {
+    ++stats_.completion_lock_busy;
+    deferred_done_[cpu.id()].push_back(Done{q, waited});
+    cpu.RaiseHardirq(cpu.now(), &done_irq_, 0);
+    return;
+  }
+  CompleteLocked(cpu, q, waited, now);
+  lock_.Unlock(cpu);
+  // bfq_schedule_dispatch when the drive is empty.
+  if (rq_in_driver_ == 0 && queued_ > 0 && q_ != nullptr) q_->RunHwQueuesAsync(cpu);
+}
+
+sim::Task BfqSched::DoneIrq(sim::Cpu& cpu) {
+  co_await cpu.Sync();
+  std::deque<Done>& pending = deferred_done_[cpu.id()];
+  if (pending.empty()) co_return;
+  const Done d = pending.front();
+  pending.pop_front();
+  co_await lock_.Lock(cpu);
+  CompleteLocked(cpu, d.q, d.waited, cpu.now());
+  co_await cpu.Sync();
+  lock_.Unlock(cpu);
+  if (rq_in_driver_ == 0 && queued_ > 0 && q_ != nullptr) q_->RunHwQueuesAsync(cpu);
+}
+
+void BfqSched::CompleteLocked(sim::Cpu& cpu, Queue* q, bool waited, sim::SimTime now) {
+  // bfq_finish_requeue_request: the inject limit, bfq_completed_request,
+  // then the request's reference on the queue.
+  now_ = now;
+  if (waited) UpdateInjectLimit(q, now);
+  --q->requests;
+  sim::AccessCost ac = kernel_.Access(cpu);
+  ac.Work(kernel_.costs().bfq_completed_request);
+  ac.Store(bfqd_line_);
+  ac.Store(q->line);
+  // bfq_update_hw_tag (the in-driver count before this completion).
+  max_rq_in_driver_ = std::max(max_rq_in_driver_, rq_in_driver_);
+  if (hw_tag_ != 1 && rq_in_driver_ + queued_ > static_cast<uint32_t>(kHwQueueThreshold) &&
+      !(in_service_ != nullptr && ShortThinkTime(in_service_) &&
+        in_service_->dispatched + in_service_->sort.size() < static_cast<size_t>(kHwQueueThreshold) &&
+        rq_in_driver_ < static_cast<uint32_t>(kHwQueueThreshold)) &&
+      hw_tag_samples_++ >= kHwQueueSamples) {
+    hw_tag_ = max_rq_in_driver_ > static_cast<uint32_t>(kHwQueueThreshold) ? 1 : 0;
+    max_rq_in_driver_ = 0;
+    hw_tag_samples_ = 0;
+  }
+  --rq_in_driver_;
+  --q->dispatched;
+  const bool busy = q->entity.active || in_service_ == q;
+  if (q->dispatched == 0 && !busy) q->budget_timeout = now;
+  SyncActive(q);
+  q->last_end_request = now;
+  if (in_service_ == q) {
+    const uint64_t left = q->entity.budget > q->entity.service ? q->entity.budget - q->entity.service : 0;
+    if (q->sort.empty() && BetterToIdle(q)) {
+      if (q->dispatched == 0) ArmIdleTimer(cpu, q);
+    } else if ((!q->wait_request || left >= q->entity.budget / 3) && BudgetTimedOut(q, now)) {
+      Expire(cpu, q, kBudgetTimeout);
+    } else if (q->sort.empty() && (q->dispatched == 0 || !BetterToIdle(q))) {
+      Expire(cpu, q, kNoMoreRequests);
+    }
+  }
+  SyncActive(q);
+  cpu.Charge(fn_completed_, ac.Take());
+}
+
+sim::Task BfqSched::IdleTimerIrq(sim::Cpu& cpu) {
+  co_await cpu.Sync();
+  co_await lock_.Lock(cpu);
+  IdleTimerFired(cpu);
+  co_await cpu.Sync();
+  lock_.Unlock(cpu);
+  if (queued_ > 0 && q_ != nullptr) q_->RunHwQueuesAsync(cpu);
+}
+
+void BfqSched::IdleTimerFired(sim::Cpu& cpu) {
+  // bfq_idle_slice_timer_body.
+  Queue* q = idle_queue_;
+  idle_queue_ = nullptr;
+  now_ = cpu.now();
+  ++stats_.idle_timer_fired;
+  kernel_.Count(Counter::k_bfq_idle_timer_fired);
+  cpu.Charge(fn_timer_, kernel_.costs().hrtimer_fire);
+  if (q == nullptr || q != in_service_) return;
+  q->wait_request = false;
+  if (BudgetTimedOut(q, cpu.now())) {
+    Expire(cpu, q, kBudgetTimeout);
+  } else if (q->sort.empty()) {
+    Expire(cpu, q, kTooIdle);
+  }
+}
+
+}  // namespace blklab::model
