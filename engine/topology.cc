@@ -111,25 +111,6 @@ absl::StatusOr<int> CloneCpu(const JobSpec& spec, const workload::JobClone& clon
   return allowed[k % allowed.size()];
 }
 
-// Tunables the host spec accepts that no model code reads yet: setting one
-// away from its default is refused by name, never ignored. (Every knob is
-// read by some model code; tests/knobs_test.cc checks that each changes a
-// result.)
-absl::Status CheckUnmodelled(const host::HostSpec& host, const std::vector<Disk>& disks,
-                             const std::vector<int>& clone_disk) {
-  const host::IoschedTunables iosched_defaults;
-  for (int d : clone_disk) {
-    if (d < 0 || disks[d].scheduler != host::Scheduler::kMqDeadline) continue;
-    const host::IoschedTunables& t = disks[d].spec->queue.iosched;
-    const std::string path = absl::StrCat("devices[", disks[d].entry, "].queue.iosched.");
-    if (t.async_depth != iosched_defaults.async_depth) {
-      return absl::UnimplementedError(
-          absl::StrCat(path, "async_depth is not modelled yet (it limits async writes; blklab's I/O is direct)"));
-    }
-  }
-  return absl::OkStatus();
-}
-
 // fio's cgroup=: blkcg ids 1.. for the host spec's cgroups in path order,
 // then for the paths jobs name that the spec lacks (fio creates those with
 // the defaults). Without BLK_CGROUP there is no io controller: every bio
@@ -286,7 +267,6 @@ absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
         model::CheckModelled(*plan.disks[d].spec, req.host.knobs, absl::StrCat("devices[", plan.disks[d].entry, "]")));
   }
   for (const auto& c : req.jobs.clones) plan.clone_disk.push_back(job_disk[c.job_index]);
-  BLKLAB_RETURN_IF_ERROR(CheckUnmodelled(req.host, plan.disks, plan.clone_disk));
   BLKLAB_RETURN_IF_ERROR(PlanCgroups(req, plan));
 
   // Each clone's CPU, engine, bounds and region.

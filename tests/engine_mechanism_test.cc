@@ -1201,6 +1201,32 @@ TEST(Kyber, AnotherSchedulersTunableIsAnErrorNamingIt) {
   EXPECT_TRUE(h.ok()) << h.status();
 }
 
+// --- scheduler tag depth for writes (->limit_depth) -------------------------------
+
+// One hw queue of 256 tags on a 1 ms null_blk: mq-deadline's 256 scheduler
+// tags are four 64-bit words, and dd_limit_depth gives writes async_depth =
+// 48 bits of each (3/4): 512 writes outstanding keep 192 on the device
+// (192K IOPS) where 512 reads keep 256 (256K). async_depth=64 lifts it.
+TEST(SchedTagDepth, MqDeadlineAsyncDepthThrottlesWrites) {
+  auto host = [](const std::string& iosched) {
+    return HostFromYaml(absl::StrCat(
+        "name: dd-depth\ncpus: {count: 2}\ndevices:\n  - name: nullb0\n"
+        "    null_blk: {submit_queues: 1, hw_queue_depth: 256, irqmode: 2, completion_nsec: 1000000}\n"
+        "    queue: {scheduler: mq-deadline, iosched: ", iosched, "}\n"));
+  };
+  auto job = [](const char* rw) {
+    return std::vector<std::string>{"--name=t", "--filename=/dev/nullb0", "--ioengine=io_uring",
+                                    absl::StrCat("--rw=", rw), "--bs=4k", "--iodepth=256", "--numjobs=2",
+                                    "--cpus_allowed_policy=split", "--runtime=100ms", "--time_based=1"};
+  };
+  const RunResult reads = MustRun(host("{}"), job("randread"));
+  const RunResult writes = MustRun(host("{}"), job("randwrite"));
+  const RunResult lifted = MustRun(host("{async_depth: 64}"), job("randwrite"));
+  EXPECT_NEAR(RunIops(reads), 256e3, 256e3 * 0.03) << Describe(reads);
+  EXPECT_NEAR(RunIops(writes), 192e3, 192e3 * 0.03) << Describe(writes);
+  EXPECT_NEAR(RunIops(lifted), 256e3, 256e3 * 0.03) << Describe(lifted);
+}
+
 // --- bfq ------------------------------------------------------------------------
 
 // An NVMe drive whose 800K IOPS ceiling is the contended resource, with bfq

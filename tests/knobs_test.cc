@@ -225,23 +225,5 @@ TEST(Knobs, EveryKnobChangesAResultOrIsRefusedByName) {
   }
 }
 
-// mq-deadline's tunables that the model does not read are refused too.
-TEST(Knobs, UnmodelledIoschedTunablesAreRefusedByName) {
-  for (const char* tunable : {"async_depth: 16"}) {
-    SCOPED_TRACE(tunable);
-    const std::string yaml = absl::StrCat(
-        "name: knob-iosched\n"
-        "cpus: {count: 2}\n"
-        "devices:\n"
-        "  - name: nullb0\n"
-        "    null_blk: {irqmode: 0, poll_queues: 0}\n"
-        "    queue: {scheduler: mq-deadline, iosched: {", tunable, "}}\n");
-    RunOutcome r = RunArgs(HostFromYaml(yaml), kBatchedJob);
-    ASSERT_FALSE(r.result.ok());
-    EXPECT_EQ(r.result.status().code(), absl::StatusCode::kUnimplemented);
-    EXPECT_THAT(r.result.status().message(), HasSubstr(std::string(tunable).substr(0, 8)));
-  }
-}
-
 }  // namespace
 }  // namespace blklab

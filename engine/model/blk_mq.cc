@@ -279,7 +279,8 @@ Request* RequestQueue::AllocRequestFast(sim::Cpu& cpu, Bio* bio, Plug* plug) {
     }
     return nullptr;
   }
-  const int bit = bt.Get(cpu);
+  // ->limit_depth: the scheduler may shallow this allocation.
+  const int bit = bt.Get(cpu, elevator_ ? elevator_->LimitDepth(bio->op) : 0);
   if (bit < 0) return nullptr;
   Request* rq = tags.static_rq(static_cast<uint32_t>(bit));
   tags.SetRq(cpu, static_cast<uint32_t>(bit), rq);
@@ -298,15 +299,16 @@ sim::Task RequestQueue::GetRequestSlow(sim::Cpu& cpu, Bio* bio, Plug* plug, Requ
   Tags& tags = AllocTags(hctx);
   SbitmapQueue& bt = tags.bitmap_tags();
   const bool fair = !elevator_ && tags_shared();
+  const uint32_t shallow = elevator_ ? elevator_->LimitDepth(bio->op) : 0;
   for (;;) {
     cpu.Charge(kernel_.fn.blk_mq_get_tag, c.sbitmap_get);
     sim::WaitQueue& wq = bt.NextWaitQueue(hctx->wait_index);
     co_await hctx->Run(cpu);
     co_await cpu.Sync();
-    int bit = fair && !hctx->MayQueue(cpu) ? -1 : bt.Get(cpu);
+    int bit = fair && !hctx->MayQueue(cpu) ? -1 : bt.Get(cpu, shallow);
     if (bit < 0) {
       bt.PrepareToWait();
-      bit = fair && !hctx->MayQueue(cpu) ? -1 : bt.Get(cpu);
+      bit = fair && !hctx->MayQueue(cpu) ? -1 : bt.Get(cpu, shallow);
       if (bit < 0) {
         // schedule() flushes the plug first (sched_submit_work).
         if (plug != nullptr && !plug->mq_list.empty()) {

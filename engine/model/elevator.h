@@ -53,8 +53,8 @@ class Elevator {
 
   // ->init_hctx: called once per hctx of the queue, after its ctxs are mapped.
   virtual void InitHctx(Hctx* hctx) {}
-  // ->limit_depth: the tag depth an allocation of `op` may use, or 0 for the
-  // whole depth.
+  // ->limit_depth: the shallow depth an allocation of `op` may use in each
+  // word of the scheduler tags' sbitmap (v6.6 semantics), or 0 for all of it.
   virtual uint32_t LimitDepth(ReqOp op) { return 0; }
   // ->bio_merge: tries to merge `bio` into a queued request; *merged_into is
   // that request or null. REQUIRES: the caller has Synced.

@@ -28,8 +28,9 @@ SbitmapQueue::SbitmapQueue(Kernel& kernel, uint32_t depth) : kernel_(kernel), de
   for (WaitState& ws : ws_) ws.wait_cnt = static_cast<int>(wake_batch_);
 }
 
-int SbitmapQueue::FindInWord(Word& w, uint32_t hint) const {
-  const uint64_t mask = w.depth == 64 ? ~uint64_t{0} : ((uint64_t{1} << w.depth) - 1);
+int SbitmapQueue::FindInWord(Word& w, uint32_t hint, uint32_t shallow_depth) const {
+  const uint32_t depth = shallow_depth > 0 ? std::min(w.depth, shallow_depth) : w.depth;
+  const uint64_t mask = depth == 64 ? ~uint64_t{0} : ((uint64_t{1} << depth) - 1);
   uint64_t free_bits = ~w.word & mask;
   if (free_bits == 0) return -1;
   const uint64_t from_hint = hint < 64 ? free_bits & (~uint64_t{0} << hint) : 0;
@@ -37,7 +38,7 @@ int SbitmapQueue::FindInWord(Word& w, uint32_t hint) const {
   return __builtin_ctzll(free_bits);
 }
 
-int SbitmapQueue::Get(sim::Cpu& cpu) {
+int SbitmapQueue::Get(sim::Cpu& cpu, uint32_t shallow_depth) {
   const sim::Machine& m = kernel_.machine();
   const auto& c = kernel_.costs();
   uint32_t hint = alloc_hint_[cpu.id()];
@@ -49,7 +50,7 @@ int SbitmapQueue::Get(sim::Cpu& cpu) {
   int result = -1;
   for (uint32_t i = 0; i < nr_words; ++i) {
     Word& w = words_[index];
-    int bit = FindInWord(w, bit_hint);
+    int bit = FindInWord(w, bit_hint, shallow_depth);
     if (bit < 0 && w.cleared != 0) {
       // sbitmap_deferred_clear: fold the cleared mask back into the word.
       cost += w.cleared_line.Write(m, cpu.id(), c.atomic_local);
@@ -57,7 +58,7 @@ int SbitmapQueue::Get(sim::Cpu& cpu) {
       busy_ -= __builtin_popcountll(w.cleared);
       w.word &= ~w.cleared;
       w.cleared = 0;
-      bit = FindInWord(w, bit_hint);
+      bit = FindInWord(w, bit_hint, shallow_depth);
     }
     if (bit >= 0) {
       cost += w.word_line.Write(m, cpu.id(), c.sbitmap_get);

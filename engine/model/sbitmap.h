@@ -58,7 +58,9 @@ class SbitmapQueue {
   SbitmapQueue& operator=(const SbitmapQueue&) = delete;
 
   // __sbitmap_queue_get: a free bit, or -1 when none. Charges the CPU.
-  int Get(sim::Cpu& cpu);
+  // With `shallow_depth` > 0 (__sbitmap_queue_get_shallow, v6.6 semantics)
+  // only the first shallow_depth bits of each word may be taken.
+  int Get(sim::Cpu& cpu, uint32_t shallow_depth = 0);
   // __sbitmap_queue_get_batch: up to `nr` contiguous free bits of one word
   // with one atomic; returns how many were taken (into out[0..]).
   uint32_t GetBatch(sim::Cpu& cpu, uint32_t nr, uint32_t* out);
@@ -74,6 +76,7 @@ class SbitmapQueue {
   }
   // Bits per word (the last word may use fewer).
   uint32_t bits_per_word() const { return 1u << shift_; }
+  int shift() const { return shift_; }
 
   // Wait-queue side (bt_wait_ptr / sbitmap_prepare_to_wait / finish_wait).
   sim::WaitQueue& NextWaitQueue(uint32_t& wait_index);
@@ -110,7 +113,7 @@ class SbitmapQueue {
     std::deque<SbqWaiter*> entries;  // non-exclusive entries with a wake function
     sim::CacheLine line;
   };
-  int FindInWord(Word& w, uint32_t hint) const;
+  int FindInWord(Word& w, uint32_t hint, uint32_t shallow_depth = 0) const;
   void WakeUp(sim::Cpu& cpu);
 
   Kernel& kernel_;

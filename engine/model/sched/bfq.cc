@@ -61,7 +61,6 @@ const ElevatorType kBfqElevator = {
     [](const ElevatorInit& init) -> std::unique_ptr<Elevator> {
       BfqConfig c = BfqConfig::From(init.sysfs->iosched);
       if (init.cgroup_bfq_weights != nullptr) c.cgroup_weights = *init.cgroup_bfq_weights;
-      c.nr_requests = init.nr_requests;
       c.rotational = init.rotational;
       return std::make_unique<BfqSched>(*init.kernel, init.qname, c);
     },
@@ -85,15 +84,18 @@ BfqSched::BfqSched(Kernel& kernel, const std::string& qname, const BfqConfig& co
   fn_timer_ = kernel.Intern("bfq_idle_slice_timer");
 }
 
-void BfqSched::InitHctx(Hctx* hctx) { q_ = hctx->queue(); }
+void BfqSched::InitHctx(Hctx* hctx) {
+  q_ = hctx->queue();
+  word_bits_ = hctx->sched_tags()->bitmap_tags().bits_per_word();
+}
 
 uint32_t BfqSched::LimitDepth(ReqOp op) {
-  // bfq_limit_depth / bfq_update_depths: sync reads use the whole depth;
-  // writes (direct I/O: sync) 3/4 of it, 6/16 while a weight-raised queue is
-  // busy.
-  if (op == ReqOp::kRead || config_.nr_requests == 0) return 0;
-  const uint32_t d = config_.nr_requests;
-  return std::max<uint32_t>(wr_busy_queues_ > 0 ? d * 6 / 16 : d * 3 / 4, 1);
+  // bfq_limit_depth / bfq_update_depths: sync reads use every tag; sync
+  // writes (direct I/O) 3/4 of each sched-tags word, 6/16 while a
+  // weight-raised queue is busy. (The per-group limit over the weights of
+  // several cgroups, bfqq_request_over_limit, is not modelled.)
+  if (op == ReqOp::kRead || word_bits_ == 0) return 0;
+  return std::max<uint32_t>(wr_busy_queues_ > 0 ? word_bits_ * 6 / 16 : word_bits_ * 3 / 4, 1);
 }
 
 // --- groups and queues ------------------------------------------------------

@@ -122,7 +122,6 @@ struct BfqConfig {
   int64_t fifo_expire_sync_ns = 125'000'000;
   bool rotational = false;
   std::vector<int> cgroup_weights;  // blkcg id -> bfq.weight (id 0: root)
-  uint32_t nr_requests = 0;         // q->nr_requests (bfq_update_depths)
 
   static BfqConfig From(const host::IoschedTunables& iosched);
 };
@@ -301,6 +300,7 @@ class BfqSched final : public Elevator {
   std::string qname_;
   BfqConfig config_;
   RequestQueue* q_ = nullptr;
+  uint32_t word_bits_ = 0;  // bits per sched-tags sbitmap word
   sim::SpinLock lock_;  // bfqd->lock
   sim::CacheLine bfqd_line_;  // in-service queue, counters, peak rate
   sim::CacheLine st_line_;    // service trees

@@ -1,5 +1,7 @@
 #include "engine/model/sched/mq_deadline.h"
 
+#include "engine/model/hctx.h"
+
 #include <algorithm>
 #include <iterator>
 #include <memory>
@@ -22,6 +24,7 @@ DeadlineConfig DeadlineConfig::From(const host::IoschedTunables& iosched, const 
   dd.skip_merge_if_contended = knobs.dd_skip_merge_if_contended;
   dd.insert_buckets = knobs.dd_insert_buckets;
   dd.prio_aging_expire_ns = int64_t{iosched.prio_aging_expire} * sim::kNsPerMs;
+  dd.async_depth = static_cast<uint32_t>(iosched.async_depth);
   return dd;
 }
 
@@ -67,6 +70,13 @@ DeadlineSched::DeadlineSched(Kernel& kernel, const std::string& qname, const Dea
       cpu_buckets_.push_back(std::make_unique<InsertBucket>(kernel, qname + ":dd->bucket_lists[].lock"));
     }
   }
+}
+
+void DeadlineSched::InitHctx(Hctx* hctx) {
+  // dd_depth_updated: max(1, 3 * (1 << shift) / 4), a depth per sbitmap word
+  // (v6.6; the sysfs value, when set, is used as given).
+  const int shift = hctx->sched_tags()->bitmap_tags().shift();
+  async_depth_ = config_.async_depth > 0 ? config_.async_depth : std::max(1u, 3 * (1u << shift) / 4);
 }
 
 int DeadlineSched::HashBucket(uint64_t end_sector) {

@@ -104,6 +104,7 @@ struct DeadlineConfig {
   bool skip_merge_if_contended = false;  // spin_trylock in dd_bio_merge
   bool insert_buckets = false;           // per-CPU insertion buckets
   int64_t prio_aging_expire_ns = 10 * sim::kNsPerSec;  // 0: no aging
+  uint32_t async_depth = 0;  // sysfs async_depth; 0: the kernel's (3/4 of a sched-tags word)
 
   // From the host spec's iosched block (ms tunables) and knobs.
   static DeadlineConfig From(const host::IoschedTunables& iosched, const host::Knobs& knobs);
@@ -127,6 +128,10 @@ class DeadlineSched final : public Elevator {
 
   // dd_bio_merge: back merge on the end-sector hash, front merge on the sort
   // tree.
+  // dd_init_hctx / dd_depth_updated: async_depth = 3/4 of a sched-tags word.
+  void InitHctx(Hctx* hctx) override;
+  // dd_limit_depth: writes (and discards) get async_depth; reads everything.
+  uint32_t LimitDepth(ReqOp op) override { return op == ReqOp::kRead ? 0 : async_depth_; }
   sim::Task BioMerge(sim::Cpu& cpu, Hctx* hctx, Bio* bio, Request** merged_into) override;
   // dd_insert_requests: inserts the whole list (emptied).
   sim::Task InsertRequests(sim::Cpu& cpu, Hctx* hctx, RequestList& list) override;
@@ -236,6 +241,7 @@ class DeadlineSched final : public Elevator {
   bool inserting_ = false;  // DD_INSERTING
   bool buckets_set_ = false;  // DD_BUCKETS
   size_t queued_ = 0;
+  uint32_t async_depth_ = 0;  // dd->async_depth (0 until InitHctx)
   uint64_t next_seq_ = 1;
   int last_dir_ = 0;
   int batching_ = 0;
