@@ -171,6 +171,9 @@ std::map<std::string, KnobCase> Cases() {
       {"blk_mq_budget_contention_rerun", {kSdebugTsfYaml, kSdebugTsfJob}},
       // Turned off (the 5.17+ DID_ABORT), RARE_TSF is refused by name.
       {"scsi_debug_qfull_did_ok", {kSdebugTsfYaml, kSdebugTsfJob, true}},
+      // Off (4.14's cmd_per_lun 255), a LUN never holds queue_depth - 1
+      // commands behind 32 tags: no TASK SET FULL.
+      {"scsi_debug_cmd_per_lun_max_queue", {kSdebugTsfYaml, kSdebugTsfJob}},
       {"scsi_atomic_device_busy", {kSdebugSharedYaml, kSdebugSharedJob}},
       {"scsi_atomic_host_busy", {kSdebugSharedYaml, kSdebugSharedJob}},
       {"sbitmap_deferred_clear", {NullYaml(true), kBatchedJob}},

@@ -107,7 +107,10 @@ namespace blklab::host {
   BOOL(blk_mq_budget_contention_rerun, true, 0, 0,                                                    \
        "RC5 era: blk_mq_dispatch_rq_list re-runs after BLK_MQ_RESOURCE_DELAY when the budget ran out (5.8+)") \
   BOOL(scsi_debug_qfull_did_ok, false, 0, 0,                                                          \
-       "RC5 era: scsi_debug's TASK SET FULL completes with DID_OK and the mid-layer requeues it (before 5.17)")
+       "RC5 era: scsi_debug's TASK SET FULL completes with DID_OK and the mid-layer requeues it (before 5.17)") \
+  BOOL(scsi_debug_cmd_per_lun_max_queue, true, 0, 0,                                                 \
+       "scsi_debug's cmd_per_lun (each LUN's queue_depth) is max_queue (6.1 has it); false: 4.14's "    \
+       "DEF_CMD_PER_LUN 255, above can_queue, so the LUN budget never binds")
 
 // devices[].null_blk: module parameters, defaults as in drivers/block/null_blk.
 #define BLKLAB_NULL_BLK_FIELDS(INT, INT64, BOOL)                                                    \
@@ -173,7 +176,10 @@ namespace blklab::host {
   BOOL(fake_rw, false, 0, 0, "skip data transfer")                                                   \
   BOOL(statistics, false, 0, 0, "collect statistics")                                                \
   INT(sector_size, 512, 512, 4096, "logical block size, bytes (power of two)")                      \
-  INT64(dev_size_mb, 8, 1, 1048576, "size of the shared ram disk, MiB")
+  INT64(dev_size_mb, 8, 1, 1048576, "size of the shared ram disk, MiB")                              \
+  INT(queue_depth, 0, 0, 202,                                                                        \
+      "each LUN's queue_depth as written to /sys/class/scsi_device/*/device/queue_depth "             \
+      "(sdebug_change_qdepth: 1..SDEBUG_CANQUEUE + 10); 0 = cmd_per_lun")
 
 // devices[].hba: a generic RAID/HBA "firmware" SCSI host (megaraid_sas,
 // mpi3mr; KERNEL_MODEL.md §3.6, §3.7): one Scsi_Host whose tag set of

@@ -51,13 +51,18 @@ class ScsiDevices final : public BlockDevice {
   std::unique_ptr<Lld> lld_;
 };
 
-ScsiDebugConfig ScsiDebugConfigFrom(const host::ScsiDebugSpec& sd, int64_t jiffy_ns) {
+ScsiDebugConfig ScsiDebugConfigFrom(const host::ScsiDebugSpec& sd, int64_t jiffy_ns, const host::Knobs& knobs) {
   // sdebug_driver_probe: can_queue = cmd_per_lun = max_queue (host_max_queue
-  // when set, with host_tagset); nr_hw_queues = submit_queues.
+  // when set, with host_tagset); 4.14 kept the template's DEF_CMD_PER_LUN,
+  // 255. nr_hw_queues = submit_queues. A sysfs queue_depth write
+  // (sdebug_change_qdepth) replaces each LUN's depth.
   ScsiDebugConfig c;
   const int depth = sd.host_max_queue > 0 ? sd.host_max_queue : sd.max_queue;
+  constexpr uint32_t kDefCmdPerLun414 = 255;
   c.host.can_queue = static_cast<uint32_t>(depth);
-  c.host.cmd_per_lun = static_cast<uint32_t>(depth);
+  c.host.cmd_per_lun = sd.queue_depth > 0                          ? static_cast<uint32_t>(sd.queue_depth)
+                       : knobs.scsi_debug_cmd_per_lun_max_queue ? static_cast<uint32_t>(depth)
+                                                                : kDefCmdPerLun414;
   c.host.nr_hw_queues = static_cast<uint32_t>(sd.submit_queues);
   c.host.host_tagset = sd.host_max_queue > 0;
   c.hosts = sd.add_host;
@@ -227,7 +232,7 @@ std::unique_ptr<BlockDevice> CreateBlockDevice(Kernel& kernel, const host::Devic
           [&](const host::ScsiDebugSpec& sd) -> std::unique_ptr<BlockDevice> {
             return std::make_unique<ScsiDevices<ScsiDebug>>(
                 std::make_unique<ScsiDebug>(kernel, build.scsi_host_no, build.disk_names,
-                                            ScsiDebugConfigFrom(sd, kernel.jiffy_ns()), build.queues[build.first_used]));
+                                            ScsiDebugConfigFrom(sd, kernel.jiffy_ns(), kernel.knobs()), build.queues[build.first_used]));
           },
           [&](const host::HbaSpec& hba) -> std::unique_ptr<BlockDevice> {
             return std::make_unique<ScsiDevices<Hba>>(std::make_unique<Hba>(
