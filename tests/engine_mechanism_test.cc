@@ -1225,6 +1225,20 @@ TEST(SchedTagDepth, MqDeadlineAsyncDepthThrottlesWrites) {
   EXPECT_NEAR(RunIops(reads), 256e3, 256e3 * 0.03) << Describe(reads);
   EXPECT_NEAR(RunIops(writes), 192e3, 192e3 * 0.03) << Describe(writes);
   EXPECT_NEAR(RunIops(lifted), 256e3, 256e3 * 0.03) << Describe(lifted);
+  // kyber shallows only async requests: trims get 75% of each word, direct
+  // writes every tag. With 32 scheduler tags (four 8-bit words) its domain
+  // tokens (64 discard, 128 write) do not bind: 24 trims in flight, 32
+  // writes.
+  auto kyber_host = [] {
+    return HostFromYaml(
+        "name: kyber-depth\ncpus: {count: 2}\ndevices:\n  - name: nullb0\n"
+        "    null_blk: {submit_queues: 1, hw_queue_depth: 256, irqmode: 2, completion_nsec: 1000000}\n"
+        "    queue: {scheduler: kyber, nr_requests: 32}\n");
+  };
+  const RunResult kyber_trims = MustRun(kyber_host(), job("randtrim"));
+  const RunResult kyber_writes = MustRun(kyber_host(), job("randwrite"));
+  EXPECT_NEAR(RunIops(kyber_trims), 24e3, 24e3 * 0.05) << Describe(kyber_trims);
+  EXPECT_NEAR(RunIops(kyber_writes), 32e3, 32e3 * 0.05) << Describe(kyber_writes);
 }
 
 // --- bfq ------------------------------------------------------------------------

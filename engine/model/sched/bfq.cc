@@ -92,10 +92,13 @@ void BfqSched::InitHctx(Hctx* hctx) {
 uint32_t BfqSched::LimitDepth(ReqOp op) {
   // bfq_limit_depth / bfq_update_depths: sync reads use every tag; sync
   // writes (direct I/O) 3/4 of each sched-tags word, 6/16 while a
-  // weight-raised queue is busy. (The per-group limit over the weights of
-  // several cgroups, bfqq_request_over_limit, is not modelled.)
+  // weight-raised queue is busy; async requests (discards) 1/2, 3/16. (The
+  // per-group limit over the weights of several cgroups,
+  // bfqq_request_over_limit, is not modelled.)
   if (op == ReqOp::kRead || word_bits_ == 0) return 0;
-  return std::max<uint32_t>(wr_busy_queues_ > 0 ? word_bits_ * 6 / 16 : word_bits_ * 3 / 4, 1);
+  const bool wr = wr_busy_queues_ > 0;
+  if (op == ReqOp::kDiscard) return std::max<uint32_t>(wr ? word_bits_ * 3 / 16 : word_bits_ / 2, 1);
+  return std::max<uint32_t>(wr ? word_bits_ * 6 / 16 : word_bits_ * 3 / 4, 1);
 }
 
 // --- groups and queues ------------------------------------------------------

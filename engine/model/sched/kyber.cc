@@ -69,6 +69,8 @@ void KyberSched::InitHctx(Hctx* hctx) {
   // kyber_init_hctx: one kcq per ctx of the hctx, kcq_map words of 8 bits.
   const size_t idx = hctx->queue_num();
   if (khds_.size() <= idx) khds_.resize(idx + 1);
+  // kyber_depth_updated: (1 << shift) * KYBER_ASYNC_PERCENT / 100.
+  async_depth_ = hctx->sched_tags()->bitmap_tags().bits_per_word() * 75 / 100;
   auto khd = std::make_unique<Khd>(kernel_, absl::StrCat(qname_, ":khd->lock"));
   const size_t nr_ctx = std::max<size_t>(hctx->nr_ctx(), 1);
   for (size_t i = 0; i < nr_ctx; ++i) {

@@ -42,8 +42,8 @@
 //   FinishRequest    kyber_finish_request: the domain token back
 //                    (sbitmap_queue_clear, which may wake a domain_wait)
 //
-// Not modelled: async_depth (kyber_limit_depth shallows the scheduler tags
-// for async requests; blklab's requests are all synchronous, direct I/O).
+// kyber_limit_depth: async requests (blklab's discards; direct reads and
+// writes are synchronous) get async_depth = 75% of each sched-tags word.
 //
 // Invariants: a request is in exactly one of its kcq list or khd->rqs until
 //  dispatched; a dispatched request holds one token of its domain until it
@@ -111,6 +111,7 @@ class KyberSched final : public Elevator {
   KyberSched& operator=(const KyberSched&) = delete;
 
   void InitHctx(Hctx* hctx) override;
+  uint32_t LimitDepth(ReqOp op) override { return op == ReqOp::kDiscard ? async_depth_ : 0; }
   sim::Task BioMerge(sim::Cpu& cpu, Hctx* hctx, Bio* bio, Request** merged_into) override;
   void PrepareRequest(sim::Cpu& cpu, Request* rq) override { rq->elv_token = -1; }
   sim::Task InsertRequests(sim::Cpu& cpu, Hctx* hctx, RequestList& list) override;
@@ -195,6 +196,7 @@ class KyberSched final : public Elevator {
   sim::HrTimer timer_;       // kqd->timer (a jiffies timer)
   sim::CacheLine kqd_line_;  // the timer and the tunables, read at every completion
   size_t queued_ = 0;
+  uint32_t async_depth_ = 0;  // kqd->async_depth (KYBER_ASYNC_PERCENT of a word)
   KyberStats stats_;
   sim::FnId fn_bio_merge_, fn_insert_, fn_dispatch_, fn_has_work_, fn_completed_, fn_finish_, fn_timer_;
 };
