@@ -177,4 +177,26 @@ else
   pass "scripts/install: checked in the full build (no blklabd in $BIN_DIR)"
 fi
 
+# fio's --help / -h: the usage on stdout, exit 0, without a job.
+for h in --help -h; do
+  if "$BLKLAB" fio "$h" >"$TMP/help.out" 2>"$TMP/help.err" && grep -q -- "--output-format=" "$TMP/help.out" \
+     && grep -q -- "--host=" "$TMP/help.out"; then
+    pass "blklab fio $h prints the usage"
+  else
+    fail "blklab fio $h: $(head -c 300 "$TMP/help.err")"
+  fi
+done
+
+# Options that change what a job does but are not modelled are refused by
+# name, never run without them.
+for opt in --verify=md5 --flow=2; do
+  if "$BLKLAB" fio --name=t --filename=/dev/nullb0 --rw=randwrite --size=1m "$opt" >/dev/null 2>"$TMP/refuse.err"; then
+    fail "$opt ran"
+  elif grep -q -- "${opt#--}" "$TMP/refuse.err" && grep -q "not modelled" "$TMP/refuse.err"; then
+    pass "$opt is refused by name"
+  else
+    fail "$opt: $(head -c 300 "$TMP/refuse.err")"
+  fi
+done
+
 checks_end CLI

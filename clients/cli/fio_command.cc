@@ -217,6 +217,10 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
     std::cout << "fio-3.33\n";
     return 0;
   }
+  if (pre->help) {
+    std::cout << FioUsage();
+    return 0;
+  }
   if (pre->cmdhelp.has_value() || pre->enghelp.has_value()) {
     absl::StatusOr<std::string> help =
         pre->cmdhelp.has_value() ? workload::CmdHelp(*pre->cmdhelp) : workload::EngHelp(*pre->enghelp);
@@ -322,6 +326,35 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   out << text << std::flush;
   if (!out) return Fail(absl::InvalidArgumentError("cannot write the report"));
   return exit_code;
+}
+
+std::string FioUsage() {
+  // fio's --help layout: the invocation, then each option and what it does.
+  return "fio-3.33 (blklab: run against a simulated host)\n"
+         "blklab fio [--host=PRESET|FILE] [--seed=N] [--perf-top[=N]] [options] [job options] <job file(s)>\n"
+         "  --host=PRESET|FILE\tThe simulated host: a preset name or a host spec file (default: $BLKLAB_HOST, else default)\n"
+         "  --seed=N\t\tSeed of the simulation (fio's randseed= still seeds each job's offsets)\n"
+         "  --perf-top[=N]\t\tPrint the simulated kernel's profile, N rows\n"
+         "  --output=file\t\tWrite the report to file\n"
+         "  --output-format=type\tnormal, terse, json or json+ (several, comma separated)\n"
+         "  --minimal\t\tTerse output\n"
+         "  --terse-version=type\tTerse version of the output (2, 3, 4 or 5; default 3)\n"
+         "  --bandwidth-log\tGenerate aggregate bandwidth logs\n"
+         "  --parse-only\t\tParse the options and job files, run nothing\n"
+         "  --showcmd\t\tPrint the job files as command-line options\n"
+         "  --status-interval=t\tReport the full status every t of virtual time\n"
+         "  --section=name\t\tRun only the named section of the job file(s)\n"
+         "  --eta=when\t\tWhen the ETA line is printed: always, never or auto\n"
+         "  --eta-newline=t\tEnd the ETA line every t\n"
+         "  --eta-interval=t\tUpdate the ETA line every t\n"
+         "  --warnings-fatal\tTreat parser warnings as errors\n"
+         "  --readonly\t\tRefuse jobs that write or trim\n"
+         "  --version\t\tPrint the version of fio this front end follows\n"
+         "  --cmdhelp=cmd\t\tDescribe a job option (all: every option)\n"
+         "  --enghelp=engine\tAn I/O engine's options (engine,option: one option)\n"
+         "  --help\t\t\tThis text\n"
+         "Job options (--name=, --rw=, --bs=, ...) follow fio 3.33; --cmdhelp=all lists them with\n"
+         "the ones blklab models, refuses or only accepts.\n";
 }
 
 }  // namespace blklab::cli

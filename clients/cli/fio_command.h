@@ -63,6 +63,9 @@ absl::StatusOr<BlklabOptions> SplitBlklabOptions(const std::vector<std::string>&
 // The output formats fio's command line selects (--output-format).
 report::OutputFormats SelectedFormats(const workload::FioInvocation& invocation);
 
+// fio's --help text for `blklab fio`.
+std::string FioUsage();
+
 }  // namespace blklab::cli
 
 #endif  // BLKLAB_CLIENTS_CLI_FIO_COMMAND_H_

@@ -317,7 +317,7 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
 
   // Informational options run nothing: answered locally, as without --server.
   absl::StatusOr<workload::FioInvocation> pre = workload::ParseFioArgs(args);
-  if (pre.ok() && (pre->version || pre->cmdhelp.has_value() || pre->enghelp.has_value() || pre->showcmd)) {
+  if (pre.ok() && (pre->version || pre->help || pre->cmdhelp.has_value() || pre->enghelp.has_value() || pre->showcmd)) {
     return RunFioCommand(all_args);
   }
   report::OutputFormats formats;

@@ -547,6 +547,8 @@ absl::Status ApplyFioFlag(const std::string& name, const std::optional<std::stri
     inv->warnings_fatal = true;
   } else if (name == "version") {
     inv->version = true;
+  } else if (name == "help") {
+    inv->help = true;
   } else if (name == "cmdhelp") {
     inv->cmdhelp = v;
   } else if (name == "enghelp") {
@@ -587,6 +589,8 @@ absl::StatusOr<FioInvocation> ParseFioArgs(const std::vector<std::string>& args)
       value = body.substr(eq + 1);
     }
     if (name.empty()) return absl::InvalidArgumentError(absl::StrCat("bad argument '", a, "'"));
+    // fio's short forms: -h (--help), -v (--version).
+    if (a[1] != '-' && (name == "h" || name == "v") && !value) name = name == "h" ? "help" : "version";
     if (name == "name") {
       if (!value.has_value()) {
         if (i + 1 >= args.size()) return absl::InvalidArgumentError("Option name requires an argument");

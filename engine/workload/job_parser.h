@@ -104,6 +104,7 @@ struct FioInvocation {
   bool parse_only = false;
   bool showcmd = false;
   bool version = false;
+  bool help = false;  // --help / -h: print the usage
   bool warnings_fatal = false;
   bool readonly = false;
   std::optional<std::string> cmdhelp;   // --cmdhelp[=OPTION]; "" = all

@@ -174,6 +174,7 @@ struct JobSpec {
   uint32_t prioclass = 0;   // 0: none
   std::string cgroup;       // cgroup=: path under the cgroup2 mount; empty: fio's own cgroup (the root)
   uint32_t cgroup_weight = 0;  // cgroup_weight= (refused: fio writes blkio.weight)
+  uint32_t flow = 0;           // flow= (refused: flow control is not modelled yet)
 
   // --- clones and timing ---
   uint32_t numjobs = 1;

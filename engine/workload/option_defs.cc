@@ -226,7 +226,7 @@ const std::vector<OptionDef>& AllOptions() {
     {"unit_base", "", OptionId::kUnitBase, OptionKind::kChoice, 1, "", "0 8 1", "", ""},
     {"hugepage-size", "", OptionId::kGeneric, OptionKind::kInt, 3, "2097152", "", "", ""},
     {"flow_id", "", OptionId::kGeneric, OptionKind::kInt, 3, "0", "", "", ""},
-    {"flow", "", OptionId::kGeneric, OptionKind::kInt, 3, "0", "", "", ""},
+    {"flow", "", OptionId::kGeneric, OptionKind::kInt, 1, "0", "", "", "weight in token-based flow control between jobs of one flow_id (refused: not modelled yet)", BindU32<&JobSpec::flow>(0, 1u << 30)},
     {"flow_sleep", "", OptionId::kGeneric, OptionKind::kInt, 3, "0", "", "", ""},
     {"steadystate", "ss", OptionId::kGeneric, OptionKind::kChoice, 2, "iops_slope:0.01%", "iops iops_slope bw bw_slope", "", ""},
     {"steadystate_duration", "ss_dur", OptionId::kGeneric, OptionKind::kTime, 2, "0", "", "", ""},
