@@ -17,6 +17,9 @@
 namespace blklab {
 
 WallClock WallClockNow();
+// The same fields for `unix_ms` milliseconds since the epoch (local time
+// zone), e.g. a time a client asked the report to carry.
+WallClock WallClockAt(int64_t unix_ms);
 
 }  // namespace blklab
 

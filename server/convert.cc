@@ -425,6 +425,13 @@ absl::StatusOr<PreparedJob> PrepareJob(const v1::Job& job, const host::HostSpec&
   out.request.jobs = std::move(parsed->jobs);
   out.request.seed = job.seed();
   out.realtime = job.pace() == v1::Job::REALTIME;
+  if (job.has_report_time()) {
+    const google::protobuf::Timestamp& t = job.report_time();
+    if (t.seconds() < 0 || t.seconds() > 253402300799 || t.nanos() < 0 || t.nanos() > 999999999) {
+      return absl::InvalidArgumentError("report_time: must be between 1970 and 9999");
+    }
+    out.report_time_ms = t.seconds() * 1000 + t.nanos() / 1000000;
+  }
   out.request.limits = out.limits.run;
   // WatchJob intervals: fio's --status-interval, else 1 s of virtual time;
   // slices stay at most 100 ms (cancellation, pacing) and divide it. The

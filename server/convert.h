@@ -28,6 +28,7 @@
 #define BLKLAB_SERVER_CONVERT_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -75,6 +76,7 @@ struct PreparedJob {
   RunRequest request;
   EffectiveLimits limits;
   bool realtime = false;  // pace REALTIME: hold virtual time to wall time
+  std::optional<int64_t> report_time_ms;  // Job.report_time, when set
 };
 
 // Parses and validates the job's fio bundle against `host` (already

@@ -14,6 +14,11 @@
 namespace blklab::server {
 namespace {
 
+// The wall clock fio's output reports: the job's report_time, else now.
+WallClock ReportClock(const PreparedJob& job) {
+  return job.report_time_ms ? WallClockAt(*job.report_time_ms) : WallClockNow();
+}
+
 JobProgress ProgressOf(const Snapshot& snap) {
   JobProgress p;
   p.virtual_ns = snap.virtual_ns;
@@ -112,7 +117,7 @@ JobRecord JobRunner::FinalRecord(const ActiveJob& job, JobRecord record, StopRea
   record.end_time = end;
   record.wall_time = end - start;
   if (run.ok()) {
-    auto result = std::make_shared<v1::JobResult>(BuildJobResult(prepared->request, *run, WallClockNow()));
+    auto result = std::make_shared<v1::JobResult>(BuildJobResult(prepared->request, *run, ReportClock(*prepared)));
     record.state = JobState::kSucceeded;
     record.progress = JobProgress{run->virtual_ns, 1.0};
     record.result = std::move(result);
@@ -133,7 +138,7 @@ JobRecord JobRunner::FinalRecord(const ActiveJob& job, JobRecord record, StopRea
   record.state = record.error.code() == absl::StatusCode::kCancelled ? JobState::kCancelled : JobState::kFailed;
   if (record.error.code() == absl::StatusCode::kResourceExhausted && partial != nullptr && prepared.ok()) {
     // Stopped by a limit: the figures up to it are kept (FAILED with a result).
-    record.result = std::make_shared<v1::JobResult>(BuildJobResult(prepared->request, *partial, WallClockNow()));
+    record.result = std::make_shared<v1::JobResult>(BuildJobResult(prepared->request, *partial, ReportClock(*prepared)));
   }
   // How far it came: the last progress the run recorded.
   record.progress = job.record().progress.value_or(JobProgress{});

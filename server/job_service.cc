@@ -312,6 +312,7 @@ absl::Status JobServiceImpl::DoCreateJob(const v1::CreateJobRequest& req, v1::Jo
   definition->set_seed(in.seed());
   definition->set_pace(in.pace());
   *definition->mutable_limits() = in.limits();
+  if (in.has_report_time()) *definition->mutable_report_time() = in.report_time();
   BLKLAB_RETURN_IF_ERROR(HostSpecToProto(host, definition->mutable_resolved_host()));
   definition->set_request_id(rid);
   job.definition = std::move(definition);

@@ -350,6 +350,11 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
   v1::Job job;
   job.set_seed(seed);
   job.set_pace(pace);
+  // SOURCE_DATE_EPOCH pins the report's wall-clock fields, here as locally.
+  if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH"); epoch != nullptr) {
+    int64_t seconds = 0;
+    if (absl::SimpleAtoi(epoch, &seconds) && seconds >= 0) job.mutable_report_time()->set_seconds(seconds);
+  }
   host::HostSpec parse_host;
   bool host_exact = true;
   if (absl::StartsWith(host_arg, "hosts/")) {

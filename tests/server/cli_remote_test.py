@@ -7,7 +7,8 @@ Starts its own blklabd on a free 127.0.0.1 port with a temporary data
 directory (each wait bounded) and checks:
   - `blklab --server ADDR fio examples/jobs/demo.fio --output-format=json`
     prints byte for byte what the in-process `blklab fio ...` prints
-    (SOURCE_DATE_EPOCH set for client and server), also for normal output,
+    (SOURCE_DATE_EPOCH set for client and server; the client's wins when
+    they differ), also for normal output,
     with --output=FILE, and with a job file that includes another one;
   - `jobs list` shows the job, `jobs get` and `hosts` commands work;
   - `jobs cancel` stops a long job (its client exits CANCELLED), and Ctrl-C
@@ -87,6 +88,15 @@ def main():
         check(rem.stdout == local.stdout and len(local.stdout) > 100,
               "%s: remote output equals the in-process output byte for byte" % fmt)
 
+    # The client's SOURCE_DATE_EPOCH travels with the job (Job.report_time):
+    # a client pinned to another date than the server prints what it would
+    # print in-process.
+    env_1600 = dict(ENV, SOURCE_DATE_EPOCH="1600000000")
+    local = run(["fio", DEMO, "--output-format=json"], env=env_1600)
+    rem = remote(addr, ["fio", DEMO, "--output-format=json"], env=env_1600)
+    check(rem.returncode == 0 and rem.stdout == local.stdout and '"timestamp" : 1600000000' in rem.stdout,
+          "the client's SOURCE_DATE_EPOCH, not the server's, dates the remote report")
+
     # --output=FILE and --host=FILE (sent inline).
     host_file = os.path.join(SRC, "examples", "hosts", "default.yaml")
     local = run(["fio", "--host=" + host_file, DEMO, "--output-format=json", "--output=local.json"])
@@ -110,8 +120,8 @@ def main():
 
     # Listing and getting.
     jobs = list_jobs(addr)
-    # One job per format above, plus the --output and the include runs.
-    check(len(jobs) == len(formats) + 2 and all(j["state"] == "SUCCEEDED" for j in jobs),
+    # One job per format above, plus the SOURCE_DATE_EPOCH, --output and include runs.
+    check(len(jobs) == len(formats) + 3 and all(j["state"] == "SUCCEEDED" for j in jobs),
           "jobs list --json shows the jobs")
     table = remote(addr, ["jobs", "list"]).stdout
     check(table.startswith("NAME") and jobs[0]["name"] in table and "SUCCEEDED" in table, "jobs list table")
