@@ -153,7 +153,10 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& data_dir) 
   sqlite3_busy_timeout(db, 5000);
   std::unique_ptr<Store> store(new Store(db, path));
   absl::MutexLock lock(&store->mu_);
-  for (const char* sql : {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=NORMAL;", kSchema}) {
+  // journal_size_limit: after a checkpoint restarts the WAL, its file is cut
+  // back to 16 MiB.
+  for (const char* sql : {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=NORMAL;",
+                          "PRAGMA journal_size_limit=16777216;", kSchema}) {
     if (absl::Status s = store->Exec(sql); !s.ok()) return s;
   }
   return store;
@@ -182,6 +185,12 @@ absl::Status Store::Exec(const char* sql) {
   return absl::OkStatus();
 }
 
+void Store::ResetStatements() {
+  for (auto& [sql, st] : statements_) {
+    if (sqlite3_stmt_busy(st)) sqlite3_reset(st);
+  }
+}
+
 absl::StatusOr<sqlite3_stmt*> Store::Prepare(const char* sql) {
   auto it = statements_.find(sql);
   if (it != statements_.end()) {
@@ -199,7 +208,7 @@ absl::StatusOr<sqlite3_stmt*> Store::Prepare(const char* sql) {
 
 absl::Status Store::CreateHost(const v1::Host& host) {
   BLKLAB_ASSIGN_OR_RETURN(const std::string id, ParseResourceName(host.name(), "hosts"));
-  absl::MutexLock lock(&mu_);
+  CallLock lock(this);
   absl::StatusOr<sqlite3_stmt*> st =
       Prepare("INSERT INTO hosts(id, spec, create_ms, update_ms, etag) VALUES(?, ?, ?, ?, ?)");
   if (!st.ok()) return st.status();
@@ -229,7 +238,7 @@ v1::Host ReadHost(sqlite3_stmt* st) {
 }  // namespace
 
 absl::StatusOr<v1::Host> Store::GetHost(const std::string& id) {
-  absl::MutexLock lock(&mu_);
+  CallLock lock(this);
   absl::StatusOr<sqlite3_stmt*> st =
       Prepare("SELECT id, spec, create_ms, update_ms, etag FROM hosts WHERE id = ?");
   if (!st.ok()) return st.status();
@@ -242,7 +251,7 @@ absl::StatusOr<v1::Host> Store::GetHost(const std::string& id) {
 
 absl::Status Store::UpdateHost(const v1::Host& host) {
   BLKLAB_ASSIGN_OR_RETURN(const std::string id, ParseResourceName(host.name(), "hosts"));
-  absl::MutexLock lock(&mu_);
+  CallLock lock(this);
   absl::StatusOr<sqlite3_stmt*> st = Prepare("UPDATE hosts SET spec = ?, update_ms = ?, etag = ? WHERE id = ?");
   if (!st.ok()) return st.status();
   BindBlob(*st, 1, host.spec().SerializeAsString());
@@ -255,7 +264,7 @@ absl::Status Store::UpdateHost(const v1::Host& host) {
 }
 
 absl::Status Store::DeleteHost(const std::string& id) {
-  absl::MutexLock lock(&mu_);
+  CallLock lock(this);
   absl::StatusOr<sqlite3_stmt*> st = Prepare("DELETE FROM hosts WHERE id = ?");
   if (!st.ok()) return st.status();
   BindText(*st, 1, id);
@@ -265,7 +274,7 @@ absl::Status Store::DeleteHost(const std::string& id) {
 }
 
 absl::StatusOr<std::vector<v1::Host>> Store::ListHosts(const std::string& after_id, int limit) {
-  absl::MutexLock lock(&mu_);
+  CallLock lock(this);
   absl::StatusOr<sqlite3_stmt*> st = Prepare(
       "SELECT id, spec, create_ms, update_ms, etag FROM hosts WHERE id > ? ORDER BY id LIMIT ?");
   if (!st.ok()) return st.status();
@@ -280,7 +289,7 @@ absl::StatusOr<std::vector<v1::Host>> Store::ListHosts(const std::string& after_
 
 absl::Status Store::InsertJob(const v1::Job& job) {
   BLKLAB_ASSIGN_OR_RETURN(const std::string id, ParseResourceName(job.name(), "jobs"));
-  absl::MutexLock lock(&mu_);
+  CallLock lock(this);
   absl::StatusOr<sqlite3_stmt*> st = Prepare(
       "INSERT INTO jobs(id, request_id, host, preset, state, create_ms, job) VALUES(?, ?, ?, ?, ?, ?, ?)");
   if (!st.ok()) return st.status();
@@ -303,7 +312,7 @@ absl::Status Store::InsertJob(const v1::Job& job) {
 
 absl::Status Store::UpdateJob(const v1::Job& job) {
   BLKLAB_ASSIGN_OR_RETURN(const std::string id, ParseResourceName(job.name(), "jobs"));
-  absl::MutexLock lock(&mu_);
+  CallLock lock(this);
   v1::Job copy = job;
   copy.clear_result();
   absl::StatusOr<sqlite3_stmt*> st;
@@ -351,7 +360,7 @@ absl::StatusOr<v1::Job> Store::ReadJob(sqlite3_stmt* st, bool full) {
 }
 
 absl::StatusOr<v1::Job> Store::GetJob(const std::string& id, bool full) {
-  absl::MutexLock lock(&mu_);
+  CallLock lock(this);
   absl::StatusOr<sqlite3_stmt*> st =
       Prepare("SELECT seq, job, result_json, result_normal, result FROM jobs WHERE id = ?");
   if (!st.ok()) return st.status();
@@ -364,7 +373,7 @@ absl::StatusOr<v1::Job> Store::GetJob(const std::string& id, bool full) {
 
 absl::StatusOr<std::optional<v1::Job>> Store::FindJobByRequestId(const std::string& request_id,
                                                                  int64_t not_before_ms) {
-  absl::MutexLock lock(&mu_);
+  CallLock lock(this);
   absl::StatusOr<sqlite3_stmt*> release = Prepare("UPDATE jobs SET request_id = NULL WHERE request_id = ? AND create_ms < ?");
   if (!release.ok()) return release.status();
   BindText(*release, 1, request_id);
@@ -383,7 +392,7 @@ absl::StatusOr<std::optional<v1::Job>> Store::FindJobByRequestId(const std::stri
 }
 
 absl::Status Store::DeleteJob(const std::string& id) {
-  absl::MutexLock lock(&mu_);
+  CallLock lock(this);
   absl::StatusOr<sqlite3_stmt*> st = Prepare("DELETE FROM jobs WHERE id = ?");
   if (!st.ok()) return st.status();
   BindText(*st, 1, id);
@@ -394,7 +403,7 @@ absl::Status Store::DeleteJob(const std::string& id) {
 
 absl::StatusOr<Store::JobPage> Store::ListJobs(const JobFilter& filter, int64_t before_seq, int limit,
                                                bool full) {
-  absl::MutexLock lock(&mu_);
+  CallLock lock(this);
   // One statement shape per filter shape; each is prepared once.
   std::string sql = "SELECT seq, job, result_json, result_normal, result FROM jobs WHERE seq < ?";
   if (filter.state) sql += " AND state = ?";
@@ -430,7 +439,7 @@ absl::StatusOr<Store::JobPage> Store::ListJobs(const JobFilter& filter, int64_t 
 }
 
 absl::StatusOr<std::vector<v1::Job>> Store::UnfinishedJobs() {
-  absl::MutexLock lock(&mu_);
+  CallLock lock(this);
   absl::StatusOr<sqlite3_stmt*> st = Prepare(
       "SELECT seq, job, result_json, result_normal, result FROM jobs WHERE state IN (?, ?) ORDER BY seq");
   if (!st.ok()) return st.status();
@@ -448,7 +457,7 @@ absl::StatusOr<std::vector<v1::Job>> Store::UnfinishedJobs() {
 }
 
 absl::StatusOr<std::map<v1::Job::State, int64_t>> Store::CountJobsByState() {
-  absl::MutexLock lock(&mu_);
+  CallLock lock(this);
   absl::StatusOr<sqlite3_stmt*> st = Prepare("SELECT state, COUNT(*) FROM jobs GROUP BY state");
   if (!st.ok()) return st.status();
   std::map<v1::Job::State, int64_t> out;

@@ -12,7 +12,9 @@
 //
 // The database runs in WAL mode with synchronous=NORMAL; every write is one
 // transaction, so a crash leaves each job either as it was before or after a
-// write. Statements are prepared once and reused.
+// write. Statements are prepared once and reused, and reset when each call
+// ends, so no read transaction outlives its call and SQLite's automatic
+// checkpoints can restart the WAL (journal_size_limit then truncates it).
 //
 // Invariants: a job row with state SUCCEEDED has its result columns set (the
 //   state and the result are written in the same statement).
@@ -102,6 +104,22 @@ class Store {
   Store(sqlite3* db, std::string path) : path_(std::move(path)), db_(db) {}
   // Returns a cached prepared statement, reset and with bindings cleared.
   absl::StatusOr<sqlite3_stmt*> Prepare(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Resets every statement a call left mid-result. A statement stopped on a
+  // row keeps its read transaction open, and SQLite cannot restart the WAL
+  // behind a reader: the WAL would grow without bound.
+  void ResetStatements() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Holds mu_ for one call and resets the statements when it ends.
+  class CallLock {
+   public:
+    explicit CallLock(Store* s) ABSL_EXCLUSIVE_LOCK_FUNCTION(s->mu_) : s_(s), lock_(&s->mu_) {}
+    ~CallLock() ABSL_UNLOCK_FUNCTION() { s_->ResetStatements(); }
+    CallLock(const CallLock&) = delete;
+    CallLock& operator=(const CallLock&) = delete;
+
+   private:
+    Store* s_;
+    absl::MutexLock lock_;
+  };
   absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Error(const std::string& what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<v1::Job> ReadJob(sqlite3_stmt* st, bool full) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
