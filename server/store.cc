@@ -22,6 +22,11 @@
 namespace blklab::server {
 namespace {
 
+// PRAGMA application_id of a blklab store: "blkl".
+constexpr int32_t kApplicationId = 0x626c6b6c;
+constexpr const char* kSetApplicationId = "PRAGMA application_id = 1651272556;";
+static_assert(kApplicationId == 1651272556);
+
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS hosts (
   id TEXT PRIMARY KEY,
@@ -143,6 +148,15 @@ absl::StatusOr<JobFilter> ParseJobFilter(const std::string& text) {
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& data_dir) {
   if (absl::Status s = MakeDirs(data_dir); !s.ok()) return s;
   const std::string path = data_dir + "/blklab.db";
+  // An existing but empty file is a store that lost its contents (SQLite would
+  // take it for a new database and start empty without a word).
+  {
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec) && std::filesystem::file_size(path, ec) == 0 && !ec) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          path, " is empty (0 bytes): a truncated store? Move it aside to start with an empty store."));
+    }
+  }
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                       nullptr) != SQLITE_OK) {
@@ -153,13 +167,51 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& data_dir) 
   sqlite3_busy_timeout(db, 5000);
   std::unique_ptr<Store> store(new Store(db, path));
   absl::MutexLock lock(&store->mu_);
+  // Integrity first: a damaged file is refused, never half-read.
+  {
+    absl::StatusOr<std::string> check = store->QueryText("PRAGMA quick_check;");
+    if (!check.ok() || *check != "ok") {
+      return absl::FailedPreconditionError(absl::StrCat(
+          path, " is damaged (quick_check: ",
+          check.ok() ? check->substr(0, 200) : std::string(check.status().message()).substr(0, 200),
+          "). Move it aside (with its -wal file) to start with an empty store, or restore a copy."));
+    }
+  }
+  // application_id marks the file as blklab's: a database with other tables
+  // and no mark is someone else's.
+  absl::StatusOr<std::string> app_id = store->QueryText("PRAGMA application_id;");
+  absl::StatusOr<std::string> tables = store->QueryText(
+      "SELECT group_concat(name) FROM (SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE "
+      "'sqlite_%' AND name NOT IN ('hosts', 'jobs') ORDER BY name);");
+  if (!app_id.ok()) return app_id.status();
+  if (!tables.ok()) return tables.status();
+  if (*app_id != absl::StrCat(kApplicationId) && !(*app_id == "0" && tables->empty())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, " is not a blklab store (application_id ", *app_id,
+        tables->empty() ? "" : absl::StrCat(", tables ", tables->substr(0, 100)), ")."));
+  }
   // journal_size_limit: after a checkpoint restarts the WAL, its file is cut
   // back to 16 MiB.
   for (const char* sql : {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=NORMAL;",
-                          "PRAGMA journal_size_limit=16777216;", kSchema}) {
+                          "PRAGMA journal_size_limit=16777216;", kSchema, kSetApplicationId}) {
     if (absl::Status s = store->Exec(sql); !s.ok()) return s;
   }
   return store;
+}
+
+absl::StatusOr<std::string> Store::QueryText(const char* sql) {
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(db_, sql, -1, &st, nullptr) != SQLITE_OK) return Error("query");
+  std::string out;
+  const int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    const unsigned char* t = sqlite3_column_text(st, 0);
+    if (t != nullptr) out = reinterpret_cast<const char*>(t);
+  }
+  const bool ok = rc == SQLITE_ROW || rc == SQLITE_DONE;
+  sqlite3_finalize(st);
+  if (!ok) return Error("query");
+  return out;
 }
 
 Store::~Store() {

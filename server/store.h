@@ -16,6 +16,9 @@
 // ends, so no read transaction outlives its call and SQLite's automatic
 // checkpoints can restart the WAL (journal_size_limit then truncates it).
 //
+// Opening refuses, naming the file, a store that is empty (0 bytes), fails
+// SQLite's quick_check, or is another program's database (application_id).
+//
 // Invariants: a job row with state SUCCEEDED has its result columns set (the
 //   state and the result are written in the same statement).
 // Thread-safety: thread-safe; one connection serialised by an internal mutex.
@@ -121,6 +124,8 @@ class Store {
     absl::MutexLock lock_;
   };
   absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The first column of the first row of `sql` as text ("" when none).
+  absl::StatusOr<std::string> QueryText(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Error(const std::string& what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<v1::Job> ReadJob(sqlite3_stmt* st, bool full) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <sqlite3.h>
+
+#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -84,6 +87,90 @@ TEST(StoreTest, ReadsBetweenWritesDoNotHoldBackTheCheckpoint) {
   const auto wal = std::filesystem::file_size(dir + "/blklab.db-wal", ec);
   EXPECT_GT(db, 20u << 20) << "the results went to the WAL only";
   EXPECT_LT(wal, 20u << 20) << "WAL " << wal << " bytes against a database of " << db;
+}
+
+// Opening refuses, naming the file, what would otherwise start silently
+// empty or half-read: an empty file, a damaged one, another program's
+// database. A store written before the application id was set opens.
+TEST(StoreTest, DamagedEmptyOrForeignFilesAreRefusedAtOpen) {
+  auto write = [](const std::string& path, const std::string& bytes) {
+    FILE* f = fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    fwrite(bytes.data(), 1, bytes.size(), f);
+    fclose(f);
+  };
+  {
+    const std::string dir = TempDir();
+    write(dir + "/blklab.db", "");
+    auto store = Store::Open(dir);
+    ASSERT_FALSE(store.ok());
+    EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(store.status().message().find("blklab.db is empty"), std::string::npos) << store.status();
+  }
+  {
+    // A good store, then garbage over a page in the middle of the file.
+    const std::string dir = TempDir();
+    {
+      auto store = Store::Open(dir);
+      ASSERT_TRUE(store.ok());
+      const std::string blob(8 * 1024, 'x');
+      for (int i = 0; i < 40; ++i) {
+        v1::Job j = MakeJob("j" + std::to_string(i), v1::Job::QUEUED);
+        ASSERT_TRUE((*store)->InsertJob(j).ok());
+        j.set_state(v1::Job::SUCCEEDED);
+        j.mutable_result()->set_fio_json(blob);
+        ASSERT_TRUE((*store)->UpdateJob(j).ok());
+      }
+    }
+    // Fold the WAL into the file first, as a clean shutdown leaves it.
+    {
+      auto store = Store::Open(dir);
+      ASSERT_TRUE(store.ok());
+    }
+    const std::string path = dir + "/blklab.db";
+    FILE* f = fopen(path.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    fseek(f, 0, SEEK_END);
+    const long size = ftell(f);
+    ASSERT_GT(size, 16 * 4096);
+    fseek(f, size / 2 / 4096 * 4096, SEEK_SET);
+    const std::string junk(4096, '\x5a');
+    fwrite(junk.data(), 1, junk.size(), f);
+    fclose(f);
+    std::filesystem::remove(path + "-wal");
+    auto store = Store::Open(dir);
+    ASSERT_FALSE(store.ok());
+    EXPECT_NE(store.status().message().find("is damaged"), std::string::npos) << store.status();
+  }
+  {
+    // Another program's SQLite database.
+    const std::string dir = TempDir();
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir + "/blklab.db").c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE photos(id INTEGER); INSERT INTO photos VALUES(1);", nullptr, nullptr,
+                           nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+    auto store = Store::Open(dir);
+    ASSERT_FALSE(store.ok());
+    EXPECT_NE(store.status().message().find("is not a blklab store"), std::string::npos) << store.status();
+  }
+  {
+    // A store from before the mark (our tables, application_id 0) opens.
+    const std::string dir = TempDir();
+    {
+      auto store = Store::Open(dir);
+      ASSERT_TRUE(store.ok());
+      ASSERT_TRUE((*store)->InsertJob(MakeJob("old", v1::Job::QUEUED)).ok());
+    }
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir + "/blklab.db").c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "PRAGMA application_id = 0;", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+    auto store = Store::Open(dir);
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_TRUE((*store)->GetJob("old", false).ok());
+  }
 }
 
 // A request id older than the caller's horizon is released: the lookup
