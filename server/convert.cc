@@ -216,8 +216,10 @@ absl::Status CheckArg(const std::string& arg, int index) {
   static const char* const kRefused[] = {"--server", "--client", "--exec", "--output",
                                          "--daemonize", "--remote-config", "--trigger",
                                          "--idle-prof", "--inflate-log"};
+  // fio takes its long options with one dash as well (-output=x).
+  const std::string norm = absl::StartsWith(arg, "-") && !absl::StartsWith(arg, "--") ? "-" + arg : arg;
   for (const char* r : kRefused) {
-    if (absl::StartsWith(arg, r) && !absl::StartsWith(arg, "--output-format")) {
+    if (absl::StartsWith(norm, r) && !absl::StartsWith(norm, "--output-format")) {
       return absl::InvalidArgumentError(absl::StrCat("fio.args[", index, "]: ", arg,
                                                      ": not accepted by the server (results "
                                                      "and logs are returned in the job)"));

@@ -188,6 +188,17 @@ TEST(ConvertTest, RefusesOptionsTouchingTheMachine) {
   absl::StatusOr<PreparedJob> p = PrepareJob(job, *host, {});
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  // fio's one-dash spelling of the same option.
+  v1::Job one_dash = JobWithFile("[j]\nrw=read\nsize=1m\n");
+  one_dash.mutable_fio()->add_args("-output=/tmp/x");
+  p = PrepareJob(one_dash, *host, {});
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(p.status().message().find("-output=/tmp/x"), std::string::npos) << p.status();
+  // --output-format stays allowed in either spelling.
+  v1::Job fmt = JobWithFile("[j]\nrw=read\nsize=1m\n");
+  fmt.mutable_fio()->add_args("-output-format=json");
+  EXPECT_TRUE(PrepareJob(fmt, *host, {}).ok());
 }
 
 }  // namespace
