@@ -102,6 +102,16 @@ JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, workl
   for (uint32_t i = 0; i < depth; ++i) {
     io_us_[i].bio.owner = this;
     io_us_[i].bio.cookie = i;
+    // ioprio_set(IOPRIO_WHO_PROCESS): every bio of the job carries its class
+    // and level. fio sets them when prio or prioclass is given, the class
+    // defaulting to best effort (ioprio_value); else the task keeps
+    // IOPRIO_CLASS_NONE, level task_nice_ioprio (4 at nice 0). Each fio
+    // thread has its own io_context (no CLONE_IO) and the job's cgroup.
+    const bool ioprio_set = spec_.prio != 0 || spec_.prioclass != 0;
+    io_us_[i].bio.ioprio_class = static_cast<uint8_t>(ioprio_set && spec_.prioclass == 0 ? 2 : spec_.prioclass);
+    io_us_[i].bio.ioprio_level = static_cast<uint8_t>(ioprio_set ? spec_.prio : 4);
+    io_us_[i].bio.ioc = config_.thread_number;
+    io_us_[i].bio.blkcg = config_.blkcg;
     io_us_[i].queue = config.queue;
     free_.push_back(&io_us_[depth - 1 - i]);
   }
@@ -245,16 +255,6 @@ bool JobThread::PrepareIo(IoU* u) {
   u->bio.bi_next = nullptr;
   u->bio.polled = engine_->polled();
   u->bio.nowait = u->bio.polled;
-  // ioprio_set(IOPRIO_WHO_PROCESS): every bio of the job carries its class
-  // and level. fio sets them when prio or prioclass is given, the class
-  // defaulting to best effort (ioprio_value); else the task keeps
-  // IOPRIO_CLASS_NONE, level task_nice_ioprio (4 at nice 0).
-  const bool ioprio_set = spec_.prio != 0 || spec_.prioclass != 0;
-  u->bio.ioprio_class = static_cast<uint8_t>(ioprio_set && spec_.prioclass == 0 ? 2 : spec_.prioclass);
-  u->bio.ioprio_level = static_cast<uint8_t>(ioprio_set ? spec_.prio : 4);
-  // Each fio thread has its own io_context (no CLONE_IO).
-  u->bio.ioc = config_.thread_number;
-  u->bio.blkcg = config_.blkcg;
   u->start_time = cpu_.now();
   u->state = IoU::State::kQueued;
   u->error = false;

@@ -187,12 +187,6 @@ uint64_t BfqSched::Delta(uint64_t service, int weight) {
   return (service << kServiceShift) / static_cast<uint64_t>(std::max(weight, 1));
 }
 
-uint64_t BfqSched::group_sectors(int blkcg) const {
-  if (blkcg == 0) return root_.sectors;
-  auto it = groups_.find(blkcg);
-  return it == groups_.end() ? 0 : it->second->sectors;
-}
-
 // --- B-WF2Q+ ----------------------------------------------------------------
 
 void BfqSched::ActiveInsert(ServiceTree& st, Entity* e) {
@@ -306,8 +300,6 @@ void BfqSched::Served(Queue* q, uint64_t sectors) {
     ForgetIdle(st);
     e = e->parent == &root_ ? nullptr : &e->parent->entity;
   }
-  Group* g = q->entity.parent;
-  g->sectors += sectors;
 }
 
 BfqSched::Entity* BfqSched::NextEntity(Group* g, sim::SimTime now) {

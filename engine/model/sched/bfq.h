@@ -160,8 +160,6 @@ class BfqSched final : public Elevator {
   size_t queued() const override { return queued_; }
 
   const BfqStats& stats() const { return stats_; }
-  // Sectors dispatched so far from the queues of cgroup `blkcg`.
-  uint64_t group_sectors(int blkcg) const;
   // (8 - level) * 10: bfq_ioprio_to_weight.
   static int IoprioToWeight(int level) { return (8 - level) * 10; }
 
@@ -196,7 +194,6 @@ class BfqSched final : public Elevator {
     Entity entity;  // unused for the root group
     std::array<ServiceTree, kNumClasses> st;
     Entity* in_service = nullptr;  // the child entity in service
-    uint64_t sectors = 0;
     int pending_queues = 0;  // num_queues_with_pending_reqs
   };
   struct Queue {
@@ -214,12 +211,10 @@ class BfqSched final : public Elevator {
     bool wait_request = false;
     bool non_blocking_wait_rq = false;  // expired empty, waiting for its own requests
     bool fifo_checked = false;     // the FIFO was looked at this budget
-    bool budget_new = true;
     // think time and seekiness (bfq_update_io_thinktime / _seektime)
     sim::SimTime last_end_request = 0;
     uint64_t ttime_samples = 0, ttime_total = 0, ttime_mean = 0;
     uint32_t seek_history = 0;
-    bool ever_busy = false;
     // weight raising
     int wr_coeff = 1;
     sim::SimTime wr_start = 0;
