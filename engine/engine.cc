@@ -140,10 +140,17 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
           if (stuck.size() >= 16) break;
         }
       }
+      std::string held;
+      for (const auto& c : s.clones) {
+        if (!c->held_by_flow() || c->done()) continue;
+        absl::StrAppend(&held, held.empty() ? "; held back by flow control: '" : ", '", c->config().spec->name,
+                        "' (flow_id ", c->config().spec->flow_id, ")");
+      }
+      if (!held.empty()) held += " (fio's flow weights count jobs that have not started yet, as in fio)";
       return absl::DeadlineExceededError(absl::StrCat(
           "simulated I/O stalled at ", horizon / 1000, " us of virtual time: ", running,
           " job(s) still waiting, no I/O completed for ", (horizon - last_progress) / 1000000,
-          " ms; stuck requests: ", stuck.empty() ? "none allocated" : absl::StrJoin(stuck, "; ")));
+          " ms; stuck requests: ", stuck.empty() ? "none allocated" : absl::StrJoin(stuck, "; "), held));
     }
     if (horizon > req.limits.max_virtual_ns + slice_ns) {
       return absl::ResourceExhaustedError(absl::StrFormat(

@@ -120,11 +120,6 @@ absl::Status CheckUnmodelledOptions(const JobSpec& spec) {
         ": fio's verify phase (reading back what was written and checking it) is not modelled yet; "
         "without verify= the job measures its write phase alone"));
   }
-  if (spec.flow != 0) {
-    return absl::UnimplementedError(absl::StrCat("job '", spec.name, "': flow=", spec.flow,
-                                                 ": fio's flow control between the jobs of a flow_id is not "
-                                                 "modelled yet"));
-  }
   return absl::OkStatus();
 }
 
@@ -406,6 +401,13 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
     jc.thread_number = c.thread_number;
     jc.blkcg = s.plan.clone_blkcg[i];
     jc.cpu = s.plan.clone_cpu[i];
+    if (spec.flow != 0) {
+      // flow_init_job, when fio adds the job: every clone's weight counts
+      // from the start, also in a later stonewall wave.
+      job::FioFlow& flow = s.flows[spec.flow_id];
+      flow.total_weight += spec.flow;
+      jc.flow = &flow;
+    }
     jc.queue = d >= 0 ? s.queues[d] : nullptr;
     jc.start_at = spec.startdelay_min_ns;
     jc.ramp_end = jc.start_at + spec.ramp_time_ns;

@@ -23,6 +23,7 @@
 #define BLKLAB_ENGINE_TOPOLOGY_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,6 +72,7 @@ struct Simulation {
   std::unique_ptr<model::Kernel> kernel;
   std::vector<std::unique_ptr<model::BlockDevice>> devices;  // per host entry (null if unused)
   std::vector<model::RequestQueue*> queues;                  // per disk (null if unused)
+  std::map<uint32_t, job::FioFlow> flows;  // by flow_id: fio's flows (stable addresses)
   std::vector<std::unique_ptr<job::JobThread>> clones;
   // fio's start order: stonewall waves and wait_for (StartReadyClones).
   std::vector<uint32_t> wave;        // stonewall wave per clone

@@ -189,7 +189,7 @@ done
 
 # Options that change what a job does but are not modelled are refused by
 # name, never run without them.
-for opt in --verify=md5 --flow=2; do
+for opt in --verify=md5; do
   if "$BLKLAB" fio --name=t --filename=/dev/nullb0 --rw=randwrite --size=1m "$opt" >/dev/null 2>"$TMP/refuse.err"; then
     fail "$opt ran"
   elif grep -q -- "${opt#--}" "$TMP/refuse.err" && grep -q "not modelled" "$TMP/refuse.err"; then

@@ -140,6 +140,7 @@ JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, workl
   user_issue_ns_ = user.issue_ns;
   user_complete_ns_ = user.complete_ns;
   fn_usec_spin_ = r.Intern("fio:usec_spin");
+  fn_flow_ = r.Intern("fio:flow_threshold_exceeded");
   engine_ = MakeIoEngine(ctx_);
   for (int d = 0; d < 3; ++d) has_rate_ |= spec_.rate_iops[d] > 0 || spec_.rate_bps[d] > 0;
   if (std::optional<stats::JobLogConfig> lc = LogConfigFor(spec_, config.thread_number)) {
@@ -281,6 +282,12 @@ sim::Task JobThread::Main() {
 
 void JobThread::FinishStats() {
   finished_at_ = cpu_.now();
+  if (config_.flow != nullptr) {
+    // flow_exit_job (at once; fio does it when its main thread reaps the
+    // finished thread, within its next poll).
+    config_.flow->counter -= flow_count_;
+    config_.flow->total_weight -= spec_.flow;
+  }
   MaybeStartStats();
   const int64_t window = std::max<int64_t>(finished_at_ - stats_started_at_, 1);
   stats::CpuUsage usage;
@@ -312,6 +319,39 @@ sim::Task JobThread::Quiesce() {
   if (!queued_.empty()) co_await Commit();
   if (workload::IsSynchronous(spec_.ioengine)) co_return;
   while (ctx_.in_flight > 0) co_await Reap(1, ctx_.in_flight);
+}
+
+sim::Task JobThread::FlowHold() {
+  // flow_threshold_exceeded at the head of do_io's loop: while this job's
+  // share of its flow's count is above its share of the flow's weight, it
+  // is held back. Without flow_sleep fio `continue`s its loop: a busy loop
+  // in user space, which only the peers' progress (other events) can end,
+  // so it is charged up to the next event in one step. With flow_sleep it
+  // quiesces (submits and reaps everything) and sleeps. Returns with the
+  // I/O counted in the flow, or when the job is stopping.
+  FioFlow& flow = *config_.flow;
+  for (;;) {
+    co_await cpu_.Sync();
+    if (Stopping()) {
+      flow_held_ = false;
+      co_return;
+    }
+    const double count_ratio = static_cast<double>(flow_count_) / static_cast<double>(flow.counter);
+    const double weight_ratio = static_cast<double>(spec_.flow) / static_cast<double>(flow.total_weight);
+    flow_held_ = count_ratio > weight_ratio;
+    if (!flow_held_) {
+      ++flow.counter;
+      ++flow_count_;
+      co_return;
+    }
+    if (spec_.flow_sleep_us > 0) {
+      co_await Quiesce();
+      co_await SleepUntil(cpu_.now() + static_cast<int64_t>(spec_.flow_sleep_us) * sim::kNsPerUs);
+      continue;
+    }
+    const sim::SimTime until = std::min(cpu_.RunAheadLimit(), config_.end_at);
+    cpu_.ChargeRaw(fn_flow_, std::max<int64_t>(until - cpu_.now(), 1));
+  }
 }
 
 workload::Direction JobThread::RateDirection(workload::Direction picked) const {
@@ -379,6 +419,10 @@ sim::Task JobThread::AsyncLoop() {
     co_await cpu_.Sync();
     MaybeStartStats();
     if (Stopping()) break;
+    if (config_.flow != nullptr) {
+      co_await FlowHold();
+      if (Stopping()) break;
+    }
     IoU* u = free_.back();
     if (!PrepareIo(u)) break;
     free_.pop_back();
@@ -458,6 +502,10 @@ sim::Task JobThread::SyncLoop() {
     co_await cpu_.Sync();
     MaybeStartStats();
     if (Stopping()) break;
+    if (config_.flow != nullptr) {
+      co_await FlowHold();
+      if (Stopping()) break;
+    }
     IoU* u = free_.back();
     if (!PrepareIo(u)) break;
     free_.pop_back();

@@ -45,12 +45,23 @@
 
 namespace blklab::job {
 
+// One fio flow (flow.c's struct fio_flow): the jobs with a non-zero flow=
+// weight and the same flow_id. `counter` starts at 1 and counts the I/Os the
+// flow's jobs have let through; `total_weight` sums the weights of the jobs
+// that have not finished (fio adds a job's weight when it parses the job and
+// takes weight and count back when it reaps the finished thread).
+struct FioFlow {
+  uint64_t counter = 1;
+  uint64_t total_weight = 0;
+};
+
 struct JobThreadConfig {
   const workload::JobSpec* spec = nullptr;
   workload::ClonePlan plan;
   uint32_t thread_number = 1;   // fio's thread number (1-based)
   uint16_t blkcg = 0;           // the blkio cgroup its bios carry (0: root)
   int cpu = 0;
+  FioFlow* flow = nullptr;      // the job's flow (flow= non-zero), shared with its peers
   model::RequestQueue* queue = nullptr;  // the target device (nullptr for ioengine=null)
   sim::SimTime start_at = 0;
   sim::SimTime ramp_end = 0;             // stats start here
@@ -86,6 +97,8 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   uint64_t ios_completed() const { return ios_completed_; }
   uint64_t ios_issued() const { return ios_issued_; }
   uint32_t in_flight() const { return ctx_.in_flight; }
+  // True while fio's flow control holds the clone back (FlowHold).
+  bool held_by_flow() const { return flow_held_; }
 
   // The result; valid once done().
   const stats::JobResult& result() const { return result_; }
@@ -136,6 +149,7 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   sim::Task Throttle(IoU* u);                 // rate / rate_iops: wait for the IO's slot
   sim::Task ThinkTime(bool issued);           // thinktime after thinktime_blocks IOs
   sim::Task Quiesce();                        // io_u_quiesce: reap everything in flight
+  sim::Task FlowHold();                       // flow_threshold_exceeded: wait for the flow's peers
   void ReapCompleted(uint32_t max);
   bool Stopping();
   bool PrepareIo(IoU* u);
@@ -181,8 +195,10 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   sim::SimTime rate_next_[3] = {0, 0, 0};  // earliest issue time per direction
   sim::RngStream rate_rng_;
   uint64_t wake_gen_ = 0;
+  uint64_t flow_count_ = 0;                // td->flow_counter: this job's I/Os let through its flow
+  bool flow_held_ = false;
 
-  sim::FnId fn_get_io_u_, fn_io_completed_, fn_usec_spin_;
+  sim::FnId fn_get_io_u_, fn_io_completed_, fn_usec_spin_, fn_flow_;
   // fio's user-space work per IO (FioUserCosts): at get_io_u and at
   // io_completed, with the measurements the job's disable_* options keep.
   int64_t user_issue_ns_ = 0;

@@ -162,6 +162,16 @@ class Cpu final : public EventHandler {
     now_ += ns;
   }
 
+  // How far the running context may run ahead of now() before anything else
+  // could happen first (the next event anywhere, the horizon, the end of its
+  // time slice): a busy-wait whose condition only other contexts change can
+  // be charged up to here in one step, then Sync.
+  SimTime RunAheadLimit() const {
+    SimTime t = machine_.sim().NextEventTime();
+    if (machine_.horizon() < t) t = machine_.horizon();
+    return slice_end_ < t ? slice_end_ : t;
+  }
+
   // True when the running context may touch shared state at now() without
   // first letting other events run.
   bool CanRunInline() const {

@@ -174,7 +174,11 @@ struct JobSpec {
   uint32_t prioclass = 0;   // 0: none
   std::string cgroup;       // cgroup=: path under the cgroup2 mount; empty: fio's own cgroup (the root)
   uint32_t cgroup_weight = 0;  // cgroup_weight= (refused: fio writes blkio.weight)
-  uint32_t flow = 0;           // flow= (refused: flow control is not modelled yet)
+  // fio's flow control (flow.c): jobs with a non-zero flow= weight and the
+  // same flow_id hold each other to the ratio of their weights.
+  uint32_t flow = 0;           // flow= weight, 0..1000 (0: not in a flow)
+  uint32_t flow_id = 0;        // flow_id=
+  uint32_t flow_sleep_us = 0;  // flow_sleep=: quiesce and sleep this long when held back (0: busy loop)
 
   // --- clones and timing ---
   uint32_t numjobs = 1;
