@@ -122,7 +122,7 @@ class AuthTest : public ::testing::Test {
 
 TEST_F(AuthTest, EveryMethodNeedsTheToken) {
   const std::vector<std::string> methods = Methods();
-  ASSERT_EQ(methods.size(), 12u);
+  ASSERT_EQ(methods.size(), 13u);
   for (const std::string& m : methods) {
     grpc::Status missing = Call(m, std::nullopt);
     EXPECT_EQ(missing.error_code(), grpc::StatusCode::UNAUTHENTICATED) << m;

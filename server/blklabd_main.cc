@@ -69,6 +69,12 @@ ABSL_FLAG(int64_t, max_total_requests, 1 << 21,
 ABSL_FLAG(int64_t, max_virtual_seconds, 3600, "Per-job limit: virtual time a run may cover, seconds.");
 ABSL_FLAG(uint64_t, max_simulated_ios, 10ULL * 1000 * 1000 * 1000, "Per-job limit: simulated IOs completed.");
 ABSL_FLAG(int64_t, max_wall_seconds, 86400, "Per-job limit: wall-clock time a run may take, seconds.");
+ABSL_FLAG(int64_t, max_log_bytes, int64_t{768} << 20,
+          "Per-job limit: bytes of fio log files a result keeps (read with ReadJobArtifacts); above it the job "
+          "fails and the logs are dropped.");
+ABSL_FLAG(int64_t, max_result_bytes, int64_t{48} << 20,
+          "Per-job limit: bytes of a result apart from its logs (GetJob returns it in one message; keep it under "
+          "--max_send_message_bytes); above it the job fails without a result.");
 ABSL_FLAG(absl::Duration, request_id_ttl, absl::Hours(24),
           "How long a CreateJob request_id returns the job it created; after that the id creates a new job.");
 ABSL_FLAG(int, shutdown_grace_seconds, 5, "On SIGTERM, how long in-flight calls may take before they are cancelled.");
@@ -162,6 +168,8 @@ int Run() {
   jm.limits.max_simulated_ios = absl::GetFlag(FLAGS_max_simulated_ios);
   jm.limits.max_wall_ns = absl::GetFlag(FLAGS_max_wall_seconds) * 1000000000;
   jm.limits.request_id_ttl_ms = absl::ToInt64Milliseconds(absl::GetFlag(FLAGS_request_id_ttl));
+  jm.limits.max_log_bytes = absl::GetFlag(FLAGS_max_log_bytes);
+  jm.limits.max_result_bytes = absl::GetFlag(FLAGS_max_result_bytes);
 
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(data_dir);
   if (!store.ok()) {

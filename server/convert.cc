@@ -492,6 +492,7 @@ v1::JobResult BuildJobResult(const RunRequest& request, const RunResult& run, co
     v1::LogFile* log = out.add_logs();
     log->set_name(f.name);
     log->set_content(f.contents);
+    log->set_size_bytes(static_cast<int64_t>(f.contents.size()));
   }
   for (const stats::LockRow& l : k.locks) {
     v1::LockRow* row = out.add_locks();
@@ -568,6 +569,14 @@ v1::Snapshot IntervalSnapshot(const std::string& name, uint64_t sequence, int64_
   return s;
 }
 
+void OmitLogContents(v1::Job* job) {
+  if (!job->has_result()) return;
+  for (v1::LogFile& f : *job->mutable_result()->mutable_logs()) {
+    f.set_size_bytes(static_cast<int64_t>(f.content().size()));
+    f.clear_content();
+  }
+}
+
 v1::Snapshot FinalSnapshot(const v1::Job& job, uint64_t sequence) {
   v1::Snapshot s;
   s.set_job(job.name());
@@ -577,6 +586,7 @@ v1::Snapshot FinalSnapshot(const v1::Job& job, uint64_t sequence) {
   *s.mutable_wall_time() = job.wall_time();
   s.set_progress_fraction(job.state() == v1::Job::SUCCEEDED ? 1.0 : job.progress_fraction());
   *s.mutable_final_job() = job;
+  OmitLogContents(s.mutable_final_job());
   return s;
 }
 

@@ -49,6 +49,13 @@ struct JobLimitsConfig {
   int64_t max_wall_ns = 24LL * 3600 * 1000 * 1000 * 1000;  // 1 day
   size_t max_bundle_files = 64;
   size_t max_bundle_bytes = 1 << 20;
+  // A job's stored result: its log files together (streamed by
+  // ReadJobArtifacts, stored in one row), and the rest (fio's outputs and
+  // figures, which GetJob returns in one message). A run above either ends
+  // FAILED (RESOURCE_EXHAUSTED) saying so, never with a result nobody can
+  // read.
+  int64_t max_log_bytes = int64_t{768} << 20;
+  int64_t max_result_bytes = int64_t{48} << 20;
   // How long a CreateJobRequest.request_id keeps answering with its job; an
   // older one is released and creates a new job.
   int64_t request_id_ttl_ms = 24LL * 3600 * 1000;
@@ -114,6 +121,10 @@ v1::Snapshot IntervalSnapshot(const std::string& name, uint64_t sequence, int64_
 
 // The final snapshot of a stream: the whole job (FULL view) in a final state.
 v1::Snapshot FinalSnapshot(const v1::Job& job, uint64_t sequence);
+
+// Empties the contents of `job`'s log files, keeping names and sizes: no Job
+// a server returns grows with a run's logs (ReadJobArtifacts streams them).
+void OmitLogContents(v1::Job* job);
 
 }  // namespace blklab::server
 

@@ -113,14 +113,16 @@ void JobRunner::OnSnapshot(RunContext& run, const Snapshot& snap) const {
 
 JobRecord JobRunner::FinalRecord(const ActiveJob& job, JobRecord record, StopReason reason,
                                  const absl::StatusOr<PreparedJob>& prepared, const absl::StatusOr<RunResult>& run,
-                                 const RunResult* partial, absl::Time start, absl::Time end) {
+                                 const RunResult* partial, absl::Time start, absl::Time end) const {
   record.end_time = end;
   record.wall_time = end - start;
   if (run.ok()) {
     auto result = std::make_shared<v1::JobResult>(BuildJobResult(prepared->request, *run, ReportClock(*prepared)));
-    record.state = JobState::kSucceeded;
     record.progress = JobProgress{run->virtual_ns, 1.0};
-    record.result = std::move(result);
+    bool keep = true;
+    record.error = CheckResultSize(*result, &keep);
+    record.state = record.error.ok() ? JobState::kSucceeded : JobState::kFailed;
+    if (keep) record.result = std::move(result);
     return record;
   }
   switch (reason) {
@@ -138,11 +140,41 @@ JobRecord JobRunner::FinalRecord(const ActiveJob& job, JobRecord record, StopRea
   record.state = record.error.code() == absl::StatusCode::kCancelled ? JobState::kCancelled : JobState::kFailed;
   if (record.error.code() == absl::StatusCode::kResourceExhausted && partial != nullptr && prepared.ok()) {
     // Stopped by a limit: the figures up to it are kept (FAILED with a result).
-    record.result = std::make_shared<v1::JobResult>(BuildJobResult(prepared->request, *partial, ReportClock(*prepared)));
+    auto result = std::make_shared<v1::JobResult>(BuildJobResult(prepared->request, *partial, ReportClock(*prepared)));
+    bool keep = true;
+    const absl::Status size = CheckResultSize(*result, &keep);
+    if (keep) record.result = std::move(result);
+    if (!size.ok()) record.error = absl::ResourceExhaustedError(absl::StrCat(record.error.message(), "; ", size.message()));
   }
   // How far it came: the last progress the run recorded.
   record.progress = job.record().progress.value_or(JobProgress{});
   return record;
+}
+
+absl::Status JobRunner::CheckResultSize(v1::JobResult& result, bool* keep) const {
+  *keep = true;
+  int64_t log_bytes = 0;
+  for (const v1::LogFile& f : result.logs()) log_bytes += static_cast<int64_t>(f.content().size());
+  absl::Status status;
+  if (log_bytes > limits_.max_log_bytes) {
+    status = absl::ResourceExhaustedError(absl::StrCat(
+        "the run's log files total ", log_bytes, " bytes, above the server's max_log_bytes = ", limits_.max_log_bytes,
+        " bytes: the logs are not kept (average them with log_avg_msec=, shorten the run, or raise "
+        "blklabd --max_log_bytes)"));
+    result.clear_logs();
+  }
+  // What GetJob returns in one message: everything but the log contents.
+  int64_t rest = static_cast<int64_t>(result.ByteSizeLong());
+  for (const v1::LogFile& f : result.logs()) rest -= static_cast<int64_t>(f.content().size());
+  if (rest > limits_.max_result_bytes) {
+    *keep = false;
+    return absl::ResourceExhaustedError(absl::StrCat(status.ok() ? "" : absl::StrCat(status.message(), "; "),
+        "the run's result (fio's outputs and figures, logs aside) is ", rest,
+        " bytes, above the server's max_result_bytes = ", limits_.max_result_bytes,
+        " bytes: no result is kept (fewer jobs or group_reporting=1 make it smaller, or raise "
+        "blklabd --max_result_bytes)"));
+  }
+  return status;
 }
 
 }  // namespace blklab::server

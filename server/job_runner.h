@@ -71,9 +71,13 @@ class JobRunner {
   void OnSnapshot(RunContext& run, const Snapshot& snapshot) const;
   // The record `job` ends with, given why it was stopped (if it was) and
   // how its run ended.
-  static JobRecord FinalRecord(const ActiveJob& job, JobRecord record, StopReason reason,
-                               const absl::StatusOr<PreparedJob>& prepared, const absl::StatusOr<RunResult>& run,
-                               const RunResult* partial, absl::Time start, absl::Time end);
+  JobRecord FinalRecord(const ActiveJob& job, JobRecord record, StopReason reason,
+                        const absl::StatusOr<PreparedJob>& prepared, const absl::StatusOr<RunResult>& run,
+                        const RunResult* partial, absl::Time start, absl::Time end) const;
+  // OK, or RESOURCE_EXHAUSTED when `result` is above max_log_bytes (its logs
+  // are then dropped) or max_result_bytes (then *keep is false: no result
+  // may be stored).
+  absl::Status CheckResultSize(v1::JobResult& result, bool* keep) const;
 
   JobQueue* const queue_;
   const JobLimitsConfig limits_;

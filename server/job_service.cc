@@ -359,6 +359,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* ct
   return gate_->Unary(ctx, [&]() -> absl::Status {
     BLKLAB_ASSIGN_OR_RETURN(std::string id, ParseResourceName(req->name(), "jobs"));
     BLKLAB_ASSIGN_OR_RETURN(*resp, store_->GetJob(id, req->view() != v1::JOB_VIEW_BASIC));
+    OmitLogContents(resp);
     FillProgress(resp);
     return absl::OkStatus();
   });
@@ -379,6 +380,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* 
         Store::JobPage page,
         store_->ListJobs(filter, before, PageSize(req->page_size()), req->view() == v1::JOB_VIEW_FULL));
     for (v1::Job& j : page.jobs) {
+      OmitLogContents(&j);
       FillProgress(&j);
       *resp->add_jobs() = std::move(j);
     }
@@ -408,6 +410,109 @@ grpc::ServerUnaryReactor* JobServiceImpl::DeleteJob(grpc::CallbackServerContext*
     }
     return store_->DeleteJob(id);
   });
+}
+
+namespace {
+
+// One ReadJobArtifacts call: the chunks of the asked artifacts of one stored
+// result, written one at a time (flow control: the next only after the
+// previous one's OnWriteDone). Deletes itself in OnDone.
+class ArtifactReactor final : public grpc::ServerWriteReactor<v1::ArtifactChunk> {
+ public:
+  struct Part {
+    std::string name;
+    const std::string* data;  // into result_
+  };
+  ArtifactReactor(std::shared_ptr<const v1::Job> job, std::vector<Part> parts, size_t chunk_bytes)
+      : job_(std::move(job)), parts_(std::move(parts)), chunk_bytes_(chunk_bytes) {
+    Next();
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
+      return;
+    }
+    Next();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void Next() {
+    if (part_ == parts_.size()) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    const Part& p = parts_[part_];
+    const size_t n = std::min(chunk_bytes_, p.data->size() - offset_);
+    chunk_.set_artifact(p.name);
+    chunk_.set_offset(static_cast<int64_t>(offset_));
+    chunk_.set_total_bytes(static_cast<int64_t>(p.data->size()));
+    chunk_.set_data(p.data->substr(offset_, n));
+    offset_ += n;
+    if (offset_ == p.data->size()) {
+      ++part_;
+      offset_ = 0;
+    }
+    StartWrite(&chunk_);
+  }
+
+  const std::shared_ptr<const v1::Job> job_;
+  const std::vector<Part> parts_;
+  const size_t chunk_bytes_;
+  size_t part_ = 0;
+  size_t offset_ = 0;
+  v1::ArtifactChunk chunk_;
+};
+
+}  // namespace
+
+grpc::ServerWriteReactor<v1::ArtifactChunk>* JobServiceImpl::ReadJobArtifacts(
+    grpc::CallbackServerContext* ctx, const v1::ReadJobArtifactsRequest* req) {
+  return gate_->ServerStream<v1::ArtifactChunk>(
+      ctx, [&]() -> absl::StatusOr<grpc::ServerWriteReactor<v1::ArtifactChunk>*> {
+        BLKLAB_ASSIGN_OR_RETURN(std::string id, ParseResourceName(req->name(), "jobs"));
+        constexpr int kDefaultChunk = 1 << 20;
+        constexpr int kMaxChunk = 4 << 20;
+        if (req->chunk_bytes() < 0 || req->chunk_bytes() > kMaxChunk) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("chunk_bytes: ", req->chunk_bytes(), " is outside 0..", kMaxChunk, " (0 = 1 MiB)"));
+        }
+        BLKLAB_ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(id, /*full=*/true));
+        if (!job.has_result()) {
+          return absl::FailedPreconditionError(
+              absl::StrCat(req->name(), " has no result (", v1::Job::State_Name(job.state()), ")"));
+        }
+        auto held = std::make_shared<const v1::Job>(std::move(job));
+        const v1::JobResult& r = held->result();
+        std::vector<ArtifactReactor::Part> parts;
+        if (req->artifacts().empty()) {
+          for (const v1::LogFile& f : r.logs()) parts.push_back({absl::StrCat("logs/", f.name()), &f.content()});
+        }
+        for (const std::string& a : req->artifacts()) {
+          const std::string* data = nullptr;
+          if (a == "fio_normal") data = &r.fio_normal();
+          if (a == "fio_json") data = &r.fio_json();
+          if (a == "fio_json_plus") data = &r.fio_json_plus();
+          if (a == "fio_terse") data = &r.fio_terse();
+          absl::string_view log = a;
+          if (absl::ConsumePrefix(&log, "logs/")) {
+            for (const v1::LogFile& f : r.logs()) {
+              if (f.name() == log) data = &f.content();
+            }
+          }
+          if (data == nullptr) {
+            std::string logs;
+            for (const v1::LogFile& f : r.logs()) absl::StrAppend(&logs, logs.empty() ? "" : ", ", "logs/", f.name());
+            return absl::NotFoundError(absl::StrCat(
+                req->name(), " has no artifact \"", a.substr(0, 200),
+                "\"; it has fio_normal, fio_json, fio_json_plus, fio_terse",
+                logs.empty() ? " and no log files" : absl::StrCat(" and ", logs)));
+          }
+          parts.push_back({a, data});
+        }
+        return new ArtifactReactor(std::move(held), std::move(parts),
+                                   req->chunk_bytes() == 0 ? kDefaultChunk : req->chunk_bytes());
+      });
 }
 
 grpc::ServerWriteReactor<v1::Snapshot>* JobServiceImpl::WatchJob(grpc::CallbackServerContext* ctx,

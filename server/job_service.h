@@ -15,6 +15,10 @@
 // reader gets merged intervals instead of slowing the run down, and a
 // stream sends at most one snapshot per `min_wall_interval` of wall time.
 //
+// No Job a handler returns carries log contents (they grow with the run):
+// ReadJobArtifacts streams them, and fio's outputs, in bounded chunks from
+// the stored result.
+//
 // Thread-safety: thread-safe; shared state lives in the Store and the
 //   JobQueue, which are thread-safe. The stream count is atomic.
 // Cost: unary handlers do one or a few store statements; CreateJob also
@@ -53,6 +57,8 @@ class JobServiceImpl final : public v1::JobService::CallbackService {
                                       google::protobuf::Empty* resp) override;
   grpc::ServerWriteReactor<v1::Snapshot>* WatchJob(grpc::CallbackServerContext* ctx,
                                                    const v1::WatchJobRequest* req) override;
+  grpc::ServerWriteReactor<v1::ArtifactChunk>* ReadJobArtifacts(grpc::CallbackServerContext* ctx,
+                                                                const v1::ReadJobArtifactsRequest* req) override;
 
  private:
   absl::Status DoCreateJob(const v1::CreateJobRequest& req, v1::Job* resp);

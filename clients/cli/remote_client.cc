@@ -37,7 +37,7 @@ absl::StatusOr<std::unique_ptr<RemoteClient>> RemoteClient::Create(const RemoteO
     creds = grpc::InsecureChannelCredentials();
   }
   grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(-1);  // results carry fio's texts and logs
+  args.SetMaxReceiveMessageSize(-1);  // results carry fio's texts (logs come in chunks)
   c->channel_ = grpc::CreateCustomChannel(options.server, creds, args);
   c->hosts_ = v1::HostService::NewStub(c->channel_);
   c->jobs_ = v1::JobService::NewStub(c->channel_);

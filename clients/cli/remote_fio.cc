@@ -133,10 +133,14 @@ std::vector<std::string> UserLogPrefixes(const std::vector<std::string>& args) {
   return out;
 }
 
-// fio's log files returned with the result (JobResult.logs), written to the
-// current directory as the local run does. Names are checked before any file
-// is written.
-absl::Status WriteResultLogs(const v1::JobResult& result, const std::vector<std::string>& user_prefixes) {
+// fio's log files of the result (JobResult.logs lists names and sizes),
+// read in chunks with ReadJobArtifacts and written to the current directory
+// as the local run does. Names are checked before any file is written; a
+// file is written as its chunks arrive, never held whole.
+absl::Status WriteResultLogs(RemoteClient& client, const v1::Job& job,
+                             const std::vector<std::string>& user_prefixes) {
+  const v1::JobResult& result = job.result();
+  if (result.logs().empty()) return absl::OkStatus();
   for (const v1::LogFile& f : result.logs()) {
     if (!LogNameAllowed(f.name(), user_prefixes)) {
       return absl::PermissionDeniedError(absl::StrCat(
@@ -144,8 +148,49 @@ absl::Status WriteResultLogs(const v1::JobResult& result, const std::vector<std:
           "', outside the current directory and not a prefix given on this command line: no log written"));
     }
   }
-  for (const v1::LogFile& f : result.logs()) {
-    BLKLAB_RETURN_IF_ERROR(util::WriteStringToFile(f.name(), f.content(), "log file"));
+  v1::ReadJobArtifactsRequest req;
+  req.set_name(job.name());
+  for (const v1::LogFile& f : result.logs()) req.add_artifacts(absl::StrCat("logs/", f.name()));
+  std::unique_ptr<grpc::ClientContext> ctx = client.NewContext(3600);
+  std::unique_ptr<grpc::ClientReader<v1::ArtifactChunk>> reader = client.jobs().ReadJobArtifacts(ctx.get(), req);
+  v1::ArtifactChunk chunk;
+  int index = -1;
+  std::ofstream out;
+  int64_t written = 0;
+  auto close = [&]() -> absl::Status {
+    if (index < 0) return absl::OkStatus();
+    const v1::LogFile& f = result.logs(index);
+    out.close();
+    if (!out) return absl::InternalError(absl::StrCat("log file ", f.name(), ": write failed"));
+    if (written != f.size_bytes()) {
+      return absl::DataLossError(absl::StrCat("log file ", f.name(), ": received ", written, " of ",
+                                              f.size_bytes(), " bytes"));
+    }
+    return absl::OkStatus();
+  };
+  while (reader->Read(&chunk)) {
+    if (index < 0 || chunk.artifact() != req.artifacts(index)) {
+      BLKLAB_RETURN_IF_ERROR(close());
+      if (++index >= req.artifacts_size() || chunk.artifact() != req.artifacts(index)) {
+        return absl::DataLossError(
+            absl::StrCat("the server sent artifact '", chunk.artifact().substr(0, 200), "' out of order"));
+      }
+      out.open(result.logs(index).name(), std::ios::binary | std::ios::trunc);
+      if (!out) return absl::InternalError(absl::StrCat("log file ", result.logs(index).name(), ": cannot create"));
+      written = 0;
+    }
+    if (chunk.offset() != written) {
+      return absl::DataLossError(absl::StrCat("log file ", result.logs(index).name(), ": chunk at offset ",
+                                              chunk.offset(), " where ", written, " was expected"));
+    }
+    out.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
+    written += static_cast<int64_t>(chunk.data().size());
+  }
+  const grpc::Status status = reader->Finish();
+  if (!status.ok()) return server::ToAbslStatus(status);
+  BLKLAB_RETURN_IF_ERROR(close());
+  if (index + 1 != req.artifacts_size()) {
+    return absl::DataLossError(absl::StrCat("the server sent ", index + 1, " of ", req.artifacts_size(), " log files"));
   }
   return absl::OkStatus();
 }
@@ -464,10 +509,8 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
   if (final_job.state() != v1::Job::SUCCEEDED) return JobExit(kPrefix, final_job);
 
   // fio writes each job's logs before the final report.
-  if (absl::Status ls = WriteResultLogs(final_job.result(), UserLogPrefixes(all_args)); !ls.ok()) {
-    return Exit(ls.code() == absl::StatusCode::kPermissionDenied ? grpc::StatusCode::PERMISSION_DENIED
-                                                                  : grpc::StatusCode::INVALID_ARGUMENT,
-                std::string(ls.message()));
+  if (absl::Status ls = WriteResultLogs(client, final_job, UserLogPrefixes(all_args)); !ls.ok()) {
+    return Exit(server::ToGrpcCode(ls.code()), std::string(ls.message()));
   }
   // fio's order: terse, json, normal.
   std::string text;

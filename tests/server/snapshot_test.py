@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.join(SRC, "clients", "python"))
 TMP = tempfile.mkdtemp(prefix="blklabd-snap.")
 os.environ["BLKLAB_PY_GEN"] = os.path.join(TMP, "pygen")
 from blklab_client import Client, job_pb2  # noqa: E402
+import grpc  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from blklabd_harness import Harness  # noqa: E402
 
@@ -45,8 +46,17 @@ failures = H.failures
 check = H.check
 
 
-def start_server(data_dir):
-    return H.start(data_dir, "--workers=2")
+def start_server(data_dir, *extra):
+    return H.start(data_dir, "--workers=2", *extra)
+
+
+def stop_server(server):
+    server.send_signal(signal.SIGTERM)
+    try:
+        server.wait(15)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait(5)
 
 
 def seconds(d):
@@ -111,19 +121,54 @@ def main():
         if final is not None:
             names = [l.name for l in final.result.logs]
             check("mx_bw.1.log" in names and "mx_clat.1.log" in names, "result logs by name: %s" % names)
-            bw = [l for l in final.result.logs if l.name == "mx_bw.1.log"]
-            check(bool(bw) and bw[0].content.count(b"\n") >= 20, "bw log has a line per 100 ms per direction")
+            # Jobs carry log names and sizes; the contents come in chunks.
+            check(all(not l.content and l.size_bytes > 0 for l in final.result.logs),
+                  "the final snapshot lists logs without contents: %s"
+                  % [(l.name, len(l.content), l.size_bytes) for l in final.result.logs])
+            arts = c.read_artifacts(j.name)
+            check(sorted(arts) == sorted("logs/" + n for n in names), "every log streamed: %s" % sorted(arts))
+            for l in final.result.logs:
+                check(len(arts.get("logs/" + l.name, b"")) == l.size_bytes, "%s: %d bytes streamed of %d"
+                      % (l.name, len(arts.get("logs/" + l.name, b"")), l.size_bytes))
+            bw = arts.get("logs/mx_bw.1.log", b"")
+            check(bw.count(b"\n") >= 20, "bw log has a line per 100 ms per direction")
+            small = c.read_artifacts(j.name, ["logs/mx_bw.1.log", "fio_json"], chunk_bytes=100)
+            check(small.get("logs/mx_bw.1.log") == bw, "100-byte chunks reassemble the same log")
+            check(small.get("fio_json", b"").startswith(b"{"), "fio_json is an artifact too")
+            try:
+                c.read_artifacts(j.name, ["logs/nope.log"])
+                check(False, "an unknown artifact is refused")
+            except grpc.RpcError as e:
+                check(e.code() == grpc.StatusCode.NOT_FOUND and "mx_bw.1.log" in e.details(),
+                      "an unknown artifact is NOT_FOUND, listing what exists: %s" % e.details())
             again = c.get_job(j.name)
             check([l.name for l in again.result.logs] == names, "logs are stored with the result")
+            check(all(not l.content for l in again.result.logs), "GetJob carries no log contents")
             basic = c.get_job(j.name, full=False)
             check(len(basic.result.logs) == 0, "BASIC view omits the logs")
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(5)
+        stop_server(server)
+    # Result size limits: logs above --max_log_bytes are dropped (the job
+    # FAILED with its figures), a result above --max_result_bytes is not kept.
+    server, addr = start_server(os.path.join(TMP, "data2"), "--max_log_bytes=20000", "--max_result_bytes=100000")
+    try:
+        c = Client(addr)
+        logged = c.wait(c.create_job_from_files(
+            {"mixed.fio": JOB.replace("runtime=3", "runtime=50ms")}, ["--write_lat_log=big", "mixed.fio"],
+            preset="default").name)
+        check(logged.state == job_pb2.Job.FAILED and "max_log_bytes = 20000" in logged.error.message
+              and logged.result.total_ios > 0 and len(logged.result.logs) == 0,
+              "logs above --max_log_bytes: FAILED, figures kept, logs dropped (%s: %s)"
+              % (job_pb2.Job.State.Name(logged.state), logged.error.message[:200]))
+        many = c.wait(c.create_job_from_files(
+            {"mixed.fio": JOB.replace("runtime=3", "runtime=20ms")}, ["--numjobs=8", "--output-format=json+",
+                                                                     "mixed.fio"], preset="default").name)
+        check(many.state == job_pb2.Job.FAILED and "max_result_bytes = 100000" in many.error.message
+              and not many.HasField("result"),
+              "a result above --max_result_bytes: FAILED without a result (%s: %s)"
+              % (job_pb2.Job.State.Name(many.state), many.error.message[:200]))
+    finally:
+        stop_server(server)
     if failures:
         print("%d failure(s); blklabd log: %s" % (len(failures), os.path.join(TMP, "blklabd.log")))
         sys.exit(1)

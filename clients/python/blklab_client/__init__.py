@@ -139,6 +139,24 @@ class Client:
                 return snap.final_job
         return self.get_job(name)
 
+    def read_artifacts(self, name, artifacts=(), chunk_bytes=0, timeout=600.0):
+        """Reads artifacts of a finished job through the ReadJobArtifacts stream.
+
+        `artifacts`: "logs/FILE", "fio_normal", "fio_json", "fio_json_plus",
+        "fio_terse"; empty: every log file. Returns {artifact: bytes}, each
+        assembled from its chunks (offsets checked).
+        """
+        req = service_pb2.ReadJobArtifactsRequest(name=name, artifacts=list(artifacts), chunk_bytes=chunk_bytes)
+        out = {}
+        for chunk in self.jobs.ReadJobArtifacts(req, **self._kw(timeout)):
+            buf = out.setdefault(chunk.artifact, bytearray())
+            if chunk.offset != len(buf):
+                raise RuntimeError(f"{chunk.artifact}: chunk at offset {chunk.offset}, expected {len(buf)}")
+            buf += chunk.data
+        for name_, buf in out.items():
+            out[name_] = bytes(buf)
+        return out
+
     def health_check(self, service=""):
         return self.health.Check(health_pb2.HealthCheckRequest(service=service), timeout=self.timeout).status
 
