@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "engine/util/status_macros.h"
 #include "engine/workload/value_syntax.h"
+#include "server/log.h"
 #include "server/proto_time.h"
 #include "server/resource_name.h"
 
@@ -394,33 +395,78 @@ absl::Status Store::UpdateJob(const v1::Job& job) {
   return absl::OkStatus();
 }
 
-// Columns: seq, job, result_json, result_normal, result.
+// Columns: seq, job, result_json, result_normal, result, id, state,
+// create_ms. A row whose blobs do not parse (or name another job) is
+// quarantined, not an error: the job reads as FAILED with DATA_LOSS naming
+// what is damaged, from the plain columns, and the row stays as it is for
+// inspection. One bad row never blocks start-up or a listing.
 absl::StatusOr<v1::Job> Store::ReadJob(sqlite3_stmt* st, bool full) {
+  const std::string id = Column(st, 5);
+  auto quarantined = [&](v1::Job job, const std::string& what) {
+    if (sqlite3_column_int(st, 6) != v1::Job::FAILED) quarantine_.push_back(id);
+    job.set_name(absl::StrCat("jobs/", id));
+    job.set_state(v1::Job::FAILED);
+    if (!job.has_create_time()) SetTimestamp(absl::FromUnixMillis(sqlite3_column_int64(st, 7)), job.mutable_create_time());
+    job.clear_result();
+    job.mutable_error()->set_code(static_cast<int>(absl::StatusCode::kDataLoss));
+    job.mutable_error()->set_message(absl::StrCat(
+        "store: the stored ", what, " of jobs/", id,
+        " does not parse; the row is quarantined (kept as is, the job reads as FAILED)"));
+    return job;
+  };
   v1::Job job;
-  if (!job.ParseFromString(Column(st, 1))) return absl::DataLossError("store: a job row does not parse");
+  if (!job.ParseFromString(Column(st, 1)) || job.name() != absl::StrCat("jobs/", id)) {
+    return quarantined(v1::Job(), absl::StrCat("definition (", sqlite3_column_bytes(st, 1), " bytes)"));
+  }
+  if (sqlite3_column_int(st, 6) == v1::Job::FAILED && job.state() != v1::Job::FAILED) {
+    // Quarantined before, for its result (the definition still parses).
+    return quarantined(std::move(job), "result");
+  }
   if (!full) {
     job.clear_resolved_host();
     return job;
   }
   if (sqlite3_column_type(st, 4) != SQLITE_NULL) {
     v1::JobResult* r = job.mutable_result();
-    if (!r->ParseFromString(Column(st, 4))) return absl::DataLossError("store: a job result does not parse");
+    if (!r->ParseFromString(Column(st, 4))) {
+      return quarantined(std::move(job), absl::StrCat("result (", sqlite3_column_bytes(st, 4), " bytes)"));
+    }
     r->set_fio_json(Column(st, 2));
     r->set_fio_normal(Column(st, 3));
   }
   return job;
 }
 
+absl::Status Store::FlushQuarantine() {
+  // The rows ReadJob quarantined read as FAILED; their state column says so
+  // from now on, so that state filters and restarts agree with the reads.
+  std::vector<std::string> ids;
+  ids.swap(quarantine_);
+  for (const std::string& id : ids) {
+    Log("warn", "job_quarantined", {{"job", absl::StrCat("jobs/", id)}, {"error", "a stored blob does not parse"}});
+    absl::StatusOr<sqlite3_stmt*> up = Prepare("UPDATE jobs SET state = ? WHERE id = ?");
+    if (!up.ok()) return up.status();
+    sqlite3_bind_int(*up, 1, v1::Job::FAILED);
+    BindText(*up, 2, id);
+    if (sqlite3_step(*up) != SQLITE_DONE) return Error("quarantine jobs/" + id);
+    sqlite3_reset(*up);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::Job> Store::GetJob(const std::string& id, bool full) {
   CallLock lock(this);
   absl::StatusOr<sqlite3_stmt*> st =
-      Prepare("SELECT seq, job, result_json, result_normal, result FROM jobs WHERE id = ?");
+      Prepare("SELECT seq, job, result_json, result_normal, result, id, state, create_ms FROM jobs WHERE id = ?");
   if (!st.ok()) return st.status();
   BindText(*st, 1, id);
   const int rc = sqlite3_step(*st);
   if (rc == SQLITE_DONE) return absl::NotFoundError(absl::StrCat("jobs/", id, " not found"));
   if (rc != SQLITE_ROW) return Error("get job");
-  return ReadJob(*st, full);
+  absl::StatusOr<v1::Job> job = ReadJob(*st, full);
+  sqlite3_reset(*st);
+  BLKLAB_RETURN_IF_ERROR(FlushQuarantine());
+  return job;
 }
 
 absl::StatusOr<std::optional<v1::Job>> Store::FindJobByRequestId(const std::string& request_id,
@@ -432,7 +478,7 @@ absl::StatusOr<std::optional<v1::Job>> Store::FindJobByRequestId(const std::stri
   sqlite3_bind_int64(*release, 2, not_before_ms);
   if (sqlite3_step(*release) != SQLITE_DONE) return Error("release request id");
   absl::StatusOr<sqlite3_stmt*> st =
-      Prepare("SELECT seq, job, result_json, result_normal, result FROM jobs WHERE request_id = ?");
+      Prepare("SELECT seq, job, result_json, result_normal, result, id, state, create_ms FROM jobs WHERE request_id = ?");
   if (!st.ok()) return st.status();
   BindText(*st, 1, request_id);
   const int rc = sqlite3_step(*st);
@@ -440,6 +486,8 @@ absl::StatusOr<std::optional<v1::Job>> Store::FindJobByRequestId(const std::stri
   if (rc != SQLITE_ROW) return Error("find job");
   absl::StatusOr<v1::Job> job = ReadJob(*st, /*full=*/true);
   if (!job.ok()) return job.status();
+  sqlite3_reset(*st);
+  BLKLAB_RETURN_IF_ERROR(FlushQuarantine());
   return std::optional<v1::Job>(*std::move(job));
 }
 
@@ -457,7 +505,7 @@ absl::StatusOr<Store::JobPage> Store::ListJobs(const JobFilter& filter, int64_t 
                                                bool full) {
   CallLock lock(this);
   // One statement shape per filter shape; each is prepared once.
-  std::string sql = "SELECT seq, job, result_json, result_normal, result FROM jobs WHERE seq < ?";
+  std::string sql = "SELECT seq, job, result_json, result_normal, result, id, state, create_ms FROM jobs WHERE seq < ?";
   if (filter.state) sql += " AND state = ?";
   if (filter.host) sql += " AND host = ?";
   if (filter.preset) sql += " AND preset = ?";
@@ -487,13 +535,14 @@ absl::StatusOr<Store::JobPage> Store::ListJobs(const JobFilter& filter, int64_t 
   }
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) return Error("list jobs");
   sqlite3_reset(*st);
+  BLKLAB_RETURN_IF_ERROR(FlushQuarantine());
   return page;
 }
 
 absl::StatusOr<std::vector<v1::Job>> Store::UnfinishedJobs() {
   CallLock lock(this);
   absl::StatusOr<sqlite3_stmt*> st = Prepare(
-      "SELECT seq, job, result_json, result_normal, result FROM jobs WHERE state IN (?, ?) ORDER BY seq");
+      "SELECT seq, job, result_json, result_normal, result, id, state, create_ms FROM jobs WHERE state IN (?, ?) ORDER BY seq");
   if (!st.ok()) return st.status();
   sqlite3_bind_int(*st, 1, v1::Job::QUEUED);
   sqlite3_bind_int(*st, 2, v1::Job::RUNNING);
@@ -502,9 +551,12 @@ absl::StatusOr<std::vector<v1::Job>> Store::UnfinishedJobs() {
   while ((rc = sqlite3_step(*st)) == SQLITE_ROW) {
     absl::StatusOr<v1::Job> job = ReadJob(*st, /*full=*/true);
     if (!job.ok()) return job.status();
+    if (job->state() == v1::Job::FAILED) continue;  // quarantined: it cannot run again
     out.push_back(*std::move(job));
   }
   if (rc != SQLITE_DONE) return Error("unfinished jobs");
+  sqlite3_reset(*st);
+  BLKLAB_RETURN_IF_ERROR(FlushQuarantine());
   return out;
 }
 

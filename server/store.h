@@ -18,6 +18,10 @@
 //
 // Opening refuses, naming the file, a store that is empty (0 bytes), fails
 // SQLite's quick_check, or is another program's database (application_id).
+// A single job row whose blobs do not parse is quarantined, not fatal: reads
+// return the job as FAILED with DATA_LOSS naming the damaged part, the row's
+// state column becomes FAILED (so filters and restarts agree; it never runs
+// again), and the blobs stay as they are for inspection.
 //
 // Invariants: a job row with state SUCCEEDED has its result columns set (the
 //   state and the result are written in the same statement).
@@ -128,11 +132,14 @@ class Store {
   absl::StatusOr<std::string> QueryText(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Error(const std::string& what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<v1::Job> ReadJob(sqlite3_stmt* st, bool full) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Marks the rows ReadJob found unparsable FAILED in their state column.
+  absl::Status FlushQuarantine() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;
   const std::string path_;  // the database file
   sqlite3* db_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, sqlite3_stmt*, std::less<>> statements_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> quarantine_ ABSL_GUARDED_BY(mu_);  // ids ReadJob found unparsable
 };
 
 }  // namespace blklab::server

@@ -173,6 +173,61 @@ TEST(StoreTest, DamagedEmptyOrForeignFilesAreRefusedAtOpen) {
   }
 }
 
+// A row that does not parse is quarantined: its job reads as FAILED with
+// DATA_LOSS naming it, listings and start-up go on, and an unfinished one is
+// not run again.
+TEST(StoreTest, UnparsableRowsAreQuarantinedNotFatal) {
+  const std::string dir = TempDir();
+  {
+    auto store = Store::Open(dir);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->InsertJob(MakeJob("good", v1::Job::QUEUED)).ok());
+    ASSERT_TRUE((*store)->InsertJob(MakeJob("queued", v1::Job::QUEUED)).ok());
+    v1::Job done = MakeJob("done", v1::Job::QUEUED);
+    ASSERT_TRUE((*store)->InsertJob(done).ok());
+    done.set_state(v1::Job::SUCCEEDED);
+    done.mutable_result()->set_total_ios(3);
+    ASSERT_TRUE((*store)->UpdateJob(done).ok());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir + "/blklab.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "UPDATE jobs SET job = x'ffffffff0102' WHERE id = 'queued';"
+                         "UPDATE jobs SET result = x'ffffffffffff' WHERE id = 'done';",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto store = Store::Open(dir);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto unfinished = (*store)->UnfinishedJobs();
+  ASSERT_TRUE(unfinished.ok()) << unfinished.status();
+  ASSERT_EQ(unfinished->size(), 1u);
+  EXPECT_EQ((*unfinished)[0].name(), "jobs/good");
+  auto queued = (*store)->GetJob("queued", true);
+  ASSERT_TRUE(queued.ok()) << queued.status();
+  EXPECT_EQ(queued->state(), v1::Job::FAILED);
+  EXPECT_EQ(queued->error().code(), static_cast<int>(absl::StatusCode::kDataLoss));
+  EXPECT_NE(queued->error().message().find("jobs/queued"), std::string::npos) << queued->error().message();
+  auto done = (*store)->GetJob("done", true);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->state(), v1::Job::FAILED);
+  EXPECT_FALSE(done->has_result());
+  EXPECT_NE(done->error().message().find("result"), std::string::npos) << done->error().message();
+  auto basic = (*store)->GetJob("done", false);  // after the full read found the damage
+  ASSERT_TRUE(basic.ok()) << basic.status();
+  EXPECT_EQ(basic->state(), v1::Job::FAILED);
+  auto page = (*store)->ListJobs(JobFilter{}, 0, 10, true);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(page->jobs.size(), 3u);
+  // The quarantined unfinished job stays out of later restarts.
+  auto again = (*store)->UnfinishedJobs();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->size(), 1u);
+  auto failed = (*store)->ListJobs(JobFilter{.state = v1::Job::FAILED}, 0, 10, false);
+  ASSERT_TRUE(failed.ok());
+  EXPECT_EQ(failed->jobs.size(), 2u);
+}
+
 // A request id older than the caller's horizon is released: the lookup
 // finds nothing, and a new job may take the id.
 TEST(StoreTest, ExpiredRequestIdIsReleasedForANewJob) {
