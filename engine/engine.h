@@ -62,6 +62,9 @@ struct RunRequest {
   // A multiple of the slice length (snapshot_interval_ns) gives intervals
   // of exactly this length.
   int64_t status_interval_ns = 0;
+  // Record CPU time by call stack (KernelReport::stacks, flame graphs).
+  // Off by default: it costs a hash lookup per charged step.
+  bool collect_stacks = false;
 };
 
 struct RunResult;

@@ -90,6 +90,9 @@ absl::Status BuildKernelReportFor(const std::string& host_name, Simulation& s, s
                      return a.mode < b.mode;
                    });
   k.contention_pct = k.busy_ns > 0 ? 100.0 * static_cast<double>(slowpath) / k.busy_ns : 0;
+  if (const sim::StackProfile* stacks = m.stacks(); stacks != nullptr && final) {
+    for (auto& [stack, ns] : stacks->Folded(fns)) k.stacks.push_back({std::move(stack), ns});
+  }
   std::map<std::string, stats::LockRow> locks;  // ordered by name: deterministic
   for (const sim::SpinLock* l : m.locks()) {
     const sim::LockStats& st = l->stats();

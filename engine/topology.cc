@@ -371,6 +371,7 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
   s.plan = std::move(plan);
 
   BLKLAB_RETURN_IF_ERROR(BuildPlatform(req.host, s.plan.clone_disk, s));
+  if (req.collect_stacks) s.machine->EnableStacks();
 
   // Clones: one simulated fio thread each; stonewall opens a new wave.
   uint32_t wave = 0;

@@ -187,6 +187,21 @@ for h in --help -h; do
   fi
 done
 
+# --folded / --flame: CPU time by call stack, folded and as an SVG flame
+# graph; the report is the same as without them.
+if "$BLKLAB" fio --name=t --filename=/dev/nullb0 --ioengine=libaio --rw=randread --iodepth=8 --runtime=20ms \
+     --time_based --output-format=json --folded="$TMP/st.folded" --flame="$TMP/st.svg" >"$TMP/st.json" 2>"$TMP/st.err" &&
+   "$BLKLAB" fio --name=t --filename=/dev/nullb0 --ioengine=libaio --rw=randread --iodepth=8 --runtime=20ms \
+     --time_based --output-format=json >"$TMP/st-plain.json" 2>>"$TMP/st.err" &&
+   cmp -s "$TMP/st.json" "$TMP/st-plain.json" &&
+   grep -q '^fio/t;__x64_sys_io_submit;blk_mq_submit_bio;[^ ]* [0-9][0-9]*$' "$TMP/st.folded" &&
+   grep -q '^fio/t;__x64_sys_io_getevents;[^ ]* [0-9][0-9]*$' "$TMP/st.folded" &&
+   python3 -c 'import sys, xml.etree.ElementTree as ET; ET.parse(sys.argv[1])' "$TMP/st.svg"; then
+  pass "--folded and --flame write the call stacks; the report does not change"
+else
+  fail "--folded/--flame: $(head -c 300 "$TMP/st.err"; head -5 "$TMP/st.folded" 2>/dev/null)"
+fi
+
 # Options that change what a job does but are not modelled are refused by
 # name, never run without them.
 for opt in --verify=md5; do

@@ -221,6 +221,23 @@ for name in ("iops-vs-iodepth.svg", "p99-vs-iodepth.svg"):
     assert len(lines) == 2 and all(len(e.get("points").split()) == 2 for e in lines), name
 html = open(f"{d}/report.html").read()
 assert html.count("<svg ") == 6 and "<pre>" in html and "IOPS" in html
+# Flame graphs: one per row, a differential one per row of the variant, the
+# folded stacks; all linked from the report.
+import glob, os, re
+flames = sorted(f for f in glob.glob(f"{d}/flame-*.svg") if not os.path.basename(f).startswith("flame-diff-"))
+diffs = sorted(glob.glob(f"{d}/flame-diff-*.svg"))
+folded = sorted(glob.glob(f"{d}/*.folded"))
+assert (len(flames), len(diffs), len(folded)) == (4, 2, 4), (flames, diffs, folded)
+for f in flames + diffs:
+    root = ET.parse(f).getroot()
+    assert len([g for g in root.iter(NS + "g") if g.get("class") == "frame"]) > 10, f
+    assert "blk_mq_submit_bio" in open(f).read(), f
+for f in folded:
+    lines = open(f).read().splitlines()
+    assert lines and all(re.fullmatch(r"[^ ].* [0-9]+", l) for l in lines), f
+    assert any(l.startswith("fio/t;__x64_sys_io_uring_enter;") for l in lines), f
+for f in flames + diffs + folded:
+    assert f'href="{os.path.basename(f)}"' in html, f
 # RC3's stall: the merged kernel runs, the shortcut stalls.
 s = sys.argv[2]
 root = svg(s, "iops.svg")
@@ -240,7 +257,7 @@ assert len(cells) == 4, len(cells)  # one variant (the baseline) x 2 iodepths x 
 assert open(f"{sys.argv[1]}/report.html").read().count("<svg ") == 7
 EOF
 then
-  pass "--plot: five files, one bar per row, whiskers for samples, stalled rows marked, a qd x numjobs grid"
+  pass "--plot: five files, one bar per row, whiskers for samples, stalled rows marked, a qd x numjobs grid, flame graphs"
 else
   fail "--plot: $(head -c 600 "$TMP/plot.err")"
 fi

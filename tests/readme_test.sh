@@ -24,7 +24,7 @@ mkdir -p "$HOME"
 cd "$SRC" || exit 1
 # Files the README's commands write into the working directory.
 cleanup() {
-  rm -f "$SRC/out.json"
+  rm -f "$SRC/out.json" "$SRC/flame.svg" "$SRC/stacks.folded"
   jobs -p | xargs -r kill 2>/dev/null
   rm -rf "$TMP"
 }

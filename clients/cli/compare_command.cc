@@ -42,7 +42,9 @@ constexpr char kUsage[] =
     "           [--format=table|markdown|csv|json] [--plot=DIR] -- FIO-ARGS...\n"
     "           [--baseline=NAME] [--dry-run]\n"
     "       blklab compare SPEC.yaml [--jobs=N] [--format=table|markdown|csv|json] [--plot=DIR] [--dry-run]\n"
-    "  --plot=DIR  also write iops.svg, contention.svg, cpu.svg, latency.svg and report.html there\n";
+    "  --plot=DIR  also write iops.svg, contention.svg, cpu.svg, latency.svg and report.html there,\n"
+    "              and per row a flame graph of the simulated kernel (flame-ROW.svg, ROW.folded) and,\n"
+    "              for each variant, a differential one against the baseline (flame-diff-ROW.svg)\n";
 
 constexpr int kMaxCells = 4096;
 constexpr int kMaxSamples = 1000;
@@ -72,6 +74,7 @@ struct Comparison {
   std::vector<Axis> axes;
   int samples = 1;
   uint64_t seed = 0;
+  bool collect_stacks = false;  // --plot: cells record call stacks for flame graphs
 };
 
 struct Cell {
@@ -96,6 +99,7 @@ struct CellResult {
   std::vector<std::pair<std::string, double>> jobs;
   std::vector<stats::ProfileRow> profile;
   std::vector<stats::LockRow> locks;
+  std::vector<stats::StackRow> stacks;  // with --plot only
   // Non-empty when the cell's run stalled (a result of the configuration,
   // e.g. RC3's shortcut): the engine's message; the figures above are 0.
   std::string stalled;
@@ -308,6 +312,7 @@ absl::StatusOr<RunRequest> PrepareCell(const Comparison& c, const Cell& cell) {
   req.host = std::move(host);
   req.jobs = std::move(parsed.jobs);
   req.seed = c.seed;
+  req.collect_stacks = c.collect_stacks;
   BLKLAB_RETURN_IF_ERROR(ValidateRun(req));
   return req;
 }
@@ -351,6 +356,7 @@ absl::StatusOr<CellResult> RunCell(const Comparison& c, const Cell& cell) {
   r.kernel_sys_pct = run.kernel.sys_pct;
   r.profile = std::move(run.kernel.profile);
   r.locks = std::move(run.kernel.locks);
+  r.stacks = std::move(run.kernel.stacks);
   return r;
 }
 
@@ -889,6 +895,11 @@ PlotInput PlotInputFor(const Comparison& c, const Results& res) {
     p.sys_pct = first.sys_pct;
     p.clat_percentiles = first.clat_percentiles;
     p.stalled = row.stalled;
+    p.stacks = first.stacks;
+    p.is_baseline = row.variant == 0;
+    for (size_t k = 0; k < res.rows.size(); ++k) {
+      if (res.rows[k].point == row.point && res.rows[k].variant == 0) p.baseline_row = static_cast<int>(k);
+    }
     in.rows.push_back(std::move(p));
   }
   return in;
@@ -1044,6 +1055,7 @@ int RunCompareCommand(const std::vector<std::string>& args) {
     std::cout << std::flush;
     return s.ok() ? 0 : Fail(s);
   }
+  c.collect_stacks = !plot_dir.empty();
   if (absl::Status s = RunCells(c, jobs, res); !s.ok()) return Fail(s);
   Summarize(c, res);
   if (!plot_dir.empty()) {

@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/report/flame_graph.h"
 #include "engine/util/file.h"
 
 namespace blklab::cli {
@@ -26,20 +27,7 @@ constexpr const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", 
                                     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 constexpr int kPaletteSize = sizeof(kPalette) / sizeof(kPalette[0]);
 
-std::string Escape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out.push_back(c);
-    }
-  }
-  return out;
-}
+std::string Escape(const std::string& s) { return report::XmlEscape(s); }
 
 std::string Header(int width, int height, const std::string& title) {
   return absl::StrFormat(
@@ -471,8 +459,35 @@ std::string ReportHtml(const PlotInput& in) {
   for (const std::string& svg : {IopsSvg(in), ContentionSvg(in), CpuSvg(in), LatencySvg(in)}) out += svg;
   for (const auto& [name, svg] : SweepSvgs(in)) out += svg;
   out += GridSvg(in);
+  bool any = false;
+  for (const PlotRow& r : in.rows) {
+    if (r.stacks.empty()) continue;
+    if (!any) out += "<h2>Flame graphs of the simulated kernel</h2>\n<ul>\n";
+    any = true;
+    const std::string slug = RowSlug(r);
+    out += "<li>" + Escape(r.label) + ": <a href=\"flame-" + slug + ".svg\">flame graph</a>";
+    if (!r.is_baseline && r.baseline_row >= 0) {
+      out += ", <a href=\"flame-diff-" + slug + ".svg\">against " + Escape(in.rows[r.baseline_row].label) + "</a>";
+    }
+    out += ", <a href=\"" + slug + ".folded\">folded</a></li>\n";
+  }
+  if (any) out += "</ul>\n";
   out += "</body>\n</html>\n";
   return out;
+}
+
+std::string RowSlug(const PlotRow& row) {
+  std::string out;
+  for (char ch : row.label) {
+    const bool keep = std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_';
+    if (keep) {
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    } else if (!out.empty() && out.back() != '-') {
+      out += '-';
+    }
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.empty() ? "row" : out;
 }
 
 absl::Status WritePlots(const std::string& dir, const PlotInput& in) {
@@ -485,6 +500,18 @@ absl::Status WritePlots(const std::string& dir, const PlotInput& in) {
   };
   for (auto& f : SweepSvgs(in)) files.push_back(std::move(f));
   if (std::string grid = GridSvg(in); !grid.empty()) files.emplace_back("grid.svg", std::move(grid));
+  for (const PlotRow& r : in.rows) {
+    if (r.stacks.empty()) continue;
+    const std::string slug = RowSlug(r);
+    files.emplace_back("flame-" + slug + ".svg",
+                       report::FlameGraphSvg(r.stacks, r.label + ": simulated CPU time by call stack"));
+    files.emplace_back(slug + ".folded", report::FoldedStacks(r.stacks));
+    if (!r.is_baseline && r.baseline_row >= 0 && !in.rows[r.baseline_row].stacks.empty()) {
+      files.emplace_back("flame-diff-" + slug + ".svg",
+                         report::DiffFlameGraphSvg(in.rows[r.baseline_row].stacks, r.stacks,
+                                                   r.label + " against " + in.rows[r.baseline_row].label));
+    }
+  }
   for (const auto& [name, text] : files) {
     const std::string path = (std::filesystem::path(dir) / name).string();
     if (absl::Status s = util::WriteStringToFile(path, text, "--plot"); !s.ok()) return s;

@@ -18,6 +18,13 @@
 //   grid.svg        for a matrix of exactly two numeric axes (iodepth x
 //                   numjobs): an IOPS heat map per variant
 //   report.html     the text table and every chart, no external files
+//                   (it links the flame graphs, which are large)
+//   flame-ROW.svg, ROW.folded
+//                   per row with stacks: a flame graph of its simulated
+//                   kernel profile and the folded stacks
+//   flame-diff-ROW.svg
+//                   per row of a variant: its flame graph coloured by the
+//                   change against the baseline's row of the same point
 //
 // Invariants: the output depends only on the input (no clock, no locale);
 //  every label is XML-escaped; a stalled row has no bar and says so.
@@ -32,6 +39,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "engine/stats/kernel_report.h"
 
 namespace blklab::cli {
 
@@ -45,6 +53,10 @@ struct PlotRow {
   // (percentile, clat in ns) of the row's first sample, ascending.
   std::vector<std::pair<double, uint64_t>> clat_percentiles;
   bool stalled = false;
+  // CPU time by call stack of the row's first sample (flame graphs).
+  std::vector<stats::StackRow> stacks;
+  bool is_baseline = false;
+  int baseline_row = -1;  // the row of the same point in the baseline variant
 };
 
 struct PlotInput {
@@ -65,6 +77,8 @@ std::vector<std::pair<std::string, std::string>> SweepSvgs(const PlotInput& in);
 std::string GridSvg(const PlotInput& in);
 // The HTML report embedding the table and every chart.
 std::string ReportHtml(const PlotInput& in);
+// The file-name stem of a row ("before, iodepth=4" -> "before-iodepth-4").
+std::string RowSlug(const PlotRow& row);
 
 // Writes the five files into `dir` (created if missing). Errors name the
 // file.

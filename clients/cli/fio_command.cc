@@ -26,6 +26,7 @@
 #include "engine/util/status_macros.h"
 #include "engine/wall_clock.h"
 #include "engine/host/presets.h"
+#include "engine/report/flame_graph.h"
 #include "engine/report/num2str.h"
 #include "engine/report/report.h"
 #include "engine/workload/option_help.h"
@@ -164,6 +165,17 @@ absl::StatusOr<BlklabOptions> SplitBlklabOptions(const std::vector<std::string>&
       if (a != "--perf-top" && (!absl::SimpleAtoi(a.substr(11), &out.perf_top) || out.perf_top <= 0)) {
         return absl::InvalidArgumentError("--perf-top: not a positive integer: " + a.substr(11));
       }
+    } else if (absl::StartsWith(a, "--folded=") || absl::StartsWith(a, "--flame=")) {
+      const bool folded = absl::StartsWith(a, "--folded=");
+      const std::string file = a.substr(folded ? 9 : 8);
+      const char* name = folded ? "--folded" : "--flame";
+      if (site == RunSite::kRemote) {
+        return absl::UnimplementedError(absl::StrCat(
+            name, ": not available with --server yet (run in-process, or compare the runs with blklab compare "
+                  "--plot)"));
+      }
+      if (file.empty()) return absl::InvalidArgumentError(absl::StrCat(name, ": needs a file name"));
+      (folded ? out.folded_file : out.flame_file) = file;
     } else {
       out.fio_args.push_back(a);
     }
@@ -256,6 +268,7 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   req.host = *host;
   req.jobs = parsed->jobs;
   req.seed = seed;
+  req.collect_stacks = !options->folded_file.empty() || !options->flame_file.empty();
 
   // fio's progress line: --eta=always, or auto when stdout is a terminal;
   // never when stdout carries only terse/json output (it would corrupt it).
@@ -318,6 +331,18 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   if (!run.ok()) return Fail(run.status());
   // fio writes each job's logs when the job ends, before the final report.
   if (absl::Status s = WriteLogFiles(run->logs); !s.ok()) return Fail(s);
+  if (!options->folded_file.empty()) {
+    absl::Status s = util::WriteStringToFile(options->folded_file, report::FoldedStacks(run->kernel.stacks),
+                                             "--folded file");
+    if (!s.ok()) return Fail(s);
+  }
+  if (!options->flame_file.empty()) {
+    absl::Status s = util::WriteStringToFile(
+        options->flame_file,
+        report::FlameGraphSvg(run->kernel.stacks, absl::StrCat("blklab fio on ", req.host.name, ": simulated CPU time")),
+        "--flame file");
+    if (!s.ok()) return Fail(s);
+  }
 
   report::ReportInput input = BuildReport(req, *run, WallClockNow(), /*with_kernel_report=*/true);
   input.with_preamble = !early_preamble;
@@ -331,10 +356,12 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
 std::string FioUsage() {
   // fio's --help layout: the invocation, then each option and what it does.
   return "fio-3.33 (blklab: run against a simulated host)\n"
-         "blklab fio [--host=PRESET|FILE] [--seed=N] [--perf-top[=N]] [options] [job options] <job file(s)>\n"
+         "blklab fio [--host=PRESET|FILE] [--seed=N] [--perf-top[=N]] [--folded=FILE] [--flame=FILE.svg] [options] [job options] <job file(s)>\n"
          "  --host=PRESET|FILE\tThe simulated host: a preset name or a host spec file (default: $BLKLAB_HOST, else default)\n"
          "  --seed=N\t\tSeed of the simulation (fio's randseed= still seeds each job's offsets)\n"
          "  --perf-top[=N]\t\tPrint the simulated kernel's profile, N rows\n"
+         "  --folded=file\t\tWrite CPU time by call stack, folded (flamegraph.pl, inferno, speedscope read it)\n"
+         "  --flame=file.svg\tWrite the same as an SVG flame graph\n"
          "  --output=file\t\tWrite the report to file\n"
          "  --output-format=type\tnormal, terse, json or json+ (several, comma separated)\n"
          "  --minimal\t\tTerse output\n"

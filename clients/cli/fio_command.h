@@ -48,6 +48,8 @@ struct BlklabOptions {
   uint64_t seed = 0;                // --seed=N
   bool realtime = false;            // --pace=realtime|fast (remote runs only)
   int perf_top = 0;                 // --perf-top[=N] rows, 0: off (local runs only)
+  std::string folded_file;          // --folded=FILE: CPU time by call stack, folded (local runs only)
+  std::string flame_file;           // --flame=FILE.svg: the same as a flame graph (local runs only)
   std::vector<std::string> fio_args;
 };
 

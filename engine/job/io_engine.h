@@ -173,6 +173,7 @@ sim::Task IoContext::SleepUntilCompleted(uint32_t min, F on_wake) {
 template <typename PerIo, typename After>
 sim::Task SubmitBatch(IoContext& ctx, std::vector<IoU*>& batch, sim::FnId syscall_fn, PerIo per_io,
                       After after) {
+  sim::StackFrame frame(ctx.cpu, syscall_fn);
   ctx.cpu.Charge(syscall_fn, ctx.kernel.costs().syscall_entry_exit);
   model::Plug plug;
   model::Plug* p = nullptr;

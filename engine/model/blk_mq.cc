@@ -338,6 +338,7 @@ sim::Task RequestQueue::GetRequestSlow(sim::Cpu& cpu, Bio* bio, Plug* plug, Requ
 }
 
 sim::Task RequestQueue::SubmitBio(sim::Cpu& cpu, Bio* bio, Plug* plug) {
+  sim::StackFrame frame(cpu, kernel_.fn.blk_mq_submit_bio);
   const auto& c = kernel_.costs();
   const host::Knobs& k = kernel_.knobs();
   kernel_.Count(Counter::k_submit_bio);
@@ -457,6 +458,7 @@ sim::Task RequestQueue::InsertAndRun(sim::Cpu& cpu, Request* rq, bool run_async)
 }
 
 sim::Task RequestQueue::IssueDirectly(sim::Cpu& cpu, Request* rq, bool last, BlkStatus* status_out) {
+  sim::StackFrame frame(cpu, kernel_.fn.blk_mq_try_issue_directly);
   // blk_mq_try_issue_directly -> __blk_mq_issue_directly -> ->queue_rq.
   // REQUIRES: the caller has Synced and the hctx is not stopped.
   Hctx* hctx = rq->mq_hctx;
@@ -511,6 +513,7 @@ sim::Task RequestQueue::FlushPlug(sim::Cpu& cpu, Plug* plug, bool from_schedule)
   }
   RequestQueue* q = plug->mq_list.front()->q;
   Kernel& kernel = q->kernel_;
+  sim::StackFrame frame(cpu, kernel.fn.blk_mq_flush_plug_list);
   kernel.Count(Counter::k_plug_flush);
   RequestList list;
   list.splice_tail(plug->mq_list);
@@ -617,6 +620,7 @@ sim::Task RequestQueue::RequeueWork::Run(sim::Cpu& cpu) {
 }
 
 sim::Task RequestQueue::RunHwQueues(sim::Cpu& cpu) {
+  sim::StackFrame frame(cpu, kernel_.fn.blk_mq_run_hw_queues);
   if (kernel_.knobs().skip_run_queues_without_elevator && !elevator_) co_return;
   for (auto& h : hctxs_) {
     if (!h->stopped()) co_await h->Run(cpu);
@@ -706,6 +710,7 @@ bool RequestQueue::CompleteRequestRemote(sim::Cpu& cpu, Request* rq) {
 void RequestQueue::MqOpsComplete(sim::Cpu& cpu, Request* rq) { driver_->Complete(cpu, rq); }
 
 sim::Task RequestQueue::Poll(sim::Cpu& cpu, int* completed) {
+  sim::StackFrame frame(cpu, kernel_.fn.blk_hctx_poll);
   // blk_hctx_poll -> ->poll on the poll queue this CPU maps to.
   Hctx* hctx = MapQueue(cpu.id(), /*polled=*/true);
   cpu.Charge(kernel_.fn.blk_hctx_poll, kernel_.costs().io_poll_per_call);

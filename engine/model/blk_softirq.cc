@@ -31,6 +31,7 @@ void BlkCpuDone::SendIpi(sim::Cpu& cpu, Request* rq, int target) {
 }
 
 sim::Task BlkCpuDone::CompletionIpi::Handle(sim::Cpu& cpu, uint64_t) {
+  sim::StackFrame frame(cpu, d_->kernel_.fn.generic_smp_call_function_single_interrupt);
   Kernel& k = d_->kernel_;
   k.Count(Counter::k_hardirq);
   // ipi_receive covers the hardirq and the BLOCK_SOFTIRQ it raises; the
@@ -42,6 +43,7 @@ sim::Task BlkCpuDone::CompletionIpi::Handle(sim::Cpu& cpu, uint64_t) {
 }
 
 sim::Task BlkCpuDone::DoneSoftirq::Handle(sim::Cpu& cpu, uint64_t) {
+  sim::StackFrame frame(cpu, d_->kernel_.fn.blk_done_softirq);
   Kernel& k = d_->kernel_;
   k.Count(Counter::k_block_softirq);
   cpu.Charge(k.fn.blk_done_softirq, k.costs().softirq_entry_exit);

@@ -84,6 +84,7 @@ sim::Task QueueTimeout::TimerIrq::Handle(sim::Cpu& cpu, uint64_t) {
 }
 
 sim::Task QueueTimeout::Work::Run(sim::Cpu& cpu) {
+  sim::StackFrame frame(cpu, t_->fn_timeout_work_);
   // blk_mq_timeout_work: walk the busy tags for an expired request
   // (blk_mq_check_expired stops at the first); if one is found, walk again
   // handing every expired one to blk_mq_rq_timed_out (blk_mq_handle_expired);
@@ -141,6 +142,7 @@ sim::Task QueueTimeout::WalkAll(sim::Cpu& cpu, sim::SimTime* next, bool* expired
 
 sim::Task QueueTimeout::BusyIter(sim::Cpu& cpu, Tags& tags, Hctx* hctx, sim::SimTime* next, bool* expired,
                                  bool handle) {
+  sim::StackFrame frame(cpu, fn_for_each_set_);
   // blk_mq_queue_tag_busy_iter -> bt_for_each -> sbitmap_for_each_set ->
   // bt_iter per set bit: blk_mq_find_and_get_req (tags->lock irqsave, read
   // rqs[bit], rq->ref++), the queue/hctx filter, blk_mq_check_expired,

@@ -46,6 +46,7 @@ void Hctx::FinishSetup() {
 }
 
 sim::Task Hctx::RunWork::Run(sim::Cpu& cpu) {
+  sim::StackFrame frame(cpu, hctx_->kernel_.fn.blk_mq_run_work_fn);
   // blk_mq_run_work_fn -> __blk_mq_run_hw_queue
   co_await hctx_->DispatchRequests(cpu);
 }
@@ -87,6 +88,7 @@ int Hctx::NextCpu(sim::Cpu& cpu) {
 }
 
 sim::Task Hctx::Run(sim::Cpu& cpu) {
+  sim::StackFrame frame(cpu, kernel_.fn.blk_mq_run_hw_queue);
   // blk_mq_run_hw_queue(hctx, false)
   co_await cpu.Sync();
   cpu.Charge(kernel_.fn.blk_mq_run_hw_queue, kernel_.costs().run_hw_queue_check);
@@ -193,6 +195,7 @@ sim::Task Hctx::FlushBusyCtxs(sim::Cpu& cpu, RequestList& out) {
 }
 
 sim::Task Hctx::DispatchRequests(sim::Cpu& cpu) {
+  sim::StackFrame frame(cpu, kernel_.fn.blk_mq_sched_dispatch_requests);
   // blk_mq_sched_dispatch_requests -> __blk_mq_sched_dispatch_requests.
   cpu.Charge(kernel_.fn.rcu_read_lock, kernel_.costs().rcu_read_section);
   co_await cpu.Sync();
@@ -249,6 +252,7 @@ void Hctx::ReleaseBudgets(sim::Cpu& cpu, RequestList& list) {
 }
 
 sim::Task Hctx::DispatchRqList(sim::Cpu& cpu, RequestList& list, bool* progress) {
+  sim::StackFrame frame(cpu, kernel_.fn.blk_mq_dispatch_rq_list);
   // blk_mq_dispatch_rq_list: per request blk_mq_prep_dispatch_rq (budget,
   // driver tag), then ->queue_rq.
   const auto& c = kernel_.costs();
@@ -328,6 +332,7 @@ sim::Task Hctx::DispatchRqList(sim::Cpu& cpu, RequestList& list, bool* progress)
 }
 
 sim::Task Hctx::DoDispatchSched(sim::Cpu& cpu) {
+  sim::StackFrame frame(cpu, kernel_.fn.blk_mq_do_dispatch_sched);
   // blk_mq_do_dispatch_sched: loop while a round makes progress; newer
   // kernels stop after a while and queue the run again.
   for (int round = 0; round < kMaxSchedRounds; ++round) {

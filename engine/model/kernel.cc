@@ -67,6 +67,10 @@ Kernel::Kernel(sim::Machine& machine, const host::CostTable& costs, const host::
   fn.irq_exit_rcu = r.Intern("irq_exit_rcu");
   fn.blk_hctx_poll = r.Intern("blk_hctx_poll");
   fn.blk_mq_end_request_batch = r.Intern("blk_mq_end_request_batch");
+  fn.blk_mq_run_hw_queues = r.Intern("blk_mq_run_hw_queues");
+  fn.blk_mq_run_work_fn = r.Intern("blk_mq_run_work_fn");
+  fn.blk_mq_sched_dispatch_requests = r.Intern("blk_mq_sched_dispatch_requests");
+  fn.blk_mq_do_dispatch_sched = r.Intern("blk_mq_do_dispatch_sched");
 }
 
 Kernel::~Kernel() = default;

@@ -262,6 +262,37 @@ void Cpu::OnEvent(uint32_t kind, uint64_t arg) {
   Loop();
 }
 
+void Cpu::EnableStacks(StackProfile* profile) {
+  stacks_ = profile;
+  swapper_slot_ = profile->NewSlot(profile->ChildNamed(0, "swapper/" + std::to_string(id_)));
+  irq_slot_[0] = profile->NewSlot(0);
+  irq_slot_[1] = profile->NewSlot(0);
+}
+
+StackProfile::Slot Cpu::StackSlot() {
+  if (level_ != Level::kTask) return irq_slot_[level_ == Level::kHardirq ? 1 : 0];
+  Thread* t = current_thread_;
+  if (t == nullptr) return swapper_slot_;
+  if (t->stack_slot_ < 0) t->stack_slot_ = stacks_->NewSlot(stacks_->ChildNamed(0, t->name_));
+  return static_cast<StackProfile::Slot>(t->stack_slot_);
+}
+
+void Cpu::StartIrqStack(Level level) {
+  // Below a hardirq: the softirq it interrupted, else the task level (the
+  // running thread's stack, or swapper's on an idle CPU).
+  StackProfile::Node base;
+  if (level == Level::kHardirq && softirq_.active) {
+    base = stacks_->slot(irq_slot_[0]);
+  } else {
+    const Level saved = level_;
+    level_ = Level::kTask;
+    base = stacks_->slot(StackSlot());
+    level_ = saved;
+  }
+  const int i = level == Level::kHardirq ? 1 : 0;
+  stacks_->slot(irq_slot_[i]) = stacks_->ChildNamed(base, i == 1 ? "[hardirq]" : "[softirq]");
+}
+
 void Cpu::Loop() {
   in_loop_ = true;
   for (;;) {
@@ -291,6 +322,7 @@ void Cpu::Loop() {
       IrqWork w = hardirq_pending_.front();
       hardirq_pending_.pop_front();
       hardirq_.active = true;
+      if (stacks_ != nullptr) StartIrqStack(Level::kHardirq);
       level_ = Level::kHardirq;  // the handler's first steps are charged as irq
       UpdateThreadAccount();
       hardirq_.task = w.handler->Handle(*this, w.arg);
@@ -309,6 +341,7 @@ void Cpu::Loop() {
       IrqWork w = softirq_pending_.front();
       softirq_pending_.pop_front();
       softirq_.active = true;
+      if (stacks_ != nullptr) StartIrqStack(Level::kSoftirq);
       level_ = Level::kSoftirq;
       UpdateThreadAccount();
       softirq_.task = w.handler->Handle(*this, w.arg);

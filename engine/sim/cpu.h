@@ -123,6 +123,7 @@ class Thread {
   std::coroutine_handle<> resume_;
   uint64_t context_switches_ = 0;
   uint64_t wake_gen_ = 0;
+  int64_t stack_slot_ = -1;  // StackProfile slot, made on first use
   // Woken, it takes the CPU at the running task's next pre-emption point
   // (Cpu::PreemptPoint, or when it sleeps): ksoftirqd, whose wake-up sets
   // need_resched on the task that raised the softirq (EEVDF favours a
@@ -160,7 +161,13 @@ class Cpu final : public EventHandler {
     fn_ns_[static_cast<size_t>(fn) * kNumModes + mode] += ns;
     thread_ns_[mode] += ns;  // the running thread's rusage (a scratch array at irq level)
     now_ += ns;
+    if (stacks_ != nullptr) [[unlikely]] stacks_->Add(stacks_->slot(StackSlot()), fn, ns);
   }
+
+  // The stack slot of the running context (StackProfile), made on first
+  // use. REQUIRES: the Machine collects stacks.
+  StackProfile::Slot StackSlot();
+  void EnableStacks(StackProfile* profile);
 
   // How far the running context may run ahead of now() before anything else
   // could happen first (the next event anywhere, the horizon, the end of its
@@ -358,6 +365,13 @@ class Cpu final : public EventHandler {
 
   std::vector<int64_t> fn_ns_;
   std::vector<uint8_t> user_flags_;  // per function: Mode::kUser or Mode::kSys
+  // Call stacks, when the Machine collects them: the slots of this CPU's
+  // softirq and hardirq contexts and of its idle task (swapper).
+  StackProfile* stacks_ = nullptr;
+  StackProfile::Slot irq_slot_[2] = {0, 0};
+  StackProfile::Slot swapper_slot_ = 0;
+  // An interrupt context's stack starts on top of what it interrupted.
+  void StartIrqStack(Level level);
   FnId nr_fns_ = 0;
   int level_mode_ = static_cast<int>(Mode::kSys);
   int64_t* thread_ns_ = scratch_ns_;

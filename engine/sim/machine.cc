@@ -35,4 +35,10 @@ Machine::Machine(std::vector<CpuPlacement> placement, MachineCosts costs)
 
 Machine::~Machine() = default;
 
+void Machine::EnableStacks() {
+  if (stacks_ != nullptr) return;
+  stacks_ = std::make_unique<StackProfile>();
+  for (auto& c : cpus_) c->EnableStacks(stacks_.get());
+}
+
 }  // namespace blklab::sim

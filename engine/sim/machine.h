@@ -21,6 +21,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "engine/sim/simulator.h"
+#include "engine/sim/stack_profile.h"
 #include "engine/sim/time.h"
 
 namespace blklab::sim {
@@ -89,6 +90,11 @@ class Machine {
   const CpuPlacement& placement(int id) const { return placement_[id]; }
   const MachineCosts& costs() const { return costs_; }
 
+  // Call stacks (StackProfile): off unless enabled, before the run starts.
+  void EnableStacks();
+  StackProfile* stacks() { return stacks_.get(); }
+  const StackProfile* stacks() const { return stacks_.get(); }
+
   // Contexts run ahead inline only up to the horizon; past it they yield so
   // the driver of the simulation regains control (cancellation, snapshots).
   void set_horizon(SimTime t) { horizon_ = t; }
@@ -118,6 +124,9 @@ class Machine {
   FunctionRegistry functions_;
   std::vector<CpuPlacement> placement_;
   MachineCosts costs_;
+  // Before cpus_: coroutines the CPUs own may close StackFrames when they
+  // are destroyed.
+  std::unique_ptr<StackProfile> stacks_;
   std::vector<std::unique_ptr<Cpu>> cpus_;
   std::vector<SpinLock*> locks_;
   mutable std::vector<uint64_t> transfers_by_cpu_;

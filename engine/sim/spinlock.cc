@@ -26,6 +26,7 @@ void SpinLock::Acquired(Cpu& cpu) {
 }
 
 Task SpinLock::Lock(Cpu& cpu) {
+  StackFrame frame(cpu, fast_fn_);  // the slowpath shows under _raw_spin_lock*, as in perf
   co_await cpu.Sync();
   // An interrupt taking a lock its CPU's interrupted context holds would
   // spin forever (the kernel's reason for spin_lock_irqsave).

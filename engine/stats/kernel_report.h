@@ -28,6 +28,13 @@ struct ProfileRow {
   double share_pct = 0;  // self_ns / busy time of all CPUs * 100 (perf top's "Overhead")
 };
 
+// One call stack and the CPU time charged with it as the innermost frame:
+// a line of the folded format flame graph tools read ("comm;f1;f2 ns").
+struct StackRow {
+  std::string stack;  // semicolon-separated, outermost first: a thread's comm, functions, "[hardirq]"...
+  int64_t ns = 0;
+};
+
 struct CpuRow {
   int cpu = 0;
   int64_t mode_ns[kNumCpuModes] = {};  // indexed by CpuMode
@@ -71,6 +78,7 @@ struct KernelReport {
   std::vector<LockRow> locks;       // ascending name
   std::vector<CounterRow> counters; // ascending name
   std::vector<DeviceRow> devices;   // host order
+  std::vector<StackRow> stacks;     // by stack text; empty unless RunRequest::collect_stacks
 };
 
 }  // namespace blklab::stats

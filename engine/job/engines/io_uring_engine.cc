@@ -85,6 +85,7 @@ class IoUringEngine final : public IoEngineModel {
 
   sim::Task GetEvents(uint32_t min, uint32_t max, bool in_call) override {
     const auto& c = ctx_.kernel.costs();
+    sim::StackFrame frame(ctx_.cpu, fn_io_uring_enter_);
     if (ctx_.spec.engine_flags.hipri && ctx_.completed.size() < min) {
       // IOPOLL: io_uring_enter(GETEVENTS) -> io_iopoll_check: spin on the
       // poll queues until enough completions, no interrupt, no sleep.

@@ -46,6 +46,7 @@ class LibaioEngine final : public IoEngineModel {
 
   sim::Task GetEvents(uint32_t min, uint32_t max, bool in_call) override {
     const auto& c = ctx_.kernel.costs();
+    sim::StackFrame frame(ctx_.cpu, fn_io_getevents_);
     if (!in_call) ctx_.cpu.Charge(fn_io_getevents_, c.syscall_entry_exit);
     co_await ctx_.cpu.Sync();
     co_await ctx_.SleepUntilCompleted(min, [] {});

@@ -25,6 +25,7 @@ class SyncEngine final : public IoEngineModel {
     const auto& c = ctx_.kernel.costs();
     sim::Cpu& cpu = ctx_.cpu;
     for (IoU* u : batch) {
+      sim::StackFrame frame(cpu, fn_pread_);
       u->issue_time = cpu.now();
       cpu.Charge(fn_pread_, c.syscall_entry_exit);
       cpu.Charge(fn_blkdev_read_iter_, c.psync_per_io);

@@ -33,6 +33,7 @@ NullBlk::NullBlk(Kernel& kernel, std::string name, const NullBlkConfig& config,
 }
 
 sim::Task NullBlk::QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last, BlkStatus* status) {
+  sim::StackFrame frame(cpu, fn_queue_rq_);
   *status = NullQueueRq(cpu, hctx, rq);
   co_return;
 }
@@ -106,6 +107,7 @@ sim::Task NullBlk::Poll(sim::Cpu& cpu, Hctx* hctx, int* completed) {
 }
 
 sim::Task NullBlk::TimerIrq::Handle(sim::Cpu& cpu, uint64_t arg) {
+  sim::StackFrame frame(cpu, nb_->fn_timer_expired_);
   Kernel& k = nb_->kernel_;
   k.Count(Counter::k_hardirq);
   cpu.Charge(k.fn.hrtimer_interrupt, k.costs().hrtimer_fire);

@@ -69,6 +69,7 @@ void Nvme::RingSqDoorbell(sim::Cpu& cpu, NvmeQueue& nq) {
 }
 
 sim::Task Nvme::QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last, BlkStatus* status) {
+  sim::StackFrame frame(cpu, fn_queue_rq_);
   // nvme_queue_rq: nvme_prep_rq (setup_cmd, DMA map, blk_mq_start_request),
   // then the SQE under sq_lock and the doorbell when `last`.
   cpu.Charge(fn_queue_rq_, kernel_.costs().nvme_prep_rq);
@@ -91,6 +92,7 @@ sim::Task Nvme::SubmitCmds(sim::Cpu& cpu, NvmeQueue& nq, RequestList& run) {
 }
 
 sim::Task Nvme::QueueRqs(sim::Cpu& cpu, RequestList& list) {
+  sim::StackFrame frame(cpu, fn_queue_rqs_);
   // nvme_queue_rqs: every request prepared outside the lock, then each run
   // of one hctx submitted by nvme_submit_cmds.
   RequestList run;
@@ -109,6 +111,7 @@ sim::Task Nvme::QueueRqs(sim::Cpu& cpu, RequestList& list) {
 }
 
 sim::Task Nvme::CommitRqs(sim::Cpu& cpu, Hctx* hctx) {
+  sim::StackFrame frame(cpu, fn_commit_rqs_);
   // nvme_commit_rqs: ring a doorbell that a batch left unrung.
   NvmeQueue& nq = *queues_[hctx->queue_num()];
   cpu.Charge(fn_commit_rqs_, kernel_.costs().line_read_hit);
@@ -187,6 +190,7 @@ int Nvme::ReapCq(sim::Cpu& cpu, uint32_t qid, sim::FnId fn) {
 }
 
 sim::Task Nvme::QueueIrq::Handle(sim::Cpu& cpu, uint64_t arg) {
+  sim::StackFrame frame(cpu, n_->fn_irq_);
   Kernel& k = n_->kernel_;
   k.Count(Counter::k_hardirq);
   cpu.Charge(n_->fn_irq_, k.costs().hardirq_entry_exit);
@@ -197,6 +201,7 @@ sim::Task Nvme::QueueIrq::Handle(sim::Cpu& cpu, uint64_t arg) {
 }
 
 sim::Task Nvme::Poll(sim::Cpu& cpu, Hctx* hctx, int* completed) {
+  sim::StackFrame frame(cpu, fn_poll_);
   // nvme_poll: a lock-free look at the CQ; if a CQE is pending, reap under
   // cq_poll_lock.
   const uint32_t qid = hctx->queue_num();

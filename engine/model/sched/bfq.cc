@@ -782,6 +782,7 @@ BfqSched::Queue* BfqSched::SelectQueue(sim::Cpu& cpu) {
 // --- elevator operations ----------------------------------------------------
 
 sim::Task BfqSched::BioMerge(sim::Cpu& cpu, Hctx*, Bio* bio, Request** merged_into) {
+  sim::StackFrame frame(cpu, fn_bio_merge_);
   *merged_into = nullptr;
   co_await lock_.Lock(cpu);
   now_ = cpu.now();
@@ -845,6 +846,7 @@ sim::Task BfqSched::BioMerge(sim::Cpu& cpu, Hctx*, Bio* bio, Request** merged_in
 }
 
 sim::Task BfqSched::InsertRequests(sim::Cpu& cpu, Hctx*, RequestList& list) {
+  sim::StackFrame frame(cpu, fn_insert_);
   // bfq_insert_requests: bfq_insert_request per request, each under the lock.
   while (!list.empty()) {
     Request* rq = list.pop_front();
@@ -895,6 +897,7 @@ void BfqSched::SyncActive(Queue* q) {
 }
 
 sim::Task BfqSched::DispatchRequest(sim::Cpu& cpu, Hctx*, Request** out) {
+  sim::StackFrame frame(cpu, fn_dispatch_);
   *out = nullptr;
   co_await lock_.Lock(cpu);
   const sim::SimTime now = cpu.now();
@@ -999,6 +1002,7 @@ void BfqSched::CompletedRequest(sim::Cpu& cpu, Request* rq, sim::SimTime now) {
 }
 
 sim::Task BfqSched::DoneIrq(sim::Cpu& cpu) {
+  sim::StackFrame frame(cpu, fn_completed_);
   co_await cpu.Sync();
   std::deque<Done>& pending = deferred_done_[cpu.id()];
   if (pending.empty()) co_return;
@@ -1053,6 +1057,7 @@ void BfqSched::CompleteLocked(sim::Cpu& cpu, Queue* q, bool waited, sim::SimTime
 }
 
 sim::Task BfqSched::IdleTimerIrq(sim::Cpu& cpu) {
+  sim::StackFrame frame(cpu, fn_timer_);
   co_await cpu.Sync();
   co_await lock_.Lock(cpu);
   IdleTimerFired(cpu);

@@ -100,6 +100,7 @@ int KyberSched::LatencyBucket(int64_t target_ns, int64_t latency_ns) {
 // --- submission -----------------------------------------------------------------
 
 sim::Task KyberSched::BioMerge(sim::Cpu& cpu, Hctx* hctx, Bio* bio, Request** merged_into) {
+  sim::StackFrame frame(cpu, fn_bio_merge_);
   *merged_into = nullptr;
   Khd& khd = KhdOf(hctx);
   Ctx* ctx = hctx->queue()->ctx(cpu.id());
@@ -151,6 +152,7 @@ sim::Task KyberSched::BioMerge(sim::Cpu& cpu, Hctx* hctx, Bio* bio, Request** me
 }
 
 sim::Task KyberSched::InsertRequests(sim::Cpu& cpu, Hctx* hctx, RequestList& list) {
+  sim::StackFrame frame(cpu, fn_insert_);
   Khd& khd = KhdOf(hctx);
   const auto& c = kernel_.costs();
   while (!list.empty()) {
@@ -271,6 +273,7 @@ sim::Task KyberSched::DispatchCurDomain(sim::Cpu& cpu, Khd& khd, Hctx* hctx, Req
 }
 
 sim::Task KyberSched::DispatchRequest(sim::Cpu& cpu, Hctx* hctx, Request** out) {
+  sim::StackFrame frame(cpu, fn_dispatch_);
   *out = nullptr;
   Khd& khd = KhdOf(hctx);
   co_await khd.lock.Lock(cpu);

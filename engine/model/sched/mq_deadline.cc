@@ -116,6 +116,7 @@ void DeadlineSched::ProbeLastMerge(sim::AccessCost& ac) {
 }
 
 sim::Task DeadlineSched::BioMerge(sim::Cpu& cpu, Hctx*, Bio* bio, Request** merged_into) {
+  sim::StackFrame frame(cpu, fn_bio_merge_);
   *merged_into = nullptr;
   if (config_.skip_merge_if_contended) {
     if (!lock_.TryLock(cpu)) {
@@ -220,6 +221,7 @@ void DeadlineSched::DoInsert(sim::Cpu& cpu, Request* rq) {
 }
 
 sim::Task DeadlineSched::InsertRequests(sim::Cpu& cpu, Hctx*, RequestList& list) {
+  sim::StackFrame frame(cpu, fn_insert_);
   co_await cpu.Sync();
   if (config_.insert_side_lists) {
     co_await insert_lock_.Lock(cpu);
@@ -461,6 +463,7 @@ Request* DeadlineSched::ChooseFrom(sim::Cpu& cpu, sim::AccessCost& ac, PerPrio& 
 }
 
 sim::Task DeadlineSched::DispatchRequest(sim::Cpu& cpu, Hctx*, Request** out) {
+  sim::StackFrame frame(cpu, fn_dispatch_);
   *out = nullptr;
   co_await cpu.Sync();
   const sim::Machine& m = kernel_.machine();

@@ -51,6 +51,7 @@ void Hba::FirmwareDone::OnEvent(uint32_t, uint64_t arg) {
 }
 
 sim::Task Hba::ReplyIrq::Handle(sim::Cpu& cpu, uint64_t arg) {
+  sim::StackFrame frame(cpu, h_->fn_isr_);
   Kernel& k = h_->kernel_;
   k.Count(Counter::k_hardirq);
   cpu.Charge(h_->fn_isr_, k.costs().hardirq_entry_exit);

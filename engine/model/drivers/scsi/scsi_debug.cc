@@ -87,6 +87,7 @@ ScsiMlqueue ScsiDebug::QueueCommand(sim::Cpu& cpu, ScsiDevice& sdev, Request* rq
 }
 
 sim::Task ScsiDebug::ResponseIrq::Handle(sim::Cpu& cpu, uint64_t arg) {
+  sim::StackFrame frame(cpu, sd_->fn_complete_);
   Kernel& k = sd_->kernel_;
   k.Count(Counter::k_hardirq);
   cpu.Charge(k.fn.hrtimer_interrupt, k.costs().hrtimer_fire);

@@ -211,6 +211,7 @@ sim::Task ScsiHost::HostQueueReady(sim::Cpu& cpu, ScsiDevice& sdev, bool* ready)
 }
 
 sim::Task ScsiHost::RunQueue(sim::Cpu& cpu, ScsiDevice& sdev) {
+  sim::StackFrame frame(cpu, fn_run_queue_);
   // scsi_run_queue: scsi_starved_list_run while the host is not blocked,
   // then blk_mq_run_hw_queues(q, false) for this LUN.
   co_await cpu.Sync();
@@ -268,6 +269,7 @@ BlkStatus ScsiDevice::BusyStatus() const {
 }
 
 sim::Task ScsiDevice::QueueRq(sim::Cpu& cpu, Hctx* hctx, Request* rq, bool last, BlkStatus* status) {
+  sim::StackFrame frame(cpu, host_->fn_queue_rq_);
   // scsi_queue_rq: device/target/host ready checks, scsi_prepare_cmd,
   // blk_mq_start_request, scsi_dispatch_cmd -> LLD queuecommand.
   Kernel& k = host_->kernel_;
