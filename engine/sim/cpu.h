@@ -365,6 +365,7 @@ class Cpu final : public EventHandler {
 
   std::vector<int64_t> fn_ns_;
   std::vector<uint8_t> user_flags_;  // per function: Mode::kUser or Mode::kSys
+  friend class StackFrame;
   // Call stacks, when the Machine collects them: the slots of this CPU's
   // softirq and hardirq contexts and of its idle task (swapper).
   StackProfile* stacks_ = nullptr;
@@ -393,6 +394,32 @@ class Cpu final : public EventHandler {
   int64_t smt_spin_permille_ = 1000;
   TickHandler tick_{this};
   bool tick_armed_ = false;
+};
+
+// Opens a frame for kernel function `fn` on the running context of `cpu`
+// for the object's lifetime (a scope in a coroutine, across its
+// suspensions); StackProfile records the stacks. No effect (one branch)
+// unless the Machine collects stacks.
+class StackFrame {
+ public:
+  StackFrame(Cpu& cpu, FnId fn) : profile_(cpu.stacks_) {
+    if (profile_ != nullptr) [[unlikely]] {
+      slot_ = cpu.StackSlot();
+      StackProfile::Node& node = profile_->slot(slot_);
+      saved_ = node;
+      node = profile_->Enter(node, fn);
+    }
+  }
+  ~StackFrame() {
+    if (profile_ != nullptr) [[unlikely]] profile_->slot(slot_) = saved_;
+  }
+  StackFrame(const StackFrame&) = delete;
+  StackFrame& operator=(const StackFrame&) = delete;
+
+ private:
+  StackProfile* const profile_;
+  StackProfile::Slot slot_ = 0;
+  StackProfile::Node saved_ = 0;
 };
 
 }  // namespace blklab::sim

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "engine/sim/cpu.h"
 #include "engine/sim/machine.h"
 
 namespace blklab::sim {
@@ -66,20 +65,6 @@ std::vector<std::pair<std::string, int64_t>> StackProfile::Folded(const Function
   }
   out.resize(w);
   return out;
-}
-
-StackFrame::StackFrame(Cpu& cpu, FnId fn) {
-  StackProfile* p = cpu.machine().stacks();
-  if (p == nullptr) return;
-  profile_ = p;
-  slot_ = cpu.StackSlot();
-  StackProfile::Node& node = p->slot(slot_);
-  saved_ = node;
-  node = p->Enter(node, fn);
-}
-
-StackFrame::~StackFrame() {
-  if (profile_ != nullptr) profile_->slot(slot_) = saved_;
 }
 
 }  // namespace blklab::sim

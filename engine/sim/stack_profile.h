@@ -10,7 +10,8 @@
 // charged function (or on the node itself when that is the same function).
 // An interrupt's stack continues the stack it interrupted, as perf shows it.
 //
-// Each context (a thread, a CPU's softirq and hardirq levels) has a slot
+// StackFrame (cpu.h) opens a frame. Each context (a thread, a CPU's softirq
+// and hardirq levels) has a slot
 // holding its current node; StackFrame saves and restores the slot by index,
 // so a coroutine frame destroyed at teardown never writes into a freed
 // Thread or Cpu (the profile is destroyed after them).
@@ -77,22 +78,6 @@ class StackProfile {
   std::vector<std::string> names_;
   absl::flat_hash_map<std::string, uint32_t> name_index_;  // lookup only
   std::vector<Node> slots_;
-};
-
-// Opens a frame for kernel function `fn` on the running context of `cpu`
-// for the object's lifetime (a scope in a coroutine, across its
-// suspensions). No effect unless the Machine collects stacks.
-class StackFrame {
- public:
-  StackFrame(Cpu& cpu, FnId fn);
-  ~StackFrame();
-  StackFrame(const StackFrame&) = delete;
-  StackFrame& operator=(const StackFrame&) = delete;
-
- private:
-  StackProfile* profile_ = nullptr;
-  StackProfile::Slot slot_ = 0;
-  StackProfile::Node saved_ = 0;
 };
 
 }  // namespace blklab::sim
