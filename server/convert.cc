@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "engine/report/flame_graph.h"
 #include "engine/report/report.h"
 #include "engine/util/doc_node.h"
 #include "engine/util/status_macros.h"
@@ -426,6 +427,7 @@ absl::StatusOr<PreparedJob> PrepareJob(const v1::Job& job, const host::HostSpec&
   out.request.host = host;
   out.request.jobs = std::move(parsed->jobs);
   out.request.seed = job.seed();
+  out.request.collect_stacks = job.collect_stacks();
   out.realtime = job.pace() == v1::Job::REALTIME;
   if (job.has_report_time()) {
     const google::protobuf::Timestamp& t = job.report_time();
@@ -487,6 +489,10 @@ v1::JobResult BuildJobResult(const RunRequest& request, const RunResult& run, co
     row->set_mode(stats::CpuModeName(p.mode));
     row->set_self_ns(p.self_ns);
     row->set_share_pct(p.share_pct);
+  }
+  if (!k.stacks.empty()) {
+    out.set_stacks_folded(report::FoldedStacks(k.stacks));
+    out.set_stacks_folded_bytes(static_cast<int64_t>(out.stacks_folded().size()));
   }
   for (const stats::LogFile& f : run.logs) {
     v1::LogFile* log = out.add_logs();
@@ -571,6 +577,7 @@ v1::Snapshot IntervalSnapshot(const std::string& name, uint64_t sequence, int64_
 
 void OmitLogContents(v1::Job* job) {
   if (!job->has_result()) return;
+  job->mutable_result()->clear_stacks_folded();
   for (v1::LogFile& f : *job->mutable_result()->mutable_logs()) {
     f.set_size_bytes(static_cast<int64_t>(f.content().size()));
     f.clear_content();

@@ -163,9 +163,11 @@ absl::Status JobRunner::CheckResultSize(v1::JobResult& result, bool* keep) const
         "blklabd --max_log_bytes)"));
     result.clear_logs();
   }
-  // What GetJob returns in one message: everything but the log contents.
+  // What GetJob returns in one message: everything but the log contents and
+  // the stacks (which are read as artifacts too).
   int64_t rest = static_cast<int64_t>(result.ByteSizeLong());
   for (const v1::LogFile& f : result.logs()) rest -= static_cast<int64_t>(f.content().size());
+  rest -= static_cast<int64_t>(result.stacks_folded().size());
   if (rest > limits_.max_result_bytes) {
     *keep = false;
     return absl::ResourceExhaustedError(absl::StrCat(status.ok() ? "" : absl::StrCat(status.message(), "; "),

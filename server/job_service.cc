@@ -313,6 +313,7 @@ absl::Status JobServiceImpl::DoCreateJob(const v1::CreateJobRequest& req, v1::Jo
   definition->set_pace(in.pace());
   *definition->mutable_limits() = in.limits();
   if (in.has_report_time()) *definition->mutable_report_time() = in.report_time();
+  definition->set_collect_stacks(in.collect_stacks());
   BLKLAB_RETURN_IF_ERROR(HostSpecToProto(host, definition->mutable_resolved_host()));
   definition->set_request_id(rid);
   job.definition = std::move(definition);
@@ -494,6 +495,7 @@ grpc::ServerWriteReactor<v1::ArtifactChunk>* JobServiceImpl::ReadJobArtifacts(
           if (a == "fio_json") data = &r.fio_json();
           if (a == "fio_json_plus") data = &r.fio_json_plus();
           if (a == "fio_terse") data = &r.fio_terse();
+          if (a == "stacks.folded" && r.stacks_folded_bytes() > 0) data = &r.stacks_folded();
           absl::string_view log = a;
           if (absl::ConsumePrefix(&log, "logs/")) {
             for (const v1::LogFile& f : r.logs()) {
@@ -506,6 +508,7 @@ grpc::ServerWriteReactor<v1::ArtifactChunk>* JobServiceImpl::ReadJobArtifacts(
             return absl::NotFoundError(absl::StrCat(
                 req->name(), " has no artifact \"", a.substr(0, 200),
                 "\"; it has fio_normal, fio_json, fio_json_plus, fio_terse",
+                r.stacks_folded_bytes() > 0 ? ", stacks.folded" : "",
                 logs.empty() ? " and no log files" : absl::StrCat(" and ", logs)));
           }
           parts.push_back({a, data});

@@ -169,11 +169,6 @@ absl::StatusOr<BlklabOptions> SplitBlklabOptions(const std::vector<std::string>&
       const bool folded = absl::StartsWith(a, "--folded=");
       const std::string file = a.substr(folded ? 9 : 8);
       const char* name = folded ? "--folded" : "--flame";
-      if (site == RunSite::kRemote) {
-        return absl::UnimplementedError(absl::StrCat(
-            name, ": not available with --server yet (run in-process, or compare the runs with blklab compare "
-                  "--plot)"));
-      }
       if (file.empty()) return absl::InvalidArgumentError(absl::StrCat(name, ": needs a file name"));
       (folded ? out.folded_file : out.flame_file) = file;
     } else {

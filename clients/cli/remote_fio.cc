@@ -29,6 +29,7 @@
 #include "engine/util/file.h"
 #include "engine/util/status_macros.h"
 #include "engine/host/presets.h"
+#include "engine/report/flame_graph.h"
 #include "engine/report/num2str.h"
 #include "google/protobuf/util/json_util.h"
 #include "server/status_convert.h"
@@ -193,6 +194,47 @@ absl::Status WriteResultLogs(RemoteClient& client, const v1::Job& job,
     return absl::DataLossError(absl::StrCat("the server sent ", index + 1, " of ", req.artifacts_size(), " log files"));
   }
   return absl::OkStatus();
+}
+
+// The run's call stacks (ReadJobArtifacts "stacks.folded"), written as the
+// in-process run writes them: the folded text and the flame graph drawn
+// from it locally.
+absl::Status WriteStacks(RemoteClient& client, const v1::Job& job, const std::string& folded_file,
+                         const std::string& flame_file) {
+  std::string folded;
+  if (job.result().stacks_folded_bytes() > 0) {
+    v1::ReadJobArtifactsRequest req;
+    req.set_name(job.name());
+    req.add_artifacts("stacks.folded");
+    std::unique_ptr<grpc::ClientContext> ctx = client.NewContext(600);
+    std::unique_ptr<grpc::ClientReader<v1::ArtifactChunk>> reader = client.jobs().ReadJobArtifacts(ctx.get(), req);
+    v1::ArtifactChunk chunk;
+    while (reader->Read(&chunk)) {
+      if (chunk.offset() != static_cast<int64_t>(folded.size())) {
+        return absl::DataLossError(absl::StrCat("stacks.folded: chunk at offset ", chunk.offset(), " where ",
+                                                folded.size(), " was expected"));
+      }
+      folded += chunk.data();
+    }
+    const grpc::Status status = reader->Finish();
+    if (!status.ok()) return server::ToAbslStatus(status);
+  }
+  if (!folded_file.empty()) BLKLAB_RETURN_IF_ERROR(util::WriteStringToFile(folded_file, folded, "--folded file"));
+  if (flame_file.empty()) return absl::OkStatus();
+  std::vector<stats::StackRow> rows;
+  for (absl::string_view line : absl::StrSplit(folded, '\n', absl::SkipEmpty())) {
+    const size_t space = line.rfind(' ');
+    stats::StackRow row;
+    if (space == absl::string_view::npos || !absl::SimpleAtoi(line.substr(space + 1), &row.ns)) {
+      return absl::DataLossError(absl::StrCat("stacks.folded: not a folded line: ", line.substr(0, 200)));
+    }
+    row.stack = std::string(line.substr(0, space));
+    rows.push_back(std::move(row));
+  }
+  return util::WriteStringToFile(
+      flame_file,
+      report::FlameGraphSvg(rows, absl::StrCat("blklab fio on ", job.resolved_host().name(), ": simulated CPU time")),
+      "--flame file");
 }
 
 }  // namespace
@@ -394,6 +436,7 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
   // The host: a stored host, a preset, or a spec file sent inline.
   v1::Job job;
   job.set_seed(seed);
+  job.set_collect_stacks(!options->folded_file.empty() || !options->flame_file.empty());
   job.set_pace(pace);
   // SOURCE_DATE_EPOCH pins the report's wall-clock fields, here as locally.
   if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH"); epoch != nullptr) {
@@ -511,6 +554,10 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
   // fio writes each job's logs before the final report.
   if (absl::Status ls = WriteResultLogs(client, final_job, UserLogPrefixes(all_args)); !ls.ok()) {
     return Exit(server::ToGrpcCode(ls.code()), std::string(ls.message()));
+  }
+  if (job.collect_stacks()) {
+    absl::Status ss = WriteStacks(client, final_job, options->folded_file, options->flame_file);
+    if (!ss.ok()) return Exit(server::ToGrpcCode(ss.code()), std::string(ss.message()));
   }
   // fio's order: terse, json, normal.
   std::string text;

@@ -16,6 +16,7 @@ directory (each wait bounded) and checks:
   - a bad option exits INVALID_ARGUMENT (3) naming the option;
   - a 1 s run with a latency log larger than a gRPC message writes the same
     files and prints the same bytes as the in-process run (ReadJobArtifacts);
+    so do --folded and --flame (the call stacks);
   - a wrong token exits UNAUTHENTICATED (16), the right one works;
   - ./scripts/demo with DEMO_NONINTERACTIVE=1 runs to completion.
 """
@@ -249,6 +250,19 @@ def main():
         a = open(os.path.join(TMP, "local", n), "rb").read()
         b_path = os.path.join(TMP, "remote", n)
         check(os.path.exists(b_path) and open(b_path, "rb").read() == a, "remote %s is byte for byte local's" % n)
+    # Call stacks: --folded and --flame remotely give the in-process files.
+    st = ["fio", "--name=t", "--rw=randread", "--ioengine=io_uring", "--runtime=50ms", "--time_based",
+          "--folded=s.folded", "--flame=s.svg", "--output-format=json"]
+    r_local = run(st, cwd=os.path.join(TMP, "local"))
+    r_remote = remote(addr, st, cwd=os.path.join(TMP, "remote"))
+    check(r_local.returncode == 0 and r_remote.returncode == 0 and r_local.stdout == r_remote.stdout,
+          "--folded/--flame run remotely (%d/%d: %s)" % (r_local.returncode, r_remote.returncode,
+                                                         r_remote.stderr.strip()[:300]))
+    for n in ("s.folded", "s.svg"):
+        a = open(os.path.join(TMP, "local", n), "rb").read()
+        b_path = os.path.join(TMP, "remote", n)
+        check(len(a) > 100 and os.path.exists(b_path) and open(b_path, "rb").read() == a,
+              "remote %s is byte for byte local's" % n)
     shutil.rmtree(os.path.join(TMP, "local"))
     shutil.rmtree(os.path.join(TMP, "remote"))
     r = remote(addr, ["jobs", "list"])
