@@ -262,4 +262,44 @@ else
   fail "--plot: $(head -c 600 "$TMP/plot.err")"
 fi
 
+# 9. A fleet inventory: the job on every host type, the types ranked by each
+# variant's change; a cell equals the plain run on that host type.
+if "$BLKLAB" compare "$SRC/examples/fleet/mq-deadline.yaml" --jobs=2 >"$TMP/fleet.txt" 2>"$TMP/fleet.err" &&
+   "$BLKLAB" compare "$SRC/examples/fleet/mq-deadline.yaml" --jobs=1 --format=json >"$TMP/fleet.json" \
+     2>>"$TMP/fleet.err" &&
+   "$BLKLAB" fio --host="$SRC/examples/hosts/nvme-8cpu.yaml" --name=t --ioengine=io_uring --rw=randread --bs=4k \
+     --iodepth=4 --numjobs=16 --thread --cpus_allowed_policy=split --direct=1 --group_reporting --ramp_time=5ms \
+     --runtime=20ms --time_based=1 --output-format=json >"$TMP/fleet-plain.json" 2>>"$TMP/fleet.err" &&
+   python3 - "$TMP/fleet.txt" "$TMP/fleet.json" "$TMP/fleet-plain.json" <<'EOF'
+import json, re, sys
+text = open(sys.argv[1]).read()
+d = json.load(open(sys.argv[2]))
+plain = json.load(open(sys.argv[3]))
+types = ["desktop-null", "nvme-8cpu", "zen4-32t", "raid-2node"]
+assert len(d["cells"]) == 12, len(d["cells"])
+assert sorted({c["point"]["host"] for c in d["cells"]}) == sorted(types)
+for v in ("mq-deadline", "mq-deadline-6.9"):
+    head = f"{v} vs none: host types by IOPS change, largest gain first\n"
+    assert head in text, head
+    block = text.split(head, 1)[1].split("\n\n", 1)[0].splitlines()
+    pcts = [float(re.match(r"\s*([-+][0-9.]+)%", l).group(1)) for l in block]
+    assert len(pcts) == 4 and pcts == sorted(pcts, reverse=True), block
+cell = [c for c in d["cells"] if c["variant"] == "none" and c["point"]["host"] == "nvme-8cpu"][0]
+assert abs(cell["iops"] - plain["jobs"][0]["read"]["iops"]) < 1e-6 * cell["iops"], (cell["iops"], plain["jobs"][0]["read"]["iops"])
+EOF
+then
+  pass "--fleet: every host type, ranked by the variants' change; a cell is the plain run on its host type"
+else
+  fail "--fleet: $(head -c 600 "$TMP/fleet.err")"
+fi
+printf 'hosts: {a: default}\nextra: 1\n' >"$TMP/bad-fleet.yaml"
+if ! "$BLKLAB" compare --fleet="$TMP/bad-fleet.yaml" -- --name=t --runtime=1ms >/dev/null 2>"$TMP/bad-fleet.err" &&
+   grep -q "bad-fleet.yaml:line 2, column 1: unknown field 'extra'" "$TMP/bad-fleet.err" &&
+   ! "$BLKLAB" compare --fleet="$TMP/bad-fleet.yaml" --host=default -- --name=t >/dev/null 2>>"$TMP/bad-fleet.err" &&
+   grep -q -- "--host and --fleet: give one" "$TMP/bad-fleet.err"; then
+  pass "--fleet: a bad inventory names the file and field; --host with --fleet is refused"
+else
+  fail "--fleet bad input: $(head -c 600 "$TMP/bad-fleet.err")"
+fi
+
 checks_end compare

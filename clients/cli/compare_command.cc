@@ -37,14 +37,16 @@ namespace {
 using util::DocNode;
 
 constexpr char kUsage[] =
-    "usage: blklab compare --host=PRESET|FILE [--variant NAME:PATH=VALUE[,PATH=VALUE...]]...\n"
+    "usage: blklab compare --host=PRESET|FILE|--fleet=INVENTORY [--variant NAME:PATH=VALUE[,PATH=VALUE...]]...\n"
     "           [--matrix PATH=V1,V2,...]... [--samples=N] [--seed=N] [--jobs=N]\n"
     "           [--format=table|markdown|csv|json] [--plot=DIR] -- FIO-ARGS...\n"
     "           [--baseline=NAME] [--dry-run]\n"
     "       blklab compare SPEC.yaml [--jobs=N] [--format=table|markdown|csv|json] [--plot=DIR] [--dry-run]\n"
     "  --plot=DIR  also write iops.svg, contention.svg, cpu.svg, latency.svg and report.html there,\n"
     "              and per row a flame graph of the simulated kernel (flame-ROW.svg, ROW.folded) and,\n"
-    "              for each variant, a differential one against the baseline (flame-diff-ROW.svg)\n";
+    "              for each variant, a differential one against the baseline (flame-diff-ROW.svg)\n"
+    "  --fleet=F   run on every host type of the inventory F (hosts: {TYPE: PRESET|FILE}) and rank\n"
+    "              the host types by each variant's IOPS change\n";
 
 constexpr int kMaxCells = 4096;
 constexpr int kMaxSamples = 1000;
@@ -65,8 +67,14 @@ struct Axis {
   std::vector<std::string> values;
 };
 
+// The axis a fleet inventory adds: its values are host type names.
+constexpr char kFleetAxis[] = "host";
+
 struct Comparison {
   DocNode host_doc;  // as written
+  // A fleet inventory (--fleet / fleet:): host type names and their host
+  // documents; the comparison's first axis ("host") runs over them.
+  std::vector<std::pair<std::string, DocNode>> fleet;
   std::string baseline;  // the baseline variant's name (empty: the default rule)
   std::string host_label;
   std::vector<std::string> fio_args;
@@ -179,7 +187,8 @@ absl::StatusOr<std::string> ScalarText(const DocNode& node, const std::string& w
 }
 
 // A comparison spec file (see compare_command.h).
-absl::Status ReadSpecFile(const std::string& path, Comparison* c, std::string* host_arg, std::string* base_dir) {
+absl::Status ReadSpecFile(const std::string& path, Comparison* c, std::string* host_arg, std::string* fleet_arg,
+                          std::string* base_dir) {
   BLKLAB_ASSIGN_OR_RETURN(std::string text, util::ReadFileToString(path));
   absl::StatusOr<DocNode> doc = host::ParseHostDoc(text);
   if (!doc.ok()) return absl::InvalidArgumentError(path + ": " + std::string(doc.status().message()));
@@ -193,6 +202,9 @@ absl::Status ReadSpecFile(const std::string& path, Comparison* c, std::string* h
     const DocNode& v = e.value;
     if (e.key == "host") {
       BLKLAB_ASSIGN_OR_RETURN(*host_arg, ScalarText(v, where("host", v)));
+    } else if (e.key == "fleet") {
+      BLKLAB_ASSIGN_OR_RETURN(std::string f, ScalarText(v, where("fleet", v)));
+      *fleet_arg = f.empty() || f[0] == '/' || base_dir->empty() ? f : *base_dir + "/" + f;
     } else if (e.key == "fio") {
       if (v.is_string()) {
         for (absl::string_view a : absl::StrSplit(v.text(), ' ', absl::SkipEmpty())) c->fio_args.emplace_back(a);
@@ -252,7 +264,7 @@ absl::Status ReadSpecFile(const std::string& path, Comparison* c, std::string* h
     } else {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ":", util::FormatPos(e.key_pos), ": unknown field '", e.key,
-                       "' (fields: host, fio, seed, samples, baseline, variants, matrix)"));
+                       "' (fields: host or fleet, fio, seed, samples, baseline, variants, matrix)"));
     }
   }
   // Job files (positional arguments, not the value of a preceding option
@@ -264,8 +276,48 @@ absl::Status ReadSpecFile(const std::string& path, Comparison* c, std::string* h
     if (a.empty() || a[0] == '-' || a[0] == '/' || value_of_previous) continue;
     a = *base_dir + "/" + a;
   }
-  if (host_arg->empty()) return absl::InvalidArgumentError(path + ": no host");
+  if (host_arg->empty() == fleet_arg->empty()) {
+    return absl::InvalidArgumentError(path + ": give a host or a fleet (an inventory file), not both or neither");
+  }
   if (c->fio_args.empty()) return absl::InvalidArgumentError(path + ": no fio arguments (fio: [...])");
+  return absl::OkStatus();
+}
+
+// A fleet inventory: `hosts: {TYPE: PRESET|FILE}`, files relative to it.
+// The host types become the comparison's first axis.
+absl::Status ReadFleet(const std::string& path, Comparison* c) {
+  BLKLAB_ASSIGN_OR_RETURN(std::string text, util::ReadFileToString(path));
+  absl::StatusOr<DocNode> doc = host::ParseHostDoc(text);
+  if (!doc.ok()) return absl::InvalidArgumentError(path + ": " + std::string(doc.status().message()));
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash);
+  const DocNode* hosts = nullptr;
+  if (doc->is_map()) {
+    for (const util::DocMapEntry& e : doc->entries()) {
+      if (e.key != "hosts") {
+        return absl::InvalidArgumentError(absl::StrCat(path, ":", util::FormatPos(e.key_pos), ": unknown field '",
+                                                       e.key, "' (an inventory has hosts: {TYPE: PRESET|FILE})"));
+      }
+      hosts = &e.value;
+    }
+  }
+  if (hosts == nullptr || !hosts->is_map() || hosts->entries().empty()) {
+    return absl::InvalidArgumentError(path + ": expected hosts: {TYPE: PRESET|FILE, ...} with at least one type");
+  }
+  Axis axis{kFleetAxis, {}};
+  for (const util::DocMapEntry& e : hosts->entries()) {
+    BLKLAB_RETURN_IF_ERROR(CheckName(e.key, absl::StrCat(path, ": host type")));
+    BLKLAB_ASSIGN_OR_RETURN(std::string arg, ScalarText(e.value, absl::StrCat(path, ": hosts.", e.key)));
+    absl::StatusOr<DocNode> host = LoadHostDoc(arg, dir);
+    if (!host.ok()) {
+      return absl::Status(host.status().code(),
+                          absl::StrCat(path, ": hosts.", e.key, ": ", host.status().message()));
+    }
+    c->fleet.emplace_back(e.key, *std::move(host));
+    axis.values.push_back(e.key);
+  }
+  c->axes.insert(c->axes.begin(), std::move(axis));
+  c->host_label = absl::StrCat("fleet ", path, " (", c->fleet.size(), " host types)");
   return absl::OkStatus();
 }
 
@@ -294,8 +346,13 @@ absl::StatusOr<RunRequest> PrepareCell(const Comparison& c, const Cell& cell) {
   for (const Setting& s : c.variants[cell.variant].settings) settings.push_back(s);
   std::vector<host::HostOverride> host_overrides;
   std::vector<workload::OptionLine> fio_overrides;
+  const DocNode* host_doc = &c.host_doc;
   for (const Setting& s : settings) {
-    if (IsFioPath(s.path)) {
+    if (s.path == kFleetAxis && !c.fleet.empty()) {
+      for (const auto& [name, doc] : c.fleet) {
+        if (name == s.value) host_doc = &doc;
+      }
+    } else if (IsFioPath(s.path)) {
       fio_overrides.push_back(workload::OptionLine{s.path.substr(4), s.value, "<compare>", 0});
     } else {
       host_overrides.push_back(host::HostOverride{s.path, s.value});
@@ -305,7 +362,7 @@ absl::StatusOr<RunRequest> PrepareCell(const Comparison& c, const Cell& cell) {
     fio_overrides.push_back(
         workload::OptionLine{"randseed", absl::StrCat(CellRandseed(c, cell.sample)), "<compare>", 0});
   }
-  BLKLAB_ASSIGN_OR_RETURN(host::HostSpec host, host::ApplyHostOverrides(c.host_doc, host_overrides));
+  BLKLAB_ASSIGN_OR_RETURN(host::HostSpec host, host::ApplyHostOverrides(*host_doc, host_overrides));
   BLKLAB_ASSIGN_OR_RETURN(ParsedFio parsed,
                           ParseFio(c.fio_args, host, LocalFileReader(), EnvironmentLookup(), fio_overrides));
   RunRequest req;
@@ -607,6 +664,26 @@ std::string VariantsText(const Comparison& c) {
   return out;
 }
 
+// For a fleet: per variant, the host types by IOPS change against the
+// baseline, largest gain first.
+std::string FleetRankingText(const Comparison& c, const Results& res) {
+  if (c.fleet.empty() || c.variants.size() < 2) return "";
+  std::string out;
+  for (size_t v = 1; v < c.variants.size(); ++v) {
+    std::vector<std::pair<double, std::string>> ranked;
+    for (const Row& row : res.rows) {
+      if (row.variant != v || !row.diff_pct) continue;
+      ranked.emplace_back(*row.diff_pct, PointLabel(c, row.point));
+    }
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    absl::StrAppend(&out, "\n", c.variants[v].name, " vs ", c.variants[0].name,
+                    ": host types by IOPS change, largest gain first\n");
+    for (const auto& [pct, label] : ranked) absl::StrAppend(&out, absl::StrFormat("  %+8.1f%%  %s\n", pct, label));
+  }
+  return out;
+}
+
 std::string WriteTable(const Comparison& c, const Results& res) {
   const std::vector<std::vector<std::string>> t = TableCells(c, res);
   std::vector<size_t> width(t[0].size(), 0);
@@ -631,7 +708,7 @@ std::string WriteTable(const Comparison& c, const Results& res) {
     absl::StrAppend(&out, line, "\n");
     if (r == 0) absl::StrAppend(&out, std::string(total - 2, '='), "\n");
   }
-  return out + JobsText(c, res) + StalledText(c, res) + ChangesText(c, res);
+  return out + JobsText(c, res) + StalledText(c, res) + FleetRankingText(c, res) + ChangesText(c, res);
 }
 
 std::string WriteMarkdown(const Comparison& c, const Results& res) {
@@ -652,7 +729,7 @@ std::string WriteMarkdown(const Comparison& c, const Results& res) {
       absl::StrAppend(&out, "|", absl::StrJoin(align, "|"), "|\n");
     }
   }
-  std::string changes = JobsText(c, res) + StalledText(c, res) + ChangesText(c, res);
+  std::string changes = JobsText(c, res) + StalledText(c, res) + FleetRankingText(c, res) + ChangesText(c, res);
   if (!changes.empty()) absl::StrAppend(&out, "\n```", changes, "```\n");
   return out;
 }
@@ -910,6 +987,7 @@ PlotInput PlotInputFor(const Comparison& c, const Results& res) {
 int RunCompareCommand(const std::vector<std::string>& args) {
   Comparison c;
   std::string host_arg;
+  std::string fleet_arg;
   std::string base_dir;
   std::string spec_file;
   std::string format = "table";
@@ -948,6 +1026,9 @@ int RunCompareCommand(const std::vector<std::string>& args) {
     } else if ((m = value_of("--host", &v)) != 0) {
       if (m < 0) return UsageError("--host needs a value");
       host_arg = v;
+    } else if ((m = value_of("--fleet", &v)) != 0) {
+      if (m < 0 || v.empty()) return UsageError("--fleet needs an inventory file");
+      fleet_arg = v;
     } else if ((m = value_of("--variant", &v)) != 0) {
       if (m < 0) return UsageError("--variant needs a value");
       absl::StatusOr<Variant> var = ParseVariant(v);
@@ -990,15 +1071,19 @@ int RunCompareCommand(const std::vector<std::string>& args) {
     }
   }
   if (!spec_file.empty()) {
-    if (!host_arg.empty() || !c.variants.empty() || !c.axes.empty() || !c.fio_args.empty() || have_seed ||
-        have_samples || !c.baseline.empty()) {
+    if (!host_arg.empty() || !fleet_arg.empty() || !c.variants.empty() || !c.axes.empty() || !c.fio_args.empty() ||
+        have_seed || have_samples || !c.baseline.empty()) {
       return UsageError("a spec file holds the host, variants, matrix, seed, samples and fio arguments: "
                         "only --jobs, --format, --plot and --dry-run go with it");
     }
-    if (absl::Status s = ReadSpecFile(spec_file, &c, &host_arg, &base_dir); !s.ok()) return Fail(s);
+    if (absl::Status s = ReadSpecFile(spec_file, &c, &host_arg, &fleet_arg, &base_dir); !s.ok()) return Fail(s);
   } else {
     if (c.fio_args.empty()) return UsageError("no fio arguments (after --)");
-    if (host_arg.empty()) host_arg = DefaultHostArg();
+    if (!host_arg.empty() && !fleet_arg.empty()) return UsageError("--host and --fleet: give one");
+    if (host_arg.empty() && fleet_arg.empty()) host_arg = DefaultHostArg();
+  }
+  if (!fleet_arg.empty()) {
+    if (absl::Status s = ReadFleet(fleet_arg, &c); !s.ok()) return Fail(s);
   }
   // The baseline: the one named, else the first variant without an overlay,
   // else an implicit one (the host and job as given).
@@ -1026,21 +1111,29 @@ int RunCompareCommand(const std::vector<std::string>& args) {
   if (cells > kMaxCells) {
     return Fail(absl::ResourceExhaustedError(absl::StrCat(cells, " cells: at most ", kMaxCells, " per comparison")));
   }
-  absl::StatusOr<DocNode> doc = LoadHostDoc(host_arg, base_dir);
-  if (!doc.ok()) return Fail(doc.status());
-  c.host_doc = *std::move(doc);
-  // The host as given must be valid on its own, and every variant's overlay
-  // is checked before any cell runs, so a typo fails at once.
-  absl::StatusOr<host::HostSpec> host = host::ApplyHostOverrides(c.host_doc, {});
-  if (!host.ok()) return Fail(host.status());
-  c.host_label = host->name;
-  for (const Variant& v : c.variants) {
-    std::vector<host::HostOverride> o;
-    for (const Setting& s : v.settings) {
-      if (!IsFioPath(s.path)) o.push_back({s.path, s.value});
-    }
-    if (absl::Status s = host::ApplyHostOverrides(c.host_doc, o).status(); !s.ok()) {
-      return Fail(absl::InvalidArgumentError("variant " + v.name + ": " + std::string(s.message())));
+  if (c.fleet.empty()) {
+    absl::StatusOr<DocNode> doc = LoadHostDoc(host_arg, base_dir);
+    if (!doc.ok()) return Fail(doc.status());
+    c.host_doc = *std::move(doc);
+  }
+  // Every host as given must be valid on its own, and every variant's
+  // overlay is checked on each before any cell runs, so a typo fails at once.
+  std::vector<std::pair<std::string, const DocNode*>> docs;
+  if (c.fleet.empty()) docs.emplace_back("", &c.host_doc);
+  for (const auto& [name, doc] : c.fleet) docs.emplace_back(name, &doc);
+  for (const auto& [name, doc] : docs) {
+    const std::string in = name.empty() ? "" : " on host type " + name;
+    absl::StatusOr<host::HostSpec> host = host::ApplyHostOverrides(*doc, {});
+    if (!host.ok()) return Fail(absl::Status(host.status().code(), std::string(host.status().message()) + in));
+    if (c.fleet.empty()) c.host_label = host->name;
+    for (const Variant& v : c.variants) {
+      std::vector<host::HostOverride> o;
+      for (const Setting& s : v.settings) {
+        if (!IsFioPath(s.path)) o.push_back({s.path, s.value});
+      }
+      if (absl::Status s = host::ApplyHostOverrides(*doc, o).status(); !s.ok()) {
+        return Fail(absl::InvalidArgumentError("variant " + v.name + in + ": " + std::string(s.message())));
+      }
     }
   }
 

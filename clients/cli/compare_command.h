@@ -40,6 +40,13 @@
 //   matrix: {fio.iodepth: [1, 4, 16]}
 // Job files named in `fio` (positional arguments) are read relative to the
 // spec file, as its host file is.
+//
+// A fleet inventory replaces the one host (`fleet: FILE` in a spec, or
+// --fleet=FILE): a YAML or JSON map `hosts: {TYPE: PRESET|FILE, ...}` of the
+// fleet's host types (files relative to the inventory). The comparison runs
+// on every host type (the first axis, `host`); the table ends with the host
+// types ranked by each variant's IOPS change, which gain and which lose the
+// most. A job without filename= uses each host's first device.
 #ifndef BLKLAB_CLIENTS_CLI_COMPARE_COMMAND_H_
 #define BLKLAB_CLIENTS_CLI_COMPARE_COMMAND_H_
 
