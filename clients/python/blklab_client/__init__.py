@@ -84,8 +84,15 @@ class Client:
 
     # Jobs
     def create_job_from_files(self, files, args, host=None, preset=None, host_spec=None, variables=None,
-                              job_id="", request_id="", pace=None, limits=None, seed=0):
-        job = job_pb2.Job(seed=seed)
+                              job_id="", request_id="", pace=None, limits=None, seed=0, report_time_s=None,
+                              collect_stacks=False):
+        """Creates a job from fio job files and arguments. report_time_s: the
+        wall-clock second fio's output reports (reproducible bytes, as the CLI's
+        SOURCE_DATE_EPOCH); collect_stacks: record call stacks (artifact
+        "stacks.folded")."""
+        job = job_pb2.Job(seed=seed, collect_stacks=collect_stacks)
+        if report_time_s is not None:
+            job.report_time.seconds = int(report_time_s)
         if host:
             job.host = host
         elif host_spec is not None:
