@@ -285,13 +285,52 @@ uint64_t IoGenerator::NextLength(Direction d) {
     return bssplit_[i].back().bs;
   }
   if (bs_range_[i].lo != 0 && bs_range_[i].hi > bs_range_[i].lo) {
+    // fio's get_next_buflen: minbs + maxbs x r / (rand_max + 1), aligned
+    // down to minbs, at most maxbs: every multiple of minbs up to maxbs
+    // about equally likely (512-4k: 512, 1k, ... 4k each 1/8).
     const uint64_t lo = bs_range_[i].lo;
-    uint64_t len = rng_bs_.UniformRange(lo, bs_range_[i].hi);
-    if (!bs_unaligned_) len -= len % lo;
-    return len;
+    const uint64_t hi = bs_range_[i].hi;
+    uint64_t len = lo + static_cast<uint64_t>(static_cast<double>(hi) * rng_bs_.UniformDouble());
+    if (!bs_unaligned_) len = (lo & (lo - 1)) == 0 ? len & ~(lo - 1) : len - len % lo;
+    return std::min(len, hi);
   }
   if (bs_range_[i].lo != 0) return bs_range_[i].lo;
   return bs_[i];
+}
+
+bool IoGenerator::VariableLength(Direction d) const {
+  const int i = static_cast<int>(d);
+  if (!bssplit_[i].empty()) {
+    for (const BsSplitEntry& e : bssplit_[i]) {
+      if (e.percent != 0 && e.bs != bssplit_[i].front().bs) return true;
+    }
+    return false;
+  }
+  return bs_range_[i].lo != 0 && bs_range_[i].hi > bs_range_[i].lo;
+}
+
+uint64_t IoGenerator::MinLength(Direction d) const {
+  const int i = static_cast<int>(d);
+  if (!bssplit_[i].empty()) {
+    uint64_t m = UINT64_MAX;
+    for (const BsSplitEntry& e : bssplit_[i]) {
+      if (e.percent != 0) m = std::min(m, e.bs);
+    }
+    return m;
+  }
+  return bs_range_[i].lo;
+}
+
+uint64_t IoGenerator::NextLengthFitting(Direction d, uint64_t room) {
+  const uint64_t min = MinLength(d);
+  if (room < min) return min;
+  // fio redraws until the size fits; a few hundred draws find one unless
+  // only the smallest does.
+  for (int tries = 0; tries < 256; ++tries) {
+    const uint64_t len = NextLength(d);
+    if (len <= room) return len;
+  }
+  return min;
 }
 
 uint64_t IoGenerator::NextSequentialOffset(Direction d, uint64_t len, bool* new_pass) {
@@ -424,7 +463,9 @@ uint64_t IoGenerator::DistributionBlock(Direction d, uint64_t nblocks) {
   return 0;
 }
 
-uint64_t IoGenerator::NextRandomOffset(Direction d, uint64_t len) {
+uint64_t IoGenerator::NextRandomOffset(Direction d, uint64_t* len_inout, bool variable) {
+  // Variable sizes: the offset is any block the smallest I/O fits at.
+  const uint64_t len = variable ? MinLength(d) : *len_inout;
   // Divisions only when the length changes (fixed bs: once).
   if (len != cached_len_) {
     cached_len_ = len;
@@ -447,7 +488,19 @@ uint64_t IoGenerator::NextRandomOffset(Direction d, uint64_t len) {
       block = 0;
     }
     if (block >= fit) block = fit - 1;
-    for (uint64_t b = block; b < block + len_blocks && b < nblocks; ++b) map_.Set(b);
+    if (variable) {
+      // The size is drawn after the offset, then cut at the first block
+      // already touched in this pass (fio's axmap_set_nr).
+      uint64_t want = NextLengthFitting(d, plan_.region_bytes - block * align_);
+      const uint64_t want_blocks = std::max<uint64_t>(1, (want + align_ - 1) / align_);
+      uint64_t b = block;
+      while (b < block + want_blocks && b < nblocks && !map_.Test(b)) map_.Set(b++);
+      if (b == block) map_.Set(b++);  // FindClear gave a clear block; fit moved it onto a set one
+      if ((b - block) * align_ < want) want = (b - block) * align_;
+      *len_inout = want;
+    } else {
+      for (uint64_t b = block; b < block + len_blocks && b < nblocks; ++b) map_.Set(b);
+    }
     // A pass ends when no I/O of this length can find a free block any more.
     if (map_.FindClear(0) >= map_.size()) {
       map_.Clear();
@@ -456,6 +509,7 @@ uint64_t IoGenerator::NextRandomOffset(Direction d, uint64_t len) {
   } else {
     block = lfsr_ ? LfsrBlock(nblocks) : DistributionBlock(d, nblocks);
     if (block >= fit) block = fit - 1;
+    if (variable) *len_inout = NextLengthFitting(d, plan_.region_bytes - block * align_);
   }
   return block * align_;
 }
@@ -479,7 +533,8 @@ GeneratedIo IoGenerator::Next(absl::FunctionRef<Direction(Direction)> adjust) {
 GeneratedIo IoGenerator::NextIn(Direction d) {
   GeneratedIo io;
   io.direction = d;
-  io.length = NextLength(io.direction);
+  const bool variable = VariableLength(d);
+  io.length = variable ? MinLength(d) : NextLength(io.direction);
   if (io.length > plan_.region_bytes) io.length = plan_.region_bytes;
   uint64_t rel;
   const int di = static_cast<int>(io.direction);
@@ -487,10 +542,23 @@ GeneratedIo IoGenerator::NextIn(Direction d) {
   if (random && percentage_random_[di] < 100) {
     random = rng_pct_.UniformBelow(100) < percentage_random_[di];
   }
-  if (!random) {
+  if (!random && variable) {
+    // fio picks the offset, then a size that fits before the region's end
+    // (io_u_fits), and the next offset follows that size.
+    uint64_t& pos = seq_pos_[di];
+    if (pos + io.length > plan_.region_bytes) {
+      pos = 0;
+      ++passes_;
+      io.new_pass = true;
+    }
+    io.length = std::min(NextLengthFitting(io.direction, plan_.region_bytes - pos), plan_.region_bytes);
+    bool wrapped = false;
+    rel = NextSequentialOffset(io.direction, io.length, &wrapped);
+  } else if (!random) {
     rel = NextSequentialOffset(io.direction, io.length, &io.new_pass);
   } else if (rw_modifier_ > 1 &&
              (modifier_count_++ % static_cast<uint64_t>(rw_modifier_)) != 0) {
+    if (variable) io.length = std::min(NextLength(io.direction), plan_.region_bytes);
     if (rw_sequencer_ == RwSequencer::kIdentical) {
       rel = last_random_off_;
     } else {
@@ -499,7 +567,7 @@ GeneratedIo IoGenerator::NextIn(Direction d) {
     }
     last_random_end_ = rel + io.length;
   } else {
-    rel = NextRandomOffset(io.direction, io.length);
+    rel = NextRandomOffset(io.direction, &io.length, variable);
     last_random_off_ = rel;
     last_random_end_ = rel + io.length;
   }

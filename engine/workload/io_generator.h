@@ -123,8 +123,18 @@ class IoGenerator {
   Direction NextDirection();
   GeneratedIo NextIn(Direction d);
   uint64_t NextLength(Direction d);
+  // True when direction d draws its block size per I/O (bsrange, bssplit):
+  // fio then picks the offset first and a size that fits after it.
+  bool VariableLength(Direction d) const;
+  uint64_t MinLength(Direction d) const;
+  // get_next_buflen with a range or split: drawn until the I/O fits in
+  // `room` bytes (io_u_fits); the minimum when nothing larger does.
+  uint64_t NextLengthFitting(Direction d, uint64_t room);
   uint64_t NextSequentialOffset(Direction d, uint64_t len, bool* new_pass);
-  uint64_t NextRandomOffset(Direction d, uint64_t len);
+  // *len: the I/O's length; with `variable`, drawn here after the offset
+  // and cut at the first block the random map already has (fio's
+  // mark_random_map), so each block is touched once per pass.
+  uint64_t NextRandomOffset(Direction d, uint64_t* len, bool variable);
   uint64_t DistributionBlock(Direction d, uint64_t nblocks);
   uint64_t ZipfRank(uint64_t n);  // 1-based rank
   // random_generator=lfsr: the next block of a seeded permutation of
