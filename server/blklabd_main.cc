@@ -52,7 +52,7 @@ ABSL_FLAG(std::string, data_dir, "",
           "~/.local/share/blklab.");
 ABSL_FLAG(int, workers, 0, "Worker threads running jobs, one simulation each. 0: one per core.");
 ABSL_FLAG(int, max_queued_jobs, 1000, "Jobs that may wait for a worker; CreateJob beyond it is RESOURCE_EXHAUSTED.");
-ABSL_FLAG(int, max_streams, 256, "Concurrent WatchJob streams; more are RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int, max_streams, 256, "Concurrent WatchJob and ReadJobArtifacts streams; more are RESOURCE_EXHAUSTED.");
 ABSL_FLAG(std::string, auth_token_file, "",
           "File holding a bearer token (first line). When set, every blklab.v1 call must send "
           "'authorization: Bearer <token>' metadata, else UNAUTHENTICATED.");

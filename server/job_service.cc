@@ -417,15 +417,18 @@ namespace {
 
 // One ReadJobArtifacts call: the chunks of the asked artifacts of one stored
 // result, written one at a time (flow control: the next only after the
-// previous one's OnWriteDone). Deletes itself in OnDone.
+// previous one's OnWriteDone). It holds the job's result in memory, so it
+// counts as one of the server's max_streams streams. Deletes itself in
+// OnDone.
 class ArtifactReactor final : public grpc::ServerWriteReactor<v1::ArtifactChunk> {
  public:
   struct Part {
     std::string name;
-    const std::string* data;  // into result_
+    const std::string* data;  // into job_'s result
   };
-  ArtifactReactor(std::shared_ptr<const v1::Job> job, std::vector<Part> parts, size_t chunk_bytes)
-      : job_(std::move(job)), parts_(std::move(parts)), chunk_bytes_(chunk_bytes) {
+  ArtifactReactor(std::shared_ptr<const v1::Job> job, std::vector<Part> parts, size_t chunk_bytes,
+                  std::atomic<int>* streams)
+      : job_(std::move(job)), parts_(std::move(parts)), chunk_bytes_(chunk_bytes), streams_(streams) {
     Next();
   }
   void OnWriteDone(bool ok) override {
@@ -435,7 +438,10 @@ class ArtifactReactor final : public grpc::ServerWriteReactor<v1::ArtifactChunk>
     }
     Next();
   }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    streams_->fetch_sub(1);
+    delete this;
+  }
 
  private:
   void Next() {
@@ -460,6 +466,7 @@ class ArtifactReactor final : public grpc::ServerWriteReactor<v1::ArtifactChunk>
   const std::shared_ptr<const v1::Job> job_;
   const std::vector<Part> parts_;
   const size_t chunk_bytes_;
+  std::atomic<int>* const streams_;
   size_t part_ = 0;
   size_t offset_ = 0;
   v1::ArtifactChunk chunk_;
@@ -478,6 +485,18 @@ grpc::ServerWriteReactor<v1::ArtifactChunk>* JobServiceImpl::ReadJobArtifacts(
           return absl::InvalidArgumentError(
               absl::StrCat("chunk_bytes: ", req->chunk_bytes(), " is outside 0..", kMaxChunk, " (0 = 1 MiB)"));
         }
+        if (streams_.fetch_add(1) >= max_streams_) {
+          streams_.fetch_sub(1);
+          return absl::ResourceExhaustedError(
+              absl::StrCat("too many concurrent streams (max_streams = ", max_streams_, ")"));
+        }
+        // Until the reactor owns the count, an early return gives it back.
+        struct Release {
+          std::atomic<int>* n;
+          ~Release() {
+            if (n != nullptr) n->fetch_sub(1);
+          }
+        } release{&streams_};
         BLKLAB_ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(id, /*full=*/true));
         if (!job.has_result()) {
           return absl::FailedPreconditionError(
@@ -513,8 +532,9 @@ grpc::ServerWriteReactor<v1::ArtifactChunk>* JobServiceImpl::ReadJobArtifacts(
           }
           parts.push_back({a, data});
         }
+        release.n = nullptr;
         return new ArtifactReactor(std::move(held), std::move(parts),
-                                   req->chunk_bytes() == 0 ? kDefaultChunk : req->chunk_bytes());
+                                   req->chunk_bytes() == 0 ? kDefaultChunk : req->chunk_bytes(), &streams_);
       });
 }
 

@@ -40,7 +40,7 @@ namespace blklab::server {
 class JobServiceImpl final : public v1::JobService::CallbackService {
  public:
   // `store`, `jobs`, `limits` and `gate` outlive the service. At most
-  // `max_streams` WatchJob streams are open at once.
+  // `max_streams` WatchJob and ReadJobArtifacts streams are open at once.
   JobServiceImpl(Store* store, JobQueue* jobs, const JobLimitsConfig* limits, const RpcGate* gate,
                  int max_streams)
       : store_(store), jobs_(jobs), limits_(limits), gate_(gate), max_streams_(max_streams) {}

@@ -150,7 +150,8 @@ def main():
         stop_server(server)
     # Result size limits: logs above --max_log_bytes are dropped (the job
     # FAILED with its figures), a result above --max_result_bytes is not kept.
-    server, addr = start_server(os.path.join(TMP, "data2"), "--max_log_bytes=20000", "--max_result_bytes=100000")
+    server, addr = start_server(os.path.join(TMP, "data2"), "--max_log_bytes=20000", "--max_result_bytes=100000",
+                                "--max_streams=1")
     try:
         c = Client(addr)
         logged = c.wait(c.create_job_from_files(
@@ -167,6 +168,20 @@ def main():
               and not many.HasField("result"),
               "a result above --max_result_bytes: FAILED without a result (%s: %s)"
               % (job_pb2.Job.State.Name(many.state), many.error.message[:200]))
+        # An artifact stream holds a result in memory: it counts against
+        # --max_streams like a WatchJob stream (here one, held by a watch).
+        long_job = c.create_job_from_files({"mixed.fio": JOB.replace("runtime=3", "runtime=30")}, ["mixed.fio"],
+                                           preset="default", pace=job_pb2.Job.REALTIME)
+        watch = c.watch(long_job.name)
+        next(watch)  # the stream is open: the job runs and sends snapshots
+        try:
+            c.read_artifacts(logged.name, ["fio_json"])
+            check(False, "an artifact stream beyond --max_streams is refused")
+        except grpc.RpcError as e:
+            check(e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "max_streams = 1" in e.details(),
+                  "an artifact stream beyond --max_streams is RESOURCE_EXHAUSTED (%s)" % e.details())
+        c.cancel_job(long_job.name)
+        watch.cancel()
     finally:
         stop_server(server)
     if failures:
