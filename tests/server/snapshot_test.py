@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 BLKLABD, SRC = sys.argv[1:3]
 sys.path.insert(0, os.path.join(SRC, "clients", "python"))
@@ -48,6 +49,16 @@ check = H.check
 
 def start_server(data_dir, *extra):
     return H.start(data_dir, "--workers=2", *extra)
+
+
+def refused(call, code, text, what):
+    """Checks that call() fails with `code` and a message containing `text`."""
+    try:
+        call()
+    except grpc.RpcError as e:
+        check(e.code() == code and text in e.details(), "%s (%s)" % (what, e.details()))
+        return
+    check(False, what + " (it succeeded)")
 
 
 def stop_server(server):
@@ -135,12 +146,8 @@ def main():
             small = c.read_artifacts(j.name, ["logs/mx_bw.1.log", "fio_json"], chunk_bytes=100)
             check(small.get("logs/mx_bw.1.log") == bw, "100-byte chunks reassemble the same log")
             check(small.get("fio_json", b"").startswith(b"{"), "fio_json is an artifact too")
-            try:
-                c.read_artifacts(j.name, ["logs/nope.log"])
-                check(False, "an unknown artifact is refused")
-            except grpc.RpcError as e:
-                check(e.code() == grpc.StatusCode.NOT_FOUND and "mx_bw.1.log" in e.details(),
-                      "an unknown artifact is NOT_FOUND, listing what exists: %s" % e.details())
+            refused(lambda: c.read_artifacts(j.name, ["logs/nope.log"]), grpc.StatusCode.NOT_FOUND, "mx_bw.1.log",
+                    "an unknown artifact is NOT_FOUND, listing what exists")
             again = c.get_job(j.name)
             check([l.name for l in again.result.logs] == names, "logs are stored with the result")
             check(all(not l.content for l in again.result.logs), "GetJob carries no log contents")
@@ -172,14 +179,20 @@ def main():
         # --max_streams like a WatchJob stream (here one, held by a watch).
         long_job = c.create_job_from_files({"mixed.fio": JOB.replace("runtime=3", "runtime=30")}, ["mixed.fio"],
                                            preset="default", pace=job_pb2.Job.REALTIME)
-        watch = c.watch(long_job.name)
-        next(watch)  # the stream is open: the job runs and sends snapshots
-        try:
-            c.read_artifacts(logged.name, ["fio_json"])
-            check(False, "an artifact stream beyond --max_streams is refused")
-        except grpc.RpcError as e:
-            check(e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "max_streams = 1" in e.details(),
-                  "an artifact stream beyond --max_streams is RESOURCE_EXHAUSTED (%s)" % e.details())
+        # The previous waits' streams end on the server a moment after their
+        # final snapshot: retry until the one slot is free.
+        deadline = time.time() + 10
+        while True:
+            watch = c.watch(long_job.name)
+            try:
+                next(watch)  # the stream is open: the job runs and sends snapshots
+                break
+            except grpc.RpcError as e:
+                if e.code() != grpc.StatusCode.RESOURCE_EXHAUSTED or time.time() > deadline:
+                    raise
+                time.sleep(0.05)
+        refused(lambda: c.read_artifacts(logged.name, ["fio_json"]), grpc.StatusCode.RESOURCE_EXHAUSTED,
+                "max_streams = 1", "an artifact stream beyond --max_streams is RESOURCE_EXHAUSTED")
         c.cancel_job(long_job.name)
         watch.cancel()
     finally:

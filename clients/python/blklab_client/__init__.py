@@ -141,9 +141,13 @@ class Client:
 
     def wait(self, name, timeout=600.0):
         """Watches until the job is final; returns the final Job (FULL)."""
-        for snap in self.watch(name, timeout=timeout):
-            if snap.HasField("final_job"):
-                return snap.final_job
+        stream = self.watch(name, timeout=timeout)
+        try:
+            for snap in stream:
+                if snap.HasField("final_job"):
+                    return snap.final_job
+        finally:
+            stream.cancel()  # the call ends here, not when the iterator is collected
         return self.get_job(name)
 
     def read_artifacts(self, name, artifacts=(), chunk_bytes=0, timeout=600.0):
