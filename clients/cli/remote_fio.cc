@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -134,6 +135,44 @@ std::vector<std::string> UserLogPrefixes(const std::vector<std::string>& args) {
   return out;
 }
 
+// Reads `artifacts` of job `name` with ReadJobArtifacts, handing each chunk's
+// data to on_data(index into artifacts, data) in order; checks that the
+// artifacts come in the order asked, each whole, with contiguous offsets.
+// *sizes: the bytes received per artifact.
+absl::Status ReadArtifacts(RemoteClient& client, const std::string& name, const std::vector<std::string>& artifacts,
+                           const std::function<absl::Status(int, const std::string&)>& on_data,
+                           std::vector<int64_t>* sizes) {
+  sizes->assign(artifacts.size(), 0);
+  if (artifacts.empty()) return absl::OkStatus();
+  v1::ReadJobArtifactsRequest req;
+  req.set_name(name);
+  for (const std::string& a : artifacts) req.add_artifacts(a);
+  std::unique_ptr<grpc::ClientContext> ctx = client.NewContext(3600);
+  std::unique_ptr<grpc::ClientReader<v1::ArtifactChunk>> reader = client.jobs().ReadJobArtifacts(ctx.get(), req);
+  v1::ArtifactChunk chunk;
+  int index = -1;
+  while (reader->Read(&chunk)) {
+    if (index < 0 || chunk.artifact() != artifacts[index]) {
+      if (++index >= static_cast<int>(artifacts.size()) || chunk.artifact() != artifacts[index]) {
+        return absl::DataLossError(
+            absl::StrCat("the server sent artifact '", chunk.artifact().substr(0, 200), "' out of order"));
+      }
+    }
+    if (chunk.offset() != (*sizes)[index]) {
+      return absl::DataLossError(absl::StrCat(artifacts[index], ": chunk at offset ", chunk.offset(), " where ",
+                                              (*sizes)[index], " was expected"));
+    }
+    BLKLAB_RETURN_IF_ERROR(on_data(index, chunk.data()));
+    (*sizes)[index] += static_cast<int64_t>(chunk.data().size());
+  }
+  const grpc::Status status = reader->Finish();
+  if (!status.ok()) return server::ToAbslStatus(status);
+  if (index + 1 != static_cast<int>(artifacts.size())) {
+    return absl::DataLossError(absl::StrCat("the server sent ", index + 1, " of ", artifacts.size(), " artifacts"));
+  }
+  return absl::OkStatus();
+}
+
 // fio's log files of the result (JobResult.logs lists names and sizes),
 // read in chunks with ReadJobArtifacts and written to the current directory
 // as the local run does. Names are checked before any file is written; a
@@ -149,49 +188,31 @@ absl::Status WriteResultLogs(RemoteClient& client, const v1::Job& job,
           "', outside the current directory and not a prefix given on this command line: no log written"));
     }
   }
-  v1::ReadJobArtifactsRequest req;
-  req.set_name(job.name());
-  for (const v1::LogFile& f : result.logs()) req.add_artifacts(absl::StrCat("logs/", f.name()));
-  std::unique_ptr<grpc::ClientContext> ctx = client.NewContext(3600);
-  std::unique_ptr<grpc::ClientReader<v1::ArtifactChunk>> reader = client.jobs().ReadJobArtifacts(ctx.get(), req);
-  v1::ArtifactChunk chunk;
-  int index = -1;
+  std::vector<std::string> artifacts;
+  for (const v1::LogFile& f : result.logs()) artifacts.push_back(absl::StrCat("logs/", f.name()));
   std::ofstream out;
-  int64_t written = 0;
-  auto close = [&]() -> absl::Status {
-    if (index < 0) return absl::OkStatus();
-    const v1::LogFile& f = result.logs(index);
-    out.close();
-    if (!out) return absl::InternalError(absl::StrCat("log file ", f.name(), ": write failed"));
-    if (written != f.size_bytes()) {
-      return absl::DataLossError(absl::StrCat("log file ", f.name(), ": received ", written, " of ",
-                                              f.size_bytes(), " bytes"));
+  int open_index = -1;
+  std::vector<int64_t> sizes;
+  BLKLAB_RETURN_IF_ERROR(ReadArtifacts(
+      client, job.name(), artifacts,
+      [&](int index, const std::string& data) -> absl::Status {
+        if (index != open_index) {
+          if (open_index >= 0) out.close();
+          out.open(result.logs(index).name(), std::ios::binary | std::ios::trunc);
+          if (!out) return absl::InternalError(absl::StrCat("log file ", result.logs(index).name(), ": cannot create"));
+          open_index = index;
+        }
+        out.write(data.data(), static_cast<std::streamsize>(data.size()));
+        if (!out) return absl::InternalError(absl::StrCat("log file ", result.logs(index).name(), ": write failed"));
+        return absl::OkStatus();
+      },
+      &sizes));
+  out.close();
+  for (int i = 0; i < result.logs_size(); ++i) {
+    if (sizes[i] != result.logs(i).size_bytes()) {
+      return absl::DataLossError(absl::StrCat("log file ", result.logs(i).name(), ": received ", sizes[i], " of ",
+                                              result.logs(i).size_bytes(), " bytes"));
     }
-    return absl::OkStatus();
-  };
-  while (reader->Read(&chunk)) {
-    if (index < 0 || chunk.artifact() != req.artifacts(index)) {
-      BLKLAB_RETURN_IF_ERROR(close());
-      if (++index >= req.artifacts_size() || chunk.artifact() != req.artifacts(index)) {
-        return absl::DataLossError(
-            absl::StrCat("the server sent artifact '", chunk.artifact().substr(0, 200), "' out of order"));
-      }
-      out.open(result.logs(index).name(), std::ios::binary | std::ios::trunc);
-      if (!out) return absl::InternalError(absl::StrCat("log file ", result.logs(index).name(), ": cannot create"));
-      written = 0;
-    }
-    if (chunk.offset() != written) {
-      return absl::DataLossError(absl::StrCat("log file ", result.logs(index).name(), ": chunk at offset ",
-                                              chunk.offset(), " where ", written, " was expected"));
-    }
-    out.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
-    written += static_cast<int64_t>(chunk.data().size());
-  }
-  const grpc::Status status = reader->Finish();
-  if (!status.ok()) return server::ToAbslStatus(status);
-  BLKLAB_RETURN_IF_ERROR(close());
-  if (index + 1 != req.artifacts_size()) {
-    return absl::DataLossError(absl::StrCat("the server sent ", index + 1, " of ", req.artifacts_size(), " log files"));
   }
   return absl::OkStatus();
 }
@@ -203,21 +224,14 @@ absl::Status WriteStacks(RemoteClient& client, const v1::Job& job, const std::st
                          const std::string& flame_file) {
   std::string folded;
   if (job.result().stacks_folded_bytes() > 0) {
-    v1::ReadJobArtifactsRequest req;
-    req.set_name(job.name());
-    req.add_artifacts("stacks.folded");
-    std::unique_ptr<grpc::ClientContext> ctx = client.NewContext(600);
-    std::unique_ptr<grpc::ClientReader<v1::ArtifactChunk>> reader = client.jobs().ReadJobArtifacts(ctx.get(), req);
-    v1::ArtifactChunk chunk;
-    while (reader->Read(&chunk)) {
-      if (chunk.offset() != static_cast<int64_t>(folded.size())) {
-        return absl::DataLossError(absl::StrCat("stacks.folded: chunk at offset ", chunk.offset(), " where ",
-                                                folded.size(), " was expected"));
-      }
-      folded += chunk.data();
-    }
-    const grpc::Status status = reader->Finish();
-    if (!status.ok()) return server::ToAbslStatus(status);
+    std::vector<int64_t> sizes;
+    BLKLAB_RETURN_IF_ERROR(ReadArtifacts(
+        client, job.name(), {"stacks.folded"},
+        [&folded](int, const std::string& data) {
+          folded += data;
+          return absl::OkStatus();
+        },
+        &sizes));
   }
   if (!folded_file.empty()) BLKLAB_RETURN_IF_ERROR(util::WriteStringToFile(folded_file, folded, "--folded file"));
   if (flame_file.empty()) return absl::OkStatus();
