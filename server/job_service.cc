@@ -101,12 +101,29 @@ v1::Snapshot MergeSnapshots(const v1::Snapshot& older, const v1::Snapshot& newer
 
 class WatchReactor;
 
+// One of the server's max_streams slots, held by a stream from its start. It
+// is given back as the stream's last message is written (before the client
+// can see it), so a client that opens its next stream on receiving the last
+// one never finds its own finished stream still counted; OnDone gives it back
+// for streams that end otherwise. Release is idempotent and thread-safe.
+class StreamSlot {
+ public:
+  explicit StreamSlot(std::atomic<int>* streams) : streams_(streams) {}
+  void Release() {
+    if (held_.exchange(false)) streams_->fetch_sub(1);
+  }
+
+ private:
+  std::atomic<int>* const streams_;
+  std::atomic<bool> held_{true};
+};
+
 // The job manager's handle on one WatchJob stream. It outlives the reactor
 // if need be: Detach() cuts the link when the RPC is done.
 class WatchChannel final : public WatchSink {
  public:
-  WatchChannel(WatchReactor* reactor, absl::Duration min_wall_interval)
-      : reactor_(reactor), min_wall_interval_(min_wall_interval) {}
+  WatchChannel(WatchReactor* reactor, StreamSlot* slot, absl::Duration min_wall_interval)
+      : reactor_(reactor), slot_(slot), min_wall_interval_(min_wall_interval) {}
   void Push(const v1::Snapshot& snapshot) override;
   void Close(const absl::Status& status) override;
   void OnWriteDone(bool ok);
@@ -114,6 +131,7 @@ class WatchChannel final : public WatchSink {
   void Detach() {
     absl::MutexLock lock(&mu_);
     reactor_ = nullptr;
+    slot_ = nullptr;
   }
 
  private:
@@ -122,6 +140,7 @@ class WatchChannel final : public WatchSink {
 
   absl::Mutex mu_;
   WatchReactor* reactor_ ABSL_GUARDED_BY(mu_);
+  StreamSlot* slot_ ABSL_GUARDED_BY(mu_);  // the reactor's; null once detached
   const absl::Duration min_wall_interval_;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
@@ -136,8 +155,8 @@ class WatchChannel final : public WatchSink {
 class WatchReactor final : public grpc::ServerWriteReactor<v1::Snapshot> {
  public:
   WatchReactor(JobQueue* jobs, std::atomic<int>* streams, std::string id, absl::Duration min_wall_interval)
-      : jobs_(jobs), streams_(streams), id_(std::move(id)),
-        channel_(std::make_shared<WatchChannel>(this, min_wall_interval)) {}
+      : jobs_(jobs), slot_(streams), id_(std::move(id)),
+        channel_(std::make_shared<WatchChannel>(this, &slot_, min_wall_interval)) {}
 
   void Begin() {
     absl::Status s = jobs_->Watch(id_, channel_);
@@ -148,13 +167,13 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Snapshot> {
   void OnDone() override {
     channel_->Detach();
     jobs_->Unwatch(id_, channel_.get());
-    streams_->fetch_sub(1);
+    slot_.Release();
     delete this;
   }
 
  private:
   JobQueue* const jobs_;
-  std::atomic<int>* const streams_;
+  StreamSlot slot_;
   const std::string id_;
   const std::shared_ptr<WatchChannel> channel_;
 };
@@ -165,6 +184,7 @@ void WatchChannel::WriteLocked(v1::Snapshot snapshot) {
   last_write_ = absl::Now();
   if (current_.has_final_job()) {
     finished_ = true;
+    slot_->Release();
     reactor_->StartWriteAndFinish(&current_, grpc::WriteOptions(), grpc::Status::OK);
   } else {
     reactor_->StartWrite(&current_);
@@ -173,7 +193,9 @@ void WatchChannel::WriteLocked(v1::Snapshot snapshot) {
 
 void WatchChannel::FinishLocked(const grpc::Status& status) {
   finished_ = true;
-  if (reactor_ != nullptr) reactor_->Finish(status);
+  if (reactor_ == nullptr) return;
+  slot_->Release();
+  reactor_->Finish(status);
 }
 
 void WatchChannel::Push(const v1::Snapshot& snapshot) {
@@ -428,24 +450,26 @@ class ArtifactReactor final : public grpc::ServerWriteReactor<v1::ArtifactChunk>
   };
   ArtifactReactor(std::shared_ptr<const v1::Job> job, std::vector<Part> parts, size_t chunk_bytes,
                   std::atomic<int>* streams)
-      : job_(std::move(job)), parts_(std::move(parts)), chunk_bytes_(chunk_bytes), streams_(streams) {
+      : job_(std::move(job)), parts_(std::move(parts)), chunk_bytes_(chunk_bytes), slot_(streams) {
     Next();
   }
   void OnWriteDone(bool ok) override {
     if (!ok) {
+      slot_.Release();
       Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
       return;
     }
     Next();
   }
   void OnDone() override {
-    streams_->fetch_sub(1);
+    slot_.Release();
     delete this;
   }
 
  private:
   void Next() {
     if (part_ == parts_.size()) {
+      slot_.Release();
       Finish(grpc::Status::OK);
       return;
     }
@@ -466,7 +490,7 @@ class ArtifactReactor final : public grpc::ServerWriteReactor<v1::ArtifactChunk>
   const std::shared_ptr<const v1::Job> job_;
   const std::vector<Part> parts_;
   const size_t chunk_bytes_;
-  std::atomic<int>* const streams_;
+  StreamSlot slot_;
   size_t part_ = 0;
   size_t offset_ = 0;
   v1::ArtifactChunk chunk_;
