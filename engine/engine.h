@@ -181,6 +181,9 @@ struct CloneResult {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   stats::JobResult result;
+  // What fio prints to stderr for this clone as it runs (failed verify
+  // checks), in order.
+  std::vector<std::string> messages;
 };
 
 struct RunResult {
@@ -277,6 +280,18 @@ struct WallClock {
 };
 report::ReportInput BuildReport(const RunRequest& request, const RunResult& result,
                                 const WallClock& clock, bool with_kernel_report);
+
+// What fio prints besides its report for jobs that ended with an error
+// (a failed verify): `stderr_lines`, the messages of the clones as they ran
+// (thread order); `stdout_lines`, one "fio: pid=N, err=E/VERROR" line per
+// failed clone (fio's log_info at the thread's exit); `failed`, fio's exit
+// value (one per failed clone).
+struct FioJobErrors {
+  std::vector<std::string> stderr_lines;
+  std::string stdout_lines;
+  int failed = 0;
+};
+FioJobErrors CollectJobErrors(const RunResult& result);
 
 }  // namespace blklab
 

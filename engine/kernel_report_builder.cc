@@ -27,6 +27,7 @@ void CollectResults(const RunRequest& req, const Simulation& s, sim::SimTime end
     cr.start_ns = t.config().start_at;
     cr.end_ns = t.done() ? t.finished_at() : end;
     cr.result = final ? t.result() : t.PeekResult(end);
+    cr.messages = t.messages();
     result.clones.push_back(std::move(cr));
   }
   result.virtual_ns = end;

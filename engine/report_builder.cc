@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "absl/strings/str_cat.h"
 #include "engine/engine.h"
 #include "engine/workload/job_spec.h"
 
@@ -88,6 +89,7 @@ report::ReportInput BuildReport(const RunRequest& req, const RunResult& run, con
       e.elapsed_sec = (end + 999999999) / 1000000000;
       e.job_options = Options(jobs[run.clones[members.back()].job_index].options_written);
       e.result = stats::MergeJobResults(results);
+      e.error = e.result.error;
       e.display = DisplayFor(first);
       in.entries.push_back(std::move(e));
     } else {
@@ -101,6 +103,7 @@ report::ReportInput BuildReport(const RunRequest& req, const RunResult& run, con
         e.elapsed_sec = (c.end_ns + 999999999) / 1000000000;
         e.job_options = Options(spec.options_written);
         e.result = c.result;
+        e.error = c.result.error;
         e.display = DisplayFor(spec);
         in.entries.push_back(std::move(e));
       }
@@ -114,6 +117,19 @@ report::ReportInput BuildReport(const RunRequest& req, const RunResult& run, con
   if (disk_util) in.disk_util = run.kernel.devices;
   if (with_kernel_report) in.kernel = run.kernel;
   return in;
+}
+
+FioJobErrors CollectJobErrors(const RunResult& result) {
+  FioJobErrors out;
+  for (const CloneResult& c : result.clones) {
+    out.stderr_lines.insert(out.stderr_lines.end(), c.messages.begin(), c.messages.end());
+    if (c.result.error == 0) continue;
+    // pid: the report's 1000 + thread number.
+    absl::StrAppend(&out.stdout_lines, "fio: pid=", 1000 + c.thread_number, ", err=", c.result.error, "/",
+                    c.result.verror, "\n");
+    ++out.failed;
+  }
+  return out;
 }
 
 }  // namespace blklab

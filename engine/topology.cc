@@ -114,11 +114,33 @@ absl::StatusOr<int> CloneCpu(const JobSpec& spec, const workload::JobClone& clon
 // fio options that change what a job does but are not modelled yet: refused
 // by name rather than run without them.
 absl::Status CheckUnmodelledOptions(const JobSpec& spec) {
-  if (!spec.verify.empty() && spec.verify != "0") {
+  const bool verify = !spec.verify.empty() && spec.verify != "0";
+  if (spec.verify_only) {
     return absl::UnimplementedError(absl::StrCat(
-        "job '", spec.name, "': verify=", spec.verify,
-        ": fio's verify phase (reading back what was written and checking it) is not modelled yet; "
-        "without verify= the job measures its write phase alone"));
+        "job '", spec.name, "': verify_only: fio's dry run (the write phase replayed without writing, then "
+        "verified) is not modelled; run the writing job with verify= and do_verify=1 instead"));
+  }
+  if (spec.trim_percentage > 0) {
+    return absl::UnimplementedError(absl::StrCat(
+        "job '", spec.name, "': trim_percentage=", spec.trim_percentage,
+        ": fio's trim-and-verify of written blocks is not modelled"));
+  }
+  if (!verify) return absl::OkStatus();
+  if (spec.verify_async > 0 && spec.ioengine != workload::IoEngine::kNull) {
+    return absl::UnimplementedError(absl::StrCat(
+        "job '", spec.name, "': verify_async=", spec.verify_async,
+        ": fio's verify threads are not modelled (the checks would leave the job's CPU); without it the job "
+        "checks its reads itself"));
+  }
+  if (spec.loops > 1 && spec.do_verify && workload::DirectionActive(spec.rw, workload::Direction::kWrite)) {
+    return absl::UnimplementedError(absl::StrCat(
+        "job '", spec.name, "': loops=", spec.loops, " with verify=", spec.verify,
+        ": fio verifies after each loop, which is not modelled; use one loop"));
+  }
+  if (spec.verify == "pattern" && spec.verify_pattern.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("job '", spec.name,
+                                                   "': verify=pattern needs verify_pattern= (fio: "
+                                                   "\"verify=pattern requires verify_pattern\")"));
   }
   return absl::OkStatus();
 }
@@ -373,6 +395,17 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
   BLKLAB_RETURN_IF_ERROR(BuildPlatform(req.host, s.plan.clone_disk, s));
   if (req.collect_stacks) s.machine->EnableStacks();
 
+  // Verify headers on each disk some job verifies on (verify.c): every
+  // clone on that disk then updates them.
+  s.contents.resize(s.queues.size());
+  for (size_t i = 0; i < req.jobs.clones.size(); ++i) {
+    const JobSpec& spec = req.jobs.jobs[req.jobs.clones[i].job_index];
+    const int d = s.plan.clone_disk[i];
+    if (d >= 0 && !spec.verify.empty() && spec.verify != "0" && s.contents[d] == nullptr) {
+      s.contents[d] = std::make_unique<job::DeviceContent>();
+    }
+  }
+
   // Clones: one simulated fio thread each; stonewall opens a new wave.
   uint32_t wave = 0;
   const auto& jobs = req.jobs.jobs;
@@ -410,6 +443,11 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
       jc.flow = &flow;
     }
     jc.queue = d >= 0 ? s.queues[d] : nullptr;
+    if (d >= 0) {
+      jc.content = s.contents[d].get();
+      jc.file_name = "/dev/" + s.plan.disks[d].name;
+    }
+    jc.seed = req.seed;
     jc.start_at = spec.startdelay_min_ns;
     jc.ramp_end = jc.start_at + spec.ramp_time_ns;
     jc.end_at = spec.runtime_ns > 0 ? jc.ramp_end + spec.runtime_ns : sim::kSimTimeNever;

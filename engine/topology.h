@@ -73,6 +73,9 @@ struct Simulation {
   std::vector<std::unique_ptr<model::BlockDevice>> devices;  // per host entry (null if unused)
   std::vector<model::RequestQueue*> queues;                  // per disk (null if unused)
   std::map<uint32_t, job::FioFlow> flows;  // by flow_id: fio's flows (stable addresses)
+  // Per disk: the verify headers on it when a job of the run verifies
+  // there (null otherwise).
+  std::vector<std::unique_ptr<job::DeviceContent>> contents;
   std::vector<std::unique_ptr<job::JobThread>> clones;
   // fio's start order: stonewall waves and wait_for (StartReadyClones).
   std::vector<uint32_t> wave;        // stonewall wave per clone

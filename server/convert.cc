@@ -461,6 +461,9 @@ v1::JobResult BuildJobResult(const RunRequest& request, const RunResult& run, co
   out.set_fio_normal(write(&report::OutputFormats::normal));
   out.set_fio_terse(write(&report::OutputFormats::terse));
   out.set_fio_json_plus(write(&report::OutputFormats::json_plus));
+  const FioJobErrors job_errors = CollectJobErrors(run);
+  for (const std::string& m : job_errors.stderr_lines) out.add_fio_stderr(m);
+  out.set_fio_job_errors(job_errors.stdout_lines);
 
   for (const report::ReportEntry& e : input.entries) {
     v1::JobStats* j = out.add_jobs();

@@ -204,8 +204,8 @@ fi
 
 # Options that change what a job does but are not modelled are refused by
 # name, never run without them.
-for opt in --verify=md5; do
-  if "$BLKLAB" fio --name=t --filename=/dev/nullb0 --rw=randwrite --size=1m "$opt" >/dev/null 2>"$TMP/refuse.err"; then
+for opt in --verify_only --trim_percentage=10; do
+  if "$BLKLAB" fio --name=t --filename=/dev/nullb0 --rw=randwrite --size=1m --verify=md5 "$opt" >/dev/null 2>"$TMP/refuse.err"; then
     fail "$opt ran"
   elif grep -q -- "${opt#--}" "$TMP/refuse.err" && grep -q "not modelled" "$TMP/refuse.err"; then
     pass "$opt is refused by name"
@@ -213,5 +213,19 @@ for opt in --verify=md5; do
     fail "$opt: $(head -c 300 "$TMP/refuse.err")"
   fi
 done
+
+# verify=: a failed check prints fio's messages, the job's err=84 line and
+# exits with fio's exit value (one per failed job).
+"$BLKLAB" fio --name=v --filename=/dev/nullb0 --rw=read --bs=4k --size=64k --verify=md5 --ioengine=libaio \
+  --iodepth=4 --direct=1 >"$TMP/verify.out" 2>"$TMP/verify.err"
+rc=$?
+if [ "$rc" = 1 ] &&
+   grep -q '^verify: bad magic header 0, wanted acca at file /dev/nullb0 offset 0, length 4096' "$TMP/verify.err" &&
+   grep -q '^fio: pid=[0-9]*, err=84/file:io_u.c:2190, func=io_u_queued_complete' "$TMP/verify.out" &&
+   grep -q '^v: (groupid=0, jobs=1): err=84 (file:io_u.c:2190, func=io_u_queued_complete, error=Invalid or incomplete multibyte or wide character): pid=' "$TMP/verify.out"; then
+  pass "a failed verify reports as fio (messages, err=84, exit 1)"
+else
+  fail "failed verify: exit $rc; $(head -c 300 "$TMP/verify.err"; head -c 300 "$TMP/verify.out")"
+fi
 
 checks_end CLI

@@ -339,6 +339,16 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
     if (!s.ok()) return Fail(s);
   }
 
+  // What the jobs printed as they ran: fio's verify failures on stderr, and
+  // for each job that ended with an error its "fio: pid=" line on the
+  // output (fio's log_info at the thread's exit); each such job adds one to
+  // the exit value, as fio's.
+  const FioJobErrors job_errors = CollectJobErrors(*run);
+  for (const std::string& m : job_errors.stderr_lines) std::cerr << m << "\n";
+  std::cerr << std::flush;
+  out << job_errors.stdout_lines;
+  exit_code = std::min(255, exit_code + job_errors.failed);
+
   report::ReportInput input = BuildReport(req, *run, WallClockNow(), /*with_kernel_report=*/true);
   input.with_preamble = !early_preamble;
   std::string text = report::WriteReport(input, formats);

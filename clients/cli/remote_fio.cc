@@ -573,6 +573,11 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
     absl::Status ss = WriteStacks(client, final_job, options->folded_file, options->flame_file);
     if (!ss.ok()) return Exit(server::ToGrpcCode(ss.code()), std::string(ss.message()));
   }
+  // What the jobs printed as they ran, and fio's exit value for failed jobs.
+  for (const std::string& m : final_job.result().fio_stderr()) std::cerr << m << "\n";
+  std::cerr << std::flush;
+  out << final_job.result().fio_job_errors();
+  const int failed = static_cast<int>(std::count(final_job.result().fio_job_errors().begin(), final_job.result().fio_job_errors().end(), '\n'));
   // fio's order: terse, json, normal.
   std::string text;
   if (formats.terse) text += final_job.result().fio_terse();
@@ -584,7 +589,7 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
   if (formats.normal) text += final_job.result().fio_normal();
   out << text << std::flush;
   if (!out) return Exit(grpc::StatusCode::INVALID_ARGUMENT, "cannot write the report");
-  return 0;
+  return std::min(failed, 255);
 }
 
 }  // namespace blklab::cli

@@ -85,6 +85,13 @@ struct IoU {
   sim::SimTime start_time = 0;   // prepared (fio's io_u->start_time)
   sim::SimTime issue_time = 0;   // the submitting syscall returned
   bool error = false;
+  // fio's verify: the read is checked at completion (verify_io_u); it comes
+  // from the written-block log (IO_U_F_VER_LIST); the write's or expected
+  // numberio; the log entry of a write (-1: none).
+  bool verify = false;
+  bool ver_list = false;
+  uint16_t numberio = 0;
+  int32_t piece = -1;
 };
 
 // What an engine sees of its fio thread.

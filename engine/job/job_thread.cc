@@ -1,9 +1,13 @@
 #include "engine/job/job_thread.h"
 
 #include <algorithm>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace blklab::job {
 
@@ -147,6 +151,203 @@ JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, workl
     logger_ = std::make_unique<stats::JobLogger>(*std::move(lc));
     collector_.set_logger(logger_.get());
   }
+  InitVerify();
+}
+
+namespace {
+// fio's checksum per verify= type: its name in messages and its cost row
+// (nullptr: none over the data).
+struct VerifyAlgo {
+  const char* option;
+  const char* name;
+  int64_t host::CostTable::*per_kib;
+};
+constexpr VerifyAlgo kVerifyAlgos[] = {
+    {"md5", "md5", &host::CostTable::fio_verify_md5_per_kib},
+    {"crc64", "crc64", &host::CostTable::fio_verify_crc64_per_kib},
+    {"crc32", "crc32", &host::CostTable::fio_verify_crc32_per_kib},
+    {"crc32c", "crc32c", &host::CostTable::fio_verify_crc32c_per_kib},
+    {"crc32c-intel", "crc32c", &host::CostTable::fio_verify_crc32c_per_kib},
+    {"crc16", "crc16", &host::CostTable::fio_verify_crc16_per_kib},
+    {"crc7", "crc7", &host::CostTable::fio_verify_crc7_per_kib},
+    {"sha1", "sha1", &host::CostTable::fio_verify_sha1_per_kib},
+    {"sha256", "sha256", &host::CostTable::fio_verify_sha256_per_kib},
+    {"sha512", "sha512", &host::CostTable::fio_verify_sha512_per_kib},
+    {"sha3-224", "sha3-224", &host::CostTable::fio_verify_sha3_224_per_kib},
+    {"sha3-256", "sha3-256", &host::CostTable::fio_verify_sha3_256_per_kib},
+    {"sha3-384", "sha3-384", &host::CostTable::fio_verify_sha3_384_per_kib},
+    {"sha3-512", "sha3-512", &host::CostTable::fio_verify_sha3_512_per_kib},
+    {"xxhash", "xxhash", &host::CostTable::fio_verify_xxhash_per_kib},
+    {"meta", "meta", nullptr},
+    {"pattern", "pattern", nullptr},
+};
+
+int64_t PerKib(int64_t ns_per_kib, uint64_t bytes) {
+  return static_cast<int64_t>((static_cast<unsigned __int128>(bytes) * static_cast<uint64_t>(ns_per_kib)) >> 10);
+}
+}  // namespace
+
+void JobThread::InitVerify() {
+  auto& r = kernel_.machine().functions();
+  fn_verify_fill_ = r.Intern("fio:populate_verify_io_u");
+  fn_verify_check_ = r.Intern("fio:verify_io_u");
+  fn_io_sync_ = r.Intern("fio:fio_io_sync");
+  verify_ = !spec_.verify.empty() && spec_.verify != "0";
+  if (!verify_) return;
+  using workload::Direction;
+  const bool writes = workload::DirectionActive(spec_.rw, Direction::kWrite);
+  const bool reads = workload::DirectionActive(spec_.rw, Direction::kRead);
+  verify_headers_ = spec_.verify != "null";
+  // ioengine=null is FIO_FAKEIO: verify_io_u pretends every block checked.
+  verify_checks_ = verify_headers_ && config_.queue != nullptr;
+  log_pieces_ = writes && spec_.do_verify && !spec_.experimental_verify;
+  piece_list_ = gen_.random_map_enabled();  // file_randommap(): write order, else sorted by offset
+  // fixup_options: the header interval.
+  const uint64_t wmin = workload::MinBlockSize(spec_, Direction::kWrite);
+  const uint64_t wmax = workload::MaxBlockSize(spec_, Direction::kWrite);
+  uint64_t iv = spec_.verify_interval;
+  if (wmax != wmin && iv == 0) iv = wmin;
+  if (iv > wmin) {
+    iv = wmin;
+  } else if (reads && iv > workload::MinBlockSize(spec_, Direction::kRead)) {
+    iv = workload::MinBlockSize(spec_, Direction::kRead);
+  }
+  if (iv == 0 || wmin % iv != 0 || wmax % iv != 0) iv = std::gcd(wmin, wmax);
+  verify_interval_ = static_cast<uint32_t>(std::min<uint64_t>(iv, UINT32_MAX));
+  // verify_header checks numberio for jobs that write fixed-size blocks and
+  // are not time_based.
+  check_numberio_ = writes && wmin == wmax && !spec_.time_based;
+  const host::CostTable& c = kernel_.costs();
+  verify_fill_per_kib_ = verify_headers_ && spec_.verify_pattern.empty() ? c.fio_verify_fill_per_kib : 0;
+  for (const VerifyAlgo& a : kVerifyAlgos) {
+    if (spec_.verify != a.option) continue;
+    verify_name_ = a.name;
+    verify_hash_per_kib_ = a.per_kib != nullptr ? c.*a.per_kib : 0;
+  }
+  // do_io's total_bytes: size (io_size for random overwrites without a
+  // map), and size again for the backlog's verify reads.
+  total_bytes_ = config_.plan.region_bytes;
+  if (writes && workload::IsRandom(spec_.rw) && spec_.norandommap) {
+    total_bytes_ = std::max(total_bytes_, config_.plan.io_limit_bytes);
+  }
+  if (writes && spec_.verify_backlog > 0) total_bytes_ += config_.plan.region_bytes;
+  if (spec_.experimental_verify) {
+    absl::StatusOr<workload::IoGenerator> g =
+        workload::IoGenerator::Create(spec_, config_.plan, config_.thread_number, config_.seed);
+    BLKLAB_CHECK(g.ok());  // the same inputs made gen_
+    replay_.emplace(*std::move(g));
+  }
+}
+
+void JobThread::Message(std::string line) {
+  if (messages_.size() < kMaxMessages) {
+    messages_.push_back(std::move(line));
+  } else {
+    ++messages_dropped_;
+  }
+}
+
+void JobThread::LogPiece(IoU* u) {
+  // log_io_piece: in flight until reaped. Without a random map the log is
+  // sorted by offset and a new write drops the entries it overlaps.
+  int32_t idx;
+  if (!free_pieces_.empty()) {
+    idx = free_pieces_.back();
+    free_pieces_.pop_back();
+  } else {
+    idx = static_cast<int32_t>(pieces_.size());
+    pieces_.emplace_back();
+  }
+  const uint64_t off = u->bio.sector << model::kSectorShift;
+  pieces_[idx] = VerifyPiece{off, u->bio.bytes, u->numberio, /*in_flight=*/true, /*orphan=*/false};
+  u->piece = idx;
+  ++hist_len_;
+  if (piece_list_) {
+    hist_list_.push_back(idx);
+    return;
+  }
+  const uint64_t end = off + u->bio.bytes;
+  auto it = hist_tree_.lower_bound(off);
+  if (it != hist_tree_.begin()) {
+    auto prev = std::prev(it);
+    if (pieces_[prev->second].offset + pieces_[prev->second].len > off) it = prev;
+  }
+  while (it != hist_tree_.end() && it->first < end) {
+    VerifyPiece& old = pieces_[it->second];
+    if (old.in_flight) {
+      old.orphan = true;
+    } else {
+      free_pieces_.push_back(it->second);
+    }
+    --hist_len_;
+    it = hist_tree_.erase(it);
+  }
+  hist_tree_.emplace(off, idx);
+}
+
+void JobThread::SetVerifyRead(IoU* u, uint64_t offset, uint32_t len, uint16_t numberio) {
+  u->dir = stats::Dir::kRead;
+  u->bio.op = model::ReqOp::kRead;
+  u->bio.sector = offset >> model::kSectorShift;
+  u->bio.bytes = len;
+  u->numberio = numberio;
+  u->verify = true;
+}
+
+bool JobThread::GetNextVerify(IoU* u) {
+  // get_next_verify: the first entry, once its write has been reaped.
+  int32_t idx = -1;
+  if (!hist_tree_.empty()) {
+    auto it = hist_tree_.begin();
+    if (pieces_[it->second].in_flight) return false;
+    idx = it->second;
+    hist_tree_.erase(it);
+  } else if (!hist_list_.empty()) {
+    if (pieces_[hist_list_.front()].in_flight) return false;
+    idx = hist_list_.front();
+    hist_list_.pop_front();
+  } else {
+    return false;
+  }
+  --hist_len_;
+  const VerifyPiece p = pieces_[idx];
+  free_pieces_.push_back(idx);
+  SetVerifyRead(u, p.offset, p.len, p.numberio);
+  u->ver_list = true;
+  return true;
+}
+
+bool JobThread::CheckGetVerify(IoU* u) {
+  // check_get_verify: every verify_backlog logged writes (unless the last
+  // reaped I/O was a read), a batch of verify reads.
+  if (hist_len_ == 0) return false;
+  bool get = verify_batch_ > 0;
+  if (!get && hist_len_ % spec_.verify_backlog == 0 && !last_reaped_read_) {
+    verify_batch_ = spec_.verify_backlog_batch > 0 ? spec_.verify_backlog_batch : spec_.verify_backlog;
+    get = true;
+  }
+  if (get && GetNextVerify(u)) {
+    --verify_batch_;
+    return true;
+  }
+  return false;
+}
+
+bool JobThread::NextReplayedVerify(IoU* u) {
+  // experimental_verify: replay the job's I/O sequence; reads are skipped,
+  // writes (and trims) become verify reads, until the bytes verified reach
+  // the bytes written.
+  const uint64_t min_bs = config_.plan.min_block;
+  for (;;) {
+    if (verify_bytes_done_ + min_bs > write_bytes_done_) return false;
+    const workload::GeneratedIo io = replay_->Next();
+    if (io.direction == workload::Direction::kRead) continue;
+    const uint16_t n = static_cast<uint16_t>(verify_read_issues_++);
+    SetVerifyRead(u, io.offset, static_cast<uint32_t>(io.length), n);
+    // A trimmed block reads as zeroes (trim_verify_zero): not a header check.
+    if (io.direction == workload::Direction::kTrim) u->verify = false;
+    return true;
+  }
 }
 
 stats::JobResult JobThread::PeekResult(sim::SimTime now) const {
@@ -229,17 +430,28 @@ void JobThread::MaybeStartStats() {
 
 bool JobThread::Stopping() {
   if (stopping_) return true;
-  if (cpu_.now() >= config_.end_at) stopping_ = true;
+  if (cpu_.now() >= config_.end_at) stopping_ = terminated_ = true;
   if (!spec_.time_based) {
     if (spec_.number_ios > 0 && ios_issued_ >= spec_.number_ios) stopping_ = true;
     if (bytes_limit_ > 0 && bytes_issued_ >= bytes_limit_) stopping_ = true;
   }
+  // do_io's own byte count (verify reads included) ends a verifying job's
+  // round, time_based or not; the verify phase follows.
+  if (verify_ && total_bytes_ > 0 && all_bytes_issued_ >= total_bytes_) stopping_ = true;
   return stopping_;
 }
 
 bool JobThread::PrepareIo(IoU* u) {
   // get_io_u + fill_io_u: fio's own per-I/O user-space work (half here, half
   // at completion).
+  u->verify = false;
+  u->ver_list = false;
+  u->piece = -1;
+  if (spec_.verify_backlog > 0 && log_pieces_ && CheckGetVerify(u)) {
+    cpu_.Charge(fn_get_io_u_, user_issue_ns_);
+    StartIo(u);
+    return true;
+  }
   const workload::GeneratedIo io = has_rate_ ? gen_.Next([this](workload::Direction d) { return RateDirection(d); })
                                              : gen_.Next();
   cpu_.Charge(fn_get_io_u_, user_issue_ns_);
@@ -253,6 +465,20 @@ bool JobThread::PrepareIo(IoU* u) {
   u->bio.op = ToOp(io.direction);
   u->bio.sector = io.offset >> model::kSectorShift;
   u->bio.bytes = static_cast<uint32_t>(io.length);
+  if (io.direction == workload::Direction::kWrite) {
+    // numberio = td->io_issues[DDIR_WRITE]; populate_verify_io_u fills the
+    // buffer and checksums each header's chunk.
+    u->numberio = static_cast<uint16_t>(write_issues_++);
+    if (verify_headers_) cpu_.Charge(fn_verify_fill_, PerKib(verify_fill_per_kib_ + verify_hash_per_kib_, io.length));
+    if (log_pieces_) LogPiece(u);
+  } else if (io.direction == workload::Direction::kRead && verify_ && !workload::IsMixed(spec_.rw)) {
+    u->verify = true;  // a read-only job checks every read (!td_rw(td))
+  }
+  StartIo(u);
+  return true;
+}
+
+void JobThread::StartIo(IoU* u) {
   u->bio.bi_next = nullptr;
   u->bio.polled = engine_->polled();
   u->bio.nowait = u->bio.polled;
@@ -262,22 +488,156 @@ bool JobThread::PrepareIo(IoU* u) {
   ++ctx_.in_flight;
   ++ios_issued_;
   // io_bytes_exceeded: a job that reads and writes counts both, else only
-  // its writes (trimwrite's trims do not count), reads, or trims.
-  if (counts_toward_limit_[static_cast<int>(io.direction)]) bytes_issued_ += io.length;
+  // its writes (trimwrite's trims do not count), reads, or trims; verify
+  // reads from the log count only in do_io's own total.
+  if (!u->ver_list && counts_toward_limit_[static_cast<int>(u->dir)]) bytes_issued_ += u->bio.bytes;
+  all_bytes_issued_ += u->bio.bytes;
   if (collector_.started()) collector_.RecordIssue(u->dir, ctx_.in_flight);
-  return true;
 }
 
 sim::Task JobThread::Main() {
   co_await cpu_.Sync();
   MaybeStartStats();
-  if (workload::IsSynchronous(spec_.ioengine)) {
-    co_await SyncLoop();
-  } else {
-    co_await AsyncLoop();
+  // thread_main's keep_running loop: do_io, then do_verify unless the job
+  // was terminated (runtime over, an error); a time_based job that verifies
+  // goes round again until its runtime is over.
+  for (;;) {
+    all_bytes_issued_ = 0;
+    write_bytes_done_ = 0;
+    if (workload::IsSynchronous(spec_.ioengine)) {
+      co_await SyncLoop();
+    } else {
+      co_await AsyncLoop();
+    }
+    if (!verify_ || terminated_ || error_ != 0) break;
+    if (spec_.do_verify && write_bytes_done_ + hist_len_ > 0) co_await VerifyPhase();
+    if (!spec_.time_based || terminated_ || error_ != 0) break;
+    stopping_ = false;
   }
   co_await cpu_.Sync();
   FinishStats();
+}
+
+sim::Task JobThread::QueueAndMaybeReap(IoU* u) {
+  const uint32_t depth = static_cast<uint32_t>(io_us_.size());
+  queued_.push_back(u);
+  if (workload::IsSynchronous(spec_.ioengine)) {
+    co_await Commit();
+    ReapCompleted(1);
+    co_return;
+  }
+  if (queued_.size() >= batch_submit_ || ctx_.in_flight >= depth) co_await Commit();
+  if (ctx_.in_flight >= depth) {
+    const uint32_t min = std::max<uint32_t>(1, std::min(batch_complete_min_, ctx_.in_flight));
+    const uint32_t max = std::max(batch_complete_max_, min);
+    if (!TryReapFromRing(min, max)) co_await Reap(min, max);
+  }
+}
+
+sim::Task JobThread::VerifyPhase() {
+  // do_verify: sync the file first (one syscall: the simulated devices have
+  // no volatile cache to flush), then read back what the log holds (or the
+  // replayed writes) until it is empty, the runtime is over or a check fails.
+  if (config_.queue != nullptr) cpu_.Charge(fn_io_sync_, kernel_.costs().syscall_entry_exit);
+  in_verify_phase_ = true;
+  if (replay_) {
+    absl::StatusOr<workload::IoGenerator> g =
+        workload::IoGenerator::Create(spec_, config_.plan, config_.thread_number, config_.seed);
+    BLKLAB_CHECK(g.ok());
+    replay_.emplace(*std::move(g));
+    verify_read_issues_ = 0;
+    verify_bytes_done_ = 0;
+  }
+  for (;;) {
+    co_await cpu_.Sync();
+    if (cpu_.now() >= config_.end_at) {
+      terminated_ = true;
+      break;
+    }
+    if (error_ != 0) break;
+    IoU* u = free_.back();
+    u->verify = false;
+    u->ver_list = false;
+    u->piece = -1;
+    if (!(replay_ ? NextReplayedVerify(u) : GetNextVerify(u))) break;
+    free_.pop_back();
+    cpu_.Charge(fn_get_io_u_, user_issue_ns_);
+    StartIo(u);
+    co_await QueueAndMaybeReap(u);
+  }
+  if (!queued_.empty()) co_await Commit();
+  while (ctx_.in_flight > 0) co_await Reap(1, ctx_.in_flight);
+  in_verify_phase_ = false;
+}
+
+void JobThread::CompleteVerify(IoU* u) {
+  const uint64_t off = u->bio.sector << model::kSectorShift;
+  if (u->dir == stats::Dir::kWrite) {
+    if (u->piece >= 0) {
+      VerifyPiece& p = pieces_[u->piece];
+      p.in_flight = false;
+      if (p.orphan) free_pieces_.push_back(u->piece);
+    }
+    if (!u->error) write_bytes_done_ += u->bio.bytes;
+    if (config_.content != nullptr && !u->error &&
+        !config_.content->Write(off, u->bio.bytes, verify_headers_ ? verify_interval_ : 0, u->numberio)) {
+      kernel_.Fail(absl::ResourceExhaustedError(absl::StrCat(
+          "job '", spec_.name, "': verify: the simulated ", config_.file_name, " would hold more than ",
+          DeviceContent::kMaxRecords, " verify headers (", verify_interval_,
+          "-byte verify_interval); write less (size=) or raise verify_interval")));
+    }
+  } else if (u->dir == stats::Dir::kTrim) {
+    if (!u->error) write_bytes_done_ += u->bio.bytes;
+    if (config_.content != nullptr && !u->error) config_.content->Trim(off, u->bio.bytes);
+  } else if (u->verify && !u->error) {
+    if (replay_) verify_bytes_done_ += u->bio.bytes;
+    if (verify_checks_) VerifyRead(u);
+  }
+}
+
+void JobThread::VerifyRead(IoU* u) {
+  // verify_io_u: the header of each verify_interval chunk, then its
+  // checksum. A bad header ends the block's check; a bad checksum too with
+  // verify_fatal. Any failure is the job's error (EILSEQ).
+  const uint64_t off = u->bio.sector << model::kSectorShift;
+  const uint32_t h = verify_interval_;
+  cpu_.Charge(fn_verify_check_, PerKib(verify_hash_per_kib_, u->bio.bytes));
+  const std::optional<uint16_t> numberio =
+      check_numberio_ && (u->ver_list || replay_) ? std::optional<uint16_t>(u->numberio) : std::nullopt;
+  bool failed = false;
+  for (uint64_t k = 0; h > 0 && (k + 1) * h <= u->bio.bytes; ++k) {
+    const uint64_t at = off + k * h;
+    const DeviceContent::Check c = config_.content->Verify(at, h, numberio);
+    if (c.fault == DeviceContent::Fault::kNone) continue;
+    if (c.fault == DeviceContent::Fault::kChecksum && verify_hash_per_kib_ == 0 && spec_.verify == "meta") continue;
+    failed = true;
+    const std::string at_text = absl::StrFormat(
+        " at file %s offset %d, length %d (requested block: offset=%d, length=%d)", config_.file_name, at, h, off,
+        u->bio.bytes);
+    switch (c.fault) {
+      case DeviceContent::Fault::kMagic:
+        Message(absl::StrCat("verify: bad magic header 0, wanted acca", at_text));
+        break;
+      case DeviceContent::Fault::kLength:
+        Message(absl::StrCat("verify: bad header length ", c.found_len, ", wanted ", h, at_text));
+        break;
+      case DeviceContent::Fault::kNumberio:
+        Message(absl::StrCat("verify: bad header numberio ", c.found_numberio, ", wanted ", *numberio, at_text));
+        break;
+      case DeviceContent::Fault::kChecksum:
+        Message(absl::StrFormat("%.8s: verify failed at file %s offset %d, length %d (requested block: offset=%d, "
+                                "length=%d, flags=%x)",
+                                verify_name_, config_.file_name, at, h, off, u->bio.bytes, u->ver_list ? 0x88 : 0x8));
+        break;
+      case DeviceContent::Fault::kNone:
+        break;
+    }
+    if (c.fault != DeviceContent::Fault::kChecksum || spec_.verify_fatal) break;
+  }
+  if (failed && error_ == 0) {
+    error_ = 84;  // EILSEQ
+    stopping_ = terminated_ = true;
+  }
 }
 
 void JobThread::FinishStats() {
@@ -296,6 +656,18 @@ void JobThread::FinishStats() {
   usage.ctx = thread_->context_switches() - ctx_at_start_;
   collector_.SetCpuUsage(usage);
   result_ = collector_.Finish(finished_at_);
+  if (error_ != 0) {
+    // td_verror at the completion that failed its check (io_u.c).
+    result_.error = error_;
+    result_.verror = absl::StrCat(workload::IsSynchronous(spec_.ioengine)
+                                      ? "file:io_u.c:2152, func=io_u_sync_complete"
+                                      : "file:io_u.c:2190, func=io_u_queued_complete",
+                                  ", error=Invalid or incomplete multibyte or wide character");
+  }
+  if (messages_dropped_ > 0) {
+    messages_.push_back(absl::StrCat("blklab: ", messages_dropped_, " more verify messages of job '", spec_.name,
+                                     "' not shown"));
+  }
   done_ = true;
   if (on_done_) on_done_(this);
 }
@@ -468,6 +840,8 @@ void JobThread::ReapCompleted(uint32_t max) {
     IoU* u = ctx_.completed.front();
     ctx_.completed.pop_front();
     cpu_.Charge(fn_io_completed_, user_complete_ns_);
+    if (verify_ || config_.content != nullptr) CompleteVerify(u);
+    last_reaped_read_ = u->dir == stats::Dir::kRead;
     if (collector_.started() && u->start_time >= stats_started_at_) {
       const int64_t slat = workload::IsSynchronous(spec_.ioengine) ? stats::kNoSlat
                                                                    : u->issue_time - u->start_time;

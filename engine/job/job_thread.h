@@ -16,6 +16,14 @@
 // collector (times in virtual ms since the stats start, `.N` = thread
 // number); TakeLogFiles() hands the files over once the thread is done.
 //
+// Verify (fio's verify.c, backend.c do_verify, io_u.c check_get_verify):
+// with verify= a write carries headers (DeviceContent records them on the
+// device) and is logged until a verify read checks it - after verify_backlog
+// written blocks while the job runs, and in the verify phase after the write
+// phase (do_verify); reads of a read-only job are all checked. A check that
+// fails prints fio's message, ends the job with error 84 (EILSEQ) as fio
+// does. The checksums cost CPU per KiB from the cost table (fio_verify_*).
+//
 // Invariants: at most `iodepth` io_us exist; every issued I/O is reaped
 //  before the thread ends (fio drains its queue).
 // Thread-safety: thread-compatible; part of one simulation.
@@ -28,10 +36,13 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/container/btree_map.h"
 #include "engine/job/io_engine.h"
+#include "engine/job/verify_content.h"
 #include "engine/model/blk_mq.h"
 #include "engine/model/kernel.h"
 #include "engine/model/request.h"
@@ -66,6 +77,11 @@ struct JobThreadConfig {
   sim::SimTime start_at = 0;
   sim::SimTime ramp_end = 0;             // stats start here
   sim::SimTime end_at = sim::kSimTimeNever;  // runtime limit (time_based or runtime=)
+  // The device's verify headers when some job of the run verifies on it
+  // (every writer updates them); nullptr otherwise.
+  DeviceContent* content = nullptr;
+  std::string file_name;  // fio's name for the target in messages ("/dev/nullb0")
+  uint64_t seed = 0;      // the run's seed (experimental_verify replays the generator)
 };
 
 // fio's user-space work per IO, split between get_io_u (issue) and
@@ -130,6 +146,13 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   // sequential, lower case random), '_' done.
   char RunStateChar(sim::SimTime now) const;
 
+  // fio's error for the job (0, or 84 after a failed verify) and the lines
+  // fio would have printed to stderr for it, in order (at most
+  // kMaxMessages, then one line saying how many more).
+  int error() const { return error_; }
+  const std::vector<std::string>& messages() const { return messages_; }
+  static constexpr size_t kMaxMessages = 100;
+
   // The log files (fio's names and line formats), in the order bw, iops,
   // lat, slat, clat, clat_hist; empty when the spec asks for none.
   // Valid once done(); leaves the logger empty.
@@ -150,9 +173,24 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   sim::Task ThinkTime(bool issued);           // thinktime after thinktime_blocks IOs
   sim::Task Quiesce();                        // io_u_quiesce: reap everything in flight
   sim::Task FlowHold();                       // flow_threshold_exceeded: wait for the flow's peers
+  sim::Task VerifyPhase();                    // do_verify: read back and check the logged writes
+  sim::Task QueueAndMaybeReap(IoU* u);        // queue u; commit a full batch; reap a full queue
   void ReapCompleted(uint32_t max);
   bool Stopping();
   bool PrepareIo(IoU* u);
+  // The common tail of preparing an I/O whose direction, offset and length
+  // are set: fio's accounting at get_io_u and td_io_queue.
+  void StartIo(IoU* u);
+  // Verify: the written-block log (fio's io_hist_list / io_hist_tree).
+  void InitVerify();
+  void LogPiece(IoU* u);
+  bool GetNextVerify(IoU* u);   // the oldest completed logged write as a verify read
+  bool CheckGetVerify(IoU* u);  // verify_backlog's turn
+  bool NextReplayedVerify(IoU* u);  // experimental_verify: the next replayed write
+  void SetVerifyRead(IoU* u, uint64_t offset, uint32_t len, uint16_t numberio);
+  void CompleteVerify(IoU* u);  // at reap: the device's headers, the checks
+  void VerifyRead(IoU* u);
+  void Message(std::string line);
   void MaybeStartStats();
   void FinishStats();
 
@@ -197,8 +235,47 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   uint64_t wake_gen_ = 0;
   uint64_t flow_count_ = 0;                // td->flow_counter: this job's I/Os let through its flow
   bool flow_held_ = false;
+  bool terminated_ = false;                // fio's td->terminate: runtime over or an error
 
-  sim::FnId fn_get_io_u_, fn_io_completed_, fn_usec_spin_, fn_flow_;
+  // --- verify ---
+  struct VerifyPiece {  // fio's struct io_piece
+    uint64_t offset = 0;
+    uint32_t len = 0;
+    uint16_t numberio = 0;
+    bool in_flight = false;  // IP_F_IN_FLIGHT: its write is not reaped yet
+    bool orphan = false;     // dropped from the log while in flight: freed at its reap
+  };
+  bool verify_ = false;          // verify= other than 0
+  bool verify_checks_ = false;   // completions are checked (not verify=null, not ioengine=null)
+  bool verify_headers_ = false;  // writes carry headers (not verify=null)
+  bool log_pieces_ = false;      // writes are logged (td_write, do_verify, not experimental_verify)
+  bool piece_list_ = false;      // the log is in write order (random map), else by offset
+  bool check_numberio_ = false;  // verify_header's numberio check applies
+  bool in_verify_phase_ = false;
+  std::vector<VerifyPiece> pieces_;
+  std::vector<int32_t> free_pieces_;
+  std::deque<int32_t> hist_list_;                 // io_hist_list
+  absl::btree_map<uint64_t, int32_t> hist_tree_;  // io_hist_tree, by offset
+  uint64_t hist_len_ = 0;                         // td->io_hist_len
+  uint64_t verify_batch_ = 0;                     // td->verify_batch
+  bool last_reaped_read_ = false;                 // td->last_ddir == DDIR_READ
+  uint64_t write_issues_ = 0;                     // td->io_issues[DDIR_WRITE]
+  uint32_t verify_interval_ = 0;
+  int64_t verify_fill_per_kib_ = 0;  // populate_verify_io_u: random fill
+  int64_t verify_hash_per_kib_ = 0;  // the checksum, at write and at verify
+  std::string verify_name_;          // fio's name of the checksum in messages
+  uint64_t all_bytes_issued_ = 0;    // do_io's bytes_issued (verify reads too)
+  uint64_t total_bytes_ = 0;         // do_io's total_bytes (size, doubled with verify_backlog)
+  uint64_t write_bytes_done_ = 0;    // bytes_done[WRITE] + [TRIM] of the round (verify_bytes)
+  std::optional<workload::IoGenerator> replay_;  // experimental_verify
+  uint64_t verify_read_issues_ = 0;
+  uint64_t verify_bytes_done_ = 0;   // td->bytes_verified
+  int error_ = 0;
+  std::vector<std::string> messages_;
+  size_t messages_dropped_ = 0;
+
+  sim::FnId fn_get_io_u_, fn_io_completed_, fn_usec_spin_, fn_flow_, fn_verify_fill_, fn_verify_check_,
+      fn_io_sync_;
   // fio's user-space work per IO (FioUserCosts): at get_io_u and at
   // io_completed, with the measurements the job's disable_* options keep.
   int64_t user_issue_ns_ = 0;

@@ -205,9 +205,12 @@ std::string DistRow(const char* const* labels, const std::array<uint64_t, N>& co
 
 void WriteEntry(const ReportInput& input, const ReportEntry& e, std::string* out) {
   const stats::JobResult& r = e.result;
-  absl::StrAppend(out, e.name, ": (groupid=", e.groupid, ", jobs=", r.num_jobs,
-                  absl::StrFormat("): err=%2d: pid=%d: ", e.error, e.pid), input.time_string,
-                  "\n");
+  // fio's show_thread_status_normal: td->verror in parentheses after err=.
+  const std::string err = r.verror.empty() || e.error == 0
+                              ? absl::StrFormat("err=%2d", e.error)
+                              : absl::StrFormat("err=%2d (%s)", e.error, r.verror);
+  absl::StrAppend(out, e.name, ": (groupid=", e.groupid, ", jobs=", r.num_jobs, "): ", err,
+                  absl::StrFormat(": pid=%d: ", e.pid), input.time_string, "\n");
   if (!e.display.description.empty()) {
     absl::StrAppend(out, "  Description  : [", e.display.description, "]\n");
   }

@@ -128,6 +128,10 @@ JobResult MergeJobResults(absl::Span<const JobResult* const> results) {
     }
     out.lat_dist.Merge(r.lat_dist);
     out.num_jobs += r.num_jobs;
+    if (out.error == 0 && r.error != 0) {
+      out.error = r.error;
+      out.verror = r.verror;
+    }
   }
   if (results.size() > 1 && out.job_runtime_ms > 0) {
     out.cpu.usr_pct = usr_weighted / static_cast<double>(out.job_runtime_ms);

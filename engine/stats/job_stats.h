@@ -33,6 +33,7 @@
 #include <bit>
 #include <cstdint>
 #include <limits>
+#include <string>
 
 #include "absl/types/span.h"
 #include "engine/stats/histogram.h"
@@ -172,6 +173,10 @@ struct JobResult {
   std::array<uint64_t, kBatchBuckets> complete{};
   LatencyDistribution lat_dist;  // completion latency of all directions
   int num_jobs = 1;              // jobs merged into this record
+  // fio's td->error and td->verror ("file:io_u.c:2190, func=..., error=...")
+  // of the job (the first one's for merged records); 0 and empty: none.
+  int error = 0;
+  std::string verror;
 
   const DirResult& dir(Dir d) const { return dirs[static_cast<int>(d)]; }
   // The "mixed" direction of unified_rw_reporting: read, write and trim

@@ -216,6 +216,17 @@ struct JobSpec {
   uint32_t trim_percentage = 0;
   std::string verify;  // "" or "0": off
 
+  // --- verify (fio's verify.c, backend.c do_verify, io_u.c check_get_verify) ---
+  bool do_verify = true;              // run the verify phase after the write phase
+  uint64_t verify_backlog = 0;        // verify every N written blocks as the job goes
+  uint64_t verify_backlog_batch = 0;  // 0: verify_backlog
+  uint64_t verify_interval = 0;       // bytes per verify header (0: the write block size)
+  bool verify_fatal = false;          // stop at a block's first bad checksum
+  uint32_t verify_async = 0;          // verify threads (only with ioengine=null)
+  bool verify_only = false;           // refused: no dry run modelled
+  bool experimental_verify = false;   // replay the write sequence instead of a log
+  std::string verify_pattern;         // fill pattern (changes the fill's cost)
+
   // --- groups ---
   bool thread = false;
   bool stonewall = false;

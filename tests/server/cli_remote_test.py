@@ -92,6 +92,17 @@ def main():
         check(rem.stdout == local.stdout and len(local.stdout) > 100,
               "%s: remote output equals the in-process output byte for byte" % fmt)
 
+    # A job that fails its verify: the same messages, output and exit value.
+    bad = ["fio", "--name=v", "--filename=/dev/nullb0", "--rw=read", "--bs=4k", "--size=64k", "--verify=md5",
+           "--ioengine=libaio", "--iodepth=4", "--direct=1"]
+    local = run(bad)
+    rem = remote(addr, bad)
+    check(local.returncode == 1 and rem.returncode == 1 and "err=84" in local.stdout
+          and rem.stdout == local.stdout and rem.stderr == local.stderr
+          and local.stderr.startswith("verify: bad magic header 0, wanted acca at file /dev/nullb0 offset 0"),
+          "a failed verify: remote exit, stdout and stderr equal the in-process run (%d / %d, %s)"
+          % (local.returncode, rem.returncode, rem.stderr[:200]))
+
     # The client's SOURCE_DATE_EPOCH travels with the job (Job.report_time):
     # a client pinned to another date than the server prints what it would
     # print in-process.
@@ -124,8 +135,10 @@ def main():
 
     # Listing and getting.
     jobs = list_jobs(addr)
-    # One job per format above, plus the SOURCE_DATE_EPOCH, --output and include runs.
-    check(len(jobs) == len(formats) + 3 and all(j["state"] == "SUCCEEDED" for j in jobs),
+    # One job per format above, plus the failed verify, the SOURCE_DATE_EPOCH,
+    # --output and include runs (a job whose verify failed still SUCCEEDED:
+    # the run completed, fio's error is in its result).
+    check(len(jobs) == len(formats) + 4 and all(j["state"] == "SUCCEEDED" for j in jobs),
           "jobs list --json shows the jobs")
     table = remote(addr, ["jobs", "list"]).stdout
     check(table.startswith("NAME") and jobs[0]["name"] in table and "SUCCEEDED" in table, "jobs list table")
