@@ -255,6 +255,15 @@ void JobThread::LogPiece(IoU* u) {
     idx = free_pieces_.back();
     free_pieces_.pop_back();
   } else {
+    if (pieces_.size() >= DeviceContent::kMaxRecords) {
+      // fio allocates an io_piece per logged write; the model bounds them
+      // as it bounds the device's headers.
+      kernel_.Fail(absl::ResourceExhaustedError(absl::StrCat(
+          "job '", spec_.name, "': verify: more than ", DeviceContent::kMaxRecords,
+          " written blocks wait to be verified; write less (size=) or verify as the job goes (verify_backlog=)")));
+      stopping_ = terminated_ = true;
+      return;
+    }
     idx = static_cast<int32_t>(pieces_.size());
     pieces_.emplace_back();
   }
