@@ -83,6 +83,8 @@ ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
           "(printed in the 'listening' log line); empty disables it.");
 ABSL_FLAG(absl::Duration, metrics_retention, absl::Minutes(5),
           "How long a finished job's series stay in /metrics before they are dropped.");
+ABSL_FLAG(int, metrics_max_finished_jobs, 1000,
+          "At most this many finished jobs keep their series in /metrics (the earliest ended are dropped first).");
 ABSL_FLAG(int, metrics_top_functions, 10, "Profile functions exported per job (the top ones by self time).");
 ABSL_FLAG(int, metrics_top_locks, 10, "Locks exported per job (the top ones by spin time, then acquisitions).");
 
@@ -183,6 +185,7 @@ int Run() {
   Store* store_ptr = store->get();
   JobMetricsOptions mo;
   mo.retention = absl::GetFlag(FLAGS_metrics_retention);
+  mo.max_finished_jobs = static_cast<size_t>(std::max(0, absl::GetFlag(FLAGS_metrics_max_finished_jobs)));
   mo.top_functions = static_cast<size_t>(std::max(0, absl::GetFlag(FLAGS_metrics_top_functions)));
   mo.top_locks = static_cast<size_t>(std::max(0, absl::GetFlag(FLAGS_metrics_top_locks)));
   auto job_metrics = std::make_shared<JobMetrics>(mo, [&jobs_ptr, store_ptr] {

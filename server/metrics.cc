@@ -183,12 +183,25 @@ void JobMetrics::JobEnded(const JobRecord& job) {
 }
 
 void JobMetrics::ExpireLocked(absl::Time now) const {
+  size_t finished = 0;
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     if (!it->second.running && now - it->second.ended >= options_.retention) {
       it = jobs_.erase(it);
     } else {
+      finished += it->second.running ? 0 : 1;
       ++it;
     }
+  }
+  if (finished > options_.max_finished_jobs) {
+    // Drop the earliest ended (ties by id) beyond the cap.
+    std::vector<std::pair<absl::Time, std::string>> ended;
+    ended.reserve(finished);
+    for (const auto& [id, series] : jobs_) {
+      if (!series.running) ended.emplace_back(series.ended, id);
+    }
+    const size_t drop = finished - options_.max_finished_jobs;
+    std::nth_element(ended.begin(), ended.begin() + static_cast<std::ptrdiff_t>(drop - 1), ended.end());
+    for (size_t i = 0; i < drop; ++i) jobs_.erase(ended[i].second);
   }
   for (auto it = hosts_.begin(); it != hosts_.end();) {
     if (it->second.active_jobs == 0 && now - it->second.idle_since >= options_.retention) {

@@ -54,6 +54,9 @@ namespace blklab::server {
 
 struct JobMetricsOptions {
   absl::Duration retention = absl::Minutes(5);  // how long a finished job's series stay
+  // At most this many finished jobs keep their series (the earliest ended
+  // go first), so a burst of short jobs cannot grow /metrics without bound.
+  size_t max_finished_jobs = 1000;
   size_t top_functions = 10;
   size_t top_locks = 10;
   // Wall clock (tests replace it to age series without sleeping).

@@ -241,6 +241,28 @@ TEST(JobMetrics, CardinalityIsBoundedByRetention) {
   EXPECT_GT(after, base);
 }
 
+// Within the retention time, at most max_finished_jobs finished jobs keep
+// their series: the earliest ended go first; running jobs are never dropped.
+TEST(JobMetrics, FinishedSeriesAreCapped) {
+  FakeClock clock;
+  JobMetricsOptions o = Options(&clock);
+  o.max_finished_jobs = 50;
+  JobMetrics m(o, nullptr);
+  m.JobStarted(MakeJob("keep", "default"), "keep");
+  for (int i = 0; i < 200; ++i) {
+    JobRecord j = MakeJob(absl::StrCat("j", i), "default");
+    m.JobStarted(j, "x");
+    j.state = JobState::kSucceeded;
+    m.JobEnded(j);
+    clock.now += absl::Milliseconds(10);
+  }
+  EXPECT_LE(m.jobs_exported(), 51u);
+  const std::string text = Text(m);
+  EXPECT_TRUE(absl::StrContains(text, "job_id=\"keep\""));
+  EXPECT_TRUE(absl::StrContains(text, "job_id=\"j199\""));
+  EXPECT_FALSE(absl::StrContains(text, "job_id=\"j100\""));
+}
+
 // The exported lock set is chosen once per job: a lock that later outranks
 // it does not push an exported lock's counters out of the exposition.
 TEST(JobMetrics, ExportedLocksStayExported) {
