@@ -79,10 +79,16 @@ def dockerfile_stages(path):
     if buf:
         lines.append(buf)
     stages = []
+    args_before_from = {}  # ARG NAME=DEFAULT before the first FROM: usable in FROM lines
     for line in lines:
         kw, _, args = line.strip().partition(" ")
         kw, args = kw.upper(), args.strip()
-        if kw == "FROM":
+        if kw == "ARG" and not stages:
+            name, _, default = args.partition("=")
+            args_before_from[name.strip()] = default.strip()
+        elif kw == "FROM":
+            args = re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: args_before_from.get(m.group(1) or m.group(2), m.group(0)),
+                          args)
             parts = args.split()
             flags = [p for p in parts if p.startswith("--")]
             rest = [p for p in parts if not p.startswith("--")]
