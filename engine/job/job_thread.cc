@@ -231,12 +231,6 @@ void JobThread::InitVerify() {
     total_bytes_ = std::max(total_bytes_, config_.plan.io_limit_bytes);
   }
   if (writes && spec_.verify_backlog > 0) total_bytes_ += config_.plan.region_bytes;
-  if (spec_.experimental_verify) {
-    absl::StatusOr<workload::IoGenerator> g =
-        workload::IoGenerator::Create(spec_, config_.plan, config_.thread_number, config_.seed);
-    BLKLAB_CHECK(g.ok());  // the same inputs made gen_
-    replay_.emplace(*std::move(g));
-  }
 }
 
 void JobThread::Message(std::string line) {
@@ -548,8 +542,8 @@ sim::Task JobThread::VerifyPhase() {
   // no volatile cache to flush), then read back what the log holds (or the
   // replayed writes) until it is empty, the runtime is over or a check fails.
   if (config_.queue != nullptr) cpu_.Charge(fn_io_sync_, kernel_.costs().syscall_entry_exit);
-  in_verify_phase_ = true;
-  if (replay_) {
+  if (spec_.experimental_verify) {
+    // The job's sequence from its start: the inputs that made gen_.
     absl::StatusOr<workload::IoGenerator> g =
         workload::IoGenerator::Create(spec_, config_.plan, config_.thread_number, config_.seed);
     BLKLAB_CHECK(g.ok());
@@ -568,7 +562,7 @@ sim::Task JobThread::VerifyPhase() {
     u->verify = false;
     u->ver_list = false;
     u->piece = -1;
-    if (!(replay_ ? NextReplayedVerify(u) : GetNextVerify(u))) break;
+    if (!(spec_.experimental_verify ? NextReplayedVerify(u) : GetNextVerify(u))) break;
     free_.pop_back();
     cpu_.Charge(fn_get_io_u_, user_issue_ns_);
     StartIo(u);
@@ -576,7 +570,6 @@ sim::Task JobThread::VerifyPhase() {
   }
   if (!queued_.empty()) co_await Commit();
   while (ctx_.in_flight > 0) co_await Reap(1, ctx_.in_flight);
-  in_verify_phase_ = false;
 }
 
 void JobThread::CompleteVerify(IoU* u) {
@@ -599,7 +592,7 @@ void JobThread::CompleteVerify(IoU* u) {
     if (!u->error) write_bytes_done_ += u->bio.bytes;
     if (config_.content != nullptr && !u->error) config_.content->Trim(off, u->bio.bytes);
   } else if (u->verify && !u->error) {
-    if (replay_) verify_bytes_done_ += u->bio.bytes;
+    if (spec_.experimental_verify) verify_bytes_done_ += u->bio.bytes;
     if (verify_checks_) VerifyRead(u);
   }
 }
@@ -612,13 +605,13 @@ void JobThread::VerifyRead(IoU* u) {
   const uint32_t h = verify_interval_;
   cpu_.Charge(fn_verify_check_, PerKib(verify_hash_per_kib_, u->bio.bytes));
   const std::optional<uint16_t> numberio =
-      check_numberio_ && (u->ver_list || replay_) ? std::optional<uint16_t>(u->numberio) : std::nullopt;
+      check_numberio_ && (u->ver_list || spec_.experimental_verify) ? std::optional<uint16_t>(u->numberio) : std::nullopt;
   bool failed = false;
   for (uint64_t k = 0; h > 0 && (k + 1) * h <= u->bio.bytes; ++k) {
     const uint64_t at = off + k * h;
     const DeviceContent::Check c = config_.content->Verify(at, h, numberio);
     if (c.fault == DeviceContent::Fault::kNone) continue;
-    if (c.fault == DeviceContent::Fault::kChecksum && verify_hash_per_kib_ == 0 && spec_.verify == "meta") continue;
+    if (c.fault == DeviceContent::Fault::kChecksum && spec_.verify == "meta") continue;  // header only
     failed = true;
     const std::string at_text = absl::StrFormat(
         " at file %s offset %d, length %d (requested block: offset=%d, length=%d)", config_.file_name, at, h, off,

@@ -251,7 +251,6 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   bool log_pieces_ = false;      // writes are logged (td_write, do_verify, not experimental_verify)
   bool piece_list_ = false;      // the log is in write order (random map), else by offset
   bool check_numberio_ = false;  // verify_header's numberio check applies
-  bool in_verify_phase_ = false;
   std::vector<VerifyPiece> pieces_;
   std::vector<int32_t> free_pieces_;
   std::deque<int32_t> hist_list_;                 // io_hist_list
