@@ -123,11 +123,14 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
       on_snapshot(snap);
     }
     if (s.done >= s.clones.size()) break;
-    if (ios != last_ios) {
+    const bool progress = ios != last_ios;
+    if (progress) {
       last_ios = ios;
       last_progress = horizon;
     }
-    const bool idle = m.sim().pending_events() == 0;
+    // Nothing but fio's own sleeping threads left to run: idle.
+    const bool idle = m.sim().pending_events() == 0 ||
+                      (!progress && m.sim().OnlyPendingFor(s.backend->timer_targets()));
     if (idle || (horizon - last_progress > req.limits.stall_ns && !TimeoutAhead(s, horizon))) {
       // Nothing can ever happen again (or nothing has for too long): stalled.
       std::vector<std::string> stuck;

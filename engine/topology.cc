@@ -464,9 +464,41 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
       --self->wave_left[self->wave[i]];
       --self->job_left[self->clone_job[i]];
       StartReadyClones(*self, t->finished_at());
+      // fio's threads notice at their next wake-up and exit; the run ends
+      // here, so they are not woken again.
+      if (self->done == self->clones.size() && self->backend != nullptr) self->backend->Stop();
     });
   }
   StartReadyClones(s, 0);
+
+  // fio's main and helper threads, on the CPU with the fewest job threads
+  // (the lowest-numbered among equals) of those the fio process may use:
+  // numa_cpu_nodes named alike by every job stands for `numactl -N` on the
+  // whole run, as the seed lines use it.
+  job::FioBackendConfig bc;
+  std::vector<int> per_cpu(static_cast<size_t>(s.machine->num_cpus()), 0);
+  for (int cpu : s.plan.clone_cpu) ++per_cpu[static_cast<size_t>(cpu)];
+  const std::vector<uint32_t> nodes = jobs.empty() ? std::vector<uint32_t>{} : jobs.front().numa_cpu_nodes;
+  const bool process_nodes = !nodes.empty() && std::all_of(jobs.begin(), jobs.end(), [&nodes](const JobSpec& j) {
+    return j.numa_cpu_nodes == nodes;
+  });
+  int best = -1;
+  for (int c = 0; c < s.machine->num_cpus(); ++c) {
+    const auto node = static_cast<uint32_t>(s.machine->placement(c).node);
+    if (process_nodes && std::find(nodes.begin(), nodes.end(), node) == nodes.end()) continue;
+    if (best < 0 || per_cpu[static_cast<size_t>(c)] < per_cpu[static_cast<size_t>(best)]) best = c;
+  }
+  bc.cpu = std::max(best, 0);
+  std::vector<bool> measured(s.queues.size(), false);
+  for (size_t i = 0; i < s.clones.size(); ++i) {
+    const int d = s.plan.clone_disk[i];
+    if (d >= 0 && jobs[s.clone_job[i]].disk_util && !measured[static_cast<size_t>(d)]) {
+      measured[static_cast<size_t>(d)] = true;
+      ++bc.disk_util_disks;
+    }
+  }
+  s.backend = std::make_unique<job::FioBackend>(*s.kernel, bc, s.clones);
+  s.backend->Start();
   return sp;
 }
 

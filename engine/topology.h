@@ -33,6 +33,7 @@
 #include "engine/engine.h"
 #include "engine/host/cost_table.h"
 #include "engine/host/host_spec.h"
+#include "engine/job/fio_backend.h"
 #include "engine/job/job_thread.h"
 #include "engine/model/block_device.h"
 #include "engine/model/kernel.h"
@@ -77,6 +78,8 @@ struct Simulation {
   // there (null otherwise).
   std::vector<std::unique_ptr<job::DeviceContent>> contents;
   std::vector<std::unique_ptr<job::JobThread>> clones;
+  // fio's main and helper threads (after the clones: they read them).
+  std::unique_ptr<job::FioBackend> backend;
   // fio's start order: stonewall waves and wait_for (StartReadyClones).
   std::vector<uint32_t> wave;        // stonewall wave per clone
   std::vector<uint32_t> clone_job;   // per clone: its job's index

@@ -97,6 +97,13 @@ enum class CostSource { kSrc, kDerived, kGuess };
   X(nvme_prep_rq, 25, kGuess, "nvme_prep_rq: nvme_setup_cmd, single-segment DMA map, per request") \
   X(nvme_sq_copy, 5, kGuess, "nvme_sq_copy_cmd: 64-byte SQE copy and tail update (sq_lock held)") \
   X(nvme_doorbell, 25, kGuess, "nvme_write_sq_db / nvme_ring_cq_doorbell: one posted MMIO write") \
+  X(fio_main_loop, 500, kGuess, "fio's main thread per wake-up while jobs run (backend.c run_threads: reap_threads, then do_usleep(10000)), user space") \
+  X(fio_reap_per_job, 15, kGuess, "reap_threads per job: the runstate and exit checks of for_each_td") \
+  X(clock_nanosleep, 600, kGuess, "clock_nanosleep up to schedule: hrtimer_start_range_ns on the sleeper's side (usleep)") \
+  X(fio_helper_loop, 800, kGuess, "fio's helper thread per wake-up (helper_thread.c: eval_timer, calc_log_samples), user space") \
+  X(fio_helper_syscalls, 1500, kGuess, "the helper's select on its pipe and timerfd, read(timerfd) and timerfd_settime per wake-up") \
+  X(diskstats_read, 5000, kGuess, "fio update_io_ticks per disk: open, read and close /sys/block/DEV/stat (kernfs, part_stat_show)") \
+  X(part_stat_per_cpu, 20, kGuess, "part_stat_read_all per possible CPU, summing the disk's per-CPU counters") \
   X(nvme_cqe, 15, kGuess, "nvme_handle_cqe per CQE (tag lookup, status, batch add)")            \
   X(nvme_complete_batch_rq, 8, kGuess, "nvme_pci_unmap_rq + nvme_complete_batch_req per request") \
   X(nvme_complete_rq, 40, kGuess, "nvme_pci_complete_rq: unmap + nvme_complete_rq, single path") \

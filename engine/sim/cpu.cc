@@ -357,14 +357,24 @@ void Cpu::Loop() {
         // Wake-up pre-emption by a higher-priority (lower nice) thread, or
         // the end of the time slice with an equal one waiting.
         const bool slice_over = now_ >= slice_end_;
+        bool displaced = false;
+        bool woken_preempts = false;
         for (Thread* t : runqueue_) {
-          if (t->nice_ < current_thread_->nice_ || (slice_over && t->nice_ == current_thread_->nice_) ||
-              (t->wakeup_preempts_ && preempt_point_)) {
-            current_thread_->state_ = Thread::State::kRunnable;
-            runqueue_.push_back(current_thread_);
-            current_thread_ = nullptr;
-            break;
-          }
+          displaced |= t->nice_ < current_thread_->nice_ || (slice_over && t->nice_ == current_thread_->nice_);
+          woken_preempts |= t->wakeup_preempts_ && preempt_point_;
+        }
+        if (displaced) {
+          current_thread_->state_ = Thread::State::kRunnable;
+          runqueue_.push_back(current_thread_);
+          current_thread_ = nullptr;
+        } else if (woken_preempts) {
+          // A short-running woken thread takes the CPU; the task it
+          // pre-empted runs next with the rest of its slice (EEVDF keeps
+          // its deadline), not behind the other runnable ones.
+          current_thread_->state_ = Thread::State::kRunnable;
+          current_thread_->slice_left_ns_ = slice_end_ == kSimTimeNever ? 0 : slice_end_ - now_;
+          runqueue_.push_front(current_thread_);
+          current_thread_ = nullptr;
         }
         preempt_point_ = false;
         if (current_thread_ != nullptr && slice_over) {
@@ -389,7 +399,9 @@ void Cpu::Loop() {
         idle_ = false;
         ArmTick();
         current_thread_ = next;
-        slice_end_ = runqueue_.empty() ? kSimTimeNever : now_ + machine_.costs().sched_slice_ns;
+        const int64_t slice = next->slice_left_ns_ > 0 ? next->slice_left_ns_ : machine_.costs().sched_slice_ns;
+        next->slice_left_ns_ = 0;
+        slice_end_ = runqueue_.empty() ? kSimTimeNever : now_ + slice;
         UpdateThreadAccount();
         if (next != last_thread_) {
           Charge(fn_schedule_, machine_.costs().context_switch_ns);

@@ -27,9 +27,10 @@
 //    lower one only at Sync() points.
 //  * Threads of equal priority share a CPU in time slices of
 //    MachineCosts::sched_slice_ns (a CFS-like round robin); a lower nice
-//    value pre-empts at the next Sync; a woken ksoftirqd takes the CPU at the
-//    running task's next PreemptPoint (end of a system call, cond_resched) or
-//    sleep.
+//    value pre-empts at the next Sync; a woken thread that mostly sleeps
+//    (ksoftirqd, fio's main and helper threads: set_wakeup_preempts) takes
+//    the CPU at the running task's next PreemptPoint (end of a system call,
+//    cond_resched) or sleep.
 //  * A context spinning on a lock keeps its CPU busy until the lock is
 //    granted. Spinning on a spin_lock_irqsave lock, or while holding one,
 //    holds back hardirqs (irqs off); spinning on a plain spin_lock leaves
@@ -106,6 +107,10 @@ class Thread {
   int nice() const { return nice_; }
   State state() const { return state_; }
   bool sleeping() const { return state_ == State::kSleeping; }
+  // A thread that mostly sleeps (ksoftirqd, fio's main and helper threads):
+  // its wake-up sets need_resched on the running task (EEVDF places it with
+  // positive lag), honoured at that task's next pre-emption point.
+  void set_wakeup_preempts(bool on) { wakeup_preempts_ = on; }
   uint64_t context_switches() const { return context_switches_; }
   // CPU time this thread used in user and kernel mode (its rusage).
   int64_t user_ns() const { return mode_ns_[0]; }
@@ -129,6 +134,8 @@ class Thread {
   // need_resched on the task that raised the softirq (EEVDF favours a
   // thread that mostly sleeps); honoured at voluntary pre-emption points.
   bool wakeup_preempts_ = false;
+  // What was left of its time slice when a woken thread pre-empted it.
+  int64_t slice_left_ns_ = 0;
 };
 
 class Cpu final : public EventHandler {
@@ -198,6 +205,9 @@ class Cpu final : public EventHandler {
     if (irqs_off) --irq_off_depth_;
     UpdatePreempt();
   }
+  // True while a context of this CPU spins on a lock (the running one is
+  // then an interrupt on top of it).
+  bool spinning() const { return spinning_; }
   // True when hardirqs are masked at the current point (irqs-off lock held,
   // or running in a hardirq).
   bool irqs_disabled() const { return irq_off_depth_ > 0 || level_ == Level::kHardirq; }
@@ -212,15 +222,16 @@ class Cpu final : public EventHandler {
   SyncAwaiter Sync() { return SyncAwaiter{this}; }
 
   // need_resched(): a runnable thread should take the CPU from the running
-  // one (a lower nice value, or a woken ksoftirqd).
+  // one (a lower nice value, or a woken ksoftirqd or other mostly-sleeping
+  // thread).
   bool need_resched() const;
   // Awaitable for the running thread at a voluntary pre-emption point (the
   // end of a system call, exit_to_user_mode; a kworker's cond_resched
-  // between work items): a woken ksoftirqd takes the CPU here; otherwise the
-  // same as Sync.
+  // between work items): a woken ksoftirqd (or another mostly-sleeping
+  // thread) takes the CPU here; otherwise the same as Sync.
   struct PreemptPointAwaiter {
     Cpu* cpu;
-    bool await_ready() const { return !cpu->ksoftirqd_waiting() && cpu->CanRunInline(); }
+    bool await_ready() const { return !cpu->wakeup_preempt_waiting() && cpu->CanRunInline(); }
     void await_suspend(std::coroutine_handle<> h) {
       cpu->preempt_point_ = true;
       cpu->Suspend(h, SuspendReason::kYield);
@@ -314,8 +325,13 @@ class Cpu final : public EventHandler {
   // ksoftirqd/N: runs the pending softirqs, then sleeps.
   Task KsoftirqdBody();
   bool in_ksoftirqd() const { return current_thread_ != nullptr && current_thread_ == ksoftirqd_.get(); }
-  bool ksoftirqd_waiting() const {
-    return ksoftirqd_ != nullptr && ksoftirqd_->state() == Thread::State::kRunnable && !in_ksoftirqd();
+  // A woken thread that pre-empts at the next pre-emption point (ksoftirqd,
+  // fio's main and helper threads) waits for the CPU.
+  bool wakeup_preempt_waiting() const {
+    for (const Thread* t : runqueue_) {
+      if (t->wakeup_preempts_) return true;
+    }
+    return false;
   }
   // An interrupt runs on top of the spinning context.
   bool IrqOnTopOfSpin() const;

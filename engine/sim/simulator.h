@@ -18,7 +18,9 @@
 #ifndef BLKLAB_ENGINE_SIM_SIMULATOR_H_
 #define BLKLAB_ENGINE_SIM_SIMULATOR_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "engine/sim/time.h"
@@ -68,6 +70,14 @@ class Simulator {
 
   uint64_t events_delivered() const { return events_delivered_; }
   size_t pending_events() const { return heap_.size(); }
+  // True when every pending event targets one of `targets` (a linear scan:
+  // for rare checks such as the stall test, not the hot path).
+  bool OnlyPendingFor(std::span<const EventHandler* const> targets) const {
+    for (const Event& e : heap_) {
+      if (std::find(targets.begin(), targets.end(), e.target) == targets.end()) return false;
+    }
+    return true;
+  }
 
  private:
   static bool Before(const Event& a, const Event& b) {

@@ -38,6 +38,23 @@ Task SpinLock::Lock(Cpu& cpu) {
   }
   ++stats_.contended;
   const SimTime since = cpu.now();
+  if (cpu.spinning()) {
+    // An interrupt wanting a lock while the context under it spins for
+    // another: qspinlock queues it on a second per-CPU node; the model's CPU
+    // spins for one context at a time, so the interrupt polls instead,
+    // charging the spin up to the next event anywhere and looking again.
+    // It does not barge ahead of queued waiters.
+    while (holder_ >= 0 || !waiters_.empty()) {
+      const SimTime limit = cpu.RunAheadLimit();
+      if (limit > cpu.now()) cpu.ChargeRaw(slow_fn_, limit - cpu.now());
+      co_await cpu.Sync();
+    }
+    stats_.wait_ns += cpu.now() - since;
+    if (kind_ == SpinLockKind::kSpinLockIrqsave || cpu.irqs_disabled()) stats_.wait_irqs_off_ns += cpu.now() - since;
+    cpu.Charge(fast_fn_, lock_line_->Write(machine_, cpu.id(), costs_.uncontended_ns));
+    Acquired(cpu);
+    co_return;
+  }
   co_await SpinAwaiter{this, &cpu};
   // Granted: the spin has been charged to the slowpath by the CPU.
   stats_.wait_ns += cpu.now() - since;

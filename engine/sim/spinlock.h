@@ -14,9 +14,12 @@
 // that models its critical sections' working set line by line (mq-deadline)
 // turns that off (set_explicit_working_set) and charges its own lines. Two
 // locks may share the cacheline of their lock words (ShareLockLine), as
-// fields of one ____cacheline_aligned struct do.
+// fields of one ____cacheline_aligned struct do. An interrupt that wants a
+// lock while the context under it spins for another (a hardirq on top of a
+// plain spin_lock spin) polls for it instead of queueing, and takes it only
+// when it is free with nobody queued.
 //
-// Invariants: at most one holder; waiters are granted in arrival order;
+// Invariants: at most one holder; queued waiters are granted in arrival order;
 //  every Lock() is matched by one Unlock() by the same CPU.
 // Thread-safety: thread-compatible; part of one simulation.
 // Cost: Lock is a coroutine frame from the pool; O(1) otherwise.
