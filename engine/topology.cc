@@ -427,6 +427,10 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
     const int d = s.plan.clone_disk[i];
     BLKLAB_ASSIGN_OR_RETURN(workload::ClonePlan cplan,
                             workload::ResolveClone(spec, c.clone_index, RegionBytes(s.plan, static_cast<int>(i), spec)));
+    // No filename: fio lays out a file of the job's size, which ends where
+    // the region does (its real_file_size bounds the last I/O); the model
+    // puts it on the host's first device.
+    if (spec.filenames.empty()) cplan.device_bytes = cplan.region_start + cplan.region_bytes;
     BLKLAB_ASSIGN_OR_RETURN(workload::IoGenerator gen,
                             workload::IoGenerator::Create(spec, cplan, c.thread_number, req.seed));
     job::JobThreadConfig jc;

@@ -6,9 +6,12 @@
 //
 //  * a sequential job with holes (rw=read:512k) ends its loop when the
 //    position reaches the region's end, before io_size bytes: 86 x 1 MiB
-//    reads in a 128 MiB region (an I/O that starts inside the region may
-//    run past it); loops=2 does that twice (172); with io_size above size
-//    the pass wraps and the job reads io_size (200 of 1 MiB in 100 MiB);
+//    reads in a 128 MiB region of a larger device (an I/O that starts
+//    inside the region may run past it); loops=2 does that twice (172);
+//    with no filename fio lays out a file of exactly size bytes, whose end
+//    stops the 86th read: 85 (fio's t0007 checks 87,040 KiB); with io_size
+//    above size the pass wraps and the job reads io_size (200 of 1 MiB in
+//    100 MiB);
 //  * trimwrite's trims do not count against size: every block of the
 //    region is trimmed and then written (256 + 256 of 4 KiB in 1 MiB);
 //  * filesize bounds where I/O goes, size (if smaller) how much: filesize=1m
@@ -63,11 +66,14 @@ RunResult Holed(const std::vector<std::string>& extra) {
 }
 
 TEST(FioSemantics, HoledSequentialLoopEndsAtTheRegionsEnd) {
-  const RunResult one = Holed({"--size=128m"});
+  const RunResult one = Holed({"--size=128m", "--filename=/dev/nullb0"});
   EXPECT_EQ(Read(one).total_ios, 86u) << Describe(one);
   EXPECT_EQ(Read(one).io_bytes, 86u << 20);
-  const RunResult two = Holed({"--size=128m", "--loops=2"});
+  const RunResult two = Holed({"--size=128m", "--loops=2", "--filename=/dev/nullb0"});
   EXPECT_EQ(Read(two).total_ios, 172u) << Describe(two);
+  // No filename: a file of 128 MiB, whose end the 86th read would cross.
+  const RunResult file = Holed({"--size=128m"});
+  EXPECT_EQ(Read(file).io_bytes, uint64_t{87040} << 10) << Describe(file);
   const RunResult wrap = Holed({"--size=100m", "--io_size=200m"});
   EXPECT_EQ(Read(wrap).total_ios, 200u) << Describe(wrap);
 }
