@@ -116,6 +116,10 @@ absl::Status BuildKernelReportFor(const std::string& host_name, Simulation& s, s
     k.counters.push_back(stats::CounterRow{model::CounterName(static_cast<model::Counter>(c)), v});
   }
   k.counters.push_back(stats::CounterRow{"sim_events", k.events});
+  // perf stat's cpu-migrations, of fio's job threads (wake-up placement).
+  uint64_t migrations = 0;
+  for (const auto& clone : s.clones) migrations += clone->thread().migrations();
+  if (migrations > 0) k.counters.push_back(stats::CounterRow{"cpu_migrations", migrations});
   std::sort(k.counters.begin(), k.counters.end(),
             [](const stats::CounterRow& a, const stats::CounterRow& b) { return a.name < b.name; });
   k.total_ios = total_ios;

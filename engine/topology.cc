@@ -68,10 +68,14 @@ absl::StatusOr<host::Scheduler> SchedulerFromName(const std::string& name) {
                                                  host::SchedulerNames(), ")"));
 }
 
-// The CPUs a clone may run on, and the one the model pins it to.
+// The CPU a clone starts on and the CPUs it may run on (empty: pinned).
 // numa_cpu_nodes= (what `numactl -N` does for a whole fio run) keeps only the
 // CPUs of those NUMA nodes of the host, intersected with cpus_allowed.
-absl::StatusOr<int> CloneCpu(const JobSpec& spec, const workload::JobClone& clone,
+struct ClonePlacement {
+  int cpu = 0;
+  std::vector<int> allowed;
+};
+absl::StatusOr<ClonePlacement> CloneCpu(const JobSpec& spec, const workload::JobClone& clone,
                              const host::CpuTopology& topo) {
   const int ncpus = topo.num_cpus();
   for (uint32_t node : spec.numa_cpu_nodes) {
@@ -103,12 +107,17 @@ absl::StatusOr<int> CloneCpu(const JobSpec& spec, const workload::JobClone& clon
     return absl::InvalidArgumentError(absl::StrCat(
         "job '", spec.name, "': cpus_allowed and numa_cpu_nodes leave no CPU of the host"));
   }
-  // split: clone k gets the k-th CPU (round robin). shared: the scheduler
-  // would spread the clones; the model pins them round robin by thread number.
-  const uint32_t k = spec.cpus_allowed_policy == workload::CpusAllowedPolicy::kSplit
-                         ? clone.clone_index
-                         : clone.thread_number - 1;
-  return allowed[k % allowed.size()];
+  // split with cpus_allowed: clone k is pinned to the k-th CPU (round
+  // robin), as fio's fio_cpus_split does. Otherwise (shared, or no
+  // cpus_allowed: fio sets no affinity then, whatever the policy) the clone
+  // may run on every allowed CPU: it starts on one spread round robin by
+  // thread number (fork balancing) and moves at wake-ups (sim::Thread).
+  const bool split = spec.cpus_allowed_policy == workload::CpusAllowedPolicy::kSplit;
+  const uint32_t k = split ? clone.clone_index : clone.thread_number - 1;
+  ClonePlacement p;
+  p.cpu = allowed[k % allowed.size()];
+  if (!(split && !spec.cpus_allowed.empty()) && allowed.size() > 1) p.allowed = std::move(allowed);
+  return p;
 }
 
 // fio options that change what a job does but are not modelled yet: refused
@@ -308,8 +317,9 @@ absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
   for (size_t i = 0; i < req.jobs.clones.size(); ++i) {
     const auto& c = req.jobs.clones[i];
     const JobSpec& spec = jobs[c.job_index];
-    BLKLAB_ASSIGN_OR_RETURN(int cpu, CloneCpu(spec, c, topo));
-    plan.clone_cpu.push_back(cpu);
+    BLKLAB_ASSIGN_OR_RETURN(ClonePlacement placement, CloneCpu(spec, c, topo));
+    plan.clone_cpu.push_back(placement.cpu);
+    plan.clone_cpus_allowed.push_back(std::move(placement.allowed));
     if (spec.ioengine == IoEngine::kUnmodelled) {
       return absl::UnimplementedError(absl::StrCat("ioengine=", spec.ioengine_name, " is not modelled by blklab"));
     }
@@ -439,6 +449,7 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
     jc.thread_number = c.thread_number;
     jc.blkcg = s.plan.clone_blkcg[i];
     jc.cpu = s.plan.clone_cpu[i];
+    jc.cpus_allowed = s.plan.clone_cpus_allowed[i];
     if (spec.flow != 0) {
       // flow_init_job, when fio adds the job: every clone's weight counts
       // from the start, also in a later stonewall wave.

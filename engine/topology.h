@@ -56,7 +56,10 @@ struct Disk {
 struct RunPlan {
   std::vector<Disk> disks;        // every disk of the host, in host order
   std::vector<int> clone_disk;    // per clone: its disk, or -1 (ioengine=null)
-  std::vector<int> clone_cpu;     // per clone: the CPU it is pinned to
+  std::vector<int> clone_cpu;     // per clone: the CPU it starts on
+  // per clone: the CPUs it may run on (its affinity); empty: pinned to
+  // clone_cpu (cpus_allowed_policy=split with cpus_allowed, or one CPU).
+  std::vector<std::vector<int>> clone_cpus_allowed;
   std::vector<uint16_t> clone_blkcg;  // per clone: its blkio cgroup id (0: root)
   std::vector<int> cgroup_bfq_weights;  // by blkcg id: the host spec's cgroups in path order, then
                                         // the ones fio's cgroup= creates

@@ -417,6 +417,55 @@ TEST(FioThreads, DelayTheJobOnlyOnTheCpuTheyShare) {
   EXPECT_GT(p_one[1] - p_one[0], p_two[1] - p_two[0] + static_cast<uint64_t>(switch_pair)) << Describe(one);
 }
 
+// --- wake-up placement ------------------------------------------------------
+//
+// fio sets no CPU affinity unless cpus_allowed= is given (with split, one CPU
+// per clone), so a clone that sleeps for its IO wakes wherever the scheduler
+// puts it: its previous CPU if idle, else an idle CPU of the same LLC. Here a
+// pinned CPU hog (ioengine=null) shares CPU 0 with one of two psync readers
+// of a 20 us null_blk; unpinned, that reader moves to CPU 1, which its peer
+// leaves idle while it waits, and gets nearly the peer's IOPS; pinned with
+// split, it waits behind the hog's 3 ms slices at every wake-up.
+TEST(Scheduler, AnUnpinnedThreadLeavesABusyCpuAtItsWakeUp) {
+  const host::HostSpec host = NullHost(2, "irqmode: 2, completion_nsec: 20000");
+  auto run = [&host](bool pinned) {
+    std::vector<std::string> args = {"--name=hog",      "--ioengine=null",  "--bs=4k",
+                                     "--size=1g",       "--cpus_allowed=0", "--runtime=100ms",
+                                     "--time_based=1",  "--name=reader",    "--ioengine=psync",
+                                     "--rw=randread",   "--bs=4k",          "--filename=/dev/nullb0",
+                                     "--numjobs=2",     "--runtime=100ms",  "--time_based=1"};
+    if (pinned) {
+      args.push_back("--cpus_allowed=0-1");
+      args.push_back("--cpus_allowed_policy=split");
+    }
+    return MustRun(host, args);
+  };
+  const RunResult unpinned = run(false);
+  const RunResult pinned = run(true);
+  auto reader_ios = [](const RunResult& r) {
+    std::vector<uint64_t> ios;
+    for (const auto& c : r.clones) {
+      if (c.thread_number > 1) ios.push_back(c.result.dir(stats::Dir::kRead).total_ios);
+    }
+    return ios;
+  };
+  const std::vector<uint64_t> free_ios = reader_ios(unpinned);
+  const std::vector<uint64_t> pinned_ios = reader_ios(pinned);
+  ASSERT_EQ(free_ios.size(), 2u);
+  ASSERT_EQ(pinned_ios.size(), 2u);
+  EXPECT_GT(CounterOf(unpinned.kernel, "cpu_migrations"), 0u) << Describe(unpinned);
+  EXPECT_EQ(CounterOf(pinned.kernel, "cpu_migrations"), 0u) << Describe(pinned);
+  // Unpinned, the two readers take turns on CPU 1: each near the other.
+  const uint64_t lo = std::min(free_ios[0], free_ios[1]);
+  const uint64_t hi = std::max(free_ios[0], free_ios[1]);
+  EXPECT_GT(lo * 10, hi * 8) << Describe(unpinned);
+  // Pinned, the reader on the hog's CPU gets a small fraction of its peer.
+  const uint64_t p_lo = std::min(pinned_ios[0], pinned_ios[1]);
+  const uint64_t p_hi = std::max(pinned_ios[0], pinned_ios[1]);
+  EXPECT_LT(p_lo * 10, p_hi) << Describe(pinned);
+  EXPECT_GT(lo, 5 * p_lo);
+}
+
 // --- no request is lost ---------------------------------------------------
 
 struct LossCase {

@@ -97,7 +97,6 @@ struct IoU {
 // What an engine sees of its fio thread.
 struct IoContext {
   model::Kernel& kernel;
-  sim::Cpu& cpu;                   // the CPU the fio thread is pinned to
   sim::Thread& thread;             // the fio thread
   model::RequestQueue* queue;      // its disk (null for fio's null engine)
   const workload::JobSpec& spec;
@@ -107,6 +106,9 @@ struct IoContext {
   uint32_t in_flight = 0;          // fio's cur_depth: prepared and not reaped
   bool waiting = false;            // sleeping for completions
   uint32_t wait_for = 0;           // ... until `completed` holds this many
+
+  // The CPU the fio thread runs on (it may change at SleepUntilCompleted).
+  sim::Cpu& cpu() const { return thread.on_cpu(); }
 
   // Posts `u` as completed (ready to reap).
   void Post(IoU* u) {
@@ -170,8 +172,8 @@ sim::Task IoContext::SleepUntilCompleted(uint32_t min, F on_wake) {
   while (completed.size() < min) {
     waiting = true;
     wait_for = min;
-    co_await cpu.Sleep();
-    co_await cpu.Sync();
+    co_await cpu().SleepMigratable();
+    co_await cpu().Sync();
     waiting = false;
     on_wake();
   }
@@ -180,8 +182,8 @@ sim::Task IoContext::SleepUntilCompleted(uint32_t min, F on_wake) {
 template <typename PerIo, typename After>
 sim::Task SubmitBatch(IoContext& ctx, std::vector<IoU*>& batch, sim::FnId syscall_fn, PerIo per_io,
                       After after) {
-  sim::StackFrame frame(ctx.cpu, syscall_fn);
-  ctx.cpu.Charge(syscall_fn, ctx.kernel.costs().syscall_entry_exit);
+  sim::StackFrame frame(ctx.cpu(), syscall_fn);
+  ctx.cpu().Charge(syscall_fn, ctx.kernel.costs().syscall_entry_exit);
   model::Plug plug;
   model::Plug* p = nullptr;
   if (batch.size() > 2) {
@@ -191,13 +193,13 @@ sim::Task SubmitBatch(IoContext& ctx, std::vector<IoU*>& batch, sim::FnId syscal
   for (IoU* u : batch) {
     per_io(u);
     u->state = IoU::State::kInFlight;
-    co_await u->queue->SubmitBio(ctx.cpu, &u->bio, p);
+    co_await u->queue->SubmitBio(ctx.cpu(), &u->bio, p);
   }
-  if (p != nullptr) co_await model::RequestQueue::FlushPlug(ctx.cpu, p, false);
+  if (p != nullptr) co_await model::RequestQueue::FlushPlug(ctx.cpu(), p, false);
   after();
-  const sim::SimTime now = ctx.cpu.now();
+  const sim::SimTime now = ctx.cpu().now();
   for (IoU* u : batch) u->issue_time = now;
-  co_await ctx.cpu.PreemptPoint();  // exit_to_user_mode: need_resched honoured
+  co_await ctx.cpu().PreemptPoint();  // exit_to_user_mode: need_resched honoured
 }
 
 }  // namespace blklab::job

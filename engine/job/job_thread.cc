@@ -88,7 +88,6 @@ JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, workl
       config_(config),
       spec_(*config.spec),
       gen_(std::move(gen)),
-      cpu_(kernel.machine().cpu(config.cpu)),
       thread_(std::make_unique<sim::Thread>(kernel.machine(), "fio/" + config.spec->name, config.cpu)),
       collector_(stats::CollectorConfig{
           .bw_avg_ns = static_cast<int64_t>(config.spec->bwavgtime_ms) * sim::kNsPerMs,
@@ -96,7 +95,8 @@ JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, workl
           .record_slat = !config.spec->disable_slat,
           .record_clat = !config.spec->disable_clat,
           .record_lat = !config.spec->disable_lat}),
-      ctx_{kernel, cpu_, *thread_, config.queue, *config.spec, {}, {}} {
+      ctx_{kernel, *thread_, config.queue, *config.spec, {}, {}} {
+  thread_->set_cpus_allowed(config.cpus_allowed);
   const uint32_t depth =
       workload::IsSynchronous(spec_.ioengine) ? 1 : std::max<uint32_t>(spec_.iodepth, 1);
   io_us_.resize(depth);
@@ -421,8 +421,8 @@ void JobThread::StartAt(sim::SimTime at) {
 }
 
 void JobThread::MaybeStartStats() {
-  if (stats_started_at_ >= 0 || cpu_.now() < config_.ramp_end) return;
-  stats_started_at_ = cpu_.now();
+  if (stats_started_at_ >= 0 || cpu().now() < config_.ramp_end) return;
+  stats_started_at_ = cpu().now();
   collector_.Start(stats_started_at_);
   // runtime= counts from the end of ramp_time, i.e. from here.
   if (spec_.runtime_ns > 0) config_.end_at = stats_started_at_ + spec_.runtime_ns;
@@ -433,7 +433,7 @@ void JobThread::MaybeStartStats() {
 
 bool JobThread::Stopping() {
   if (stopping_) return true;
-  if (cpu_.now() >= config_.end_at) stopping_ = terminated_ = true;
+  if (cpu().now() >= config_.end_at) stopping_ = terminated_ = true;
   if (!spec_.time_based) {
     if (spec_.number_ios > 0 && ios_issued_ >= spec_.number_ios) stopping_ = true;
     if (bytes_limit_ > 0 && bytes_issued_ >= bytes_limit_) stopping_ = true;
@@ -451,13 +451,13 @@ bool JobThread::PrepareIo(IoU* u) {
   u->ver_list = false;
   u->piece = -1;
   if (spec_.verify_backlog > 0 && log_pieces_ && CheckGetVerify(u)) {
-    cpu_.Charge(fn_get_io_u_, user_issue_ns_);
+    cpu().Charge(fn_get_io_u_, user_issue_ns_);
     StartIo(u);
     return true;
   }
   const workload::GeneratedIo io = has_rate_ ? gen_.Next([this](workload::Direction d) { return RateDirection(d); })
                                              : gen_.Next();
-  cpu_.Charge(fn_get_io_u_, user_issue_ns_);
+  cpu().Charge(fn_get_io_u_, user_issue_ns_);
   if (io.new_pass && config_.plan.pass_end_ends_loop && ++loops_done_ >= std::max<uint64_t>(spec_.loops, 1)) {
     // The last loop's sequential pass reached the region's end (with holes,
     // rw=read:512k, before io_size bytes): no more I/O, as fio.
@@ -472,7 +472,7 @@ bool JobThread::PrepareIo(IoU* u) {
     // numberio = td->io_issues[DDIR_WRITE]; populate_verify_io_u fills the
     // buffer and checksums each header's chunk.
     u->numberio = static_cast<uint16_t>(write_issues_++);
-    if (verify_headers_) cpu_.Charge(fn_verify_fill_, PerKib(verify_fill_per_kib_ + verify_hash_per_kib_, io.length));
+    if (verify_headers_) cpu().Charge(fn_verify_fill_, PerKib(verify_fill_per_kib_ + verify_hash_per_kib_, io.length));
     if (log_pieces_) LogPiece(u);
   } else if (io.direction == workload::Direction::kRead && verify_ && !workload::IsMixed(spec_.rw)) {
     u->verify = true;  // a read-only job checks every read (!td_rw(td))
@@ -485,7 +485,7 @@ void JobThread::StartIo(IoU* u) {
   u->bio.bi_next = nullptr;
   u->bio.polled = engine_->polled();
   u->bio.nowait = u->bio.polled;
-  u->start_time = cpu_.now();
+  u->start_time = cpu().now();
   u->state = IoU::State::kQueued;
   u->error = false;
   ++ctx_.in_flight;
@@ -499,7 +499,7 @@ void JobThread::StartIo(IoU* u) {
 }
 
 sim::Task JobThread::Main() {
-  co_await cpu_.Sync();
+  co_await cpu().Sync();
   MaybeStartStats();
   // thread_main's keep_running loop: do_io, then do_verify unless the job
   // was terminated (runtime over, an error); a time_based job that verifies
@@ -517,7 +517,7 @@ sim::Task JobThread::Main() {
     if (!spec_.time_based || terminated_ || error_ != 0) break;
     stopping_ = false;
   }
-  co_await cpu_.Sync();
+  co_await cpu().Sync();
   FinishStats();
 }
 
@@ -541,7 +541,7 @@ sim::Task JobThread::VerifyPhase() {
   // do_verify: sync the file first (one syscall: the simulated devices have
   // no volatile cache to flush), then read back what the log holds (or the
   // replayed writes) until it is empty, the runtime is over or a check fails.
-  if (config_.queue != nullptr) cpu_.Charge(fn_io_sync_, kernel_.costs().syscall_entry_exit);
+  if (config_.queue != nullptr) cpu().Charge(fn_io_sync_, kernel_.costs().syscall_entry_exit);
   if (spec_.experimental_verify) {
     // The job's sequence from its start: the inputs that made gen_.
     absl::StatusOr<workload::IoGenerator> g =
@@ -552,8 +552,8 @@ sim::Task JobThread::VerifyPhase() {
     verify_bytes_done_ = 0;
   }
   for (;;) {
-    co_await cpu_.Sync();
-    if (cpu_.now() >= config_.end_at) {
+    co_await cpu().Sync();
+    if (cpu().now() >= config_.end_at) {
       terminated_ = true;
       break;
     }
@@ -564,7 +564,7 @@ sim::Task JobThread::VerifyPhase() {
     u->piece = -1;
     if (!(spec_.experimental_verify ? NextReplayedVerify(u) : GetNextVerify(u))) break;
     free_.pop_back();
-    cpu_.Charge(fn_get_io_u_, user_issue_ns_);
+    cpu().Charge(fn_get_io_u_, user_issue_ns_);
     StartIo(u);
     co_await QueueAndMaybeReap(u);
   }
@@ -603,7 +603,7 @@ void JobThread::VerifyRead(IoU* u) {
   // verify_fatal. Any failure is the job's error (EILSEQ).
   const uint64_t off = u->bio.sector << model::kSectorShift;
   const uint32_t h = verify_interval_;
-  cpu_.Charge(fn_verify_check_, PerKib(verify_hash_per_kib_, u->bio.bytes));
+  cpu().Charge(fn_verify_check_, PerKib(verify_hash_per_kib_, u->bio.bytes));
   const std::optional<uint16_t> numberio =
       check_numberio_ && (u->ver_list || spec_.experimental_verify) ? std::optional<uint16_t>(u->numberio) : std::nullopt;
   bool failed = false;
@@ -643,7 +643,7 @@ void JobThread::VerifyRead(IoU* u) {
 }
 
 void JobThread::FinishStats() {
-  finished_at_ = cpu_.now();
+  finished_at_ = cpu().now();
   if (config_.flow != nullptr) {
     // flow_exit_job (at once; fio does it when its main thread reaps the
     // finished thread, within its next poll).
@@ -679,13 +679,13 @@ void JobThread::OnEvent(uint32_t, uint64_t gen) {
 }
 
 sim::Task JobThread::SleepUntil(sim::SimTime t) {
-  co_await cpu_.Sync();
-  if (t <= cpu_.now()) co_return;
+  co_await cpu().Sync();
+  if (t <= cpu().now()) co_return;
   ++wake_gen_;
   kernel_.machine().sim().Schedule(t, this, 0, wake_gen_);
-  while (cpu_.now() < t) {
-    co_await cpu_.Sleep();
-    co_await cpu_.Sync();
+  while (cpu().now() < t) {
+    co_await cpu().SleepMigratable();
+    co_await cpu().Sync();
   }
 }
 
@@ -705,7 +705,7 @@ sim::Task JobThread::FlowHold() {
   // I/O counted in the flow, or when the job is stopping.
   FioFlow& flow = *config_.flow;
   for (;;) {
-    co_await cpu_.Sync();
+    co_await cpu().Sync();
     if (Stopping()) {
       flow_held_ = false;
       co_return;
@@ -720,11 +720,11 @@ sim::Task JobThread::FlowHold() {
     }
     if (spec_.flow_sleep_us > 0) {
       co_await Quiesce();
-      co_await SleepUntil(cpu_.now() + static_cast<int64_t>(spec_.flow_sleep_us) * sim::kNsPerUs);
+      co_await SleepUntil(cpu().now() + static_cast<int64_t>(spec_.flow_sleep_us) * sim::kNsPerUs);
       continue;
     }
-    const sim::SimTime until = std::min(cpu_.RunAheadLimit(), config_.end_at);
-    cpu_.ChargeRaw(fn_flow_, std::max<int64_t>(until - cpu_.now(), 1));
+    const sim::SimTime until = std::min(cpu().RunAheadLimit(), config_.end_at);
+    cpu().ChargeRaw(fn_flow_, std::max<int64_t>(until - cpu().now(), 1));
   }
 }
 
@@ -735,7 +735,7 @@ workload::Direction JobThread::RateDirection(workload::Direction picked) const {
   // its slot). A direction without a rate is never ahead.
   const int d = static_cast<int>(picked);
   const int o = d ^ 1;
-  const sim::SimTime now = cpu_.now();
+  const sim::SimTime now = cpu().now();
   if (rate_next_[d] <= now) return picked;
   const uint32_t other_mix = picked == workload::Direction::kRead ? 100 - spec_.rwmixread : spec_.rwmixread;
   if (other_mix == 0) return picked;
@@ -759,7 +759,7 @@ sim::Task JobThread::Throttle(IoU* u) {
   if (rate_next_[d] == 0) rate_next_[d] = config_.start_at;
   const sim::SimTime slot = rate_next_[d];
   rate_next_[d] = slot + static_cast<int64_t>(gap_ns);
-  if (slot > cpu_.now()) {
+  if (slot > cpu().now()) {
     // fio's rate_ddir quiesces before it sleeps (io_submit_mode=inline):
     // submit what is queued and reap everything in flight except `u`
     // (prepared, counted in ctx_.in_flight, not yet queued); then sleep to the
@@ -771,7 +771,7 @@ sim::Task JobThread::Throttle(IoU* u) {
       }
     }
     co_await SleepUntil(slot);
-    u->start_time = cpu_.now();
+    u->start_time = cpu().now();
   }
 }
 
@@ -782,15 +782,15 @@ sim::Task JobThread::ThinkTime(bool issued) {
   if (++think_count_ < std::max<uint64_t>(spec_.thinktime_blocks, 1)) co_return;
   think_count_ = 0;
   co_await Quiesce();
-  if (spec_.thinktime_spin_ns > 0) cpu_.Charge(fn_usec_spin_, spec_.thinktime_spin_ns);
+  if (spec_.thinktime_spin_ns > 0) cpu().Charge(fn_usec_spin_, spec_.thinktime_spin_ns);
   const int64_t left = spec_.thinktime_ns - spec_.thinktime_spin_ns;
-  if (left > 0) co_await SleepUntil(cpu_.now() + left);
+  if (left > 0) co_await SleepUntil(cpu().now() + left);
 }
 
 sim::Task JobThread::AsyncLoop() {
   const uint32_t depth = static_cast<uint32_t>(io_us_.size());
   for (;;) {
-    co_await cpu_.Sync();
+    co_await cpu().Sync();
     MaybeStartStats();
     if (Stopping()) break;
     if (config_.flow != nullptr) {
@@ -837,11 +837,11 @@ void JobThread::BioEndio(sim::Cpu& cpu, model::Bio* bio, model::BlkStatus status
 void JobThread::ReapCompleted(uint32_t max) {
   const uint32_t n = std::min<uint32_t>(max, static_cast<uint32_t>(ctx_.completed.size()));
   if (n == 0) return;
-  const sim::SimTime now = cpu_.now();
+  const sim::SimTime now = cpu().now();
   for (uint32_t i = 0; i < n; ++i) {
     IoU* u = ctx_.completed.front();
     ctx_.completed.pop_front();
-    cpu_.Charge(fn_io_completed_, user_complete_ns_);
+    cpu().Charge(fn_io_completed_, user_complete_ns_);
     if (verify_ || config_.content != nullptr) CompleteVerify(u);
     last_reaped_read_ = u->dir == stats::Dir::kRead;
     if (collector_.started() && u->start_time >= stats_started_at_) {
@@ -875,7 +875,7 @@ sim::Task JobThread::Reap(uint32_t min, uint32_t max) {
 
 sim::Task JobThread::SyncLoop() {
   for (;;) {
-    co_await cpu_.Sync();
+    co_await cpu().Sync();
     MaybeStartStats();
     if (Stopping()) break;
     if (config_.flow != nullptr) {

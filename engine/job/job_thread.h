@@ -71,7 +71,8 @@ struct JobThreadConfig {
   workload::ClonePlan plan;
   uint32_t thread_number = 1;   // fio's thread number (1-based)
   uint16_t blkcg = 0;           // the blkio cgroup its bios carry (0: root)
-  int cpu = 0;
+  int cpu = 0;                  // the CPU it starts on
+  std::vector<int> cpus_allowed;  // its affinity; empty: pinned to `cpu`
   FioFlow* flow = nullptr;      // the job's flow (flow= non-zero), shared with its peers
   model::RequestQueue* queue = nullptr;  // the target device (nullptr for ioengine=null)
   sim::SimTime start_at = 0;
@@ -109,6 +110,8 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   sim::SimTime finished_at() const { return finished_at_; }
   sim::SimTime stats_started_at() const { return stats_started_at_; }
   const sim::Thread& thread() const { return *thread_; }
+  // The CPU the clone's thread is on (it may move when it wakes).
+  sim::Cpu& cpu() const { return thread_->on_cpu(); }
   const JobThreadConfig& config() const { return config_; }
   uint64_t ios_completed() const { return ios_completed_; }
   uint64_t ios_issued() const { return ios_issued_; }
@@ -198,7 +201,6 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   JobThreadConfig config_;
   const workload::JobSpec& spec_;
   workload::IoGenerator gen_;
-  sim::Cpu& cpu_;
   std::unique_ptr<sim::Thread> thread_;
   stats::JobStatsCollector collector_;
   std::unique_ptr<stats::JobLogger> logger_;  // nullptr: no logs asked for

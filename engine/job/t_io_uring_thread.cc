@@ -33,7 +33,7 @@ TioUringThread::TioUringThread(model::Kernel& kernel, const TioUringThreadConfig
       cpu_(kernel.machine().cpu(config.cpu)),
       thread_(std::make_unique<sim::Thread>(kernel.machine(), "io_uring/" + std::to_string(config.index),
                                             config.cpu)),
-      ctx_{kernel, cpu_, *thread_, config.files.empty() ? nullptr : config.files[0].queue, engine_spec_, {}, {}},
+      ctx_{kernel, *thread_, config.files.empty() ? nullptr : config.files[0].queue, engine_spec_, {}, {}},
       rng_(config.seed, sim::RngStreamId::kOffset, static_cast<uint64_t>(config.index) + 1) {
   const uint32_t depth = static_cast<uint32_t>(std::max(spec_.depth, 1));
   io_us_.resize(depth);

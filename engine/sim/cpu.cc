@@ -9,9 +9,7 @@ namespace blklab::sim {
 Thread::Thread(Machine& machine, std::string name, int cpu, int nice)
     : machine_(machine), name_(std::move(name)), cpu_(cpu), nice_(nice) {
   BLKLAB_CHECK(cpu >= 0 && cpu < machine.num_cpus());
-  Cpu& c = machine.cpu(cpu);
-  wake_gen_ = c.threads_by_index_.size();  // index of this thread on its CPU
-  c.threads_by_index_.push_back(this);
+  on_cpu_ = &machine.cpu(cpu);
 }
 
 void Thread::Start(Task root, SimTime at) {
@@ -19,13 +17,46 @@ void Thread::Start(Task root, SimTime at) {
   root_ = std::move(root);
   resume_ = root_.handle();
   state_ = State::kRunnable;
-  machine_.sim().Schedule(at, &machine_.cpu(cpu_), Cpu::kWake, wake_gen_);
+  ++on_cpu_->incoming_wakes_;
+  machine_.sim().Schedule(at, on_cpu_, Cpu::kWake, reinterpret_cast<uintptr_t>(this));
+}
+
+int Thread::SelectWakeCpu() const {
+  // select_idle_sibling, reduced: the previous CPU if idle, else the first
+  // idle allowed CPU of its LLC after it (select_idle_cpu's scan from the
+  // target), else the previous CPU. Not modelled: wake_affine's pull
+  // towards the waker, idle-core preference, SIS_UTIL's scan limit.
+  if (on_cpu_->available_idle()) return cpu_;
+  const int llc = machine_.placement(cpu_).llc;
+  int best = -1;
+  int best_distance = 0;
+  const int n = machine_.num_cpus();
+  for (int c : cpus_allowed_) {
+    if (c == cpu_ || machine_.placement(c).llc != llc || !machine_.cpu(c).available_idle()) continue;
+    const int distance = (c - cpu_ + n) % n;
+    if (best < 0 || distance < best_distance) {
+      best = c;
+      best_distance = distance;
+    }
+  }
+  return best < 0 ? cpu_ : best;
 }
 
 void Thread::Wake(SimTime at) {
   if (state_ != State::kSleeping) return;
   state_ = State::kRunnable;
-  machine_.sim().Schedule(at, &machine_.cpu(cpu_), Cpu::kWake, wake_gen_);
+  if (migrate_on_wake_) {
+    migrate_on_wake_ = false;
+    movable_ = true;
+    const int target = SelectWakeCpu();
+    if (target != cpu_) {
+      cpu_ = target;
+      on_cpu_ = &machine_.cpu(target);
+      ++migrations_;
+    }
+  }
+  ++on_cpu_->incoming_wakes_;
+  machine_.sim().Schedule(at, on_cpu_, Cpu::kWake, reinterpret_cast<uintptr_t>(this));
 }
 
 Cpu::Cpu(Machine& machine, int id) : machine_(machine), id_(id) {
@@ -209,6 +240,40 @@ void Cpu::Kick(SimTime at) {
   machine_.sim().Schedule(at, this, kRun, run_gen_);
 }
 
+bool Cpu::PullWokenThread() {
+  if (machine_.queued_movable() == 0) return false;
+  const int n = machine_.num_cpus();
+  const int llc = machine_.placement(id_).llc;
+  // Two passes: this CPU's LLC, then the rest (the sched domains upwards).
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int i = 1; i < n; ++i) {
+      Cpu& victim = machine_.cpu((id_ + i) % n);
+      if ((machine_.placement(victim.id_).llc == llc) != (pass == 0)) continue;
+      // Only from behind a running thread: a queued thread on a CPU with
+      // none running is about to run there.
+      if (victim.current_thread_ == nullptr) continue;
+      for (auto it = victim.runqueue_.begin(); it != victim.runqueue_.end(); ++it) {
+        Thread* t = *it;
+        if (!t->movable_ || now_ - t->last_ran_ < machine_.costs().sched_migration_cost_ns ||
+            std::find(t->cpus_allowed_.begin(), t->cpus_allowed_.end(), id_) == t->cpus_allowed_.end()) {
+          continue;
+        }
+        victim.runqueue_.erase(it);
+        if (victim.runqueue_.empty()) victim.slice_end_ = kSimTimeNever;
+        victim.UpdatePreempt();
+        t->movable_ = false;
+        --machine_.queued_movable();
+        t->cpu_ = id_;
+        t->on_cpu_ = this;
+        ++t->migrations_;
+        runqueue_.push_back(t);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 void Cpu::ArriveHardirq(IrqWork w) {
   hardirq_pending_.push_back(w);
   UpdatePreempt();
@@ -217,6 +282,7 @@ void Cpu::ArriveHardirq(IrqWork w) {
 
 void Cpu::EnqueueRunnable(Thread* t) {
   runqueue_.push_back(t);
+  if (t->movable_) ++machine_.queued_movable();
   if (current_thread_ != nullptr && slice_end_ == kSimTimeNever) {
     slice_end_ = std::max(now_, machine_.sim().Now()) + machine_.costs().sched_slice_ns;
   }
@@ -239,7 +305,8 @@ void Cpu::OnEvent(uint32_t kind, uint64_t arg) {
       return;
     }
     case kWake:
-      EnqueueRunnable(threads_by_index_[arg]);
+      --incoming_wakes_;
+      EnqueueRunnable(reinterpret_cast<Thread*>(static_cast<uintptr_t>(arg)));
       return;
     case kSpinGranted:
       BLKLAB_CHECK(spinning_);
@@ -382,7 +449,7 @@ void Cpu::Loop() {
         }
       }
       if (current_thread_ == nullptr) {
-        if (runqueue_.empty()) {
+        if (runqueue_.empty() && !PullWokenThread()) {
           idle_ = true;
           in_loop_ = false;
           preempt_pending_ = false;
@@ -396,6 +463,10 @@ void Cpu::Loop() {
         }
         Thread* next = *best;
         runqueue_.erase(best);
+        if (next->movable_) {
+          next->movable_ = false;
+          --machine_.queued_movable();
+        }
         idle_ = false;
         ArmTick();
         current_thread_ = next;
@@ -455,6 +526,7 @@ void Cpu::Loop() {
       case SuspendReason::kSleep:
         BLKLAB_CHECK(run_level == Level::kTask);
         current_thread_->state_ = Thread::State::kSleeping;
+        current_thread_->last_ran_ = now_;
         current_thread_ = nullptr;
         continue;
       case SuspendReason::kNone:

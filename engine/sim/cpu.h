@@ -84,7 +84,15 @@ class IrqHandler {
 // Why the running context returned control to its CPU.
 enum class SuspendReason : uint8_t { kNone, kYield, kSpin, kSleep };
 
-// A simulated thread (task_struct): a root coroutine pinned to one CPU.
+// A simulated thread (task_struct): a root coroutine on one CPU at a time.
+// A thread allowed more than one CPU (set_cpus_allowed) may move when it
+// wakes from Cpu::SleepMigratable (select_task_rq_fair's wake-up path:
+// its previous CPU if idle, else an idle CPU of that CPU's LLC, else it
+// stays); the code it runs re-reads on_cpu() after such a sleep. Sleeps
+// inside kernel paths (Cpu::Sleep) wake on the same CPU. A CPU about to go
+// idle pulls such a woken thread that waits on a busy CPU before it has run
+// there, once it is cache cold (newidle balancing, Cpu::PullWokenThread). Periodic load balancing
+// is not modelled: a thread pre-empted while running never moves.
 class Thread {
  public:
   enum class State : uint8_t { kNew, kRunnable, kRunning, kSleeping, kDone };
@@ -102,8 +110,17 @@ class Thread {
   // (the caller has charged try_to_wake_up). No effect unless sleeping.
   void Wake(SimTime at);
 
+  // The CPUs the thread may run on (sched_setaffinity); empty or one CPU:
+  // pinned to the CPU it was made on.
+  void set_cpus_allowed(std::vector<int> cpus) { cpus_allowed_ = std::move(cpus); }
+  const std::vector<int>& cpus_allowed() const { return cpus_allowed_; }
+
   const std::string& name() const { return name_; }
   int cpu() const { return cpu_; }
+  // The CPU the thread is on (or last ran on, while it sleeps).
+  Cpu& on_cpu() const { return *on_cpu_; }
+  // Wake-ups that moved it to another CPU (perf's cpu-migrations).
+  uint64_t migrations() const { return migrations_; }
   int nice() const { return nice_; }
   State state() const { return state_; }
   bool sleeping() const { return state_ == State::kSleeping; }
@@ -119,15 +136,25 @@ class Thread {
  private:
   friend class Cpu;
   int64_t mode_ns_[kNumModes] = {};
+  // select_task_rq at a wake-up from SleepMigratable.
+  int SelectWakeCpu() const;
+
   Machine& machine_;
   std::string name_;
   int cpu_;
+  Cpu* on_cpu_;
   int nice_;
+  std::vector<int> cpus_allowed_;
+  bool migrate_on_wake_ = false;  // asleep in SleepMigratable
+  // Woken from SleepMigratable and waiting in a runqueue, not yet run:
+  // counted in Machine::queued_movable, may be pulled by an idle CPU.
+  bool movable_ = false;
+  SimTime last_ran_ = 0;  // when it last left a CPU (task_hot's exec_start)
+  uint64_t migrations_ = 0;
   State state_ = State::kNew;
   Task root_;
   std::coroutine_handle<> resume_;
   uint64_t context_switches_ = 0;
-  uint64_t wake_gen_ = 0;
   int64_t stack_slot_ = -1;  // StackProfile slot, made on first use
   // Woken, it takes the CPU at the running task's next pre-emption point
   // (Cpu::PreemptPoint, or when it sleeps): ksoftirqd, whose wake-up sets
@@ -249,6 +276,26 @@ class Cpu final : public EventHandler {
     void await_resume() const {}
   };
   SleepAwaiter Sleep() { return SleepAwaiter{this}; }
+  // The same, at a sleep the thread may wake from on another CPU (a
+  // thread's top-level wait: io_getevents, io_cqring_wait, a synchronous
+  // read, a thinktime or rate sleep): the caller re-reads
+  // Thread::on_cpu() after it.
+  struct SleepMigratableAwaiter {
+    Cpu* cpu;
+    bool await_ready() const { return false; }
+    void await_suspend(std::coroutine_handle<> h) {
+      cpu->current_thread_->migrate_on_wake_ = cpu->current_thread_->cpus_allowed_.size() > 1;
+      cpu->Suspend(h, SuspendReason::kSleep);
+    }
+    void await_resume() const {}
+  };
+  SleepMigratableAwaiter SleepMigratable() { return SleepMigratableAwaiter{this}; }
+  // True when no thread runs or waits here and no wake-up is on its way
+  // (the kernel's idle_cpu: an interrupt running on top of the idle task
+  // does not make the CPU busy): a waking thread may be placed here.
+  bool available_idle() const {
+    return current_thread_ == nullptr && runqueue_.empty() && incoming_wakes_ == 0;
+  }
 
   // Used by SpinLock: the running context spins, its time charged to
   // `slowpath_fn`, until ResumeAfterSpin. `irqs_on`: a plain spin_lock
@@ -346,6 +393,13 @@ class Cpu final : public EventHandler {
   void Loop();
   void ArriveHardirq(IrqWork w);
   void EnqueueRunnable(Thread* t);
+  // newidle balancing: this CPU has nothing to run; takes a movable thread
+  // (Thread::movable_) that waits behind a running one on another CPU it
+  // may run on and has not run for MachineCosts::sched_migration_cost_ns
+  // (can_migrate_task's task_hot test), nearest first (its LLC, then the
+  // machine). True if it did. Not modelled: avg_idle's gate, the balance's
+  // own CPU time.
+  bool PullWokenThread();
   void UpdatePreempt();
 
   Machine& machine_;
@@ -377,7 +431,7 @@ class Cpu final : public EventHandler {
   Thread* current_thread_ = nullptr;
   std::unique_ptr<Thread> ksoftirqd_;  // created at the first task-context raise
   std::deque<Thread*> runqueue_;
-  std::vector<Thread*> threads_by_index_;
+  int incoming_wakes_ = 0;  // kWake events scheduled and not yet taken
 
   std::vector<int64_t> fn_ns_;
   std::vector<uint8_t> user_flags_;  // per function: Mode::kUser or Mode::kSys

@@ -64,6 +64,9 @@ struct MachineCosts {
   int64_t context_switch_ns = 1070;  // charged to __schedule when a CPU switches threads
   int64_t sched_slice_ns = 3000000;  // time slice when threads share a CPU (CFS-like)
   int64_t tick_period_ns = 0;        // the scheduler tick on busy CPUs (1e9 / HZ); 0: none
+  // sysctl_sched_migration_cost (kernel/sched/fair.c): a thread that ran
+  // more recently than this is cache hot, and load balancing leaves it.
+  int64_t sched_migration_cost_ns = 500000;
   // SMT execution sharing: work on a CPU whose sibling runs work takes
   // smt_busy_permille/1000 as long; whose sibling spins on a lock,
   // smt_spin_permille/1000. 1000: no sharing.
@@ -104,6 +107,10 @@ class Machine {
   void NoteTransfer(int cpu) const { ++transfers_by_cpu_[cpu]; }
   uint64_t transfers(int cpu) const { return transfers_by_cpu_[cpu]; }
 
+  // Threads woken from a migratable sleep onto a CPU busy with another
+  // thread, waiting there and not yet run (what an idle CPU may pull).
+  int& queued_movable() { return queued_movable_; }
+
   // Every SpinLock of the simulation registers itself (lockstat's list).
   void RegisterLock(SpinLock* lock) { locks_.push_back(lock); }
   const std::vector<SpinLock*>& locks() const { return locks_; }
@@ -131,6 +138,7 @@ class Machine {
   std::vector<SpinLock*> locks_;
   mutable std::vector<uint64_t> transfers_by_cpu_;
   SimTime horizon_ = kSimTimeNever;
+  int queued_movable_ = 0;
 };
 
 }  // namespace blklab::sim

@@ -249,6 +249,94 @@ TEST(CpuTest, HrTimerFiresInHardirqAndPreemptsAtSync) {
   EXPECT_EQ(m.cpu(0).mode_ns(Mode::kIrq), 100);
 }
 
+// A thread sleeps on CPU 0 while a hog keeps CPU 0 busy for 2 ms; another
+// thread wakes it from CPU 2 at 20 us. CPUs 0 and 1 share an LLC, 2 and 3
+// another; CPU 1 runs a hog for `cpu1_busy_us` (0: idle). Returns the CPU
+// the sleeper resumed on and when.
+struct Resumed {
+  int cpu = -1;
+  SimTime at = -1;
+  uint64_t migrations = 0;
+};
+Resumed WakeUp(bool allowed_all, bool migratable_sleep, int cpu1_busy_us) {
+  std::vector<CpuPlacement> p = {{0, 0, 0, 0, 0}, {1, 0, 0, 0, 0}, {2, 1, 0, 0, 0}, {3, 1, 0, 0, 0}};
+  Machine m(p, MachineCosts{});
+  FnId f = m.functions().Intern("work");
+  Resumed r;
+  Thread sleeper(m, "sleeper", 0);
+  if (allowed_all) sleeper.set_cpus_allowed({0, 1, 2, 3});
+  auto sleep_body = [&]() -> Task {
+    Cpu& cpu = sleeper.on_cpu();
+    cpu.Charge(f, 10);
+    co_await cpu.Sync();
+    if (migratable_sleep) {
+      co_await cpu.SleepMigratable();
+    } else {
+      co_await cpu.Sleep();
+    }
+    co_await sleeper.on_cpu().Sync();
+    r.cpu = sleeper.on_cpu().id();
+    r.at = sleeper.on_cpu().now();
+    sleeper.on_cpu().Charge(f, 10);
+  };
+  auto hog_body = [&](Cpu& cpu, int us) -> Task {
+    for (int i = 0; i < us; ++i) {
+      cpu.Charge(f, 1000);
+      co_await cpu.Sync();
+    }
+  };
+  auto waker_body = [&](Cpu& cpu) -> Task {
+    cpu.Charge(f, 20000);
+    co_await cpu.Sync();
+    sleeper.Wake(cpu.now());
+  };
+  Thread hog(m, "hog", 0), hog1(m, "hog1", 1), waker(m, "waker", 2);
+  sleeper.Start(sleep_body(), 0);
+  hog.Start(hog_body(m.cpu(0), 2000), 0);
+  if (cpu1_busy_us > 0) hog1.Start(hog_body(m.cpu(1), cpu1_busy_us), 0);
+  waker.Start(waker_body(m.cpu(2)), 0);
+  m.sim().Run();
+  EXPECT_EQ(sleeper.state(), Thread::State::kDone);
+  r.migrations = sleeper.migrations();
+  return r;
+}
+
+TEST(CpuTest, WakeUpMovesAThreadToAnIdleCpuOfItsLlc) {
+  // Its CPU is busy, CPU 1 of its LLC idle: select_idle_sibling picks 1.
+  Resumed r = WakeUp(true, true, 0);
+  EXPECT_EQ(r.cpu, 1);
+  EXPECT_LT(r.at, 25000);
+  EXPECT_EQ(r.migrations, 1u);
+  // CPU 1 busy until 1 ms: it waits on CPU 0 until CPU 1 goes idle and
+  // pulls it (newidle balancing; it last ran 1 ms ago: cache cold).
+  r = WakeUp(true, true, 1000);
+  EXPECT_EQ(r.cpu, 1);
+  EXPECT_GE(r.at, 1000000);
+  EXPECT_LT(r.at, 1010000);
+  EXPECT_EQ(r.migrations, 1u);
+  // CPU 1 idle at 300 us, when it last ran 300 us ago: cache hot, so it
+  // stays and waits for CPU 0.
+  r = WakeUp(true, true, 300);
+  EXPECT_EQ(r.cpu, 0);
+  EXPECT_GE(r.at, 2000000);
+  EXPECT_EQ(r.migrations, 0u);
+  // CPU 1 busy longer than CPU 0: it stays, although CPU 3 of the other
+  // LLC is idle (a wake-up looks in the LLC; only a CPU going idle pulls).
+  r = WakeUp(true, true, 4000);
+  EXPECT_EQ(r.cpu, 0);
+  EXPECT_GE(r.at, 2000000);
+  EXPECT_LT(r.at, 2010000);
+  EXPECT_EQ(r.migrations, 0u);
+  // Pinned (no affinity set): it stays.
+  EXPECT_EQ(WakeUp(false, true, 0).cpu, 0);
+  EXPECT_EQ(WakeUp(false, true, 1000).cpu, 0);
+  // A sleep inside a kernel path (Cpu::Sleep) wakes where it slept and is
+  // not pulled.
+  r = WakeUp(true, false, 1000);
+  EXPECT_EQ(r.cpu, 0);
+  EXPECT_EQ(r.migrations, 0u);
+}
+
 TEST(WaitQueueTest, SleepersWakeAndRun) {
   Machine m(Cpus(2), MachineCosts{});
   FnId f = m.functions().Intern("work");

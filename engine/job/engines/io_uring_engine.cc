@@ -46,10 +46,10 @@ class IoUringEngine final : public IoEngineModel {
     co_await SubmitBatch(
         ctx_, batch, fn_io_uring_enter_,
         [this, &c, &flags](IoU* u) {
-          ctx_.cpu.Charge(fn_io_submit_sqes_, c.io_uring_issue_sqe);
-          if (!flags.registerfiles) ctx_.cpu.Charge(fn_fget_, c.fget_fput);
-          if (!flags.fixedbufs) ctx_.cpu.Charge(fn_pin_, PinCost(c, u->bio.bytes));
-          ctx_.cpu.Charge(ctx_.kernel.fn.bio_alloc_bioset,
+          ctx_.cpu().Charge(fn_io_submit_sqes_, c.io_uring_issue_sqe);
+          if (!flags.registerfiles) ctx_.cpu().Charge(fn_fget_, c.fget_fput);
+          if (!flags.fixedbufs) ctx_.cpu().Charge(fn_pin_, PinCost(c, u->bio.bytes));
+          ctx_.cpu().Charge(ctx_.kernel.fn.bio_alloc_bioset,
                           ctx_.kernel.knobs().bio_alloc_cache ? c.bio_alloc_cached : c.bio_alloc_slab);
         },
         [this] { RunTaskWork(); });
@@ -62,7 +62,7 @@ class IoUringEngine final : public IoEngineModel {
       reissue_.push_back(u);
       return;
     }
-    const bool own_context = &cpu == &ctx_.cpu && cpu.level() == sim::Level::kTask &&
+    const bool own_context = &cpu == &ctx_.cpu() && cpu.level() == sim::Level::kTask &&
                              cpu.current_thread() == &ctx_.thread;
     if (u->bio.polled || own_context) {
       // IOPOLL: ki_complete only marks the request done (iopoll_completed);
@@ -85,20 +85,20 @@ class IoUringEngine final : public IoEngineModel {
 
   sim::Task GetEvents(uint32_t min, uint32_t max, bool in_call) override {
     const auto& c = ctx_.kernel.costs();
-    sim::StackFrame frame(ctx_.cpu, fn_io_uring_enter_);
+    sim::StackFrame frame(ctx_.cpu(), fn_io_uring_enter_);
     if (ctx_.spec.engine_flags.hipri && ctx_.completed.size() < min) {
       // IOPOLL: io_uring_enter(GETEVENTS) -> io_iopoll_check: spin on the
       // poll queues until enough completions, no interrupt, no sleep.
-      if (!in_call) ctx_.cpu.Charge(fn_io_uring_enter_, c.syscall_entry_exit);
+      if (!in_call) ctx_.cpu().Charge(fn_io_uring_enter_, c.syscall_entry_exit);
       while (ctx_.completed.size() < min) {
-        co_await ctx_.cpu.Sync();
+        co_await ctx_.cpu().Sync();
         int n = 0;
         if (ctx_.queues.empty()) {
-          co_await ctx_.queue->Poll(ctx_.cpu, &n);
+          co_await ctx_.queue->Poll(ctx_.cpu(), &n);
         } else {
           for (model::RequestQueue* q : ctx_.queues) {
             int k = 0;
-            co_await q->Poll(ctx_.cpu, &k);
+            co_await q->Poll(ctx_.cpu(), &k);
             n += k;
           }
         }
@@ -109,8 +109,8 @@ class IoUringEngine final : public IoEngineModel {
     }
     // The CQ ring is read from user space; enter the kernel only to wait.
     if (ctx_.completed.size() < min) {
-      if (!in_call) ctx_.cpu.Charge(fn_io_uring_enter_, c.syscall_entry_exit);
-      co_await ctx_.cpu.Sync();
+      if (!in_call) ctx_.cpu().Charge(fn_io_uring_enter_, c.syscall_entry_exit);
+      co_await ctx_.cpu().Sync();
       RunTaskWork();
       co_await ctx_.SleepUntilCompleted(min, [this] { RunTaskWork(); });  // io_cqring_wait
     }
@@ -122,11 +122,11 @@ class IoUringEngine final : public IoEngineModel {
     const auto& c = ctx_.kernel.costs();
     if (task_work_.empty()) return;
     // io_run_local_work: llist_del_all takes the whole list (an xchg).
-    ctx_.cpu.Charge(fn_tctx_task_work_,
-                    work_list_line_.Write(ctx_.kernel.machine(), ctx_.cpu.id(), c.atomic_local));
+    ctx_.cpu().Charge(fn_tctx_task_work_,
+                    work_list_line_.Write(ctx_.kernel.machine(), ctx_.cpu().id(), c.atomic_local));
     for (IoU* u : task_work_) {
-      ctx_.cpu.Charge(fn_tctx_task_work_, c.io_uring_task_work);
-      ctx_.cpu.Charge(fn_io_req_complete_post_, c.io_uring_cqe_post);
+      ctx_.cpu().Charge(fn_tctx_task_work_, c.io_uring_task_work);
+      ctx_.cpu().Charge(fn_io_req_complete_post_, c.io_uring_cqe_post);
       ctx_.Post(u);
     }
     task_work_.clear();
@@ -138,8 +138,8 @@ class IoUringEngine final : public IoEngineModel {
     const auto& c = ctx_.kernel.costs();
     reissuing_.swap(reissue_);
     for (IoU* u : reissuing_) {
-      ctx_.cpu.Charge(fn_io_submit_sqes_, c.io_uring_issue_sqe);
-      co_await u->queue->SubmitBio(ctx_.cpu, &u->bio, nullptr);
+      ctx_.cpu().Charge(fn_io_submit_sqes_, c.io_uring_issue_sqe);
+      co_await u->queue->SubmitBio(ctx_.cpu(), &u->bio, nullptr);
     }
     reissuing_.clear();
   }

@@ -30,9 +30,9 @@ class LibaioEngine final : public IoEngineModel {
     co_await SubmitBatch(
         ctx_, batch, fn_io_submit_,
         [this, &c](IoU* u) {
-          ctx_.cpu.Charge(fn_io_submit_one_, c.libaio_submit_iocb);
-          ctx_.cpu.Charge(fn_pin_, PinCost(c, u->bio.bytes));
-          ctx_.cpu.Charge(ctx_.kernel.fn.bio_alloc_bioset, c.bio_alloc_slab);
+          ctx_.cpu().Charge(fn_io_submit_one_, c.libaio_submit_iocb);
+          ctx_.cpu().Charge(fn_pin_, PinCost(c, u->bio.bytes));
+          ctx_.cpu().Charge(ctx_.kernel.fn.bio_alloc_bioset, c.bio_alloc_slab);
         },
         [] {});
   }
@@ -46,11 +46,11 @@ class LibaioEngine final : public IoEngineModel {
 
   sim::Task GetEvents(uint32_t min, uint32_t max, bool in_call) override {
     const auto& c = ctx_.kernel.costs();
-    sim::StackFrame frame(ctx_.cpu, fn_io_getevents_);
-    if (!in_call) ctx_.cpu.Charge(fn_io_getevents_, c.syscall_entry_exit);
-    co_await ctx_.cpu.Sync();
+    sim::StackFrame frame(ctx_.cpu(), fn_io_getevents_);
+    if (!in_call) ctx_.cpu().Charge(fn_io_getevents_, c.syscall_entry_exit);
+    co_await ctx_.cpu().Sync();
     co_await ctx_.SleepUntilCompleted(min, [] {});
-    ctx_.cpu.Charge(fn_read_events_,
+    ctx_.cpu().Charge(fn_read_events_,
                     static_cast<int64_t>(std::min<size_t>(max, ctx_.completed.size())) * (c.libaio_event / 2));
   }
 

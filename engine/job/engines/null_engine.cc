@@ -16,7 +16,7 @@ class NullEngine final : public IoEngineModel {
 
   sim::Task Commit(std::vector<IoU*>& batch) override {
     for (IoU* u : batch) {
-      u->issue_time = ctx_.cpu.now();
+      u->issue_time = ctx_.cpu().now();
       ctx_.Post(u);
     }
     co_return;

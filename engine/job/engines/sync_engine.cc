@@ -23,8 +23,8 @@ class SyncEngine final : public IoEngineModel {
 
   sim::Task Commit(std::vector<IoU*>& batch) override {
     const auto& c = ctx_.kernel.costs();
-    sim::Cpu& cpu = ctx_.cpu;
     for (IoU* u : batch) {
+      sim::Cpu& cpu = ctx_.cpu();
       sim::StackFrame frame(cpu, fn_pread_);
       u->issue_time = cpu.now();
       cpu.Charge(fn_pread_, c.syscall_entry_exit);
@@ -38,12 +38,12 @@ class SyncEngine final : public IoEngineModel {
       co_await cpu.Sync();
       while (u->state != IoU::State::kCompleted) {
         ctx_.waiting = true;
-        cpu.Charge(fn_io_schedule_, c.line_read_hit);
-        co_await cpu.Sleep();
-        co_await cpu.Sync();
+        ctx_.cpu().Charge(fn_io_schedule_, c.line_read_hit);
+        co_await ctx_.cpu().SleepMigratable();
+        co_await ctx_.cpu().Sync();
         ctx_.waiting = false;
       }
-      co_await cpu.PreemptPoint();
+      co_await ctx_.cpu().PreemptPoint();
     }
   }
 
