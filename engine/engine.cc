@@ -40,6 +40,14 @@ absl::StatusOr<ParsedFio> ParseFio(const std::vector<std::string>& args, const h
   return out;
 }
 
+std::vector<std::string> JobTargets(const workload::ParsedJobs& jobs) {
+  std::vector<std::string> targets;
+  for (const workload::JobSpec& spec : jobs.jobs) {
+    targets.insert(targets.end(), spec.filenames.begin(), spec.filenames.end());
+  }
+  return targets;
+}
+
 absl::StatusOr<host::HostSpec> ResolveHost(const std::string& preset_or_text) {
   if (preset_or_text.find_first_of(":{\n") == std::string::npos) {
     return host::GetPreset(preset_or_text);

@@ -218,6 +218,10 @@ absl::StatusOr<ParsedFio> ParseFio(const std::vector<std::string>& args, const h
                                    workload::FileReader read_file, workload::VarLookup lookup_var,
                                    std::vector<workload::OptionLine> job_overrides = {});
 
+// The targets the parsed jobs name (every filename= entry, in job order):
+// what --host=auto builds devices for (host/auto_host.h).
+std::vector<std::string> JobTargets(const workload::ParsedJobs& jobs);
+
 // A preset name, or YAML/JSON text of a host spec.
 absl::StatusOr<host::HostSpec> ResolveHost(const std::string& preset_or_text);
 

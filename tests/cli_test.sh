@@ -228,4 +228,45 @@ else
   fail "failed verify: exit $rc; $(head -c 300 "$TMP/verify.err"; head -c 300 "$TMP/verify.out")"
 fi
 
+# --host=auto: a host built from the devices the job names, with the
+# kernel's defaults; `blklab hosts auto` prints it, and the printed spec run
+# as --host=FILE gives the same bytes. A regular file is refused by name.
+cat >"$TMP/auto.fio" <<'EOF'
+[global]
+ioengine=io_uring
+rw=randread
+bs=4k
+iodepth=16
+runtime=20ms
+time_based=1
+[nvme]
+filename=/dev/nvme0n1
+[sata]
+filename=/dev/sdb
+EOF
+if "$BLKLAB" hosts auto "$TMP/auto.fio" >"$TMP/auto.yaml" 2>"$TMP/auto.err" &&
+   grep -q '^  - name: nvme0n1$' "$TMP/auto.yaml" && grep -q '^  - name: sdb$' "$TMP/auto.yaml" &&
+   "$BLKLAB" fio --host=auto "$TMP/auto.fio" --output-format=json >"$TMP/auto.json" 2>>"$TMP/auto.err" &&
+   "$BLKLAB" fio --host="$TMP/auto.yaml" "$TMP/auto.fio" --output-format=json >"$TMP/auto-file.json" 2>>"$TMP/auto.err" &&
+   cmp -s "$TMP/auto.json" "$TMP/auto-file.json" &&
+   python3 - "$TMP/auto.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert [j["jobname"] for j in d["jobs"]] == ["nvme", "sata"], d["jobs"]
+assert all(j["read"]["total_ios"] > 0 for j in d["jobs"])
+assert [u["name"] for u in d["disk_util"]] == ["nvme0n1", "sdb"], d.get("disk_util")
+PY
+then
+  pass "--host=auto builds one device per named device; hosts auto prints the same host"
+else
+  fail "--host=auto: $(head -c 400 "$TMP/auto.err")"
+fi
+if "$BLKLAB" fio --host=auto --name=t --filename=/tmp/testfile --rw=read --size=1m >/dev/null 2>"$TMP/auto-file.err"; then
+  fail "--host=auto ran a job on a regular file"
+elif grep -q 'filename=/tmp/testfile: a regular file' "$TMP/auto-file.err"; then
+  pass "--host=auto refuses a regular file by name"
+else
+  fail "--host=auto, regular file: $(head -c 300 "$TMP/auto-file.err")"
+fi
+
 checks_end CLI

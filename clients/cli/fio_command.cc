@@ -25,6 +25,7 @@
 #include "engine/util/file.h"
 #include "engine/util/status_macros.h"
 #include "engine/wall_clock.h"
+#include "engine/host/auto_host.h"
 #include "engine/host/presets.h"
 #include "engine/report/flame_graph.h"
 #include "engine/report/num2str.h"
@@ -199,6 +200,17 @@ report::OutputFormats SelectedFormats(const workload::FioInvocation& invocation)
   return formats;
 }
 
+int PrintAutoHost(const std::vector<std::string>& fio_args) {
+  absl::StatusOr<host::HostSpec> base = host::GetPreset(host::kDefaultPresetName);
+  if (!base.ok()) return Fail(base.status());
+  absl::StatusOr<ParsedFio> parsed = ParseFio(fio_args, *base, LocalFileReader(), EnvironmentLookup());
+  if (!parsed.ok()) return Fail(parsed.status());
+  absl::StatusOr<std::string> yaml = host::AutoHostYaml(JobTargets(parsed->jobs));
+  if (!yaml.ok()) return Fail(yaml.status());
+  std::cout << *yaml;
+  return 0;
+}
+
 int RunFioCommand(const std::vector<std::string>& all_args) {
   absl::StatusOr<BlklabOptions> options = SplitBlklabOptions(all_args, RunSite::kLocal);
   if (!options.ok()) return Fail(options.status());
@@ -244,6 +256,11 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   }
   absl::StatusOr<ParsedFio> parsed = ParseFio(args, *host, read_file, lookup);
   if (!parsed.ok()) return Fail(parsed.status());
+  if (IsAutoHost(host_arg)) {
+    // The auto host has the default host's CPUs, so $ncpus parsed the same.
+    host = AutoHostFor(parsed->jobs);
+    if (!host.ok()) return Fail(host.status());
+  }
   const workload::FioInvocation& inv = parsed->invocation;
   for (const std::string& w : parsed->jobs.warnings) std::cerr << "blklab fio: warning: " << w << "\n";
   if (inv.parse_only) return 0;
@@ -362,7 +379,9 @@ std::string FioUsage() {
   // fio's --help layout: the invocation, then each option and what it does.
   return "fio-3.33 (blklab: run against a simulated host)\n"
          "blklab fio [--host=PRESET|FILE] [--seed=N] [--perf-top[=N]] [--folded=FILE] [--flame=FILE.svg] [options] [job options] <job file(s)>\n"
-         "  --host=PRESET|FILE\tThe simulated host: a preset name or a host spec file (default: $BLKLAB_HOST, else default)\n"
+         "  --host=PRESET|FILE|auto\tThe simulated host: a preset name, a host spec file, or auto (one device per\n"
+         "\t\tdevice the job names, with the kernel's defaults: blklab hosts auto JOB prints it) (default: $BLKLAB_HOST,\n"
+         "\t\telse default)\n"
          "  --seed=N\t\tSeed of the simulation (fio's randseed= still seeds each job's offsets)\n"
          "  --perf-top[=N]\t\tPrint the simulated kernel's profile, N rows\n"
          "  --folded=file\t\tWrite CPU time by call stack, folded (flamegraph.pl, inferno, speedscope read it)\n"

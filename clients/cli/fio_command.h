@@ -41,6 +41,11 @@ namespace blklab::cli {
 // to stderr.
 int RunFioCommand(const std::vector<std::string>& args);
 
+// `blklab hosts auto [fio options] [job files]`: prints the host spec
+// --host=auto would build for the job (host/auto_host.h). Returns the exit
+// code.
+int PrintAutoHost(const std::vector<std::string>& fio_args);
+
 // blklab's own options of `blklab fio`, taken out of the command line, and
 // fio's arguments that are left, in order.
 struct BlklabOptions {

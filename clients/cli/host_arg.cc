@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "engine/engine.h"
+#include "engine/host/auto_host.h"
 #include "engine/host/presets.h"
 #include "engine/util/file.h"
 
@@ -27,7 +29,14 @@ absl::StatusOr<util::DocNode> LoadHostDoc(const std::string& host_arg, const std
   return doc;
 }
 
+bool IsAutoHost(const std::string& host_arg) { return host_arg == host::kAutoHostName; }
+
+absl::StatusOr<host::HostSpec> AutoHostFor(const workload::ParsedJobs& jobs) {
+  return host::AutoHost(JobTargets(jobs));
+}
+
 absl::StatusOr<host::HostSpec> LoadHost(const std::string& host_arg) {
+  if (IsAutoHost(host_arg)) return host::GetPreset(host::kDefaultPresetName);
   absl::StatusOr<util::DocNode> doc = LoadHostDoc(host_arg);
   if (!doc.ok()) return doc.status();
   absl::StatusOr<host::HostSpec> host = host::HostSpecFromDoc(*doc);

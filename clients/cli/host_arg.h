@@ -20,8 +20,12 @@ namespace blklab::cli {
 std::string DefaultHostArg();
 
 // A preset by name, else the spec in the file of that name; errors name the
-// argument.
+// argument. For "auto" (host::kAutoHostName), the default preset: the
+// caller builds the host from the parsed job (AutoHostFor).
 absl::StatusOr<host::HostSpec> LoadHost(const std::string& host_arg);
+bool IsAutoHost(const std::string& host_arg);
+// --host=auto: the host built from the targets the parsed jobs name.
+absl::StatusOr<host::HostSpec> AutoHostFor(const workload::ParsedJobs& jobs);
 // The same, as the document is written (for overlays, host_overlay.h); a
 // relative file name is read from `base_dir` when it is not empty.
 absl::StatusOr<util::DocNode> LoadHostDoc(const std::string& host_arg, const std::string& base_dir = "");

@@ -5,6 +5,7 @@
 //   blklab compare [options] -- FIO     one job on a host and its variants, side by side
 //   blklab hosts list                  list the built-in host presets
 //   blklab hosts show NAME             print a preset's YAML
+//   blklab hosts auto [fio args]       print the host --host=auto builds for a job
 //
 // With --server ADDR (or BLKLAB_SERVER) before the command, the commands run
 // against a blklabd server instead (clients/cli/remote.h): fio, hosts, jobs,
@@ -26,7 +27,7 @@
 namespace {
 
 void Usage(std::ostream& out) {
-  out << "usage: blklab fio [--host=PRESET|FILE] [--seed=N] [--perf-top[=N]] [fio options] [job files]\n"
+  out << "usage: blklab fio [--host=PRESET|FILE|auto] [--seed=N] [--perf-top[=N]] [fio options] [job files]\n"
          "       (local runs: the host also from BLKLAB_HOST; --host= wins)\n"
          "       blklab io_uring [--host=PRESET|FILE] [--cpus=LIST] [--seed=N] [--output-format=normal|json]\n"
          "             [t/io_uring options: -d -s -c -b -p -B -F -n -N -O -t -T -r -R -a -S -X -P -u -D] FILES\n"
@@ -35,6 +36,7 @@ void Usage(std::ostream& out) {
          "       blklab compare SPEC.yaml [--jobs=N] [--format=...]\n"
          "       blklab hosts list\n"
          "       blklab hosts show NAME\n"
+         "       blklab hosts auto [fio options] [job files]   (the host --host=auto builds for the job)\n"
          "remote (blklabd), ADDR also from BLKLAB_SERVER, the token from BLKLAB_TOKEN:\n"
          "       blklab --server ADDR [--token_file F] [--tls_ca_file F] fio [--host=PRESET|hosts/NAME|FILE]\n"
          "             [--seed=N] [--pace=realtime|fast] [fio options] [job files]\n"
@@ -50,6 +52,7 @@ int Hosts(const std::vector<std::string>& args) {
     }
     return 0;
   }
+  if (args[0] == "auto") return blklab::cli::PrintAutoHost({args.begin() + 1, args.end()});
   if (args[0] == "show" && args.size() == 2) {
     auto yaml = blklab::host::PresetYaml(args[1]);
     if (!yaml.ok()) {

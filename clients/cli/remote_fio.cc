@@ -25,6 +25,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "clients/cli/fio_command.h"
+#include "clients/cli/host_arg.h"
 #include "clients/cli/run_signals.h"
 #include "engine/engine.h"
 #include "engine/util/file.h"
@@ -459,7 +460,11 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
   }
   host::HostSpec parse_host;
   bool host_exact = true;
-  if (absl::StartsWith(host_arg, "hosts/")) {
+  const bool auto_host = IsAutoHost(host_arg);
+  if (auto_host) {
+    // Built below from the locally parsed job and sent inline.
+    parse_host = *host::GetPreset(host::kDefaultPresetName);
+  } else if (absl::StartsWith(host_arg, "hosts/")) {
     job.set_host(host_arg);
     parse_host = *host::GetPreset(host::kDefaultPresetName);
     host_exact = false;
@@ -504,6 +509,14 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
     return std::string(v);
   };
   absl::StatusOr<ParsedFio> parsed = ParseFio(send, parse_host, reader, lookup);
+  if (auto_host) {
+    if (!parsed.ok()) return Exit(grpc::StatusCode::INVALID_ARGUMENT, std::string(parsed.status().message()));
+    absl::StatusOr<host::HostSpec> spec = AutoHostFor(parsed->jobs);
+    if (!spec.ok()) return Exit(grpc::StatusCode::UNIMPLEMENTED, std::string(spec.status().message()));
+    google::protobuf::util::JsonParseOptions jopts;
+    auto js = google::protobuf::util::JsonStringToMessage(host::HostSpecToJson(*spec), job.mutable_host_spec(), jopts);
+    if (!js.ok()) return Exit(grpc::StatusCode::INTERNAL, "--host=auto: cannot convert the spec: " + js.ToString());
+  }
   size_t clones = 0;
   if (parsed.ok()) {
     clones = parsed->jobs.clones.size();

@@ -121,6 +121,18 @@ def main():
     check(open(os.path.join(TMP, "local.json")).read() == open(os.path.join(TMP, "remote.json")).read(),
           "--output files equal")
 
+    # --host=auto: the client builds the host from the job and sends it inline.
+    auto_args = ["fio", "--host=auto", "--name=n", "--filename=/dev/nvme0n1", "--ioengine=io_uring",
+                 "--rw=randread", "--iodepth=8", "--runtime=20ms", "--time_based=1", "--output-format=json"]
+    local = run(auto_args)
+    rem = remote(addr, auto_args)
+    check(local.returncode == 0 and rem.returncode == 0 and rem.stdout == local.stdout
+          and '"name" : "nvme0n1"' in rem.stdout,
+          "fio --host=auto: the remote report equals the in-process one (%s)" % rem.stderr.strip()[:200])
+    rem = remote(addr, ["fio", "--host=auto", "--name=t", "--filename=/tmp/testfile", "--rw=read"])
+    check(rem.returncode != 0 and "filename=/tmp/testfile: a regular file" in rem.stderr,
+          "fio --host=auto refuses a regular file by name (%s)" % rem.stderr.strip()[:200])
+
     # A job file in another directory that includes a file next to it, and a ${VAR}.
     sub = os.path.join(TMP, "sub")
     os.makedirs(sub)
@@ -136,9 +148,10 @@ def main():
     # Listing and getting.
     jobs = list_jobs(addr)
     # One job per format above, plus the failed verify, the SOURCE_DATE_EPOCH,
-    # --output and include runs (a job whose verify failed still SUCCEEDED:
-    # the run completed, fio's error is in its result).
-    check(len(jobs) == len(formats) + 4 and all(j["state"] == "SUCCEEDED" for j in jobs),
+    # --output, --host=auto and include runs (a job whose verify failed still
+    # SUCCEEDED: the run completed, fio's error is in its result; the refused
+    # auto host never reached the server).
+    check(len(jobs) == len(formats) + 5 and all(j["state"] == "SUCCEEDED" for j in jobs),
           "jobs list --json shows the jobs")
     table = remote(addr, ["jobs", "list"]).stdout
     check(table.startswith("NAME") and jobs[0]["name"] in table and "SUCCEEDED" in table, "jobs list table")

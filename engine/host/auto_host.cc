@@ -1,0 +1,163 @@
+#include "engine/host/auto_host.h"
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/string_view.h"
+
+namespace blklab::host {
+namespace {
+
+enum class Kind { kNullBlk, kNvme, kScsiDisk };
+
+struct Target {
+  std::string name;  // the device's kernel name ("nvme0n1p2")
+  std::string disk;  // the whole disk it belongs to ("nvme0n1")
+  Kind kind = Kind::kNullBlk;
+};
+
+// Consumes a run of decimal digits at the front of `s`; false if none.
+bool EatDigits(absl::string_view& s) {
+  size_t n = 0;
+  while (n < s.size() && absl::ascii_isdigit(static_cast<unsigned char>(s[n]))) ++n;
+  if (n == 0) return false;
+  s.remove_prefix(n);
+  return true;
+}
+
+bool EatLowerLetters(absl::string_view& s) {
+  size_t n = 0;
+  while (n < s.size() && s[n] >= 'a' && s[n] <= 'z') ++n;
+  if (n == 0) return false;
+  s.remove_prefix(n);
+  return true;
+}
+
+// "nvme0n1" followed by nothing or "pN": the namespace's length, else 0.
+size_t NvmeDiskLength(absl::string_view name, absl::string_view prefix) {
+  absl::string_view s = name;
+  if (!absl::ConsumePrefix(&s, prefix) || !EatDigits(s) || !absl::ConsumePrefix(&s, "n") || !EatDigits(s)) {
+    return 0;
+  }
+  const size_t disk = name.size() - s.size();
+  if (s.empty()) return disk;
+  if (!absl::ConsumePrefix(&s, "p") || !EatDigits(s) || !s.empty()) return 0;
+  return disk;
+}
+
+absl::StatusOr<Target> Classify(const std::string& target) {
+  absl::string_view path = target;
+  const bool dev = absl::ConsumePrefix(&path, "/dev/");
+  const std::string name(path);
+  auto refuse = [&target](absl::string_view why) {
+    return absl::UnimplementedError(absl::StrCat("--host=auto: filename=", target, ": ", why));
+  };
+  absl::string_view s = path;
+  if (absl::ConsumePrefix(&s, "nullb") && EatDigits(s) && s.empty()) return Target{name, name, Kind::kNullBlk};
+  if (const size_t n = NvmeDiskLength(path, "nvme"); n > 0) {
+    return Target{name, name.substr(0, n), Kind::kNvme};
+  }
+  if (NvmeDiskLength(path, "ng") > 0) {
+    return refuse(
+        "an NVMe generic character device (io_uring_cmd passthrough) is not modelled; name the block device "
+        "(/dev/nvmeXnY) with ioengine=io_uring");
+  }
+  s = path;
+  if (absl::ConsumePrefix(&s, "sd") && EatLowerLetters(s)) {
+    const size_t disk = path.size() - s.size();
+    if (s.empty() || (EatDigits(s) && s.empty())) return Target{name, name.substr(0, disk), Kind::kScsiDisk};
+  }
+  if (dev) {
+    return refuse(
+        "not a kind of block device blklab models (nullbN, nvmeXnY[pZ], sdX[N]); write a host spec "
+        "(`blklab hosts show default` is a start)");
+  }
+  return refuse(
+      "a regular file: files need a filesystem, which blklab does not model yet; name a block device "
+      "(/dev/nullb0, /dev/nvme0n1, /dev/sda)");
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> AutoHostYaml(const std::vector<std::string>& targets) {
+  std::vector<Target> devices;
+  std::set<std::string> names;
+  for (const std::string& t : targets) {
+    absl::StatusOr<Target> d = Classify(t);
+    if (!d.ok()) return d.status();
+    if (!names.insert(d->name).second) continue;
+    for (const Target& other : devices) {
+      if (other.disk == d->disk) {
+        return absl::UnimplementedError(absl::StrCat(
+            "--host=auto: ", other.name, " and ", d->name, " are on one disk (", d->disk,
+            "); each would get its own queue where the kernel shares the disk's: write a host spec with one "
+            "device and let the jobs use offset= and size="));
+      }
+    }
+    devices.push_back(*d);
+  }
+  if (devices.empty()) devices.push_back(Target{"nullb0", "nullb0", Kind::kNullBlk});
+
+  std::vector<std::string> listed;
+  for (const Target& d : devices) listed.push_back(d.name);
+  std::string y = absl::StrCat(
+      "# Built from the job's targets (--host=auto; `blklab hosts auto JOB` prints it):\n"
+      "# the default host's 4 CPUs and one device per target, each with its driver's\n"
+      "# and the kernel's defaults. The scheduler is the kernel's default for the\n"
+      "# queue count (elevator_get_default: mq-deadline for one hardware queue,\n"
+      "# none for more). Edit it and pass it as --host=FILE to change anything.\n"
+      "name: auto\n"
+      "description: \"built from the job: ",
+      absl::StrJoin(listed, ", "),
+      "\"\n"
+      "cpus: {count: 4, threads_per_core: 1}\n"
+      "kernel: {hz: 1000}\n"
+      "devices:\n");
+  for (const Target& d : devices) {
+    absl::StrAppend(&y, "  - name: ", d.name, "\n");
+    switch (d.kind) {
+      case Kind::kNullBlk:
+        absl::StrAppend(&y,
+                        "    # null_blk, every module parameter at its default: one submit\n"
+                        "    # queue and one poll queue (two hardware queues), 64 tags,\n"
+                        "    # irqmode=1 (softirq completion)\n"
+                        "    null_blk: {}\n"
+                        "    queue: {scheduler: none}\n");
+        break;
+      case Kind::kNvme:
+        absl::StrAppend(&y,
+                        "    # an NVMe namespace: one I/O queue per CPU, 1023 tags each;\n"
+                        "    # media 80 us reads, 800K IOPS [guess: TLC NAND class]\n"
+                        "    nvme: {latency_nsec: 80000, max_iops: 800000}\n"
+                        "    queue: {scheduler: none}\n");
+        break;
+      case Kind::kScsiDisk:
+        absl::StrAppend(&y,
+                        "    # a SCSI disk: one LUN behind a SAS/SATA host adapter with one\n"
+                        "    # hardware queue and 32 commands per LUN (SATA NCQ); the drive\n"
+                        "    # 80 us reads, 100K IOPS [guess: a SATA SSD]. The adapter is the\n"
+                        "    # hba model (its firmware time and profile names are a RAID\n"
+                        "    # controller's); ahci and libata are not modelled.\n"
+                        "    hba: {nr_hw_queues: 1, host_tagset: false, can_queue: 32, cmd_per_lun: 32,\n"
+                        "          drives: 1, drive_latency_nsec: 80000, drive_iops: 100000}\n"
+                        "    queue: {scheduler: mq-deadline}\n");
+        break;
+    }
+  }
+  return y;
+}
+
+absl::StatusOr<HostSpec> AutoHost(const std::vector<std::string>& targets) {
+  absl::StatusOr<std::string> yaml = AutoHostYaml(targets);
+  if (!yaml.ok()) return yaml.status();
+  return ParseHostSpec(*yaml);
+}
+
+}  // namespace blklab::host

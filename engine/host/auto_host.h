@@ -1,0 +1,48 @@
+// engine/host/auto_host.h
+//
+// A host built from the targets a job names (`--host=auto`, `blklab hosts
+// auto`): one simulated block device per distinct device `filename`, each of
+// the kind its kernel name gives, with that driver's and the kernel's
+// defaults, on the embedded default host's CPUs. So a job file written for a
+// real machine (`filename=/dev/nvme0n1`) runs without a host spec first,
+// and the spec it ran on can be printed, edited and reused.
+//
+//  * nullbN: null_blk with every module parameter at its default.
+//  * nvmeXnY (and its partitions nvmeXnYpZ): an NVMe namespace with one I/O
+//    queue per CPU and the nvme-8cpu preset's media [guess: TLC NAND class].
+//  * sdX (and its partitions sdXN): a SCSI disk, one LUN behind a SAS/SATA
+//    HBA with one hardware queue [guess: an SSD's 80 us reads, 100K IOPS].
+//  * The scheduler is the kernel's default for the queue count
+//    (elevator_get_default: mq-deadline for one hardware queue, else none).
+//
+// Refused, by name: NVMe generic character devices (/dev/ngXnY, fio's
+// io_uring_cmd), other /dev names (virtio, device-mapper, md, loop, ...),
+// regular files (no filesystem model yet), two partitions of one disk
+// (they would get a queue each where the kernel shares the disk's).
+//
+// Thread-safety: pure functions. Cost: a few string operations per target.
+#ifndef BLKLAB_ENGINE_HOST_AUTO_HOST_H_
+#define BLKLAB_ENGINE_HOST_AUTO_HOST_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/host/host_spec.h"
+
+namespace blklab::host {
+
+// The --host= value that asks for a host built from the job.
+inline constexpr char kAutoHostName[] = "auto";
+
+// The host spec document (YAML with comments) for `targets`, the job's
+// filename= entries in the order they appear (duplicates ignored; empty:
+// the default host's devices). Errors name the target.
+absl::StatusOr<std::string> AutoHostYaml(const std::vector<std::string>& targets);
+
+// AutoHostYaml, parsed.
+absl::StatusOr<HostSpec> AutoHost(const std::vector<std::string>& targets);
+
+}  // namespace blklab::host
+
+#endif  // BLKLAB_ENGINE_HOST_AUTO_HOST_H_

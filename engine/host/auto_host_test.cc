@@ -1,0 +1,78 @@
+#include "engine/host/auto_host.h"
+
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace blklab::host {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(AutoHostTest, OneDeviceOfEachKindTheNamesGive) {
+  absl::StatusOr<HostSpec> h =
+      AutoHost({"/dev/nvme0n1", "/dev/sdb", "nullb1", "/dev/nvme0n1", "/dev/nvme1n1p2", "/dev/sdc3"});
+  ASSERT_TRUE(h.ok()) << h.status();
+  ASSERT_EQ(h->devices.size(), 5u);  // the repeated nvme0n1 once
+  EXPECT_EQ(h->devices[0].name, "nvme0n1");
+  EXPECT_TRUE(std::holds_alternative<NvmeSpec>(h->devices[0].driver));
+  EXPECT_EQ(h->devices[0].queue.scheduler, Scheduler::kNone);
+  EXPECT_EQ(h->devices[1].name, "sdb");
+  ASSERT_TRUE(std::holds_alternative<HbaSpec>(h->devices[1].driver));
+  EXPECT_EQ(std::get<HbaSpec>(h->devices[1].driver).nr_hw_queues, 1);
+  // One hardware queue: the kernel's default scheduler is mq-deadline.
+  EXPECT_EQ(h->devices[1].queue.scheduler, Scheduler::kMqDeadline);
+  EXPECT_EQ(h->devices[2].name, "nullb1");
+  EXPECT_TRUE(std::holds_alternative<NullBlkSpec>(h->devices[2].driver));
+  EXPECT_EQ(h->devices[3].name, "nvme1n1p2");
+  EXPECT_EQ(h->devices[4].name, "sdc3");
+  EXPECT_EQ(h->cpus.count, 4);
+}
+
+TEST(AutoHostTest, NoTargetGivesTheDefaultDevice) {
+  absl::StatusOr<HostSpec> h = AutoHost({});
+  ASSERT_TRUE(h.ok()) << h.status();
+  ASSERT_EQ(h->devices.size(), 1u);
+  EXPECT_EQ(h->devices[0].name, "nullb0");
+}
+
+TEST(AutoHostTest, RefusesWhatItCannotBuildByName) {
+  struct Case {
+    std::vector<std::string> targets;
+    std::string says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"/dev/ng0n1"}, "NVMe generic character device"},
+           {{"/dev/vda"}, "not a kind of block device"},
+           {{"/dev/dm-0"}, "not a kind of block device"},
+           {{"/dev/nvme0n1x"}, "not a kind of block device"},
+           {{"/dev/sd1"}, "not a kind of block device"},
+           {{"/tmp/testfile"}, "a regular file"},
+           {{"fio-rand-read"}, "a regular file"},
+           {{"/dev/sdb1", "/dev/sdb2"}, "are on one disk (sdb)"},
+           {{"/dev/nvme0n1", "/dev/nvme0n1p1"}, "are on one disk (nvme0n1)"},
+       }) {
+    absl::StatusOr<HostSpec> h = AutoHost(c.targets);
+    ASSERT_FALSE(h.ok()) << c.targets[0];
+    EXPECT_THAT(std::string(h.status().message()), HasSubstr(c.says)) << c.targets[0];
+    std::string named = c.targets.back();
+    if (c.targets.size() > 1) named = named.substr(5);  // the two devices' names
+    EXPECT_THAT(std::string(h.status().message()), HasSubstr(named)) << c.targets[0];
+  }
+}
+
+TEST(AutoHostTest, TheDocumentParsesAsAHostSpec) {
+  absl::StatusOr<std::string> yaml = AutoHostYaml({"/dev/sda"});
+  ASSERT_TRUE(yaml.ok());
+  EXPECT_THAT(*yaml, HasSubstr("name: auto"));
+  EXPECT_THAT(*yaml, HasSubstr("elevator_get_default"));
+  absl::StatusOr<HostSpec> h = ParseHostSpec(*yaml);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->description, "built from the job: sda");
+}
+
+}  // namespace
+}  // namespace blklab::host
