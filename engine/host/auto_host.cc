@@ -105,8 +105,15 @@ absl::StatusOr<std::string> AutoHostYaml(const std::vector<std::string>& targets
   }
   if (devices.empty()) devices.push_back(Target{"nullb0", "nullb0", Kind::kNullBlk});
 
+  // The description is one line of at most 200 bytes: the first names.
   std::vector<std::string> listed;
-  for (const Target& d : devices) listed.push_back(d.name);
+  for (const Target& d : devices) {
+    if (listed.size() == 6 && devices.size() > 7) {
+      listed.push_back(absl::StrCat("and ", devices.size() - 6, " more"));
+      break;
+    }
+    listed.push_back(d.name);
+  }
   std::string y = absl::StrCat(
       "# Built from the job's targets (--host=auto; `blklab hosts auto JOB` prints it):\n"
       "# the default host's 4 CPUs and one device per target, each with its driver's\n"

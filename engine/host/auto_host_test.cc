@@ -4,6 +4,7 @@
 #include <variant>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -30,6 +31,18 @@ TEST(AutoHostTest, OneDeviceOfEachKindTheNamesGive) {
   EXPECT_EQ(h->devices[3].name, "nvme1n1p2");
   EXPECT_EQ(h->devices[4].name, "sdc3");
   EXPECT_EQ(h->cpus.count, 4);
+}
+
+TEST(AutoHostTest, SixtyFourDisksFitTheSpecsLimits) {
+  std::vector<std::string> targets;
+  for (int i = 0; i < 64; ++i) {
+    targets.push_back(absl::StrCat("/dev/sd", std::string(1, static_cast<char>('a' + i / 26)),
+                                   std::string(1, static_cast<char>('a' + i % 26))));
+  }
+  absl::StatusOr<HostSpec> h = AutoHost(targets);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->devices.size(), 64u);
+  EXPECT_EQ(h->description, "built from the job: sdaa, sdab, sdac, sdad, sdae, sdaf, and 58 more");
 }
 
 TEST(AutoHostTest, NoTargetGivesTheDefaultDevice) {
