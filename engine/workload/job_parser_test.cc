@@ -178,6 +178,19 @@ TEST(JobParserTest, Tier3OptionsWarnOnce) {
   EXPECT_EQ(n, 1);
 }
 
+// fio's default direct=0 (buffered) runs as direct I/O: said once, not for
+// direct=1 jobs nor fio's null engine.
+TEST(JobParserTest, BufferedIoWarnsOnce) {
+  auto count = [](const ParsedJobs& p) {
+    int n = 0;
+    for (const auto& w : p.warnings) n += w.find("direct=0 (buffered I/O") != std::string::npos;
+    return n;
+  };
+  EXPECT_EQ(count(MustParse("[a]\nrw=read\n[b]\nrw=write\n")), 1);
+  EXPECT_EQ(count(MustParse("[a]\ndirect=1\n[b]\nbuffered=0\n")), 0);
+  EXPECT_EQ(count(MustParse("[a]\nioengine=null\n")), 0);
+}
+
 TEST(JobParserTest, VariablesAndKeywords) {
   ParseOptions o = Opts();
   o.lookup_var = [](const std::string& n) -> std::optional<std::string> {
