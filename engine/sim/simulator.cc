@@ -1,5 +1,6 @@
 #include "engine/sim/simulator.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace blklab::sim {
@@ -7,7 +8,7 @@ namespace blklab::sim {
 void Simulator::SiftUp(size_t i) {
   Event e = heap_[i];
   while (i > 0) {
-    size_t parent = (i - 1) / 2;
+    size_t parent = (i - 1) / kArity;
     if (!Before(e, heap_[parent])) break;
     heap_[i] = heap_[parent];
     i = parent;
@@ -19,9 +20,13 @@ void Simulator::SiftDown(size_t i) {
   const size_t n = heap_.size();
   Event e = heap_[i];
   for (;;) {
-    size_t child = 2 * i + 1;
-    if (child >= n) break;
-    if (child + 1 < n && Before(heap_[child + 1], heap_[child])) ++child;
+    const size_t first = kArity * i + 1;
+    if (first >= n) break;
+    size_t child = first;
+    const size_t last = std::min(first + kArity, n);
+    for (size_t c = first + 1; c < last; ++c) {
+      if (Before(heap_[c], heap_[child])) child = c;
+    }
     if (!Before(heap_[child], e)) break;
     heap_[i] = heap_[child];
     i = child;
@@ -44,7 +49,7 @@ uint64_t Simulator::Run(SimTime until) {
     Event e = PopTop();
     now_ = e.at;
     ++delivered;
-    e.target->OnEvent(e.kind, e.arg);
+    e.target->OnEvent(e.kind(), e.arg);
   }
   events_delivered_ += delivered;
   return delivered;
