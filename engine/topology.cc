@@ -50,16 +50,113 @@ std::string DiskNames(const std::vector<Disk>& disks) {
   return absl::StrJoin(names, ", ");
 }
 
-// filename= -> disk index, or -1 for the null engine.
-absl::StatusOr<int> TargetDisk(const JobSpec& spec, const std::vector<Disk>& disks) {
-  if (spec.ioengine == IoEngine::kNull) return -1;
-  if (spec.filenames.empty()) return 0;  // no filename: the host's first device
+// A job's target: a disk, and the file on it (-1: the raw device).
+struct JobTarget {
+  int disk = -1;  // -1: the null engine
+  int file = -1;
+};
+
+// The absolute path fio would open for `name`: as given when absolute, else
+// under directory= or, without it, under the first filesystem's mount point
+// (the directory the jobs run in). "" when relative with nowhere to resolve.
+std::string AbsolutePath(const JobSpec& spec, const std::string& name, const host::HostSpec& host) {
+  if (absl::StartsWith(name, "/")) return name;
+  std::string dir = spec.directory;
+  if (dir.empty() && !host.filesystems.empty()) dir = host.filesystems[0].path;
+  if (dir.empty() || !absl::StartsWith(dir, "/")) return "";
+  return absl::StrCat(dir, absl::EndsWith(dir, "/") ? "" : "/", name);
+}
+
+// The filesystem whose mount point is the longest prefix of `path`, or -1.
+int MountOf(const host::HostSpec& host, const std::string& path) {
+  int best = -1;
+  size_t best_len = 0;
+  for (size_t i = 0; i < host.filesystems.size(); ++i) {
+    const std::string& m = host.filesystems[i].path;
+    const bool under = m == "/" || path == m || absl::StartsWith(path, m + "/");
+    if (under && (best < 0 || m.size() > best_len)) {
+      best = static_cast<int>(i);
+      best_len = m.size();
+    }
+  }
+  return best;
+}
+
+// filename= -> a disk, or a file on a filesystem of the host (added to
+// `files`, its size grown to this job's).
+absl::StatusOr<JobTarget> ResolveTarget(const JobSpec& spec, const host::HostSpec& host,
+                                        const std::vector<Disk>& disks, std::vector<FileTarget>& files) {
+  if (spec.ioengine == IoEngine::kNull) return JobTarget{};
+  if (spec.filenames.empty()) {
+    if (!spec.directory.empty()) {
+      return absl::UnimplementedError(absl::StrCat(
+          "job '", spec.name, "': directory=", spec.directory,
+          " without filename= (fio's per-clone files jobname.N.0) is not modelled; name the file with filename="));
+    }
+    return JobTarget{0, -1};  // no filename: the host's first device
+  }
   if (spec.filenames.size() > 1) {
     return absl::UnimplementedError(absl::StrCat(
         "job '", spec.name, "': filename lists several targets (",
-        absl::StrJoin(spec.filenames, ":"), "); blklab runs a job against one device so far"));
+        absl::StrJoin(spec.filenames, ":"), "); blklab runs a job against one device or file so far"));
   }
-  return DiskByName(disks, spec.filenames[0], absl::StrCat("job '", spec.name, "': filename="));
+  const std::string& name = spec.filenames[0];
+  const std::string what = absl::StrCat("job '", spec.name, "': filename=");
+  if (absl::StatusOr<int> d = DiskByName(disks, name, what); d.ok()) return JobTarget{*d, -1};
+  if (absl::StartsWith(name, "/dev/")) return DiskByName(disks, name, what).status();
+  const std::string path = AbsolutePath(spec, name, host);
+  const int fs = path.empty() ? -1 : MountOf(host, path);
+  if (fs < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, name, " is neither a device of this host (", DiskNames(disks), ") nor a file on one of its filesystems (",
+        host.filesystems.empty() ? std::string("none is mounted: add filesystems: to the host spec, or use --host=auto")
+                                 : absl::StrCat("mounted: ", absl::StrJoin(host.filesystems, ", ",
+                                                                          [](std::string* out, const auto& f) {
+                                                                            absl::StrAppend(out, f.path);
+                                                                          })),
+        ")"));
+  }
+  if (spec.nrfiles > 1) {
+    return absl::UnimplementedError(absl::StrCat("job '", spec.name, "': nrfiles=", spec.nrfiles,
+                                                 ": a job over several files is not modelled yet"));
+  }
+  const uint64_t bytes = spec.filesize.hi > 0 ? spec.filesize.hi : (spec.size.is_percent() ? 0 : spec.size.bytes);
+  if (bytes == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job '", spec.name, "': file ", path, " needs a size: give size= or filesize= (fio: you need to specify size=)"));
+  }
+  const std::string& device = host.filesystems[fs].device;
+  BLKLAB_ASSIGN_OR_RETURN(int disk, DiskByName(disks, device, absl::StrCat("filesystems[", fs, "].device=")));
+  for (size_t f = 0; f < files.size(); ++f) {
+    if (files[f].path == path) {
+      files[f].bytes = std::max(files[f].bytes, bytes);
+      return JobTarget{disk, static_cast<int>(f)};
+    }
+  }
+  FileTarget t;
+  t.path = path;
+  t.disk = disk;
+  t.filesystem = static_cast<size_t>(fs);
+  t.bytes = bytes;
+  files.push_back(std::move(t));
+  return JobTarget{disk, static_cast<int>(files.size()) - 1};
+}
+
+// Lays the files out on their devices: from 1 MiB on, in order, each
+// rounded up to 1 MiB. Errors when a device is too small.
+absl::Status LayOutFiles(std::vector<FileTarget>& files, const std::vector<Disk>& disks) {
+  constexpr uint64_t kMiB = uint64_t{1} << 20;
+  std::map<int, uint64_t> next;  // by disk
+  for (FileTarget& f : files) {
+    uint64_t& at = next.try_emplace(f.disk, kMiB).first->second;
+    f.base = at;
+    at += (f.bytes + kMiB - 1) / kMiB * kMiB;
+    if (at > disks[f.disk].size_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat("file ", f.path, ": the files on ", disks[f.disk].name, " need ",
+                                                     at, " bytes, but the device has ", disks[f.disk].size_bytes));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<host::Scheduler> SchedulerFromName(const std::string& name) {
@@ -275,6 +372,7 @@ absl::StatusOr<int> DiskByName(const std::vector<Disk>& disks, const std::string
 namespace {
 
 uint64_t RegionBytes(const RunPlan& plan, int clone, const JobSpec& spec) {
+  if (const int f = plan.clone_file[clone]; f >= 0) return plan.files[f].bytes;
   const int d = plan.clone_disk[clone];
   return d >= 0 ? plan.disks[d].size_bytes : std::max<uint64_t>(spec.size.bytes, uint64_t{1} << 30);
 }
@@ -291,8 +389,11 @@ absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
   // Each job's disk and fio's ioscheduler=.
   const auto& jobs = req.jobs.jobs;
   std::vector<int> job_disk(jobs.size(), -1);
+  std::vector<int> job_file(jobs.size(), -1);
   for (size_t j = 0; j < jobs.size(); ++j) {
-    BLKLAB_ASSIGN_OR_RETURN(job_disk[j], TargetDisk(jobs[j], plan.disks));
+    BLKLAB_ASSIGN_OR_RETURN(JobTarget target, ResolveTarget(jobs[j], req.host, plan.disks, plan.files));
+    job_disk[j] = target.disk;
+    job_file[j] = target.file;
     const int d = job_disk[j];
     if (d < 0) continue;
     if (!jobs[j].ioscheduler.empty()) {
@@ -309,7 +410,15 @@ absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
     BLKLAB_RETURN_IF_ERROR(
         model::CheckModelled(*plan.disks[d].spec, req.host.knobs, absl::StrCat("devices[", plan.disks[d].entry, "]")));
   }
-  for (const auto& c : req.jobs.clones) plan.clone_disk.push_back(job_disk[c.job_index]);
+  for (size_t i = 0; i < req.host.filesystems.size(); ++i) {
+    BLKLAB_RETURN_IF_ERROR(
+        DiskByName(plan.disks, req.host.filesystems[i].device, absl::StrCat("filesystems[", i, "].device=")).status());
+  }
+  BLKLAB_RETURN_IF_ERROR(LayOutFiles(plan.files, plan.disks));
+  for (const auto& c : req.jobs.clones) {
+    plan.clone_disk.push_back(job_disk[c.job_index]);
+    plan.clone_file.push_back(job_file[c.job_index]);
+  }
   BLKLAB_RETURN_IF_ERROR(PlanCgroups(req, plan));
   for (const JobSpec& spec : req.jobs.jobs) BLKLAB_RETURN_IF_ERROR(CheckUnmodelledOptions(spec));
 
@@ -416,6 +525,8 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
     }
   }
 
+  for (size_t f = 0; f < s.plan.files.size(); ++f) s.inodes.push_back(std::make_unique<job::FileInode>());
+
   // Clones: one simulated fio thread each; stonewall opens a new wave.
   uint32_t wave = 0;
   const auto& jobs = req.jobs.jobs;
@@ -441,6 +552,12 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
     // the region does (its real_file_size bounds the last I/O); the model
     // puts it on the host's first device.
     if (spec.filenames.empty()) cplan.device_bytes = cplan.region_start + cplan.region_bytes;
+    // A file: the region within the file, moved to the file's extent.
+    const int file = s.plan.clone_file[i];
+    if (file >= 0) {
+      cplan.region_start += s.plan.files[file].base;
+      cplan.device_bytes += s.plan.files[file].base;
+    }
     BLKLAB_ASSIGN_OR_RETURN(workload::IoGenerator gen,
                             workload::IoGenerator::Create(spec, cplan, c.thread_number, req.seed));
     job::JobThreadConfig jc;
@@ -461,6 +578,10 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
     if (d >= 0) {
       jc.content = s.contents[d].get();
       jc.file_name = "/dev/" + s.plan.disks[d].name;
+    }
+    if (file >= 0) {
+      jc.file_name = s.plan.files[file].path;
+      jc.file_inode = s.inodes[file].get();
     }
     jc.seed = req.seed;
     jc.start_at = spec.startdelay_min_ns;

@@ -52,9 +52,25 @@ struct Disk {
   bool has_poll_queues = false;
 };
 
+// A regular file a job names, on a filesystem of the host (host_spec.h
+// FilesystemSpec): one extent on the filesystem's device, laid out before
+// the run (the files exist when the jobs start: fio's layout phase is not
+// simulated). Files of one filesystem follow each other from 1 MiB on, each
+// rounded up to 1 MiB, in the order the jobs first name them; a file's size
+// is the largest filesize= (else size=) of the jobs naming it.
+struct FileTarget {
+  std::string path;       // absolute ("/mnt/data/fio-rand-read")
+  int disk = 0;           // the filesystem's device
+  size_t filesystem = 0;  // index in host.filesystems
+  uint64_t base = 0;      // byte offset of the extent on the device
+  uint64_t bytes = 0;     // the file's size
+};
+
 // What a run will use, resolved and checked.
 struct RunPlan {
   std::vector<Disk> disks;        // every disk of the host, in host order
+  std::vector<FileTarget> files;  // every regular file the jobs name
+  std::vector<int> clone_file;    // per clone: its file in `files`, or -1 (a device)
   std::vector<int> clone_disk;    // per clone: its disk, or -1 (ioengine=null)
   std::vector<int> clone_cpu;     // per clone: the CPU it starts on
   // per clone: the CPUs it may run on (its affinity); empty: pinned to
@@ -80,6 +96,7 @@ struct Simulation {
   // Per disk: the verify headers on it when a job of the run verifies
   // there (null otherwise).
   std::vector<std::unique_ptr<job::DeviceContent>> contents;
+  std::vector<std::unique_ptr<job::FileInode>> inodes;  // by plan.files index
   std::vector<std::unique_ptr<job::JobThread>> clones;
   // fio's main and helper threads (after the clones: they read them).
   std::unique_ptr<job::FioBackend> backend;

@@ -261,12 +261,28 @@ then
 else
   fail "--host=auto: $(head -c 400 "$TMP/auto.err")"
 fi
-if "$BLKLAB" fio --host=auto --name=t --filename=/tmp/testfile --rw=read --size=1m >/dev/null 2>"$TMP/auto-file.err"; then
-  fail "--host=auto ran a job on a regular file"
-elif grep -q 'filename=/tmp/testfile: a regular file' "$TMP/auto-file.err"; then
-  pass "--host=auto refuses a regular file by name"
+# A regular file: --host=auto mounts an ext4 root filesystem for it; each
+# direct I/O pays the filesystem's mapping (iomap_dio_rw). A /dev name
+# blklab has no model for is refused by name.
+if "$BLKLAB" fio --host=auto --name=t --filename=/tmp/testfile --size=64m --direct=1 --rw=randread \
+     --runtime=10ms --time_based=1 --output-format=json >"$TMP/auto-fs.json" 2>"$TMP/auto-fs.err" &&
+   python3 - "$TMP/auto-fs.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["jobs"][0]["read"]["total_ios"] > 0
+assert any(r["function"] == "iomap_dio_rw" for r in d["blklab"]["profile"]), "no filesystem cost"
+PY
+then
+  pass "--host=auto runs a job on a regular file through an ext4 root filesystem"
 else
-  fail "--host=auto, regular file: $(head -c 300 "$TMP/auto-file.err")"
+  fail "--host=auto, regular file: $(head -c 300 "$TMP/auto-fs.err")"
+fi
+if "$BLKLAB" fio --host=auto --name=t --filename=/dev/vda --rw=read --size=1m >/dev/null 2>"$TMP/auto-vda.err"; then
+  fail "--host=auto ran a job on /dev/vda"
+elif grep -q 'filename=/dev/vda: not a kind of block device blklab models' "$TMP/auto-vda.err"; then
+  pass "--host=auto refuses a device kind it has no model for, by name"
+else
+  fail "--host=auto, /dev/vda: $(head -c 300 "$TMP/auto-vda.err")"
 fi
 
 checks_end CLI

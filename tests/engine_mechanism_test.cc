@@ -466,6 +466,67 @@ TEST(Scheduler, AnUnpinnedThreadLeavesABusyCpuAtItsWakeUp) {
   EXPECT_GT(lo, 5 * p_lo);
 }
 
+// --- files on a filesystem -------------------------------------------------
+//
+// Two files on one ext4 filesystem are two extents of its device: what a job
+// writes to one (with verify headers) reads back from that file and is
+// absent from the other. Every direct I/O to a file takes the inode's
+// i_rwsem shared and maps through iomap; jobs on four CPUs sharing one file
+// bounce the rwsem's line, jobs on four files do not.
+host::HostSpec FsHost(int cpus) {
+  return HostFromYaml(absl::StrCat("name: fs\ncpus: {count: ", cpus,
+                                   "}\nkernel: {hz: 1000}\ndevices:\n"
+                                   "  - name: nullb0\n    null_blk: {gb: 4, irqmode: 0}\n"
+                                   "    queue: {scheduler: none}\n"
+                                   "filesystems:\n  - {path: /mnt, device: nullb0, type: ext4}\n"));
+}
+
+TEST(Files, TwoFilesAreTwoExtentsOfTheDevice) {
+  const std::vector<std::string> write = {"--name=w", "--filename=/mnt/a", "--size=8m", "--direct=1",
+                                          "--rw=write", "--bs=64k", "--verify=crc32c", "--do_verify=0"};
+  auto read_of = [](const std::string& file) {
+    return std::vector<std::string>{"--name=r" + file, "--stonewall", "--filename=/mnt/" + file, "--size=8m",
+                                    "--direct=1", "--rw=read", "--bs=64k", "--verify=crc32c"};
+  };
+  std::vector<std::string> same = write, other = write;
+  for (const std::string& a : read_of("a")) same.push_back(a);
+  for (const std::string& a : read_of("b")) other.push_back(a);
+  const RunOutcome ok = RunArgs(FsHost(1), same);
+  ASSERT_TRUE(ok.result.ok()) << ok.result.status();
+  EXPECT_EQ(ok.result->clones[1].result.error, 0) << Describe(*ok.result);
+  const RunOutcome bad = RunArgs(FsHost(1), other);
+  ASSERT_TRUE(bad.result.ok()) << bad.result.status();
+  EXPECT_NE(bad.result->clones[1].result.error, 0) << "file b read back file a's blocks\n" << Describe(*bad.result);
+}
+
+TEST(Files, JobsSharingAFileBounceItsRwsem) {
+  auto run = [](bool shared) {
+    std::vector<std::string> args;
+    for (int j = 0; j < 4; ++j) {
+      for (const std::string& a :
+           {"--name=j" + std::to_string(j), "--filename=/mnt/" + std::string(shared ? "f" : "f" + std::to_string(j)),
+            std::string("--size=64m"), std::string("--direct=1"), std::string("--rw=randread"),
+            std::string("--ioengine=io_uring"), std::string("--iodepth=8"), "--cpus_allowed=" + std::to_string(j),
+            std::string("--runtime=20ms"), std::string("--time_based=1")}) {
+        args.push_back(a);
+      }
+    }
+    return MustRun(FsHost(4), args);
+  };
+  const RunResult shared = run(true);
+  const RunResult apart = run(false);
+  for (const RunResult* r : {&shared, &apart}) EXPECT_GT(ProfileNs(r->kernel, "iomap_dio_rw"), 0) << Describe(*r);
+  auto per_io = [](const RunResult& r) {
+    return static_cast<double>(ProfileNs(r.kernel, "down_read") + ProfileNs(r.kernel, "up_read")) /
+           static_cast<double>(r.kernel.total_ios);
+  };
+  const host::CostTable c = *host::BuildCostTable(FsHost(4));
+  // Apart: each rwsem stays on its CPU (two local atomics per IO).
+  EXPECT_NEAR(per_io(apart), 2.0 * static_cast<double>(c.atomic_local), 1.0) << Describe(apart);
+  // Shared: the line comes from another CPU most of the time.
+  EXPECT_GT(per_io(shared), per_io(apart) + 10.0) << Describe(shared);
+}
+
 // --- no request is lost ---------------------------------------------------
 
 struct LossCase {

@@ -15,7 +15,7 @@
 namespace blklab::host {
 namespace {
 
-enum class Kind { kNullBlk, kNvme, kScsiDisk };
+enum class Kind { kNullBlk, kNvme, kScsiDisk, kFile };
 
 struct Target {
   std::string name;  // the device's kernel name ("nvme0n1p2")
@@ -79,9 +79,7 @@ absl::StatusOr<Target> Classify(const std::string& target) {
         "not a kind of block device blklab models (nullbN, nvmeXnY[pZ], sdX[N]); write a host spec "
         "(`blklab hosts show default` is a start)");
   }
-  return refuse(
-      "a regular file: files need a filesystem, which blklab does not model yet; name a block device "
-      "(/dev/nullb0, /dev/nvme0n1, /dev/sda)");
+  return Target{name, "", Kind::kFile};
 }
 
 }  // namespace
@@ -89,9 +87,14 @@ absl::StatusOr<Target> Classify(const std::string& target) {
 absl::StatusOr<std::string> AutoHostYaml(const std::vector<std::string>& targets) {
   std::vector<Target> devices;
   std::set<std::string> names;
+  bool files = false;
   for (const std::string& t : targets) {
     absl::StatusOr<Target> d = Classify(t);
     if (!d.ok()) return d.status();
+    if (d->kind == Kind::kFile) {
+      files = true;
+      continue;
+    }
     if (!names.insert(d->name).second) continue;
     for (const Target& other : devices) {
       if (other.disk == d->disk) {
@@ -102,6 +105,17 @@ absl::StatusOr<std::string> AutoHostYaml(const std::vector<std::string>& targets
       }
     }
     devices.push_back(*d);
+  }
+  // Regular files: an ext4 root filesystem on an NVMe namespace of its own.
+  std::string root_device;
+  if (files) {
+    for (int k = 0; root_device.empty(); ++k) {
+      const std::string n = absl::StrCat("nvme", k, "n1");
+      bool taken = false;
+      for (const Target& d : devices) taken |= d.disk == n;
+      if (!taken) root_device = n;
+    }
+    devices.push_back(Target{root_device, root_device, Kind::kNvme});
   }
   if (devices.empty()) devices.push_back(Target{"nullb0", "nullb0", Kind::kNullBlk});
 
@@ -119,7 +133,9 @@ absl::StatusOr<std::string> AutoHostYaml(const std::vector<std::string>& targets
       "# the default host's 4 CPUs and one device per target, each with its driver's\n"
       "# and the kernel's defaults. The scheduler is the kernel's default for the\n"
       "# queue count (elevator_get_default: mq-deadline for one hardware queue,\n"
-      "# none for more). Edit it and pass it as --host=FILE to change anything.\n"
+      "# none for more). Regular files are on an ext4 filesystem mounted at / on\n"
+      "# an NVMe namespace of their own; relative names resolve under directory=,\n"
+      "# else /. Edit it and pass it as --host=FILE to change anything.\n"
       "name: auto\n"
       "description: \"built from the job: ",
       absl::StrJoin(listed, ", "),
@@ -157,6 +173,9 @@ absl::StatusOr<std::string> AutoHostYaml(const std::vector<std::string>& targets
                         "    queue: {scheduler: mq-deadline}\n");
         break;
     }
+  }
+  if (!root_device.empty()) {
+    absl::StrAppend(&y, "filesystems:\n  - {path: /, device: ", root_device, ", type: ext4}\n");
   }
   return y;
 }

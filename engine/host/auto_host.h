@@ -12,13 +12,16 @@
 //    queue per CPU and the nvme-8cpu preset's media [guess: TLC NAND class].
 //  * sdX (and its partitions sdXN): a SCSI disk, one LUN behind a SAS/SATA
 //    HBA with one hardware queue [guess: an SSD's 80 us reads, 100K IOPS].
+//  * Regular files (any name not under /dev/): an ext4 filesystem mounted at
+//    / on an NVMe namespace of its own (the first nvmeKn1 the job does not
+//    name), so relative names resolve under directory= or /.
 //  * The scheduler is the kernel's default for the queue count
 //    (elevator_get_default: mq-deadline for one hardware queue, else none).
 //
 // Refused, by name: NVMe generic character devices (/dev/ngXnY, fio's
 // io_uring_cmd), other /dev names (virtio, device-mapper, md, loop, ...),
-// regular files (no filesystem model yet), two partitions of one disk
-// (they would get a queue each where the kernel shares the disk's).
+// two partitions of one disk (they would get a queue each where the kernel
+// shares the disk's).
 //
 // Thread-safety: pure functions. Cost: a few string operations per target.
 #ifndef BLKLAB_ENGINE_HOST_AUTO_HOST_H_

@@ -45,6 +45,17 @@ TEST(AutoHostTest, SixtyFourDisksFitTheSpecsLimits) {
   EXPECT_EQ(h->description, "built from the job: sdaa, sdab, sdac, sdad, sdae, sdaf, and 58 more");
 }
 
+TEST(AutoHostTest, RegularFilesGetARootFilesystem) {
+  absl::StatusOr<HostSpec> h = AutoHost({"/dev/nvme0n1", "fio-rand-read", "/tmp/testfile"});
+  ASSERT_TRUE(h.ok()) << h.status();
+  ASSERT_EQ(h->devices.size(), 2u);
+  EXPECT_EQ(h->devices[1].name, "nvme1n1");  // nvme0n1 is the job's raw device
+  ASSERT_EQ(h->filesystems.size(), 1u);
+  EXPECT_EQ(h->filesystems[0].path, "/");
+  EXPECT_EQ(h->filesystems[0].device, "nvme1n1");
+  EXPECT_EQ(h->filesystems[0].type, "ext4");
+}
+
 TEST(AutoHostTest, NoTargetGivesTheDefaultDevice) {
   absl::StatusOr<HostSpec> h = AutoHost({});
   ASSERT_TRUE(h.ok()) << h.status();
@@ -63,8 +74,6 @@ TEST(AutoHostTest, RefusesWhatItCannotBuildByName) {
            {{"/dev/dm-0"}, "not a kind of block device"},
            {{"/dev/nvme0n1x"}, "not a kind of block device"},
            {{"/dev/sd1"}, "not a kind of block device"},
-           {{"/tmp/testfile"}, "a regular file"},
-           {{"fio-rand-read"}, "a regular file"},
            {{"/dev/sdb1", "/dev/sdb2"}, "are on one disk (sdb)"},
            {{"/dev/nvme0n1", "/dev/nvme0n1p1"}, "are on one disk (nvme0n1)"},
        }) {

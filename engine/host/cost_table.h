@@ -104,6 +104,7 @@ enum class CostSource { kSrc, kDerived, kGuess };
   X(fio_helper_syscalls, 1500, kGuess, "the helper's select on its pipe and timerfd, read(timerfd) and timerfd_settime per wake-up") \
   X(diskstats_read, 5000, kGuess, "fio update_io_ticks per disk: open, read and close /sys/block/DEV/stat (kernfs, part_stat_show)") \
   X(part_stat_per_cpu, 20, kGuess, "part_stat_read_all per possible CPU, summing the disk's per-CPU counters") \
+  X(fs_dio_iomap, 250, kGuess, "direct I/O to a file: iomap_dio_rw, the filesystem's iomap_begin/end (ext4_map_blocks from the extent status tree, xfs_bmapi_read), per IO") \
   X(nvme_cqe, 15, kGuess, "nvme_handle_cqe per CQE (tag lookup, status, batch add)")            \
   X(nvme_complete_batch_rq, 8, kGuess, "nvme_pci_unmap_rq + nvme_complete_batch_req per request") \
   X(nvme_complete_rq, 40, kGuess, "nvme_pci_complete_rq: unmap + nvme_complete_rq, single path") \

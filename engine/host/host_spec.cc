@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 #include <span>
 #include <utility>
 
@@ -232,7 +233,9 @@ class Decoder {
   std::map<std::string, SourcePos> positions_;
 };
 
-const std::string kHostKeys[] = {"name", "description", "cpus", "kernel", "knobs", "devices", "costs", "cgroups"};
+const std::string kHostKeys[] = {"name", "description", "cpus", "kernel", "knobs", "devices", "costs", "cgroups",
+                                 "filesystems"};
+const std::string kFilesystemKeys[] = {"path", "device", "type"};
 const std::string kKernelKeys[] = {"hz", "version", "config"};
 const std::string kDeviceKeys[] = {"name", "null_blk", "nvme", "scsi_debug", "hba", "queue"};
 const std::string kQueueExtraKeys[] = {"scheduler", "iosched"};
@@ -382,6 +385,33 @@ absl::StatusOr<HostSpec> Decoder::DecodeHost(const DocNode& root) {
         Remember(path, e.value.pos());
         BLKLAB_ASSIGN_OR_RETURN(int64_t v, ReadInt(e.value, path, 0, std::numeric_limits<int64_t>::max()));
         spec.costs[e.key] = v;
+      }
+    }
+  }
+  if (const DocNode* fss = root.Find("filesystems")) {
+    if (!fss->is_null() && !fss->is_list()) {
+      return Error("filesystems", fss->pos(), absl::StrCat("expected a list, got a ", DocNode::KindName(fss->kind())));
+    }
+    if (fss->is_list()) {
+      for (size_t i = 0; i < fss->items().size(); ++i) {
+        const DocNode& item = fss->items()[i];
+        const std::string path = absl::StrCat("filesystems[", i, "]");
+        Remember(path, item.pos());
+        if (!item.is_map()) {
+          return Error(path, item.pos(), absl::StrCat("expected a map, got a ", DocNode::KindName(item.kind())));
+        }
+        BLKLAB_RETURN_IF_ERROR(ExpectMap(item, path, kFilesystemKeys));
+        FilesystemSpec fs;
+        for (const char* key : {"path", "device"}) {
+          const DocNode* v = item.Find(key);
+          if (v == nullptr) return Error(Join(path, key), item.pos(), "required");
+          BLKLAB_ASSIGN_OR_RETURN(std::string text, ReadString(*v, Join(path, key)));
+          (std::string_view(key) == "path" ? fs.path : fs.device) = std::move(text);
+        }
+        if (const DocNode* t = item.Find("type")) {
+          BLKLAB_ASSIGN_OR_RETURN(fs.type, ReadString(*t, Join(path, "type")));
+        }
+        spec.filesystems.push_back(std::move(fs));
       }
     }
   }
@@ -733,6 +763,36 @@ absl::Status ValidateHostSpec(const HostSpec& spec, const HostLimits& limits) {
   if (spec.cgroups.size() > 256) {
     return absl::ResourceExhaustedError(absl::StrCat("cgroups: ", spec.cgroups.size(), " cgroups exceed the limit of 256"));
   }
+  // filesystems: absolute, normalised mount points, each once; the device
+  // is checked against the expanded device names when a run is planned.
+  if (spec.filesystems.size() > 64) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("filesystems: ", spec.filesystems.size(), " filesystems exceed the limit of 64"));
+  }
+  std::set<std::string> mounts;
+  for (size_t i = 0; i < spec.filesystems.size(); ++i) {
+    const FilesystemSpec& fs = spec.filesystems[i];
+    const std::string path = absl::StrCat("filesystems[", i, "]");
+    bool ok = !fs.path.empty() && fs.path[0] == '/' && fs.path.size() <= 200 &&
+              (fs.path == "/" || fs.path.back() != '/');
+    for (absl::string_view part : absl::StrSplit(absl::string_view(fs.path).substr(1), '/')) {
+      ok = ok && (fs.path == "/" || (!part.empty() && part != "." && part != ".."));
+    }
+    if (!ok) {
+      return FieldError(Join(path, "path"), absl::StrCat("\"", fs.path.substr(0, 64),
+                                                         "\": a mount point is an absolute path without . or .. "
+                                                         "parts, empty parts or a trailing /"));
+    }
+    if (!mounts.insert(fs.path).second) {
+      return FieldError(Join(path, "path"), absl::StrCat("\"", fs.path, "\" is mounted twice"));
+    }
+    if (fs.type != "ext4" && fs.type != "xfs") {
+      return FieldError(Join(path, "type"), absl::StrCat("\"", fs.type.substr(0, 32), "\": ext4 or xfs"));
+    }
+    if (fs.device.empty() || fs.device.size() > 32) {
+      return FieldError(Join(path, "device"), "a device name of the host");
+    }
+  }
   for (const auto& [path, cg] : spec.cgroups) {
     const bool ok = ValidCgroupPath(path);
     if (!ok) {
@@ -803,6 +863,17 @@ DocNode HostSpecToDoc(const HostSpec& in) {
     DocNode cgroups = DocNode::Map();
     for (const auto& [path, cg] : spec.cgroups) cgroups.AddEntry(path, {}, EncodeFields(cg));
     root.AddEntry("cgroups", {}, std::move(cgroups));
+  }
+  if (!spec.filesystems.empty()) {
+    DocNode fss = DocNode::List();
+    for (const FilesystemSpec& fs : spec.filesystems) {
+      DocNode f = DocNode::Map();
+      f.AddEntry("path", {}, DocNode::String(fs.path));
+      f.AddEntry("device", {}, DocNode::String(fs.device));
+      f.AddEntry("type", {}, DocNode::String(fs.type));
+      fss.Append(std::move(f));
+    }
+    root.AddEntry("filesystems", {}, std::move(fss));
   }
   return root;
 }

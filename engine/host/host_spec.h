@@ -364,6 +364,18 @@ struct CgroupSpec {
 // (not "." or "..") joined by '/', at most 200 bytes.
 bool ValidCgroupPath(absl::string_view path);
 
+// filesystems[]: a filesystem mounted on a device of the host. A job's
+// filename= (or directory= + filename=) under `path` names a file on it: the
+// file's extent on the device, its size from the job (see topology.h).
+// `type`: ext4 or xfs (the direct-I/O path: iomap mapping and the inode's
+// i_rwsem taken shared).
+struct FilesystemSpec {
+  std::string path;    // absolute mount point, normalised ("/", "/mnt/data")
+  std::string device;  // a block device of the host (after nr_devices / LUN expansion)
+  std::string type = "ext4";
+  friend bool operator==(const FilesystemSpec&, const FilesystemSpec&) = default;
+};
+
 struct HostSpec {
   std::string name;         // [A-Za-z0-9._-]{1,64}; required in documents
   std::string description;  // optional, one line, <= 200 bytes
@@ -373,6 +385,7 @@ struct HostSpec {
   std::vector<DeviceSpec> devices;      // at least one
   std::map<std::string, int64_t> costs;  // CostTable overrides by entry name, ns
   std::map<std::string, CgroupSpec> cgroups;  // by path; blkcg ids 1.. in path order
+  std::vector<FilesystemSpec> filesystems;    // mount points unique; at most 64
   friend bool operator==(const HostSpec&, const HostSpec&) = default;
 };
 

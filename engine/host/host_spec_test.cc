@@ -236,6 +236,33 @@ TEST(HostSpecTest, CostOverrides) {
   EXPECT_EQ(table->line_transfer_llc, CostTable().line_transfer_llc);
 }
 
+TEST(HostSpecTest, FilesystemsDecodeValidateAndRoundTrip) {
+  const std::string base = "name: h\ndevices:\n  - name: nvme0n1\n    nvme: {}\n";
+  absl::StatusOr<HostSpec> h = ParseHostSpec(
+      base + "filesystems:\n  - {path: /mnt/data, device: nvme0n1, type: xfs}\n  - {path: /, device: nvme0n1}\n");
+  ASSERT_TRUE(h.ok()) << h.status();
+  ASSERT_EQ(h->filesystems.size(), 2u);
+  EXPECT_EQ(h->filesystems[0].path, "/mnt/data");
+  EXPECT_EQ(h->filesystems[0].type, "xfs");
+  EXPECT_EQ(h->filesystems[1].type, "ext4");  // the default
+  absl::StatusOr<HostSpec> back = ParseHostSpec(HostSpecToJson(*h));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, *h);
+  EXPECT_THAT(ErrorOf(base + "filesystems:\n  - {path: mnt, device: nvme0n1}\n"),
+              HasSubstr("filesystems[0].path: \"mnt\": a mount point is an absolute path"));
+  EXPECT_THAT(ErrorOf(base + "filesystems:\n  - {path: /a/../b, device: nvme0n1}\n"),
+              HasSubstr("filesystems[0].path"));
+  EXPECT_THAT(ErrorOf(base + "filesystems:\n  - {path: /a/, device: nvme0n1}\n"), HasSubstr("filesystems[0].path"));
+  EXPECT_THAT(ErrorOf(base + "filesystems:\n  - {path: /a, device: nvme0n1}\n  - {path: /a, device: nvme0n1}\n"),
+              HasSubstr("filesystems[1].path: \"/a\" is mounted twice"));
+  EXPECT_THAT(ErrorOf(base + "filesystems:\n  - {path: /a, device: nvme0n1, type: btrfs}\n"),
+              HasSubstr("filesystems[0].type: \"btrfs\": ext4 or xfs"));
+  EXPECT_THAT(ErrorOf(base + "filesystems:\n  - {path: /a}\n"), HasSubstr("filesystems[0].device: required"));
+  EXPECT_THAT(ErrorOf(base + "filesystems:\n  - {path: /a, device: nvme0n1, size: 3}\n"),
+              HasSubstr("filesystems[0]"));
+  EXPECT_THAT(ErrorOf(base + "filesystems: {a: 1}\n"), HasSubstr("filesystems: expected a list"));
+}
+
 TEST(HostSpecTest, JsonRoundTripIsCanonical) {
   HostSpec spec = MustParse(std::string(kArchitectureExample) +
                             "  - name: nvme0n1\n    nvme: {poll_queues: 2}\n    queue: {io_poll: true}\n"

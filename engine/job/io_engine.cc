@@ -15,6 +15,19 @@ int64_t PinCost(const host::CostTable& costs, uint32_t bytes) {
   return static_cast<int64_t>((bytes + 4095) / 4096) * costs.page_pin_4k;
 }
 
+sim::Task FileDio(IoContext& ctx) {
+  if (ctx.inode == nullptr) co_return;
+  const host::CostTable& c = ctx.kernel.costs();
+  const sim::Machine& m = ctx.kernel.machine();
+  const auto& fn = ctx.kernel.fn;
+  sim::Cpu& cpu = ctx.cpu();  // no migratable sleep below
+  co_await cpu.Sync();
+  cpu.Charge(fn.down_read, ctx.inode->i_rwsem.Write(m, cpu.id(), c.atomic_local));
+  cpu.Charge(fn.iomap_dio_rw, c.fs_dio_iomap);
+  co_await cpu.Sync();
+  cpu.Charge(fn.up_read, ctx.inode->i_rwsem.Write(m, cpu.id(), c.atomic_local));
+}
+
 std::unique_ptr<IoEngineModel> MakeIoEngine(IoContext& ctx) {
   switch (ctx.spec.ioengine) {
     case IoEngine::kIoUring:

@@ -36,6 +36,7 @@
 #include "engine/model/blk_mq.h"
 #include "engine/model/kernel.h"
 #include "engine/model/request.h"
+#include "engine/sim/cacheline.h"
 #include "engine/sim/cpu.h"
 #include "engine/stats/job_stats.h"
 #include "engine/util/check.h"
@@ -95,6 +96,14 @@ struct IoU {
 };
 
 // What an engine sees of its fio thread.
+// A regular file's inode as direct I/O touches it (ext4_dio_read_iter /
+// xfs_file_dio_read and their write twins on allocated blocks): i_rwsem
+// taken shared around iomap_dio_rw by every submitter, two atomics on one
+// line that bounces between the CPUs of the jobs sharing the file.
+struct FileInode {
+  sim::CacheLine i_rwsem;
+};
+
 struct IoContext {
   model::Kernel& kernel;
   sim::Thread& thread;             // the fio thread
@@ -106,6 +115,7 @@ struct IoContext {
   uint32_t in_flight = 0;          // fio's cur_depth: prepared and not reaped
   bool waiting = false;            // sleeping for completions
   uint32_t wait_for = 0;           // ... until `completed` holds this many
+  FileInode* inode = nullptr;      // the file's, for I/O to a regular file; nullptr: a device
 
   // The CPU the fio thread runs on (it may change at SleepUntilCompleted).
   sim::Cpu& cpu() const { return thread.on_cpu(); }
@@ -158,6 +168,11 @@ std::unique_ptr<IoEngineModel> MakeNullEngine(IoContext& ctx);
 // Page pinning of a non-fixed buffer of `bytes` (bio_iov_iter_get_pages).
 int64_t PinCost(const host::CostTable& costs, uint32_t bytes);
 
+// The filesystem's part of one direct I/O to a regular file, before its bio
+// is submitted: i_rwsem down_read, the iomap mapping (fs_dio_iomap),
+// up_read. No effect for a device. REQUIRES: task level on ctx.cpu().
+sim::Task FileDio(IoContext& ctx);
+
 // The submitting call of the asynchronous engines: `syscall_fn` charged
 // once, a plug around batches of more than two (plug->nr_ios = batch), each
 // io_u's per-IO work (`per_io`, before submit_bio) and SubmitBio, the plug's
@@ -193,6 +208,7 @@ sim::Task SubmitBatch(IoContext& ctx, std::vector<IoU*>& batch, sim::FnId syscal
   for (IoU* u : batch) {
     per_io(u);
     u->state = IoU::State::kInFlight;
+    if (ctx.inode != nullptr) co_await FileDio(ctx);
     co_await u->queue->SubmitBio(ctx.cpu(), &u->bio, p);
   }
   if (p != nullptr) co_await model::RequestQueue::FlushPlug(ctx.cpu(), p, false);

@@ -97,6 +97,7 @@ JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, workl
           .record_lat = !config.spec->disable_lat}),
       ctx_{kernel, *thread_, config.queue, *config.spec, {}, {}} {
   thread_->set_cpus_allowed(config.cpus_allowed);
+  ctx_.inode = config.file_inode;
   const uint32_t depth =
       workload::IsSynchronous(spec_.ioengine) ? 1 : std::max<uint32_t>(spec_.iodepth, 1);
   io_us_.resize(depth);

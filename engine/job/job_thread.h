@@ -81,6 +81,7 @@ struct JobThreadConfig {
   // The device's verify headers when some job of the run verifies on it
   // (every writer updates them); nullptr otherwise.
   DeviceContent* content = nullptr;
+  FileInode* file_inode = nullptr;  // the target file's (nullptr: a device)
   std::string file_name;  // fio's name for the target in messages ("/dev/nullb0")
   uint64_t seed = 0;      // the run's seed (experimental_verify replays the generator)
 };

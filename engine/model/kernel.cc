@@ -30,6 +30,9 @@ Kernel::Kernel(sim::Machine& machine, const host::CostTable& costs, const host::
   fn.submit_bio_noacct = r.Intern("submit_bio_noacct");
   fn.blk_mq_submit_bio = r.Intern("blk_mq_submit_bio");
   fn.bio_alloc_bioset = r.Intern("bio_alloc_bioset");
+  fn.down_read = r.Intern("down_read");
+  fn.up_read = r.Intern("up_read");
+  fn.iomap_dio_rw = r.Intern("iomap_dio_rw");
   fn.bio_associate_blkg = r.Intern("bio_associate_blkg");
   fn.blk_cgroup_bio_start = r.Intern("blk_cgroup_bio_start");
   fn.blk_throtl_bio = r.Intern("blk_throtl_bio");

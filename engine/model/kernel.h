@@ -143,6 +143,8 @@ class Kernel {
         native_queued_spin_lock_slowpath, blk_mq_sched_restart, blk_mq_get_tag,
         blk_mq_insert_request, blk_mq_try_issue_directly, hrtimer_start,
         hrtimer_interrupt, irq_exit_rcu, blk_hctx_poll, blk_mq_end_request_batch,
+        // Direct I/O to a regular file (job::FileDio).
+        down_read, up_read, iomap_dio_rw,
         // Frames only (StackFrame): functions that are callers, charged nothing of their own.
         blk_mq_run_hw_queues, blk_mq_run_work_fn, blk_mq_sched_dispatch_requests, blk_mq_do_dispatch_sched;
   } fn;

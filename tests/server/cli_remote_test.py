@@ -129,9 +129,17 @@ def main():
     check(local.returncode == 0 and rem.returncode == 0 and rem.stdout == local.stdout
           and '"name" : "nvme0n1"' in rem.stdout,
           "fio --host=auto: the remote report equals the in-process one (%s)" % rem.stderr.strip()[:200])
-    rem = remote(addr, ["fio", "--host=auto", "--name=t", "--filename=/tmp/testfile", "--rw=read"])
-    check(rem.returncode != 0 and "filename=/tmp/testfile: a regular file" in rem.stderr,
-          "fio --host=auto refuses a regular file by name (%s)" % rem.stderr.strip()[:200])
+    rem = remote(addr, ["fio", "--host=auto", "--name=t", "--filename=/dev/vda", "--rw=read"])
+    check(rem.returncode != 0 and "filename=/dev/vda: not a kind of block device" in rem.stderr,
+          "fio --host=auto refuses a device kind it has no model for (%s)" % rem.stderr.strip()[:200])
+    # A regular file: the host carries its filesystem to the server.
+    fs_args = ["fio", "--host=auto", "--name=f", "--filename=data/f1", "--size=64m", "--direct=1",
+               "--rw=randread", "--runtime=10ms", "--time_based=1", "--output-format=json"]
+    local = run(fs_args)
+    rem = remote(addr, fs_args)
+    check(local.returncode == 0 and rem.returncode == 0 and rem.stdout == local.stdout
+          and "iomap_dio_rw" in rem.stdout,
+          "fio --host=auto on a file: the remote report equals the in-process one (%s)" % rem.stderr.strip()[:200])
 
     # A job file in another directory that includes a file next to it, and a ${VAR}.
     sub = os.path.join(TMP, "sub")
@@ -148,10 +156,10 @@ def main():
     # Listing and getting.
     jobs = list_jobs(addr)
     # One job per format above, plus the failed verify, the SOURCE_DATE_EPOCH,
-    # --output, --host=auto and include runs (a job whose verify failed still
+    # --output, two --host=auto and include runs (a job whose verify failed still
     # SUCCEEDED: the run completed, fio's error is in its result; the refused
     # auto host never reached the server).
-    check(len(jobs) == len(formats) + 5 and all(j["state"] == "SUCCEEDED" for j in jobs),
+    check(len(jobs) == len(formats) + 6 and all(j["state"] == "SUCCEEDED" for j in jobs),
           "jobs list --json shows the jobs")
     table = remote(addr, ["jobs", "list"]).stdout
     check(table.startswith("NAME") and jobs[0]["name"] in table and "SUCCEEDED" in table, "jobs list table")

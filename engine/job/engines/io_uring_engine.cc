@@ -139,6 +139,7 @@ class IoUringEngine final : public IoEngineModel {
     reissuing_.swap(reissue_);
     for (IoU* u : reissuing_) {
       ctx_.cpu().Charge(fn_io_submit_sqes_, c.io_uring_issue_sqe);
+      if (ctx_.inode != nullptr) co_await FileDio(ctx_);
       co_await u->queue->SubmitBio(ctx_.cpu(), &u->bio, nullptr);
     }
     reissuing_.clear();

@@ -34,6 +34,7 @@ class SyncEngine final : public IoEngineModel {
       // DIO_INLINE_BIO_VECS (4) pages; larger IOs allocate one.
       if (u->bio.bytes > 4 * 4096) cpu.Charge(ctx_.kernel.fn.bio_alloc_bioset, c.bio_alloc_slab);
       u->state = IoU::State::kInFlight;
+      if (ctx_.inode != nullptr) co_await FileDio(ctx_);
       co_await u->queue->SubmitBio(cpu, &u->bio, nullptr);
       co_await cpu.Sync();
       while (u->state != IoU::State::kCompleted) {
