@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -44,6 +45,10 @@ std::vector<std::string> JobTargets(const workload::ParsedJobs& jobs) {
   std::vector<std::string> targets;
   for (const workload::JobSpec& spec : jobs.jobs) {
     targets.insert(targets.end(), spec.filenames.begin(), spec.filenames.end());
+    // No filename but a directory: fio's own files there.
+    if (spec.filenames.empty() && !spec.directory.empty()) {
+      targets.push_back(spec.directory + (absl::EndsWith(spec.directory, "/") ? "" : "/") + spec.name + ".0.0");
+    }
   }
   return targets;
 }

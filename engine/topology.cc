@@ -50,7 +50,9 @@ std::string DiskNames(const std::vector<Disk>& disks) {
   return absl::StrJoin(names, ", ");
 }
 
-// A job's target: a disk, and the file on it (-1: the raw device).
+// A job's target: a disk, and the file on it (-1: the raw device;
+// kPerCloneFile: fio's own file per clone, jobname.N.0, on a filesystem).
+constexpr int kPerCloneFile = -2;
 struct JobTarget {
   int disk = -1;  // -1: the null engine
   int file = -1;
@@ -82,18 +84,50 @@ int MountOf(const host::HostSpec& host, const std::string& path) {
   return best;
 }
 
+// Adds the file at `path` on filesystem `fs` (its device `disk`) to
+// `files`, or grows the one there to this job's size; returns its index.
+absl::StatusOr<int> AddFile(const JobSpec& spec, const std::string& path, int fs, int disk,
+                            std::vector<FileTarget>& files) {
+  if (spec.nrfiles > 1) {
+    return absl::UnimplementedError(absl::StrCat("job '", spec.name, "': nrfiles=", spec.nrfiles,
+                                                 ": a job over several files is not modelled yet"));
+  }
+  const uint64_t bytes = spec.filesize.hi > 0 ? spec.filesize.hi : (spec.size.is_percent() ? 0 : spec.size.bytes);
+  if (bytes == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job '", spec.name, "': file ", path, " needs a size: give size= or filesize= (fio: you need to specify size=)"));
+  }
+  for (size_t f = 0; f < files.size(); ++f) {
+    if (files[f].path == path) {
+      files[f].bytes = std::max(files[f].bytes, bytes);
+      return static_cast<int>(f);
+    }
+  }
+  FileTarget t;
+  t.path = path;
+  t.disk = disk;
+  t.filesystem = static_cast<size_t>(fs);
+  t.bytes = bytes;
+  files.push_back(std::move(t));
+  return static_cast<int>(files.size()) - 1;
+}
+
 // filename= -> a disk, or a file on a filesystem of the host (added to
 // `files`, its size grown to this job's).
 absl::StatusOr<JobTarget> ResolveTarget(const JobSpec& spec, const host::HostSpec& host,
                                         const std::vector<Disk>& disks, std::vector<FileTarget>& files) {
   if (spec.ioengine == IoEngine::kNull) return JobTarget{};
   if (spec.filenames.empty()) {
-    if (!spec.directory.empty()) {
-      return absl::UnimplementedError(absl::StrCat(
-          "job '", spec.name, "': directory=", spec.directory,
-          " without filename= (fio's per-clone files jobname.N.0) is not modelled; name the file with filename="));
-    }
-    return JobTarget{0, -1};  // no filename: the host's first device
+    // No filename: fio makes a file per clone, jobname.N.0, in directory=
+    // (else the working directory). With a filesystem there, the model
+    // does too; without one, the file is a region of the host's first
+    // device from its start.
+    const std::string dir = AbsolutePath(spec, "x", host);
+    const int fs = dir.empty() ? -1 : MountOf(host, dir);
+    if (fs < 0) return JobTarget{0, -1};
+    BLKLAB_ASSIGN_OR_RETURN(int disk, DiskByName(disks, host.filesystems[fs].device,
+                                                 absl::StrCat("filesystems[", fs, "].device=")));
+    return JobTarget{disk, kPerCloneFile};
   }
   if (spec.filenames.size() > 1) {
     return absl::UnimplementedError(absl::StrCat(
@@ -116,30 +150,10 @@ absl::StatusOr<JobTarget> ResolveTarget(const JobSpec& spec, const host::HostSpe
                                                                           })),
         ")"));
   }
-  if (spec.nrfiles > 1) {
-    return absl::UnimplementedError(absl::StrCat("job '", spec.name, "': nrfiles=", spec.nrfiles,
-                                                 ": a job over several files is not modelled yet"));
-  }
-  const uint64_t bytes = spec.filesize.hi > 0 ? spec.filesize.hi : (spec.size.is_percent() ? 0 : spec.size.bytes);
-  if (bytes == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "job '", spec.name, "': file ", path, " needs a size: give size= or filesize= (fio: you need to specify size=)"));
-  }
   const std::string& device = host.filesystems[fs].device;
   BLKLAB_ASSIGN_OR_RETURN(int disk, DiskByName(disks, device, absl::StrCat("filesystems[", fs, "].device=")));
-  for (size_t f = 0; f < files.size(); ++f) {
-    if (files[f].path == path) {
-      files[f].bytes = std::max(files[f].bytes, bytes);
-      return JobTarget{disk, static_cast<int>(f)};
-    }
-  }
-  FileTarget t;
-  t.path = path;
-  t.disk = disk;
-  t.filesystem = static_cast<size_t>(fs);
-  t.bytes = bytes;
-  files.push_back(std::move(t));
-  return JobTarget{disk, static_cast<int>(files.size()) - 1};
+  BLKLAB_ASSIGN_OR_RETURN(int file, AddFile(spec, path, fs, disk, files));
+  return JobTarget{disk, file};
 }
 
 // Lays the files out on their devices: from 1 MiB on, in order, each
@@ -414,11 +428,19 @@ absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
     BLKLAB_RETURN_IF_ERROR(
         DiskByName(plan.disks, req.host.filesystems[i].device, absl::StrCat("filesystems[", i, "].device=")).status());
   }
-  BLKLAB_RETURN_IF_ERROR(LayOutFiles(plan.files, plan.disks));
   for (const auto& c : req.jobs.clones) {
     plan.clone_disk.push_back(job_disk[c.job_index]);
-    plan.clone_file.push_back(job_file[c.job_index]);
+    int file = job_file[c.job_index];
+    if (file == kPerCloneFile) {
+      // fio's filename_format default, $jobname.$jobnum.$filenum.
+      const JobSpec& spec = jobs[c.job_index];
+      const std::string path = AbsolutePath(spec, absl::StrCat(spec.name, ".", c.clone_index, ".0"), req.host);
+      const int fs = MountOf(req.host, path);
+      BLKLAB_ASSIGN_OR_RETURN(file, AddFile(spec, path, fs, job_disk[c.job_index], plan.files));
+    }
+    plan.clone_file.push_back(file);
   }
+  BLKLAB_RETURN_IF_ERROR(LayOutFiles(plan.files, plan.disks));
   BLKLAB_RETURN_IF_ERROR(PlanCgroups(req, plan));
   for (const JobSpec& spec : req.jobs.jobs) BLKLAB_RETURN_IF_ERROR(CheckUnmodelledOptions(spec));
 

@@ -32,6 +32,7 @@
 #include "engine/host/cost_table.h"
 #include "engine/host/host_spec.h"
 #include "engine/host/presets.h"
+#include "engine/topology.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/sim_test_support.h"
@@ -497,6 +498,42 @@ TEST(Files, TwoFilesAreTwoExtentsOfTheDevice) {
   const RunOutcome bad = RunArgs(FsHost(1), other);
   ASSERT_TRUE(bad.result.ok()) << bad.result.status();
   EXPECT_NE(bad.result->clones[1].result.error, 0) << "file b read back file a's blocks\n" << Describe(*bad.result);
+}
+
+TEST(Files, PlannedAsFioNamesThem) {
+  auto plan_of = [](const std::vector<std::string>& args) {
+    RunRequest req;
+    req.host = FsHost(2);
+    absl::StatusOr<ParsedFio> parsed = ParseFio(args, req.host, nullptr, nullptr);
+    EXPECT_TRUE(parsed.ok()) << parsed.status();
+    req.jobs = parsed->jobs;
+    return PlanRun(req);
+  };
+  // No filename: a file per clone, $jobname.$jobnum.$filenum, in directory=.
+  absl::StatusOr<RunPlan> p = plan_of({"--name=t", "--directory=/mnt", "--size=8m", "--numjobs=2", "--direct=1"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->files.size(), 2u);
+  EXPECT_EQ(p->files[0].path, "/mnt/t.0.0");
+  EXPECT_EQ(p->files[1].path, "/mnt/t.1.0");
+  EXPECT_EQ(p->files[0].base, 1u << 20);            // after the first MiB
+  EXPECT_EQ(p->files[1].base, (1u << 20) + (8u << 20));
+  EXPECT_EQ(p->clone_file, (std::vector<int>{0, 1}));
+  // A relative name resolves under directory=, else the first mount point;
+  // two jobs naming one file share it, at the larger size.
+  p = plan_of({"--name=a", "--filename=f", "--size=4m", "--direct=1", "--name=b", "--filename=/mnt/f",
+               "--size=16m", "--direct=1", "--name=c", "--directory=/mnt/sub", "--filename=f", "--size=1m",
+               "--direct=1", "--name=raw", "--filename=/dev/nullb0", "--direct=1"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->files.size(), 2u);
+  EXPECT_EQ(p->files[0].path, "/mnt/f");
+  EXPECT_EQ(p->files[0].bytes, 16u << 20);
+  EXPECT_EQ(p->files[1].path, "/mnt/sub/f");
+  EXPECT_EQ(p->clone_file, (std::vector<int>{0, 0, 1, -1}));
+  // A file outside every mount point, and one without a size, are errors.
+  EXPECT_THAT(std::string(plan_of({"--name=x", "--filename=/tmp/x", "--size=1m"}).status().message()),
+              HasSubstr("nor a file on one of its filesystems (mounted: /mnt)"));
+  EXPECT_THAT(std::string(plan_of({"--name=x", "--filename=/mnt/x"}).status().message()),
+              HasSubstr("needs a size"));
 }
 
 TEST(Files, JobsSharingAFileBounceItsRwsem) {
