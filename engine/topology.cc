@@ -86,13 +86,22 @@ int MountOf(const host::HostSpec& host, const std::string& path) {
 
 // Adds the file at `path` on filesystem `fs` (its device `disk`) to
 // `files`, or grows the one there to this job's size; returns its index.
-absl::StatusOr<int> AddFile(const JobSpec& spec, const std::string& path, int fs, int disk,
+// `per_clone`: the clone whose own file it is (-1: every clone's).
+absl::StatusOr<int> AddFile(const JobSpec& spec, const std::string& path, int fs, int disk, int per_clone,
                             std::vector<FileTarget>& files) {
   if (spec.nrfiles > 1) {
     return absl::UnimplementedError(absl::StrCat("job '", spec.name, "': nrfiles=", spec.nrfiles,
                                                  ": a job over several files is not modelled yet"));
   }
-  const uint64_t bytes = spec.filesize.hi > 0 ? spec.filesize.hi : (spec.size.is_percent() ? 0 : spec.size.bytes);
+  // fio lays a new file out to cover the job's region: size= past the
+  // (last clone's) offset=, unless filesize= says how large it is.
+  uint64_t bytes = spec.filesize.hi;
+  if (bytes == 0 && !spec.size.is_percent() && spec.size.bytes > 0) {
+    const uint64_t last = per_clone >= 0 ? static_cast<uint64_t>(per_clone)
+                                         : (spec.numjobs > 0 ? spec.numjobs - 1 : 0);
+    bytes = spec.size.bytes + (spec.offset.is_percent() ? 0 : spec.offset.bytes) +
+            (spec.offset_increment.is_percent() ? 0 : last * spec.offset_increment.bytes);
+  }
   if (bytes == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "job '", spec.name, "': file ", path, " needs a size: give size= or filesize= (fio: you need to specify size=)"));
@@ -152,7 +161,7 @@ absl::StatusOr<JobTarget> ResolveTarget(const JobSpec& spec, const host::HostSpe
   }
   const std::string& device = host.filesystems[fs].device;
   BLKLAB_ASSIGN_OR_RETURN(int disk, DiskByName(disks, device, absl::StrCat("filesystems[", fs, "].device=")));
-  BLKLAB_ASSIGN_OR_RETURN(int file, AddFile(spec, path, fs, disk, files));
+  BLKLAB_ASSIGN_OR_RETURN(int file, AddFile(spec, path, fs, disk, -1, files));
   return JobTarget{disk, file};
 }
 
@@ -436,7 +445,8 @@ absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
       const JobSpec& spec = jobs[c.job_index];
       const std::string path = AbsolutePath(spec, absl::StrCat(spec.name, ".", c.clone_index, ".0"), req.host);
       const int fs = MountOf(req.host, path);
-      BLKLAB_ASSIGN_OR_RETURN(file, AddFile(spec, path, fs, job_disk[c.job_index], plan.files));
+      BLKLAB_ASSIGN_OR_RETURN(
+          file, AddFile(spec, path, fs, job_disk[c.job_index], static_cast<int>(c.clone_index), plan.files));
     }
     plan.clone_file.push_back(file);
   }

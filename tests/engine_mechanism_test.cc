@@ -529,6 +529,12 @@ TEST(Files, PlannedAsFioNamesThem) {
   EXPECT_EQ(p->files[0].bytes, 16u << 20);
   EXPECT_EQ(p->files[1].path, "/mnt/sub/f");
   EXPECT_EQ(p->clone_file, (std::vector<int>{0, 0, 1, -1}));
+  // A new file covers the job's region: size= past offset= (and the last
+  // clone's offset_increment).
+  p = plan_of({"--name=o", "--filename=/mnt/o", "--offset=1g", "--size=10m", "--offset_increment=20m",
+               "--numjobs=3", "--direct=1"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->files[0].bytes, (1u << 30) + (10u << 20) + 2 * (20u << 20));
   // A file outside every mount point, and one without a size, are errors.
   EXPECT_THAT(std::string(plan_of({"--name=x", "--filename=/tmp/x", "--size=1m"}).status().message()),
               HasSubstr("nor a file on one of its filesystems (mounted: /mnt)"));
