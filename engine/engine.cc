@@ -94,6 +94,8 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
       ios += c->ios_completed();
       if (!c->done()) ++running;
     }
+    // The page cache's own I/O (readahead, writeback) is progress too.
+    if (s.page_cache != nullptr) ios += s.page_cache->stats().read_bios + s.page_cache->stats().writeback_bios;
     if (on_snapshot) {
       Snapshot snap;
       bool eta_known = true;

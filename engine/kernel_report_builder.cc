@@ -120,6 +120,30 @@ absl::Status BuildKernelReportFor(const std::string& host_name, Simulation& s, s
   uint64_t migrations = 0;
   for (const auto& clone : s.clones) migrations += clone->thread().migrations();
   if (migrations > 0) k.counters.push_back(stats::CounterRow{"cpu_migrations", migrations});
+  if (s.page_cache != nullptr) {
+    const model::PageCacheStats& pc = s.page_cache->stats();
+    stats::PageCacheRow row;
+    row.capacity_pages = s.page_cache->capacity_pages();
+    row.peak_pages = pc.peak_pages;
+    row.read_accesses = pc.read_accesses;
+    row.read_hits = pc.hits();
+    row.read_misses = pc.read_misses;
+    row.hit_ratio_pct = pc.read_accesses > 0 ? 100.0 * static_cast<double>(pc.hits()) /
+                                                   static_cast<double>(pc.read_accesses)
+                                             : 0.0;
+    row.readahead_sync = pc.readahead_sync;
+    row.readahead_async = pc.readahead_async;
+    row.read_bios = pc.read_bios;
+    row.pages_dirtied = pc.pages_dirtied;
+    row.pages_written_back = pc.pages_written_back;
+    row.writeback_bios = pc.writeback_bios;
+    row.pages_reclaimed = pc.pages_reclaimed;
+    row.pages_invalidated = pc.pages_invalidated;
+    row.dirty_pages_at_end = s.page_cache->nr_dirty();
+    row.dirty_throttle_waits = pc.dirty_throttle_waits;
+    row.dirty_throttle_ns = pc.dirty_throttle_ns;
+    k.page_cache = row;
+  }
   std::sort(k.counters.begin(), k.counters.end(),
             [](const stats::CounterRow& a, const stats::CounterRow& b) { return a.name < b.name; });
   k.total_ios = total_ios;

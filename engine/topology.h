@@ -37,6 +37,7 @@
 #include "engine/job/job_thread.h"
 #include "engine/model/block_device.h"
 #include "engine/model/kernel.h"
+#include "engine/model/page_cache.h"
 #include "engine/sim/machine.h"
 
 namespace blklab {
@@ -97,6 +98,12 @@ struct Simulation {
   // there (null otherwise).
   std::vector<std::unique_ptr<job::DeviceContent>> contents;
   std::vector<std::unique_ptr<job::FileInode>> inodes;  // by plan.files index
+  // The page cache, when a job does buffered I/O (direct=0), and the
+  // mappings in it: per file (by plan.files index) and per disk read or
+  // written through its block device's cache (null where unused).
+  std::unique_ptr<model::PageCache> page_cache;
+  std::vector<model::AddressSpace*> file_mappings;
+  std::vector<model::AddressSpace*> disk_mappings;
   std::vector<std::unique_ptr<job::JobThread>> clones;
   // fio's main and helper threads (after the clones: they read them).
   std::unique_ptr<job::FioBackend> backend;

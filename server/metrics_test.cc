@@ -90,7 +90,7 @@ TEST(JobMetrics, SeriesAgreeWithTheRun) {
   FakeClock clock;
   JobMetrics m(Options(&clock), nullptr);
   const RunResult r = RunInto(m, "j1",
-                              {"--name=qd8", "--ioengine=io_uring", "--rw=randrw", "--bs=4k", "--iodepth=8",
+                              {"--name=qd8", "--ioengine=io_uring", "--direct=1", "--rw=randrw", "--bs=4k", "--iodepth=8",
                                "--runtime=200ms", "--time_based=1"});
   const std::string text = Text(m);
   const std::map<std::string, double> s = Samples(text);
@@ -168,7 +168,7 @@ TEST(JobMetrics, LockSeriesAddUpToTheKernelReport) {
       "    queue: {scheduler: none}\n");
   ASSERT_TRUE(host.ok()) << host.status();
   absl::StatusOr<ParsedFio> parsed =
-      ParseFio({"--name=t", "--ioengine=libaio", "--rw=randread", "--bs=4k", "--iodepth=32", "--numjobs=2",
+      ParseFio({"--name=t", "--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=32", "--numjobs=2",
                 "--runtime=150ms", "--time_based=1"},
                *host, nullptr, nullptr);
   ASSERT_TRUE(parsed.ok()) << parsed.status();

@@ -139,7 +139,7 @@ else
 fi
 
 # SIGINT stops a (virtually) hour-long run: fio's line, exit 128, a report.
-timeout --preserve-status -s INT 2 "$BLKLAB" fio --name=t --ioengine=io_uring --rw=randread --iodepth=8 \
+timeout --preserve-status -s INT 2 "$BLKLAB" fio --name=t --ioengine=io_uring --direct=1 --rw=randread --iodepth=8 \
   --runtime=3600 --time_based >"$TMP/int.out" 2>"$TMP/int.err"
 rc=$?
 if [ "$rc" -eq 128 ] && grep -q '^fio: terminating on signal 2$' "$TMP/int.out" &&
@@ -189,9 +189,9 @@ done
 
 # --folded / --flame: CPU time by call stack, folded and as an SVG flame
 # graph; the report is the same as without them.
-if "$BLKLAB" fio --name=t --filename=/dev/nullb0 --ioengine=libaio --rw=randread --iodepth=8 --runtime=20ms \
+if "$BLKLAB" fio --name=t --filename=/dev/nullb0 --ioengine=libaio --direct=1 --rw=randread --iodepth=8 --runtime=20ms \
      --time_based --output-format=json --folded="$TMP/st.folded" --flame="$TMP/st.svg" >"$TMP/st.json" 2>"$TMP/st.err" &&
-   "$BLKLAB" fio --name=t --filename=/dev/nullb0 --ioengine=libaio --rw=randread --iodepth=8 --runtime=20ms \
+   "$BLKLAB" fio --name=t --filename=/dev/nullb0 --ioengine=libaio --direct=1 --rw=randread --iodepth=8 --runtime=20ms \
      --time_based --output-format=json >"$TMP/st-plain.json" 2>>"$TMP/st.err" &&
    cmp -s "$TMP/st.json" "$TMP/st-plain.json" &&
    grep -q '^fio/t;__x64_sys_io_submit;blk_mq_submit_bio;[^ ]* [0-9][0-9]*$' "$TMP/st.folded" &&
@@ -216,7 +216,7 @@ done
 
 # verify=: a failed check prints fio's messages, the job's err=84 line and
 # exits with fio's exit value (one per failed job).
-"$BLKLAB" fio --name=v --filename=/dev/nullb0 --rw=read --bs=4k --size=64k --verify=md5 --ioengine=libaio \
+"$BLKLAB" fio --name=v --filename=/dev/nullb0 --rw=read --bs=4k --size=64k --verify=md5 --ioengine=libaio --direct=1 \
   --iodepth=4 --direct=1 >"$TMP/verify.out" 2>"$TMP/verify.err"
 rc=$?
 if [ "$rc" = 1 ] &&
@@ -234,6 +234,7 @@ fi
 cat >"$TMP/auto.fio" <<'EOF'
 [global]
 ioengine=io_uring
+direct=1
 rw=randread
 bs=4k
 iodepth=16

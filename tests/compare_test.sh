@@ -21,9 +21,9 @@ SRC=${2:?usage: compare_test.sh BLKLAB_BINARY SOURCE_DIR}
 . "$(dirname "$0")/checks.sh"
 checks_begin compare
 
-JOB=(--name=t --ioengine=io_uring --rw=randrw --bs=4k --iodepth=8 --runtime=20ms --time_based=1
+JOB=(--name=t --ioengine=io_uring --direct=1 --rw=randrw --bs=4k --iodepth=8 --runtime=20ms --time_based=1
      --output-format=json)
-RC4=(--name=rc4 --filename=/dev/nullb0 --ioengine=io_uring --rw=randread --bs=512 --iodepth=4
+RC4=(--name=rc4 --filename=/dev/nullb0 --ioengine=io_uring --direct=1 --rw=randread --bs=512 --iodepth=4
      --iodepth_batch_submit=4 --iodepth_batch_complete=4 --fixedbufs=1 --norandommap --direct=1
      --numjobs=32 --thread --cpus_allowed_policy=split --group_reporting --ramp_time=2ms
      --runtime=10ms --time_based=1)
@@ -92,6 +92,7 @@ fi
 cat >"$TMP/job.fio" <<'EOF'
 [t]
 ioengine=io_uring
+direct=1
 rw=randread
 bs=4k
 iodepth=1
@@ -200,7 +201,7 @@ fi
 if "$BLKLAB" compare "$SRC/examples/compare/rc3-shortcut-stall.yaml" --plot="$TMP/plot-stall" >/dev/null \
      2>"$TMP/plot.err" &&
    "$BLKLAB" compare --host=nvme-8cpu --samples=2 --variant 'none:devices.nvme0n1.queue.scheduler=none' \
-     --matrix fio.iodepth=1,8 --plot="$TMP/plot" -- --name=t --ioengine=io_uring --rw=randread --bs=4k \
+     --matrix fio.iodepth=1,8 --plot="$TMP/plot" -- --name=t --ioengine=io_uring --direct=1 --rw=randread --bs=4k \
      --rate_iops=20000 --rate_process=poisson --runtime=20ms --time_based=1 >"$TMP/plot.out" 2>>"$TMP/plot.err" &&
    python3 - "$TMP/plot" "$TMP/plot-stall" <<'EOF'
 import sys, xml.etree.ElementTree as ET
@@ -246,7 +247,7 @@ assert [e.text for e in root.iter(NS + "text") if e.get("class") == "stalled"] =
 assert len(list(svg(s, "latency.svg").iter(NS + "polyline"))) == 1
 EOF
    "$BLKLAB" compare --host=nvme-8cpu --matrix fio.iodepth=1,8 --matrix fio.numjobs=1,2 --plot="$TMP/plot-grid" \
-     -- --name=t --ioengine=io_uring --rw=randread --bs=4k --runtime=10ms --time_based=1 >/dev/null \
+     -- --name=t --ioengine=io_uring --direct=1 --rw=randread --bs=4k --runtime=10ms --time_based=1 >/dev/null \
      2>>"$TMP/plot.err" &&
    python3 - "$TMP/plot-grid" <<'EOF'
 import sys, xml.etree.ElementTree as ET
@@ -267,7 +268,7 @@ fi
 if "$BLKLAB" compare "$SRC/examples/fleet/mq-deadline.yaml" --jobs=2 >"$TMP/fleet.txt" 2>"$TMP/fleet.err" &&
    "$BLKLAB" compare "$SRC/examples/fleet/mq-deadline.yaml" --jobs=1 --format=json >"$TMP/fleet.json" \
      2>>"$TMP/fleet.err" &&
-   "$BLKLAB" fio --host="$SRC/examples/hosts/nvme-8cpu.yaml" --name=t --ioengine=io_uring --rw=randread --bs=4k \
+   "$BLKLAB" fio --host="$SRC/examples/hosts/nvme-8cpu.yaml" --name=t --ioengine=io_uring --direct=1 --rw=randread --bs=4k \
      --iodepth=4 --numjobs=16 --thread --cpus_allowed_policy=split --direct=1 --group_reporting --ramp_time=5ms \
      --runtime=20ms --time_based=1 --output-format=json >"$TMP/fleet-plain.json" 2>>"$TMP/fleet.err" &&
    python3 - "$TMP/fleet.txt" "$TMP/fleet.json" "$TMP/fleet-plain.json" <<'EOF'

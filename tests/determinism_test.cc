@@ -68,7 +68,7 @@ host::HostSpec FourCpuHost(int irqmode) {
 }
 
 std::vector<std::string> Job(const std::string& randseed) {
-  return {"--name=det",         "--ioengine=io_uring", "--rw=randrw", "--rwmixread=70",
+  return {"--name=det",         "--ioengine=io_uring", "--direct=1", "--rw=randrw", "--rwmixread=70",
           "--bs=4k",            "--iodepth=16",        "--numjobs=4", "--runtime=150ms",
           "--time_based=1",     "--randseed=" + randseed};
 }
@@ -169,10 +169,10 @@ TEST(Determinism, BfqWithCgroupsIsByteIdentical) {
       "name: det-bfq\ncpus: {count: 4}\ncgroups: {a: {bfq_weight: 300}}\n"
       "devices:\n  - name: nvme0n1\n    nvme: {latency_nsec: 50000}\n    queue: {scheduler: bfq}\n");
   ASSERT_TRUE(host.ok()) << host.status();
-  const std::vector<std::string> args = {"--filename=/dev/nvme0n1", "--ioengine=io_uring", "--rw=randrw",
+  const std::vector<std::string> args = {"--filename=/dev/nvme0n1", "--ioengine=io_uring", "--direct=1", "--rw=randrw",
                                          "--bs=4k", "--iodepth=8", "--runtime=100ms", "--time_based=1",
                                          "--name=a", "--cgroup=a", "--numjobs=2", "--name=b", "--cgroup=b",
-                                         "--ioengine=psync", "--thinktime=50us"};
+                                         "--ioengine=psync", "--direct=1", "--thinktime=50us"};
   absl::StatusOr<Output> first = RunOnce(*host, args);
   absl::StatusOr<Output> second = RunOnce(*host, args);
   ASSERT_TRUE(first.ok()) << first.status();

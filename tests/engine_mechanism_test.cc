@@ -163,7 +163,7 @@ TEST(CpuBoundSingleCore, IoUringQd1EqualsInverseCostSum) {
       /* reaping reads the CQ ring from user space: no syscall */
       SbitmapFoldPerIo(c);
   ExpectCpuBound({"io_uring qd1",
-                  {"--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=4k", "--iodepth=1",
+                  {"--name=t", "--ioengine=io_uring", "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=1",
                    "--runtime=1", "--time_based=1"},
                   per_io});
 }
@@ -176,7 +176,7 @@ TEST(CpuBoundSingleCore, GtodReduceLeavesOnlyFiosLoop) {
                         c.page_pin_4k + c.bio_alloc_cached + BlockLayerPerIo(c) + c.io_uring_cqe_post +
                         SbitmapFoldPerIo(c);
   ExpectCpuBound({"io_uring qd1 gtod_reduce",
-                  {"--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=4k", "--iodepth=1",
+                  {"--name=t", "--ioengine=io_uring", "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=1",
                    "--gtod_reduce=1", "--runtime=1", "--time_based=1"},
                   per_io});
 }
@@ -188,7 +188,7 @@ TEST(CpuBoundSingleCore, IoUringFixedBufsRegisteredFilesSkipPinAndFget) {
                         c.bio_alloc_cached + BlockLayerPerIo(c) + c.io_uring_cqe_post +
                         SbitmapFoldPerIo(c);
   ExpectCpuBound({"io_uring qd1 registerfiles fixedbufs",
-                  {"--name=t", "--ioengine=io_uring", "--registerfiles=1", "--fixedbufs=1",
+                  {"--name=t", "--ioengine=io_uring", "--direct=1", "--registerfiles=1", "--fixedbufs=1",
                    "--rw=randread", "--bs=4k", "--iodepth=1", "--runtime=1", "--time_based=1"},
                   per_io});
 }
@@ -203,7 +203,7 @@ TEST(CpuBoundSingleCore, IoUringQd1Irqmode1CompletesLocally) {
                         c.line_read_hit +           // null_complete_rq
                         c.io_uring_cqe_post + SbitmapFoldPerIo(c);
   ExpectCpuBound({"io_uring qd1 irqmode=1",
-                  {"--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=4k", "--iodepth=1",
+                  {"--name=t", "--ioengine=io_uring", "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=1",
                    "--runtime=1", "--time_based=1"},
                   per_io,
                   /*irqmode=*/1});
@@ -221,7 +221,7 @@ TEST(CpuBoundSingleCore, PsyncEqualsInverseCostSum) {
       /* the bio ended inline: no sleep, no wake-up */
       SbitmapFoldPerIo(c);
   ExpectCpuBound({"psync",
-                  {"--name=t", "--ioengine=psync", "--rw=randread", "--bs=4k", "--runtime=1",
+                  {"--name=t", "--ioengine=psync", "--direct=1", "--rw=randread", "--bs=4k", "--runtime=1",
                    "--time_based=1"},
                   per_io});
 }
@@ -240,7 +240,7 @@ TEST(CpuBoundSingleCore, LibaioQd1EqualsInverseCostSum) {
       c.libaio_event / 2 +        // read_events copy of the one event
       SbitmapFoldPerIo(c);
   ExpectCpuBound({"libaio qd1",
-                  {"--name=t", "--ioengine=libaio", "--rw=randread", "--bs=4k", "--iodepth=1",
+                  {"--name=t", "--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=1",
                    "--runtime=1", "--time_based=1"},
                   per_io});
 }
@@ -248,7 +248,7 @@ TEST(CpuBoundSingleCore, LibaioQd1EqualsInverseCostSum) {
 // --- depth one CPU cannot use buys nothing ---------------------------------
 
 std::vector<std::string> IoUringRandRead(int iodepth, const std::string& runtime = "300ms") {
-  return {"--name=t",      "--ioengine=io_uring", "--rw=randread", "--bs=4k",
+  return {"--name=t",      "--ioengine=io_uring", "--direct=1", "--rw=randread", "--bs=4k",
           absl::StrCat("--iodepth=", iodepth), absl::StrCat("--runtime=", runtime),
           "--time_based=1"};
 }
@@ -305,7 +305,7 @@ class TagExhaustionTest : public ::testing::TestWithParam<std::string> {};  // i
 TEST_P(TagExhaustionTest, SubmittersSleepOnTagsAndAreWoken) {
   const RunResult r =
       MustRun(NullHost(1, "hw_queue_depth: 4, irqmode: 2, completion_nsec: 100000"),
-              {"--name=t", "--ioengine=" + GetParam(), "--rw=randread", "--bs=4k", "--iodepth=32",
+              {"--name=t", "--ioengine=" + GetParam(), "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=32",
                "--runtime=100ms", "--time_based=1"});
   ASSERT_EQ(r.clones.size(), 1u);
   const stats::JobResult& jr = r.clones[0].result;
@@ -335,7 +335,7 @@ INSTANTIATE_TEST_SUITE_P(Engines, TagExhaustionTest, ::testing::Values("io_uring
 // exceed acquisitions.
 TEST(LockContention, TwoCpusMeetOnASoftwareQueueLock) {
   const RunResult r = MustRun(NullHost(2, "submit_queues: 1, irqmode: 1"),
-                              {"--name=t", "--ioengine=libaio", "--rw=randread", "--bs=4k",
+                              {"--name=t", "--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k",
                                "--iodepth=32", "--iodepth_batch_submit=4", "--iodepth_batch_complete_min=4",
                                "--numjobs=2", "--ioscheduler=mq-deadline", "--runtime=20ms", "--time_based=1"});
   ASSERT_EQ(r.clones.size(), 2u);
@@ -373,7 +373,7 @@ TEST(LockContention, TwoCpusMeetOnASoftwareQueueLock) {
 // for the test above).
 TEST(LockContention, WithoutASchedulerNobodyWaits) {
   const RunResult r = MustRun(NullHost(2, "submit_queues: 1, irqmode: 1"),
-                              {"--name=t", "--ioengine=libaio", "--rw=randread", "--bs=4k",
+                              {"--name=t", "--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k",
                                "--iodepth=32", "--numjobs=2", "--runtime=20ms", "--time_based=1"});
   for (const auto& l : r.kernel.locks) EXPECT_EQ(l.contended, 0u) << l.name;
   EXPECT_EQ(ProfileNs(r.kernel, "native_queued_spin_lock_slowpath"), 0);
@@ -389,7 +389,7 @@ TEST(LockContention, WithoutASchedulerNobodyWaits) {
 // the latency of the IOs in flight, so clat's tail stands above the tick's.
 // With a second CPU they run there and the job's spread is the tick's alone.
 TEST(FioThreads, DelayTheJobOnlyOnTheCpuTheyShare) {
-  const std::vector<std::string> args = {"--name=t",      "--ioengine=io_uring", "--rw=randread",
+  const std::vector<std::string> args = {"--name=t",      "--ioengine=io_uring", "--direct=1", "--rw=randread",
                                          "--bs=4k",       "--iodepth=32",        "--cpus_allowed=0",
                                          "--runtime=200ms", "--time_based=1"};
   const host::HostSpec one_cpu = NullHost(1, "irqmode: 0");
@@ -432,7 +432,7 @@ TEST(Scheduler, AnUnpinnedThreadLeavesABusyCpuAtItsWakeUp) {
   auto run = [&host](bool pinned) {
     std::vector<std::string> args = {"--name=hog",      "--ioengine=null",  "--bs=4k",
                                      "--size=1g",       "--cpus_allowed=0", "--runtime=100ms",
-                                     "--time_based=1",  "--name=reader",    "--ioengine=psync",
+                                     "--time_based=1",  "--name=reader",    "--ioengine=psync", "--direct=1",
                                      "--rw=randread",   "--bs=4k",          "--filename=/dev/nullb0",
                                      "--numjobs=2",     "--runtime=100ms",  "--time_based=1"};
     if (pinned) {
@@ -549,7 +549,7 @@ TEST(Files, JobsSharingAFileBounceItsRwsem) {
       for (const std::string& a :
            {"--name=j" + std::to_string(j), "--filename=/mnt/" + std::string(shared ? "f" : "f" + std::to_string(j)),
             std::string("--size=64m"), std::string("--direct=1"), std::string("--rw=randread"),
-            std::string("--ioengine=io_uring"), std::string("--iodepth=8"), "--cpus_allowed=" + std::to_string(j),
+            std::string("--ioengine=io_uring"), std::string("--direct=1"), std::string("--iodepth=8"), "--cpus_allowed=" + std::to_string(j),
             std::string("--runtime=20ms"), std::string("--time_based=1")}) {
         args.push_back(a);
       }
@@ -604,7 +604,7 @@ TEST_P(NoLostRequestTest, EveryIssuedIoCompletes) {
 }
 
 std::vector<std::string> LossJob(const std::string& engine, int iodepth, int numjobs) {
-  return {"--name=t",       "--ioengine=" + engine,   "--rw=randrw",
+  return {"--name=t",       "--ioengine=" + engine, "--direct=1",   "--rw=randrw",
           "--bs=4k",        absl::StrCat("--iodepth=", iodepth), absl::StrCat("--numjobs=", numjobs),
           "--runtime=50ms", "--time_based=1"};
 }
@@ -630,7 +630,7 @@ INSTANTIATE_TEST_SUITE_P(
         LossCase{"mbps_irq2_4cpu_4jobs", 4, "irqmode: 2, completion_nsec: 20000, mbps: 200",
                  LossJob("libaio", 32, 4)},
         LossCase{"poll_queues_hipri", 2, "irqmode: 1, poll_queues: 2",
-                 {"--name=t", "--ioengine=io_uring", "--hipri=1", "--rw=randread", "--bs=4k",
+                 {"--name=t", "--ioengine=io_uring", "--direct=1", "--hipri=1", "--rw=randread", "--bs=4k",
                   "--iodepth=16", "--numjobs=2", "--runtime=50ms", "--time_based=1"}}),
     [](const ::testing::TestParamInfo<LossCase>& info) { return info.param.name; });
 
@@ -657,7 +657,7 @@ host::HostSpec DeadlineHost(int cpus, bool fixes, const std::string& null_blk = 
 
 // RC4-style submitters: io_uring, small batched depth, one thread per CPU.
 std::vector<std::string> ManySubmitters(int numjobs, const std::string& sched = "") {
-  std::vector<std::string> a = {"--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=4k",
+  std::vector<std::string> a = {"--name=t", "--ioengine=io_uring", "--direct=1", "--rw=randread", "--bs=4k",
                                 "--iodepth=8", "--iodepth_batch_submit=4",
                                 "--iodepth_batch_complete_min=1", "--norandommap=1",
                                 absl::StrCat("--numjobs=", numjobs), "--cpus_allowed_policy=split",
@@ -712,7 +712,7 @@ INSTANTIATE_TEST_SUITE_P(
                          ManySubmitters(8)},
         DeadlineLossCase{"psync_4cpu_fixes", 4, true, "irqmode: 1", LossJob("psync", 1, 4)},
         DeadlineLossCase{"seq_merges_1cpu", 1, false, "irqmode: 2, completion_nsec: 50000",
-                         {"--name=t", "--ioengine=libaio", "--rw=read", "--bs=4k", "--iodepth=64",
+                         {"--name=t", "--ioengine=libaio", "--direct=1", "--rw=read", "--bs=4k", "--iodepth=64",
                           "--iodepth_batch_submit=1", "--runtime=20ms", "--time_based=1"}}),
     [](const ::testing::TestParamInfo<DeadlineLossCase>& info) { return info.param.name; });
 
@@ -1205,14 +1205,14 @@ TEST(CpuPlacement, NumaCpuNodesRestrictsClonesToTheNode) {
       "name: numa\ncpus: {count: 8, sockets: 2}\ndevices:\n  - name: nullb0\n"
       "    null_blk: {poll_queues: 0}\n    queue: {scheduler: none}\n");
   ASSERT_TRUE(h.ok()) << h.status();
-  const RunResult r = MustRun(*h, {"--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=4k",
+  const RunResult r = MustRun(*h, {"--name=t", "--ioengine=io_uring", "--direct=1", "--rw=randread", "--bs=4k",
                                    "--numa_cpu_nodes=1", "--cpus_allowed_policy=split",
                                    "--numjobs=3", "--runtime=5ms", "--time_based=1"});
   ASSERT_EQ(r.clones.size(), 3u);
   EXPECT_EQ(r.clones[0].cpu, 4);
   EXPECT_EQ(r.clones[1].cpu, 5);
   EXPECT_EQ(r.clones[2].cpu, 6);
-  RunOutcome bad = RunArgs(*h, {"--name=t", "--ioengine=io_uring", "--numa_cpu_nodes=2",
+  RunOutcome bad = RunArgs(*h, {"--name=t", "--ioengine=io_uring", "--direct=1", "--numa_cpu_nodes=2",
                                 "--runtime=5ms", "--time_based=1"});
   ASSERT_FALSE(bad.result.ok());
   EXPECT_THAT(bad.result.status().message(), HasSubstr("numa_cpu_nodes names node 2"));
@@ -1227,7 +1227,7 @@ TEST(CpuPlacement, NumaCpuNodesRestrictsClonesToTheNode) {
 // never ran, and both pollers spun forever.
 TEST(ModelRegressions, TwoPollersSharingOnePollQueueDoNotStall) {
   RunOutcome r = RunArgs(NullHost(2, "irqmode: 1, poll_queues: 1"),
-                         {"--name=t", "--ioengine=io_uring", "--hipri=1", "--rw=randread",
+                         {"--name=t", "--ioengine=io_uring", "--direct=1", "--hipri=1", "--rw=randread",
                           "--bs=4k", "--iodepth=16", "--numjobs=2", "--runtime=20ms",
                           "--time_based=1"});
   ASSERT_TRUE(r.result.ok()) << r.result.status();
@@ -1241,7 +1241,7 @@ TEST(ModelRegressions, TwoPollersSharingOnePollQueueDoNotStall) {
 // the requests holding the tags.
 TEST(ModelRegressions, PolledQueueDeeperThanItsTagsReissuesInsteadOfSleeping) {
   RunOutcome r = RunArgs(NullHost(1, "irqmode: 0, poll_queues: 1, hw_queue_depth: 16"),
-                         {"--name=t", "--ioengine=io_uring", "--hipri=1", "--rw=randread", "--bs=512",
+                         {"--name=t", "--ioengine=io_uring", "--direct=1", "--hipri=1", "--rw=randread", "--bs=512",
                           "--iodepth=64", "--iodepth_batch_submit=16", "--runtime=5ms", "--time_based=1"});
   ASSERT_TRUE(r.result.ok()) << r.result.status();
   EXPECT_GT(TotalIos(*r.result), 0u);
@@ -1268,7 +1268,7 @@ TEST(ModelRegressions, CpuBoundClonesOnOneCpuShareIt) {
 
 TEST(ConfigErrors, HipriWithoutPollQueuesIsInvalidArgument) {
   RunOutcome r = RunArgs(NullHost(1, "poll_queues: 0"),
-                  {"--name=t", "--ioengine=io_uring", "--hipri=1", "--rw=randread", "--runtime=10ms",
+                  {"--name=t", "--ioengine=io_uring", "--direct=1", "--hipri=1", "--rw=randread", "--runtime=10ms",
                    "--time_based=1"});
   ASSERT_FALSE(r.result.ok());
   EXPECT_EQ(r.result.status().code(), absl::StatusCode::kInvalidArgument) << r.result.status();
@@ -1278,27 +1278,27 @@ TEST(ConfigErrors, HipriWithoutPollQueuesIsInvalidArgument) {
 
 TEST(ConfigErrors, UnknownFilenameListsTheHostsDevices) {
   const host::HostSpec h = Preset("default");
-  RunOutcome r = RunArgs(h, {"--name=t", "--ioengine=io_uring", "--filename=/dev/nvme9n1",
+  RunOutcome r = RunArgs(h, {"--name=t", "--ioengine=io_uring", "--direct=1", "--filename=/dev/nvme9n1",
                       "--rw=randread", "--runtime=10ms", "--time_based=1"});
   ASSERT_FALSE(r.result.ok());
   EXPECT_EQ(r.result.status().code(), absl::StatusCode::kInvalidArgument) << r.result.status();
   EXPECT_THAT(r.result.status().message(), HasSubstr("nvme9n1"));
   for (const auto& d : h.devices) EXPECT_THAT(r.result.status().message(), HasSubstr(d.name));
   // The same job against an existing device runs.
-  RunOutcome ok = RunArgs(h, {"--name=t", "--ioengine=io_uring", "--filename=/dev/nullb0",
+  RunOutcome ok = RunArgs(h, {"--name=t", "--ioengine=io_uring", "--direct=1", "--filename=/dev/nullb0",
                        "--rw=randread", "--runtime=10ms", "--time_based=1"});
   EXPECT_TRUE(ok.result.ok()) << ok.result.status();
 }
 
 TEST(ConfigErrors, UnknownOptionIsNamed) {
   absl::StatusOr<ParsedFio> p =
-      ParseFio({"--name=t", "--ioengine=io_uring", "--frobnicate_depth=3"}, Preset("default"),
+      ParseFio({"--name=t", "--ioengine=io_uring", "--direct=1", "--frobnicate_depth=3"}, Preset("default"),
                nullptr, nullptr);
   ASSERT_FALSE(p.ok());
   EXPECT_THAT(p.status().message(), HasSubstr("frobnicate_depth"));
   // Engine options of another engine are refused too, naming the option.
   absl::StatusOr<ParsedFio> q =
-      ParseFio({"--name=t", "--ioengine=libaio", "--fixedbufs=1"}, Preset("default"), nullptr, nullptr);
+      ParseFio({"--name=t", "--ioengine=libaio", "--direct=1", "--fixedbufs=1"}, Preset("default"), nullptr, nullptr);
   ASSERT_FALSE(q.ok());
   EXPECT_THAT(q.status().message(), HasSubstr("fixedbufs"));
 }
@@ -1308,7 +1308,7 @@ TEST(ConfigErrors, UnknownOptionIsNamed) {
 // waits for everything before it.
 TEST(JobOrdering, WaitForAndStonewall) {
   const RunResult r = MustRun(Preset("null-1cpu"),
-                              {"--ioengine=io_uring", "--rw=randread", "--iodepth=4", "--time_based=1",
+                              {"--ioengine=io_uring", "--direct=1", "--rw=randread", "--iodepth=4", "--time_based=1",
                                "--name=a", "--numjobs=2", "--runtime=100ms",        //
                                "--name=b", "--wait_for=a", "--runtime=50ms",        //
                                "--name=c", "--runtime=30ms",                        //
@@ -1329,7 +1329,7 @@ TEST(JobOrdering, WaitForAndStonewall) {
 // being held to the slower one's pace.
 TEST(RateLimits, MixedJobSwitchesToTheDirectionBehindItsRate) {
   const RunResult r = MustRun(Preset("null-1cpu"),
-                              {"--name=t", "--ioengine=io_uring", "--rw=randrw", "--rwmixread=50", "--iodepth=4",
+                              {"--name=t", "--ioengine=io_uring", "--direct=1", "--rw=randrw", "--rwmixread=50", "--iodepth=4",
                                "--rate_iops=2000,200", "--runtime=1s", "--time_based=1"});
   ASSERT_EQ(r.clones.size(), 1u);
   const uint64_t reads = r.clones[0].result.dirs[0].total_ios;
@@ -1350,7 +1350,7 @@ host::HostSpec KyberNullBlk(const std::string& scheduler) {
 }
 
 const std::vector<std::string> kDeepReads = {
-    "--name=t", "--filename=/dev/nullb0", "--ioengine=io_uring", "--rw=randread", "--bs=4k",
+    "--name=t", "--filename=/dev/nullb0", "--ioengine=io_uring", "--direct=1", "--rw=randread", "--bs=4k",
     "--iodepth=256", "--numjobs=4", "--cpus_allowed_policy=split", "--runtime=100ms", "--time_based=1"};
 
 // kyber's READ domain has 256 tokens for the whole queue (all four hctxs):
@@ -1376,7 +1376,7 @@ TEST(Kyber, CongestedWritesThrottleTheReadDomain) {
       "    nvme: {latency_nsec: 200000, write_latency_nsec: 20000000}\n"
       "    queue: {scheduler: kyber}\n");
   auto job = [](const char* rw) {
-    return std::vector<std::string>{"--name=t", "--filename=/dev/nvme0n1", "--ioengine=io_uring",
+    return std::vector<std::string>{"--name=t", "--filename=/dev/nvme0n1", "--ioengine=io_uring", "--direct=1",
                                     absl::StrCat("--rw=", rw), "--bs=4k", "--iodepth=64", "--numjobs=4",
                                     "--cpus_allowed_policy=split", "--runtime=1500ms", "--time_based=1"};
   };
@@ -1419,7 +1419,7 @@ TEST(SchedTagDepth, MqDeadlineAsyncDepthThrottlesWrites) {
         "    queue: {scheduler: mq-deadline, iosched: ", iosched, "}\n"));
   };
   auto job = [](const char* rw) {
-    return std::vector<std::string>{"--name=t", "--filename=/dev/nullb0", "--ioengine=io_uring",
+    return std::vector<std::string>{"--name=t", "--filename=/dev/nullb0", "--ioengine=io_uring", "--direct=1",
                                     absl::StrCat("--rw=", rw), "--bs=4k", "--iodepth=256", "--numjobs=2",
                                     "--cpus_allowed_policy=split", "--runtime=100ms", "--time_based=1"};
   };
@@ -1459,7 +1459,7 @@ host::HostSpec BfqHost(const std::string& scheduler, const std::string& iosched 
 
 std::vector<std::string> BfqJobs(const std::vector<std::string>& per_job_a, const std::vector<std::string>& per_job_b,
                                  const std::string& runtime = "500ms", const std::string& extra = "") {
-  std::vector<std::string> args = {"--filename=/dev/nvme0n1", "--ioengine=io_uring", "--rw=randread", "--bs=4k",
+  std::vector<std::string> args = {"--filename=/dev/nvme0n1", "--ioengine=io_uring", "--direct=1", "--rw=randread", "--bs=4k",
                                    "--iodepth=32", "--direct=1", absl::StrCat("--runtime=", runtime),
                                    "--time_based=1"};
   if (!extra.empty()) args.push_back(extra);
@@ -1511,7 +1511,7 @@ TEST(Bfq, GroupIdlingCostsThroughputOnAFastDrive) {
 // 0.7 us); with 16 submitters on one drive it is contended.
 TEST(Bfq, OneLockForEverythingAndItsContention) {
   auto job = [](int numjobs) {
-    return std::vector<std::string>{"--name=t", "--filename=/dev/nvme0n1", "--ioengine=io_uring", "--rw=randread",
+    return std::vector<std::string>{"--name=t", "--filename=/dev/nvme0n1", "--ioengine=io_uring", "--direct=1", "--rw=randread",
                                     "--bs=4k", "--iodepth=32", "--direct=1", absl::StrCat("--numjobs=", numjobs),
                                     "--runtime=100ms", "--time_based=1"};
   };
@@ -1536,7 +1536,7 @@ TEST(Bfq, OneLockForEverythingAndItsContention) {
 // none.
 TEST(Bfq, InteractiveWeightRaisingAndLargeBursts) {
   auto job = [](int numjobs) {
-    return std::vector<std::string>{"--name=t", "--filename=/dev/nvme0n1", "--ioengine=io_uring", "--rw=randread",
+    return std::vector<std::string>{"--name=t", "--filename=/dev/nvme0n1", "--ioengine=io_uring", "--direct=1", "--rw=randread",
                                     "--bs=4k", "--iodepth=8", "--direct=1", absl::StrCat("--numjobs=", numjobs),
                                     "--runtime=50ms", "--time_based=1"};
   };
@@ -1551,7 +1551,7 @@ TEST(Bfq, InteractiveWeightRaisingAndLargeBursts) {
 // wait. With a think time longer than slice_idle the timer fires instead.
 TEST(Bfq, IdlesForTheInServiceQueuesNextRequest) {
   auto job = [](const std::string& thinktime) {
-    return std::vector<std::string>{"--name=t", "--filename=/dev/nvme0n1", "--ioengine=psync", "--rw=randread",
+    return std::vector<std::string>{"--name=t", "--filename=/dev/nvme0n1", "--ioengine=psync", "--direct=1", "--rw=randread",
                                     "--bs=4k", "--direct=1", absl::StrCat("--thinktime=", thinktime),
                                     "--runtime=200ms", "--time_based=1"};
   };
@@ -1586,7 +1586,7 @@ host::HostSpec TimeoutHost(int every_nth) {
       "    queue: {scheduler: none, io_timeout: 100}\n"));
 }
 
-const std::vector<std::string> kTimeoutJob = {"--name=t", "--filename=/dev/sdb", "--ioengine=io_uring",
+const std::vector<std::string> kTimeoutJob = {"--name=t", "--filename=/dev/sdb", "--ioengine=io_uring", "--direct=1",
                                               "--rw=randread", "--bs=4k", "--iodepth=4", "--runtime=1s",
                                               "--time_based=1"};
 
@@ -1624,7 +1624,7 @@ TEST(Timeouts, UnmodelledTimeoutHandlerFailsTheRunNamingIt) {
       "name: tmo2\ncpus: {count: 2}\ndevices:\n  - name: nullb0\n"
       "    null_blk: {irqmode: 2, completion_nsec: 3000000000}\n"
       "    queue: {scheduler: none, io_timeout: 10}\n");
-  const RunOutcome r = RunArgs(h, {"--name=t", "--filename=/dev/nullb0", "--ioengine=io_uring", "--rw=randread",
+  const RunOutcome r = RunArgs(h, {"--name=t", "--filename=/dev/nullb0", "--ioengine=io_uring", "--direct=1", "--rw=randread",
                                    "--bs=4k", "--iodepth=1", "--runtime=1s", "--time_based=1"});
   ASSERT_FALSE(r.result.ok());
   EXPECT_EQ(r.result.status().code(), absl::StatusCode::kUnimplemented);
@@ -1641,11 +1641,11 @@ TEST(Timeouts, UnmodelledTimeoutHandlerFailsTheRunNamingIt) {
 // jiffies (10%), as the kernel over-reports them.
 TEST(DiskStats, UtilCountsJiffiesAsUpdateIoTicksDoes) {
   const host::HostSpec h = *host::GetPreset("null-1cpu");
-  const RunResult busy = MustRun(h, {"--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=4k", "--iodepth=32",
+  const RunResult busy = MustRun(h, {"--name=t", "--ioengine=io_uring", "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=32",
                                      "--norandommap", "--runtime=200ms", "--time_based=1"});
   ASSERT_EQ(busy.kernel.devices.size(), 1u);
   EXPECT_NEAR(busy.kernel.devices[0].util_pct, 100.0, 0.5);
-  const RunResult sparse = MustRun(h, {"--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=4k", "--iodepth=1",
+  const RunResult sparse = MustRun(h, {"--name=t", "--ioengine=io_uring", "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=1",
                                        "--rate_iops=100", "--norandommap", "--runtime=1s", "--time_based=1"});
   ASSERT_EQ(sparse.kernel.devices.size(), 1u);
   EXPECT_NEAR(sparse.kernel.devices[0].util_pct, 10.0, 0.5);

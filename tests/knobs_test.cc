@@ -55,10 +55,10 @@ const char kNullTimerYaml[] =
     "    null_blk: {irqmode: 2, completion_nsec: 50000, submit_queues: 1}\n"
     "    queue: {scheduler: none}\n";
 const std::vector<std::string> kBatchedJob = {
-    "--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=512", "--iodepth=32",
+    "--name=t", "--ioengine=io_uring", "--direct=1", "--rw=randread", "--bs=512", "--iodepth=32",
     "--iodepth_batch_submit=8", "--iodepth_batch_complete_min=8", "--runtime=5ms", "--time_based"};
 const std::vector<std::string> kPolledJob = {
-    "--name=t", "--ioengine=io_uring", "--hipri=1", "--rw=randread", "--bs=512", "--iodepth=32",
+    "--name=t", "--ioengine=io_uring", "--direct=1", "--hipri=1", "--rw=randread", "--bs=512", "--iodepth=32",
     "--iodepth_batch_submit=8", "--iodepth_batch_complete_min=8", "--runtime=5ms", "--time_based"};
 
 // Eight CPUs submitting to one mq-deadline queue (RC4's shape, small).
@@ -73,7 +73,7 @@ std::string DeadlineYaml(const std::string& knobs) {
       "    queue: {scheduler: mq-deadline}\n");
 }
 const std::vector<std::string> kDeadlineJob = {
-    "--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=512", "--iodepth=4",
+    "--name=t", "--ioengine=io_uring", "--direct=1", "--rw=randread", "--bs=512", "--iodepth=4",
     "--iodepth_batch_submit=4", "--iodepth_batch_complete=4", "--numjobs=8",
     "--cpus_allowed_policy=split", "--runtime=5ms", "--time_based"};
 
@@ -90,7 +90,7 @@ const char kHbaWalkYaml[] =
     "          drive_latency_nsec: 100000, gb: 4}\n"
     "    queue: {scheduler: mq-deadline}\n";
 const std::vector<std::string> kHbaWalkJob = {
-    "--ioengine=libaio", "--rw=randread", "--bs=4k", "--iodepth=16", "--runtime=7s", "--time_based",
+    "--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=16", "--runtime=7s", "--time_based",
     "--name=a", "--filename=/dev/sdb", "--name=b", "--filename=/dev/sdc"};
 
 // A SCSI host exposing 8 hw queues (RC3's shape, small), scheduler none.
@@ -106,7 +106,7 @@ std::string HbaQueuesYaml(const std::string& knobs) {
       "    queue: {scheduler: none}\n");
 }
 const std::vector<std::string> kHbaQueuesJob = {
-    "--name=t", "--ioengine=libaio", "--rw=randread", "--bs=4k", "--iodepth=32", "--numjobs=2",
+    "--name=t", "--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=32", "--numjobs=2",
     "--runtime=5ms", "--time_based"};
 
 // scsi_debug: 4 LUNs on one shared tag set of 64 tags, 1 ms responses, so
@@ -119,7 +119,7 @@ const char kSdebugSharedYaml[] =
     "    scsi_debug: {ndelay: 1000000, max_queue: 64, max_luns: 4}\n"
     "    queue: {scheduler: mq-deadline}\n";
 const std::vector<std::string> kSdebugSharedJob = {
-    "--ioengine=libaio", "--rw=randread", "--bs=4k", "--iodepth=32", "--runtime=20ms", "--time_based",
+    "--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=32", "--runtime=20ms", "--time_based",
     "--name=a", "--filename=/dev/sdb", "--name=b", "--filename=/dev/sdc",
     "--name=c", "--filename=/dev/sdd", "--name=d", "--filename=/dev/sde"};
 
@@ -133,7 +133,7 @@ const char kSdebugTsfYaml[] =
     "  - name: sdb\n"
     "    scsi_debug: {ndelay: 1000000, max_queue: 32, every_nth: 1, opts: 0x800}\n";
 const std::vector<std::string> kSdebugTsfJob = {
-    "--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--rw=randread", "--bs=4k", "--iodepth=64",
+    "--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=64",
     "--runtime=20ms", "--time_based"};
 
 // One CPU, an NVMe drive with a poll queue.

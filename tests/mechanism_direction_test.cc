@@ -51,7 +51,7 @@ TEST(FairTagSharing, DeepJobIsCappedAtItsShare) {
       "    hba: {lld: 0, can_queue: 16, nr_hw_queues: 1, host_tagset: false, virtual_drives: 2,\n"
       "          cmd_per_lun: 64, firmware_nsec: 1000, drives: 64, drive_latency_nsec: 200000}\n"
       "    queue: {scheduler: none}\n");
-  const RunResult r = MustRun(h, {"--ioengine=libaio", "--rw=randread", "--bs=4k", "--runtime=100ms",
+  const RunResult r = MustRun(h, {"--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k", "--runtime=100ms",
                                   "--time_based", "--name=deep", "--filename=/dev/sdb", "--iodepth=32",
                                   "--name=shallow", "--filename=/dev/sdc", "--iodepth=2"});
   ASSERT_EQ(r.clones.size(), 2u);
@@ -80,7 +80,7 @@ std::string DeadlineHost(bool serialize, bool side_lists, bool skip_merge) {
 
 RunResult DeadlineRun(bool serialize, bool side_lists, bool skip_merge) {
   return MustRun(HostFromYaml(DeadlineHost(serialize, side_lists, skip_merge)),
-                 {"--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=512", "--iodepth=4",
+                 {"--name=t", "--ioengine=io_uring", "--direct=1", "--rw=randread", "--bs=512", "--iodepth=4",
                   "--iodepth_batch_submit=4", "--iodepth_batch_complete=4", "--numjobs=8",
                   "--cpus_allowed_policy=split", "--norandommap", "--runtime=10ms", "--time_based"});
 }
@@ -120,7 +120,7 @@ RunResult AffinityRun(int rq_affinity) {
       "  - name: nullb0\n"
       "    null_blk: {irqmode: 1, submit_queues: 1, poll_queues: 0}\n"
       "    queue: {scheduler: mq-deadline, rq_affinity: ", rq_affinity, "}\n"));
-  return MustRun(h, {"--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=4k", "--iodepth=8",
+  return MustRun(h, {"--name=t", "--ioengine=io_uring", "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=8",
                      "--iodepth_batch_submit=4", "--numjobs=8", "--cpus_allowed_policy=split",
                      "--runtime=5ms", "--time_based"});
 }
@@ -154,7 +154,7 @@ RunResult LazyWakeRun(bool lazy) {
       "  - name: nullb0\n"
       "    null_blk: {irqmode: 2, completion_nsec: 50000, submit_queues: 1}\n"
       "    queue: {scheduler: none}\n"));
-  return MustRun(h, {"--name=t", "--ioengine=io_uring", "--rw=randread", "--bs=4k", "--iodepth=32",
+  return MustRun(h, {"--name=t", "--ioengine=io_uring", "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=32",
                      "--iodepth_batch_submit=1", "--iodepth_batch_complete_min=8", "--runtime=5ms",
                      "--time_based"});
 }
@@ -187,7 +187,7 @@ RunResult CgroupRun(const std::string& knobs, const std::string& queue_extra = "
       "  - name: nullb0\n"
       "    null_blk: {irqmode: 0, submit_queues: 1, poll_queues: 1, hw_queue_depth: 256}\n"
       "    queue: {scheduler: none", queue_extra, "}\n"));
-  return MustRun(h, {"--name=t", "--ioengine=io_uring", "--hipri=1", "--fixedbufs=1", "--registerfiles=1",
+  return MustRun(h, {"--name=t", "--ioengine=io_uring", "--direct=1", "--hipri=1", "--fixedbufs=1", "--registerfiles=1",
                      "--rw=randread", "--bs=512", "--iodepth=128", "--iodepth_batch_submit=32",
                      "--iodepth_batch_complete_min=32", "--runtime=5ms", "--time_based"});
 }
@@ -237,7 +237,7 @@ TEST(SchedRestart, ACompletionReRunsAQueueOutOfDriverTags) {
       "  - name: nullb0\n"
       "    null_blk: {irqmode: 2, completion_nsec: 20000, hw_queue_depth: 4, submit_queues: 1, poll_queues: 0}\n"
       "    queue: {scheduler: mq-deadline, nr_requests: 64}\n");
-  RunOutcome r = RunArgs(h, {"--name=t", "--ioengine=libaio", "--rw=randread", "--bs=4k", "--iodepth=16",
+  RunOutcome r = RunArgs(h, {"--name=t", "--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=16",
                              "--numjobs=2", "--runtime=20ms", "--time_based"});
   ASSERT_TRUE(r.result.ok()) << r.result.status();
   EXPECT_GT(CounterOf(r.result->kernel, "sched_restart"), 0u) << Describe(*r.result);
@@ -260,7 +260,7 @@ TEST(DispatchBusy, BusyQueueSendsSubmissionsThroughTheSoftwareQueues) {
       "  - name: sdb\n"
       "    hba: {cmd_per_lun: 4, firmware_nsec: 1000, drives: 16, drive_latency_nsec: 50000}\n"
       "    queue: {scheduler: none}\n");
-  const RunResult r = MustRun(h, {"--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--rw=randread",
+  const RunResult r = MustRun(h, {"--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--direct=1", "--rw=randread",
                                   "--bs=4k", "--iodepth=32", "--numjobs=2", "--runtime=20ms", "--time_based"});
   const uint64_t submitted = CounterOf(r.kernel, "submit_bio");
   EXPECT_GT(CounterOf(r.kernel, "sw_queue_insert"), submitted / 2) << Describe(r);
@@ -283,7 +283,7 @@ TEST(ScsiBudget, StarvedLunRecordsFailuresAndKeepsRunning) {
         "  - name: sdb\n"
         "    hba: {cmd_per_lun: 4, firmware_nsec: 1000, drives: 16, drive_latency_nsec: 50000}\n"
         "    queue: {scheduler: ", sched, "}\n"));
-    RunOutcome r = RunArgs(h, {"--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--rw=randread",
+    RunOutcome r = RunArgs(h, {"--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--direct=1", "--rw=randread",
                                "--bs=4k", "--iodepth=32", "--numjobs=2", "--runtime=20ms", "--time_based"});
     ASSERT_TRUE(r.result.ok()) << r.result.status();
     EXPECT_GT(CounterOf(r.result->kernel, "budget_failure"), 0u) << Describe(*r.result);

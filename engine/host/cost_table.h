@@ -105,6 +105,20 @@ enum class CostSource { kSrc, kDerived, kGuess };
   X(diskstats_read, 5000, kGuess, "fio update_io_ticks per disk: open, read and close /sys/block/DEV/stat (kernfs, part_stat_show)") \
   X(part_stat_per_cpu, 20, kGuess, "part_stat_read_all per possible CPU, summing the disk's per-CPU counters") \
   X(fs_dio_iomap, 250, kGuess, "direct I/O to a file: iomap_dio_rw, the filesystem's iomap_begin/end (ext4_map_blocks from the extent status tree, xfs_bmapi_read), per IO") \
+  X(filemap_read_call, 120, kGuess, "buffered read per call: filemap_read's checks, filemap_get_pages setup, touch_atime") \
+  X(page_cache_lookup, 25, kGuess, "filemap_get_read_batch / __filemap_get_folio per page: the xarray walk under RCU, folio_try_get") \
+  X(copy_user_per_kib, 60, kGuess, "copy_page_to_iter / copy_page_from_iter (rep movsb) per KiB, about 16 GB/s") \
+  X(page_cache_add, 300, kGuess, "a new page-cache page: folio_alloc, filemap_add_folio (xarray insert, memcg charge), LRU add") \
+  X(readahead_submit, 300, kGuess, "read_pages per readahead batch: the filesystem's readahead (ext4_mpage_readpages), bio setup") \
+  X(read_end_per_page, 40, kGuess, "mpage_end_io / folio_end_read per page: uptodate, unlock, wake the bit's waiters") \
+  X(buffered_write_call, 200, kGuess, "buffered write per call: generic_perform_write setup, file_update_time, ext4_buffered_write_iter") \
+  X(write_begin_end, 150, kGuess, "ext4_da_write_begin / ext4_da_write_end per page: delayed-allocation reservation, block_write_end") \
+  X(folio_mark_dirty, 80, kGuess, "__folio_mark_dirty per newly dirtied page: xa_lock, the dirty tag, node and memcg dirty counts") \
+  X(writeback_per_page, 150, kGuess, "write_cache_pages per page: folio_clear_dirty_for_io, folio_start_writeback, ext4_bio_write_folio") \
+  X(writeback_end_per_page, 60, kGuess, "folio_end_writeback per page: clear PG_writeback, wake waiters, counts") \
+  X(page_reclaim, 250, kGuess, "shrink_folio_list per reclaimed clean page (direct reclaim on the allocating CPU)") \
+  X(invalidate_per_page, 80, kGuess, "invalidate_mapping_pages per dropped page (fio's invalidate=1 at open: fadvise DONTNEED)") \
+  X(fsync_call, 1000, kGuess, "fsync / fdatasync besides the pages: file_write_and_wait_range, ext4_sync_file with no journal commit") \
   X(nvme_cqe, 15, kGuess, "nvme_handle_cqe per CQE (tag lookup, status, batch add)")            \
   X(nvme_complete_batch_rq, 8, kGuess, "nvme_pci_unmap_rq + nvme_complete_batch_req per request") \
   X(nvme_complete_rq, 40, kGuess, "nvme_pci_complete_rq: unmap + nvme_complete_rq, single path") \

@@ -60,6 +60,7 @@ BLKLAB_FIELD_TABLE(HbaSpec, BLKLAB_HBA_FIELDS)
 BLKLAB_FIELD_TABLE(IoschedTunables, BLKLAB_IOSCHED_FIELDS)
 BLKLAB_FIELD_TABLE(QueueSpec, BLKLAB_QUEUE_FIELDS)
 BLKLAB_FIELD_TABLE(CgroupSpec, BLKLAB_CGROUP_FIELDS)
+BLKLAB_FIELD_TABLE(VmSpec, BLKLAB_VM_FIELDS)
 
 #undef BLKLAB_FIELD_TABLE
 #undef BLKLAB_DESC_INT
@@ -234,7 +235,7 @@ class Decoder {
 };
 
 const std::string kHostKeys[] = {"name", "description", "cpus", "kernel", "knobs", "devices", "costs", "cgroups",
-                                 "filesystems"};
+                                 "filesystems", "vm"};
 const std::string kFilesystemKeys[] = {"path", "device", "type"};
 const std::string kKernelKeys[] = {"hz", "version", "config"};
 const std::string kDeviceKeys[] = {"name", "null_blk", "nvme", "scsi_debug", "hba", "queue"};
@@ -342,6 +343,7 @@ absl::StatusOr<HostSpec> Decoder::DecodeHost(const DocNode& root) {
     BLKLAB_ASSIGN_OR_RETURN(spec.description, ReadString(*d, "description"));
   }
   if (const DocNode* c = root.Find("cpus")) BLKLAB_RETURN_IF_ERROR(DecodeFields(*c, "cpus", spec.cpus));
+  if (const DocNode* vm = root.Find("vm")) BLKLAB_RETURN_IF_ERROR(DecodeFields(*vm, "vm", spec.vm));
   if (const DocNode* k = root.Find("kernel")) BLKLAB_RETURN_IF_ERROR(DecodeKernel(*k, spec));
   const DocNode* knobs = root.Find("knobs");
   if (knobs != nullptr) BLKLAB_RETURN_IF_ERROR(DecodeFields(*knobs, "knobs", spec.knobs));
@@ -583,6 +585,7 @@ absl::Status ValidateHostSpec(const HostSpec& spec, const HostLimits& limits) {
         absl::StrCat("cpus.count: ", spec.cpus.count, " CPUs exceed the limit of ", limits.max_cpus));
   }
   BLKLAB_RETURN_IF_ERROR(ValidateRanges(spec.cpus, "cpus"));
+  BLKLAB_RETURN_IF_ERROR(ValidateRanges(spec.vm, "vm"));
   BLKLAB_RETURN_IF_ERROR(CpuTopology::Create(spec.cpus).status());
   const int numa_nodes = spec.cpus.sockets * spec.cpus.numa_nodes_per_socket;
 
@@ -875,6 +878,7 @@ DocNode HostSpecToDoc(const HostSpec& in) {
     }
     root.AddEntry("filesystems", {}, std::move(fss));
   }
+  if (spec.vm != VmSpec{}) root.AddEntry("vm", {}, EncodeFields(spec.vm));
   return root;
 }
 

@@ -250,7 +250,8 @@ namespace blklab::host {
   INT(wbt_lat_usec, -1, -1, 100000000,                                                                \
       "writeback throttling target; -1 = the kernel's default (on), 0 = off. With kernel.config."    \
       "BLK_WBT, wbt's stats callback sets QUEUE_FLAG_STATS: blk_mq_start_request stamps io_start_time_ns") \
-  INT(io_timeout, 30000, 1, 86400000, "request timeout (q->rq_timeout), ms")
+  INT(io_timeout, 30000, 1, 86400000, "request timeout (q->rq_timeout), ms")                          \
+  INT(read_ahead_kb, 128, 0, 65536, "the page cache's readahead window for buffered reads (bdi->ra_pages), KiB")
 
 #define BLKLAB_DECLARE_INT(name, def, lo, hi, doc) int name = def;
 #define BLKLAB_DECLARE_INT64(name, def, lo, hi, doc) int64_t name = def;
@@ -355,6 +356,21 @@ struct DeviceSpec {
 #define BLKLAB_CGROUP_FIELDS(INT, INT64, BOOL) \
   INT(bfq_weight, 100, 1, 1000, "io.bfq.weight: the cgroup's bfq group weight")
 
+// vm: the memory the page cache may use and the writeback sysctls
+// (vm.dirty_*), for buffered I/O (direct=0; model/page_cache.h).
+#define BLKLAB_VM_FIELDS(INT, INT64, BOOL)                                                            \
+  INT(memory_mib, 16384, 16, 16777216,                                                                \
+      "memory the page cache may hold (the kernel's dirtyable memory: free plus file pages), MiB")      \
+  INT(dirty_ratio, 20, 1, 100, "vm.dirty_ratio: writers wait while dirty + writeback pages exceed this % of memory") \
+  INT(dirty_background_ratio, 10, 0, 100, "vm.dirty_background_ratio: the flusher writes back above this %") \
+  INT(dirty_expire_centisecs, 3000, 0, 8640000, "vm.dirty_expire_centisecs: a periodic flush writes dirty data older than this") \
+  INT(dirty_writeback_centisecs, 500, 0, 8640000, "vm.dirty_writeback_centisecs: the flusher's period; 0 = no periodic flush")
+
+struct VmSpec {
+  BLKLAB_DECLARE_FIELDS(BLKLAB_VM_FIELDS)
+  friend bool operator==(const VmSpec&, const VmSpec&) = default;
+};
+
 struct CgroupSpec {
   BLKLAB_DECLARE_FIELDS(BLKLAB_CGROUP_FIELDS)
   friend bool operator==(const CgroupSpec&, const CgroupSpec&) = default;
@@ -386,6 +402,7 @@ struct HostSpec {
   std::map<std::string, int64_t> costs;  // CostTable overrides by entry name, ns
   std::map<std::string, CgroupSpec> cgroups;  // by path; blkcg ids 1.. in path order
   std::vector<FilesystemSpec> filesystems;    // mount points unique; at most 64
+  VmSpec vm;
   friend bool operator==(const HostSpec&, const HostSpec&) = default;
 };
 

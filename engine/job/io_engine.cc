@@ -28,6 +28,15 @@ sim::Task FileDio(IoContext& ctx) {
   cpu.Charge(fn.up_read, ctx.inode->i_rwsem.Write(m, cpu.id(), c.atomic_local));
 }
 
+sim::Task BufferedIo(IoContext& ctx, IoU* u) {
+  const uint64_t pos = (u->bio.sector << model::kSectorShift) - ctx.mapping->base_bytes;
+  if (u->bio.op == model::ReqOp::kRead) {
+    co_await ctx.page_cache->Read(ctx.cpu(), ctx.ra, *ctx.mapping, pos, u->bio.bytes);
+  } else {
+    co_await ctx.page_cache->Write(ctx.cpu(), *ctx.mapping, pos, u->bio.bytes);
+  }
+}
+
 std::unique_ptr<IoEngineModel> MakeIoEngine(IoContext& ctx) {
   switch (ctx.spec.ioengine) {
     case IoEngine::kIoUring:

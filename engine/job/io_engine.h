@@ -35,6 +35,7 @@
 
 #include "engine/model/blk_mq.h"
 #include "engine/model/kernel.h"
+#include "engine/model/page_cache.h"
 #include "engine/model/request.h"
 #include "engine/sim/cacheline.h"
 #include "engine/sim/cpu.h"
@@ -116,6 +117,11 @@ struct IoContext {
   bool waiting = false;            // sleeping for completions
   uint32_t wait_for = 0;           // ... until `completed` holds this many
   FileInode* inode = nullptr;      // the file's, for I/O to a regular file; nullptr: a device
+  // Buffered I/O (direct=0): the page cache and the file's or device's
+  // mapping in it, and this open file's readahead state; null: direct I/O.
+  model::PageCache* page_cache = nullptr;
+  model::AddressSpace* mapping = nullptr;
+  model::FileRaState ra;
 
   // The CPU the fio thread runs on (it may change at SleepUntilCompleted).
   sim::Cpu& cpu() const { return thread.on_cpu(); }
@@ -172,6 +178,12 @@ int64_t PinCost(const host::CostTable& costs, uint32_t bytes);
 // is submitted: i_rwsem down_read, the iomap mapping (fs_dio_iomap),
 // up_read. No effect for a device. REQUIRES: task level on ctx.cpu().
 sim::Task FileDio(IoContext& ctx);
+
+// A buffered read or write (ctx.mapping set): the page cache's part of
+// pread / pwrite (filemap_read, generic_perform_write), which returns once
+// the data is copied; the io_u is then complete. A trim goes to the device
+// as with direct I/O. REQUIRES: task level on ctx.cpu().
+sim::Task BufferedIo(IoContext& ctx, IoU* u);
 
 // The submitting call of the asynchronous engines: `syscall_fn` charged
 // once, a plug around batches of more than two (plug->nr_ios = batch), each

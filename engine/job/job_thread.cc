@@ -98,6 +98,8 @@ JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, workl
       ctx_{kernel, *thread_, config.queue, *config.spec, {}, {}} {
   thread_->set_cpus_allowed(config.cpus_allowed);
   ctx_.inode = config.file_inode;
+  ctx_.page_cache = config.page_cache;
+  ctx_.mapping = config.mapping;
   const uint32_t depth =
       workload::IsSynchronous(spec_.ioengine) ? 1 : std::max<uint32_t>(spec_.iodepth, 1);
   io_us_.resize(depth);
@@ -193,6 +195,7 @@ void JobThread::InitVerify() {
   fn_verify_fill_ = r.Intern("fio:populate_verify_io_u");
   fn_verify_check_ = r.Intern("fio:verify_io_u");
   fn_io_sync_ = r.Intern("fio:fio_io_sync");
+  fn_fsync_ = r.Intern(spec_.fsync_blocks == 0 && spec_.fdatasync_blocks > 0 ? "__x64_sys_fdatasync" : "__x64_sys_fsync");
   verify_ = !spec_.verify.empty() && spec_.verify != "0";
   if (!verify_) return;
   using workload::Direction;
@@ -465,6 +468,10 @@ bool JobThread::PrepareIo(IoU* u) {
     stopping_ = true;
     return false;
   }
+  // A new loop re-opens the file: invalidate=1 drops its cached pages.
+  if (io.new_pass && config_.plan.pass_end_ends_loop && ctx_.mapping != nullptr && spec_.invalidate) {
+    ctx_.page_cache->Invalidate(cpu(), *ctx_.mapping);
+  }
   u->dir = ToStatsDir(io.direction);
   u->bio.op = ToOp(io.direction);
   u->bio.sector = io.offset >> model::kSectorShift;
@@ -489,6 +496,7 @@ void JobThread::StartIo(IoU* u) {
   u->start_time = cpu().now();
   u->state = IoU::State::kQueued;
   u->error = false;
+  last_was_sync_ = false;
   ++ctx_.in_flight;
   ++ios_issued_;
   // io_bytes_exceeded: a job that reads and writes counts both, else only
@@ -501,6 +509,8 @@ void JobThread::StartIo(IoU* u) {
 
 sim::Task JobThread::Main() {
   co_await cpu().Sync();
+  // td_io_open_file: invalidate=1 drops the file's cached pages.
+  if (ctx_.mapping != nullptr && spec_.invalidate) ctx_.page_cache->Invalidate(cpu(), *ctx_.mapping);
   MaybeStartStats();
   // thread_main's keep_running loop: do_io, then do_verify unless the job
   // was terminated (runtime over, an error); a time_based job that verifies
@@ -513,6 +523,13 @@ sim::Task JobThread::Main() {
     } else {
       co_await AsyncLoop();
     }
+    // do_io's end: end_fsync and fsync_on_close sync a writing job's file
+    // (fio_file_fsync: a sync io_u, in the sync statistics and the job's
+    // runtime) unless its last I/O was a sync (should_fsync).
+    if ((spec_.end_fsync || spec_.fsync_on_close) && config_.queue != nullptr && !last_was_sync_ &&
+        workload::DirectionActive(spec_.rw, workload::Direction::kWrite)) {
+      co_await FileSync();
+    }
     if (!verify_ || terminated_ || error_ != 0) break;
     if (spec_.do_verify && write_bytes_done_ + hist_len_ > 0) co_await VerifyPhase();
     if (!spec_.time_based || terminated_ || error_ != 0) break;
@@ -520,6 +537,32 @@ sim::Task JobThread::Main() {
   }
   co_await cpu().Sync();
   FinishStats();
+}
+
+bool JobThread::SyncDue(const IoU* u) const {
+  if (u->dir != stats::Dir::kWrite || config_.queue == nullptr) return false;
+  const uint32_t every = spec_.fsync_blocks > 0 ? spec_.fsync_blocks : spec_.fdatasync_blocks;
+  return every > 0 && write_issues_ % every == 0;
+}
+
+sim::Task JobThread::FileSync() {
+  co_await cpu().Sync();
+  const sim::SimTime start = cpu().now();
+  {
+    sim::Cpu& c = cpu();  // no migratable sleep below
+    sim::StackFrame frame(c, fn_fsync_);
+    c.Charge(fn_fsync_, kernel_.costs().syscall_entry_exit);
+    if (ctx_.mapping != nullptr) {
+      co_await ctx_.page_cache->Fsync(c, *ctx_.mapping);
+    } else {
+      // Direct I/O: nothing cached to write; the devices have no volatile
+      // cache to flush.
+      c.Charge(fn_fsync_, kernel_.costs().fsync_call);
+    }
+  }
+  co_await cpu().PreemptPoint();
+  last_was_sync_ = true;
+  if (collector_.started()) collector_.RecordSync(cpu().now() - start);
 }
 
 sim::Task JobThread::QueueAndMaybeReap(IoU* u) {
@@ -803,6 +846,11 @@ sim::Task JobThread::AsyncLoop() {
     free_.pop_back();
     if (has_rate_) co_await Throttle(u);
     queued_.push_back(u);
+    if (SyncDue(u)) {
+      // The engine takes the sync once what is queued is submitted.
+      co_await Commit();
+      co_await FileSync();
+    }
     if (queued_.size() >= batch_submit_ || ctx_.in_flight >= depth) co_await Commit();
     if (spec_.thinktime_ns > 0) co_await ThinkTime(/*issued=*/true);
     if (ctx_.in_flight >= depth) {
@@ -888,8 +936,11 @@ sim::Task JobThread::SyncLoop() {
     free_.pop_back();
     if (has_rate_) co_await Throttle(u);
     queued_.push_back(u);
+    const bool sync_due = SyncDue(u);
     co_await Commit();
     ReapCompleted(1);
+    // fsync= / fdatasync=: every N writes, a sync (get_io_u's DDIR_SYNC).
+    if (sync_due) co_await FileSync();
     // One IO is both issued and completed here: it counts for either type.
     if (spec_.thinktime_ns > 0) {
       co_await ThinkTime(spec_.thinktime_blocks_type == workload::ThinktimeBlocksType::kIssue);

@@ -82,6 +82,9 @@ struct JobThreadConfig {
   // (every writer updates them); nullptr otherwise.
   DeviceContent* content = nullptr;
   FileInode* file_inode = nullptr;  // the target file's (nullptr: a device)
+  // Buffered I/O (direct=0): the page cache and the target's mapping in it.
+  model::PageCache* page_cache = nullptr;
+  model::AddressSpace* mapping = nullptr;
   std::string file_name;  // fio's name for the target in messages ("/dev/nullb0")
   uint64_t seed = 0;      // the run's seed (experimental_verify replays the generator)
 };
@@ -178,6 +181,8 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   sim::Task Quiesce();                        // io_u_quiesce: reap everything in flight
   sim::Task FlowHold();                       // flow_threshold_exceeded: wait for the flow's peers
   sim::Task VerifyPhase();                    // do_verify: read back and check the logged writes
+  bool SyncDue(const IoU* u) const;           // fsync= / fdatasync=: a sync follows this write
+  sim::Task FileSync();                       // fsync(2) of the job's file, in the sync statistics
   sim::Task QueueAndMaybeReap(IoU* u);        // queue u; commit a full batch; reap a full queue
   void ReapCompleted(uint32_t max);
   bool Stopping();
@@ -239,6 +244,7 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   uint64_t flow_count_ = 0;                // td->flow_counter: this job's I/Os let through its flow
   bool flow_held_ = false;
   bool terminated_ = false;                // fio's td->terminate: runtime over or an error
+  bool last_was_sync_ = false;             // td->last_was_sync: the last I/O was a sync
 
   // --- verify ---
   struct VerifyPiece {  // fio's struct io_piece
@@ -277,7 +283,7 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   size_t messages_dropped_ = 0;
 
   sim::FnId fn_get_io_u_, fn_io_completed_, fn_usec_spin_, fn_flow_, fn_verify_fill_, fn_verify_check_,
-      fn_io_sync_;
+      fn_io_sync_, fn_fsync_;
   // fio's user-space work per IO (FioUserCosts): at get_io_u and at
   // io_completed, with the measurements the job's disable_* options keep.
   int64_t user_issue_ns_ = 0;

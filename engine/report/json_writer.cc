@@ -205,6 +205,28 @@ Json KernelReportJson(const stats::KernelReport& k) {
     counters.Push(std::move(row));
   }
   o.Add("counters", std::move(counters));
+  if (k.page_cache) {
+    const stats::PageCacheRow& p = *k.page_cache;
+    Json pc = Json::Object();
+    pc.AddUint("capacity_pages", p.capacity_pages);
+    pc.AddUint("peak_pages", p.peak_pages);
+    pc.AddUint("read_accesses", p.read_accesses);
+    pc.AddUint("read_hits", p.read_hits);
+    pc.AddUint("read_misses", p.read_misses);
+    pc.AddDouble("hit_ratio_pct", p.hit_ratio_pct);
+    pc.AddUint("readahead_sync", p.readahead_sync);
+    pc.AddUint("readahead_async", p.readahead_async);
+    pc.AddUint("read_bios", p.read_bios);
+    pc.AddUint("pages_dirtied", p.pages_dirtied);
+    pc.AddUint("pages_written_back", p.pages_written_back);
+    pc.AddUint("writeback_bios", p.writeback_bios);
+    pc.AddUint("pages_reclaimed", p.pages_reclaimed);
+    pc.AddUint("pages_invalidated", p.pages_invalidated);
+    pc.AddUint("dirty_pages_at_end", p.dirty_pages_at_end);
+    pc.AddUint("dirty_throttle_waits", p.dirty_throttle_waits);
+    pc.AddInt("dirty_throttle_ns", p.dirty_throttle_ns);
+    o.Add("page_cache", std::move(pc));
+  }
   return o;
 }
 

@@ -90,6 +90,18 @@ std::string WriteKernelSections(const stats::KernelReport& k) {
                                             lines, irqoff_pct));
     }
   }
+  if (k.page_cache) {
+    const stats::PageCacheRow& p = *k.page_cache;
+    absl::StrAppend(&out, absl::StrFormat(
+        "\nblklab page cache: %d of %d pages at peak\n"
+        "  reads   %d page accesses, %d hits, %d misses (hit ratio %.2f%%), readahead %d sync / %d async, %d bios\n"
+        "  writes  %d pages dirtied, %d written back in %d bios, %d dirty at the end; %d throttled waits, %.3f ms\n"
+        "  reclaim %d pages, invalidated %d\n",
+        p.peak_pages, p.capacity_pages, p.read_accesses, p.read_hits, p.read_misses, p.hit_ratio_pct,
+        p.readahead_sync, p.readahead_async, p.read_bios, p.pages_dirtied, p.pages_written_back, p.writeback_bios,
+        p.dirty_pages_at_end, p.dirty_throttle_waits, static_cast<double>(p.dirty_throttle_ns) / 1e6,
+        p.pages_reclaimed, p.pages_invalidated));
+  }
   if (!k.counters.empty()) {
     out.append("\nblklab counters:\n");
     for (const stats::CounterRow& c : k.counters) {

@@ -223,6 +223,12 @@ void WriteEntry(const ReportInput& input, const ReportEntry& e, std::string* out
   WriteLatRows("nsec", lat.ns, out);
   WriteLatRows("usec", lat.us, out);
   WriteLatRows("msec", lat.ms, out);
+  // show_ddir_status(DDIR_SYNC): fsync=, fdatasync=, end_fsync's syncs.
+  if (r.sync.lat.n() > 0) {
+    out->append("  fsync/fdatasync/sync_file_range:\n");
+    WriteLatLine("sync", r.sync.lat, out);
+    WritePercentiles("sync", r.sync.lat_hist, e.display, out);
+  }
   absl::StrAppend(out, absl::StrFormat("  cpu          : usr=%3.2f%%, sys=%3.2f%%, ctx=%d, majf=%d, "
                                        "minf=%d\n",
                                        r.cpu.usr_pct, r.cpu.sys_pct, r.cpu.ctx, r.cpu.majf,

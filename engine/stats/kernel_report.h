@@ -12,6 +12,7 @@
 #define BLKLAB_ENGINE_STATS_KERNEL_REPORT_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,28 @@ struct DeviceRow {
   double util_pct = 0;
 };
 
+// The page cache over the run (buffered I/O), cachestat's way: a read's
+// page accesses, the pages reads added (misses), hits = accesses - misses.
+struct PageCacheRow {
+  uint64_t capacity_pages = 0;   // vm.memory_mib in 4 KiB pages
+  uint64_t peak_pages = 0;
+  uint64_t read_accesses = 0;
+  uint64_t read_hits = 0;
+  uint64_t read_misses = 0;
+  double hit_ratio_pct = 0;      // hits / accesses
+  uint64_t readahead_sync = 0;
+  uint64_t readahead_async = 0;
+  uint64_t read_bios = 0;
+  uint64_t pages_dirtied = 0;
+  uint64_t pages_written_back = 0;
+  uint64_t writeback_bios = 0;
+  uint64_t pages_reclaimed = 0;
+  uint64_t pages_invalidated = 0;
+  uint64_t dirty_pages_at_end = 0;
+  uint64_t dirty_throttle_waits = 0;
+  int64_t dirty_throttle_ns = 0;
+};
+
 struct KernelReport {
   std::string host_name;
   int64_t elapsed_ns = 0;        // virtual time of the whole run
@@ -79,6 +102,7 @@ struct KernelReport {
   std::vector<CounterRow> counters; // ascending name
   std::vector<DeviceRow> devices;   // host order
   std::vector<StackRow> stacks;     // by stack text; empty unless RunRequest::collect_stacks
+  std::optional<PageCacheRow> page_cache;  // set when some job did buffered I/O
 };
 
 }  // namespace blklab::stats

@@ -430,12 +430,6 @@ class JobBuilder {
       if (stonewall_first && first) job.stonewall = true;
       first = false;
       BLKLAB_RETURN_IF_ERROR(FinishJob(&job));
-      if (!job.direct && job.ioengine != IoEngine::kNull) {
-        // fio's default is buffered I/O; blklab has no page cache yet.
-        warnings_.Add(
-            "direct=0 (buffered I/O, fio's default) is not modelled: jobs without direct=1 run as direct "
-            "I/O, bypassing the page cache");
-      }
       out_->jobs.push_back(std::move(job));
     }
     return absl::OkStatus();

@@ -180,15 +180,15 @@ TEST(JobParserTest, Tier3OptionsWarnOnce) {
 
 // fio's default direct=0 (buffered) runs as direct I/O: said once, not for
 // direct=1 jobs nor fio's null engine.
-TEST(JobParserTest, BufferedIoWarnsOnce) {
-  auto count = [](const ParsedJobs& p) {
-    int n = 0;
-    for (const auto& w : p.warnings) n += w.find("direct=0 (buffered I/O") != std::string::npos;
-    return n;
-  };
-  EXPECT_EQ(count(MustParse("[a]\nrw=read\n[b]\nrw=write\n")), 1);
-  EXPECT_EQ(count(MustParse("[a]\ndirect=1\n[b]\nbuffered=0\n")), 0);
-  EXPECT_EQ(count(MustParse("[a]\nioengine=null\n")), 0);
+TEST(JobParserTest, BufferedIsFiosDefault) {
+  // Buffered I/O goes through the page cache model: no warning.
+  const ParsedJobs p = MustParse("[a]\nrw=read\n[b]\nbuffered=0\n[c]\ndirect=1\ninvalidate=0\nfsync_on_close=1\n");
+  EXPECT_TRUE(p.warnings.empty());
+  EXPECT_FALSE(p.jobs[0].direct);
+  EXPECT_TRUE(p.jobs[0].invalidate);
+  EXPECT_TRUE(p.jobs[1].direct);
+  EXPECT_FALSE(p.jobs[2].invalidate);
+  EXPECT_TRUE(p.jobs[2].fsync_on_close);
 }
 
 TEST(JobParserTest, VariablesAndKeywords) {

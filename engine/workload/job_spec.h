@@ -213,6 +213,8 @@ struct JobSpec {
   uint32_t fsync_blocks = 0;
   uint32_t fdatasync_blocks = 0;
   bool end_fsync = false;
+  bool fsync_on_close = false;  // fsync the file when the job closes it (not in the sync statistics)
+  bool invalidate = true;       // drop the file's clean cached pages when the job opens it
   uint32_t trim_percentage = 0;
   std::string verify;  // "" or "0": off
 

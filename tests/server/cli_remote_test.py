@@ -122,7 +122,7 @@ def main():
           "--output files equal")
 
     # --host=auto: the client builds the host from the job and sends it inline.
-    auto_args = ["fio", "--host=auto", "--name=n", "--filename=/dev/nvme0n1", "--ioengine=io_uring",
+    auto_args = ["fio", "--host=auto", "--name=n", "--filename=/dev/nvme0n1", "--ioengine=io_uring", "--direct=1",
                  "--rw=randread", "--iodepth=8", "--runtime=20ms", "--time_based=1", "--output-format=json"]
     local = run(auto_args)
     rem = remote(addr, auto_args)
@@ -178,7 +178,7 @@ def main():
     check(remote(addr, ["hosts", "delete", "h1"]).returncode == 0, "hosts delete")
     # --pace=realtime: one virtual second takes about one wall second; the
     # result is the unpaced one.
-    paced_args = ["--name=p", "--ioengine=io_uring", "--rw=randread", "--iodepth=4", "--runtime=1500ms",
+    paced_args = ["--name=p", "--ioengine=io_uring", "--direct=1", "--rw=randread", "--iodepth=4", "--runtime=1500ms",
                   "--time_based", "--output-format=json"]
     t0 = time.time()
     rp = remote(addr, ["fio", "--pace=realtime"] + paced_args)
@@ -262,13 +262,13 @@ def main():
     # Log files: a relative name is written as by the local run; a path the
     # command line did not give (here from a job file) is refused, nothing
     # written.
-    r = remote(addr, ["fio", "--name=l", "--ioengine=io_uring", "--rw=randread", "--runtime=200ms", "--time_based",
+    r = remote(addr, ["fio", "--name=l", "--ioengine=io_uring", "--direct=1", "--rw=randread", "--runtime=200ms", "--time_based",
                       "--write_bw_log=lg", "--output-format=json"])
     check(r.returncode == 0 and os.path.exists(os.path.join(TMP, "lg_bw.1.log")),
           "remote log file written by its relative name (%s)" % r.stderr.strip()[:200])
     # A 1 s latency log (about 67 MB: beyond one gRPC message) comes in
     # chunks and matches the in-process run byte for byte, output included.
-    big = ["fio", "--name=t", "--rw=randread", "--runtime=1", "--time_based", "--write_lat_log=big"]
+    big = ["fio", "--name=t", "--rw=randread", "--direct=1", "--runtime=1", "--time_based", "--write_lat_log=big"]
     for where in ("local", "remote"):
         os.makedirs(os.path.join(TMP, where))
     r_local = run(big, cwd=os.path.join(TMP, "local"))
@@ -285,7 +285,7 @@ def main():
         b_path = os.path.join(TMP, "remote", n)
         check(os.path.exists(b_path) and open(b_path, "rb").read() == a, "remote %s is byte for byte local's" % n)
     # Call stacks: --folded and --flame remotely give the in-process files.
-    st = ["fio", "--name=t", "--rw=randread", "--ioengine=io_uring", "--runtime=50ms", "--time_based",
+    st = ["fio", "--name=t", "--rw=randread", "--ioengine=io_uring", "--direct=1", "--runtime=50ms", "--time_based",
           "--folded=s.folded", "--flame=s.svg", "--output-format=json"]
     r_local = run(st, cwd=os.path.join(TMP, "local"))
     r_remote = remote(addr, st, cwd=os.path.join(TMP, "remote"))
@@ -305,11 +305,11 @@ def main():
     abs_dir = os.path.join(TMP, "elsewhere")
     os.makedirs(abs_dir)
     open(os.path.join(TMP, "abslog.fio"), "w").write(
-        "[j]\nioengine=io_uring\nrw=randread\nruntime=200ms\ntime_based=1\nwrite_bw_log=%s/x\n" % abs_dir)
+        "[j]\nioengine=io_uring\ndirect=1\nrw=randread\nruntime=200ms\ntime_based=1\nwrite_bw_log=%s/x\n" % abs_dir)
     r = remote(addr, ["fio", "abslog.fio", "--output-format=json"])
     check(r.returncode == 7 and "outside the current directory" in r.stderr and not os.listdir(abs_dir),
           "a log path the command line did not give is refused (%d: %s)" % (r.returncode, r.stderr.strip()[:200]))
-    r = remote(addr, ["fio", "--name=l", "--ioengine=io_uring", "--rw=randread", "--runtime=200ms", "--time_based",
+    r = remote(addr, ["fio", "--name=l", "--ioengine=io_uring", "--direct=1", "--rw=randread", "--runtime=200ms", "--time_based",
                       "--write_bw_log=%s/y" % abs_dir, "--output-format=json"])
     check(r.returncode == 0 and os.path.exists(os.path.join(abs_dir, "y_bw.1.log")),
           "a log prefix given on the command line is honoured (%s)" % r.stderr.strip()[:200])

@@ -40,7 +40,7 @@ RW = ["randread", "randwrite", "read", "randrw"]
 def job_args(i):
     """The i-th job: 10..150 ms of virtual time, a mix of patterns and depths."""
     rng = random.Random(i)
-    return ["--name=j%d" % i, "--ioengine=io_uring", "--rw=" + RW[i % len(RW)], "--bs=4k",
+    return ["--name=j%d" % i, "--ioengine=io_uring", "--direct=1", "--rw=" + RW[i % len(RW)], "--bs=4k",
             "--iodepth=%d" % rng.choice([1, 8, 32]), "--numjobs=%d" % rng.choice([1, 2]),
             "--runtime=%dms" % rng.randint(10, 150), "--time_based", "--output-format=json"]
 

@@ -55,6 +55,7 @@ filename=/dev/nullb0
 """
 QUICK = """[q]
 ioengine=io_uring
+direct=1
 rw=randrw
 bs=4k
 iodepth=8

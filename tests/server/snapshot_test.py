@@ -32,6 +32,7 @@ from blklabd_harness import Harness  # noqa: E402
 JOB = """[global]
 ioengine=io_uring
 direct=1
+direct=1
 rw=randrw
 bs=4k
 iodepth=32

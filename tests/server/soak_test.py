@@ -40,6 +40,7 @@ from blklabd_harness import Harness  # noqa: E402
 JOB = """[global]
 ioengine=io_uring
 direct=1
+direct=1
 rw=randread
 bs=4k
 iodepth=8

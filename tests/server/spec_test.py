@@ -51,11 +51,12 @@ def main():
                           filename="/dev/nullb0", time_based=True)
         j.runtime.FromMilliseconds(200)
         j.options["norandommap"] = ""
+        j.options["direct"] = "1"
         a = c.create_job_from_spec(spec)
         b = c.create_job_from_files({}, ["--output-format=json", "--size=1g", "--name=r", "--rw=randread",
                                          "--bs=4k", "--ioengine=io_uring", "--iodepth=16",
                                          "--filename=/dev/nullb0", "--runtime=200000us", "--time_based=1",
-                                         "--norandommap"])
+                                         "--direct=1", "--norandommap"])
         ja, jb = wait_done(c, a.name), wait_done(c, b.name)
         H.check(ja.state == job_pb2.Job.SUCCEEDED, "the structured job succeeds (%s)" % ja.error.message)
         H.check(jb.state == job_pb2.Job.SUCCEEDED, "the same job as options succeeds")

@@ -27,6 +27,27 @@ class LibaioEngine final : public IoEngineModel {
 
   sim::Task Commit(std::vector<IoU*>& batch) override {
     const auto& c = ctx_.kernel.costs();
+    if (ctx_.mapping != nullptr) {
+      // Buffered: aio_read / aio_write run ->read_iter / ->write_iter
+      // synchronously inside io_submit (no IOCB_NOWAIT), so each iocb is
+      // complete when the call returns.
+      sim::StackFrame frame(ctx_.cpu(), fn_io_submit_);
+      ctx_.cpu().Charge(fn_io_submit_, c.syscall_entry_exit);
+      for (IoU* u : batch) {
+        ctx_.cpu().Charge(fn_io_submit_one_, c.libaio_submit_iocb);
+        u->state = IoU::State::kInFlight;
+        if (u->bio.op == model::ReqOp::kDiscard) {
+          co_await u->queue->SubmitBio(ctx_.cpu(), &u->bio, nullptr);
+          continue;
+        }
+        co_await BufferedIo(ctx_, u);
+        Complete(ctx_.cpu(), u, model::BlkStatus::kOk);
+      }
+      const sim::SimTime now = ctx_.cpu().now();
+      for (IoU* u : batch) u->issue_time = now;
+      co_await ctx_.cpu().PreemptPoint();
+      co_return;
+    }
     co_await SubmitBatch(
         ctx_, batch, fn_io_submit_,
         [this, &c](IoU* u) {

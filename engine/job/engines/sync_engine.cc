@@ -29,6 +29,14 @@ class SyncEngine final : public IoEngineModel {
       u->issue_time = cpu.now();
       cpu.Charge(fn_pread_, c.syscall_entry_exit);
       cpu.Charge(fn_blkdev_read_iter_, c.psync_per_io);
+      if (ctx_.mapping != nullptr && u->bio.op != model::ReqOp::kDiscard) {
+        // Buffered: the page cache copies the data; no bio of its own.
+        u->state = IoU::State::kInFlight;
+        co_await BufferedIo(ctx_, u);
+        ctx_.Post(u);
+        co_await ctx_.cpu().PreemptPoint();
+        continue;
+      }
       cpu.Charge(fn_pin_, PinCost(c, u->bio.bytes));
       // __blkdev_direct_IO_simple uses an on-stack bio up to
       // DIO_INLINE_BIO_VECS (4) pages; larger IOs allocate one.

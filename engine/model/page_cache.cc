@@ -1,0 +1,549 @@
+#include "engine/model/page_cache.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "engine/util/check.h"
+
+namespace blklab::model {
+namespace {
+
+constexpr uint64_t kNoMark = ~uint64_t{0};
+// BIO_MAX_VECS: at most 256 pages per bio (1 MiB).
+constexpr uint32_t kMaxBioPages = 256;
+// MAX_WRITEBACK_PAGES: one writeback chunk of a mapping.
+constexpr uint64_t kWritebackChunkPages = 1024;
+
+uint64_t RoundUpPow2(uint64_t v) {
+  uint64_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+// get_init_ra_size: the first window of a sequential stream.
+uint64_t InitRaSize(uint64_t size, uint64_t max) {
+  uint64_t n = RoundUpPow2(size);
+  if (n <= max / 32) return n * 4;
+  if (n <= max / 4) return n * 2;
+  return max;
+}
+
+// get_next_ra_size: the window after `cur`.
+uint64_t NextRaSize(uint64_t cur, uint64_t max) {
+  if (cur < max / 16) return 4 * cur;
+  if (cur <= max / 2) return 2 * cur;
+  return max;
+}
+
+}  // namespace
+
+PageCache::PageCache(Kernel& kernel, const host::VmSpec& vm) : kernel_(kernel), vm_(vm) {
+  capacity_ = uint64_t(vm.memory_mib) << (20 - kPageShift);
+  dirty_thresh_ = std::max<uint64_t>(1, capacity_ * static_cast<uint64_t>(vm.dirty_ratio) / 100);
+  bg_thresh_ = capacity_ * static_cast<uint64_t>(vm.dirty_background_ratio) / 100;
+  // domain_dirty_limits: a background limit at or above the limit is halved.
+  if (bg_thresh_ >= dirty_thresh_) bg_thresh_ = dirty_thresh_ / 2;
+  fn_filemap_read_ = kernel.Intern("filemap_read");
+  fn_sync_ra_ = kernel.Intern("page_cache_sync_ra");
+  fn_async_ra_ = kernel.Intern("page_cache_async_ra");
+  fn_read_pages_ = kernel.Intern("read_pages");
+  fn_copy_to_ = kernel.Intern("copy_page_to_iter");
+  fn_copy_from_ = kernel.Intern("copy_page_from_iter_atomic");
+  fn_write_ = kernel.Intern("generic_perform_write");
+  fn_write_begin_ = kernel.Intern("ext4_da_write_begin");
+  fn_mark_dirty_ = kernel.Intern("__folio_mark_dirty");
+  fn_balance_ = kernel.Intern("balance_dirty_pages");
+  fn_writepages_ = kernel.Intern("write_cache_pages");
+  fn_end_read_ = kernel.Intern("mpage_end_io");
+  fn_end_wb_ = kernel.Intern("folio_end_writeback");
+  fn_reclaim_ = kernel.Intern("shrink_folio_list");
+  fn_invalidate_ = kernel.Intern("invalidate_mapping_pages");
+  fn_fsync_ = kernel.Intern("file_write_and_wait_range");
+  fn_wb_workfn_ = kernel.Intern("wb_workfn");
+  fn_add_folio_ = kernel.Intern("filemap_add_folio");
+  periodic_.Init(&kernel.machine(), 0, &flush_timer_, 0);
+}
+
+PageCache::~PageCache() = default;
+
+AddressSpace* PageCache::AddMapping(std::string name, RequestQueue* queue, uint64_t base_bytes, uint64_t size_bytes,
+                                    uint32_t read_ahead_kb) {
+  auto m = std::make_unique<AddressSpace>();
+  m->id = static_cast<uint32_t>(mappings_.size());
+  m->name = std::move(name);
+  m->queue = queue;
+  m->base_bytes = base_bytes;
+  m->size_bytes = size_bytes;
+  m->ra_pages = read_ahead_kb / 4;
+  mappings_.push_back(std::move(m));
+  return mappings_.back().get();
+}
+
+void PageCache::Start(int cpu) {
+  sim::Machine& machine = kernel_.machine();
+  flusher_ = std::make_unique<sim::Thread>(machine, "kworker/u:flush", cpu);
+  std::vector<int> all(static_cast<size_t>(machine.num_cpus()));
+  for (int i = 0; i < machine.num_cpus(); ++i) all[static_cast<size_t>(i)] = i;
+  flusher_->set_cpus_allowed(std::move(all));  // an unbound workqueue's worker
+  flusher_->Start(FlusherBody(), 0);
+}
+
+uint32_t PageCache::Find(const AddressSpace& m, uint64_t index) const {
+  auto it = index_.find(Key(m.id, index));
+  return it == index_.end() ? kNone : it->second;
+}
+
+void PageCache::LruRemove(uint32_t p) {
+  Page& pg = pages_[p];
+  if (pg.lru_prev != kNone) pages_[pg.lru_prev].lru_next = pg.lru_next;
+  else lru_head_ = pg.lru_next;
+  if (pg.lru_next != kNone) pages_[pg.lru_next].lru_prev = pg.lru_prev;
+  else lru_tail_ = pg.lru_prev;
+  pg.lru_prev = pg.lru_next = kNone;
+}
+
+void PageCache::LruPushFront(uint32_t p) {
+  Page& pg = pages_[p];
+  pg.lru_prev = kNone;
+  pg.lru_next = lru_head_;
+  if (lru_head_ != kNone) pages_[lru_head_].lru_prev = p;
+  lru_head_ = p;
+  if (lru_tail_ == kNone) lru_tail_ = p;
+}
+
+void PageCache::FreePage(uint32_t p) {
+  index_.erase(Key(pages_[p].mapping, pages_[p].index));
+  LruRemove(p);
+  pages_[p].flags = 0;
+  free_pages_.push_back(p);
+}
+
+uint32_t PageCache::AllocPage(sim::Cpu& cpu, AddressSpace& m, uint64_t index) {
+  const host::CostTable& c = kernel_.costs();
+  uint32_t p = kNone;
+  if (index_.size() >= capacity_) {
+    // Direct reclaim: the oldest clean, idle page; busy ones rotate to the
+    // front (each at most once per scan).
+    const size_t limit = index_.size();
+    uint32_t q = lru_tail_;
+    for (size_t scanned = 0; q != kNone && scanned < limit; ++scanned) {
+      const uint32_t prev = pages_[q].lru_prev;
+      if ((pages_[q].flags & (kDirty | kWriteback | kLocked)) == 0) {
+        p = q;
+        break;
+      }
+      LruRemove(q);
+      LruPushFront(q);
+      q = prev;
+    }
+    if (p == kNone) return kNone;
+    cpu.Charge(fn_reclaim_, c.page_reclaim);
+    ++stats_.pages_reclaimed;
+    FreePage(p);
+  }
+  if (!free_pages_.empty()) {
+    p = free_pages_.back();
+    free_pages_.pop_back();
+  } else {
+    p = static_cast<uint32_t>(pages_.size());
+    pages_.emplace_back();
+  }
+  Page& pg = pages_[p];
+  pg = Page{};
+  pg.index = index;
+  pg.mapping = m.id;
+  index_.emplace(Key(m.id, index), p);
+  LruPushFront(p);
+  cpu.Charge(fn_add_folio_, c.page_cache_add + kernel_.WriteLine(cpu, m.i_pages));
+  stats_.peak_pages = std::max<uint64_t>(stats_.peak_pages, index_.size());
+  return p;
+}
+
+uint32_t PageCache::GetSlot() {
+  uint32_t s;
+  if (!free_slots_.empty()) {
+    s = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    s = static_cast<uint32_t>(slots_.size());
+    slots_.push_back(std::make_unique<IoSlot>());
+  }
+  IoSlot& slot = *slots_[s];
+  slot.bio = Bio{};
+  slot.bio.owner = this;
+  slot.bio.cookie = s;
+  slot.npages = 0;
+  return s;
+}
+
+sim::Task PageCache::WaitForMemory(sim::Cpu& cpu) {
+  WakeFlusher(&cpu);
+  co_await memory_waiters_.Wait(cpu);
+  co_await cpu.Sync();
+}
+
+sim::Task PageCache::ReadPages(sim::Cpu& cpu, AddressSpace& m, uint64_t start, uint64_t n, uint64_t mark) {
+  const host::CostTable& c = kernel_.costs();
+  const uint64_t eof = (m.size_bytes + kPageBytes - 1) >> kPageShift;
+  const uint64_t end = std::min(start + n, eof);
+  if (start >= end) co_return;
+  sim::StackFrame frame(cpu, fn_read_pages_);
+  cpu.Charge(fn_read_pages_, c.readahead_submit);
+  Plug plug;
+  uint32_t cur = kNone;
+  for (uint64_t i = start; i < end;) {
+    if (Find(m, i) != kNone) {  // already cached: the batch so far goes
+      if (cur != kNone) {
+        co_await SubmitSlot(cpu, cur, &plug);
+        cur = kNone;
+      }
+      ++i;
+      continue;
+    }
+    const uint32_t p = AllocPage(cpu, m, i);
+    if (p == kNone) {
+      if (cur != kNone) {
+        co_await SubmitSlot(cpu, cur, &plug);
+        cur = kNone;
+      }
+      co_await RequestQueue::FlushPlug(cpu, &plug, false);
+      co_await WaitForMemory(cpu);
+      continue;
+    }
+    if (cur == kNone || slots_[cur]->npages == kMaxBioPages) {
+      if (cur != kNone) co_await SubmitSlot(cpu, cur, &plug);
+      cur = GetSlot();
+      IoSlot& s = *slots_[cur];
+      s.m = &m;
+      s.first = i;
+      s.write = false;
+    }
+    pages_[p].flags = static_cast<uint8_t>(kLocked | (i == mark ? kReadahead : 0));
+    pages_[p].io = cur;
+    ++slots_[cur]->npages;
+    ++stats_.read_misses;
+    ++i;
+  }
+  if (cur != kNone) co_await SubmitSlot(cpu, cur, &plug);
+  co_await RequestQueue::FlushPlug(cpu, &plug, false);
+}
+
+sim::Task PageCache::SubmitSlot(sim::Cpu& cpu, uint32_t s, Plug* plug) {
+  IoSlot& slot = *slots_[s];
+  slot.bio.sector = (slot.m->base_bytes + (slot.first << kPageShift)) >> kSectorShift;
+  slot.bio.bytes = slot.npages << kPageShift;
+  slot.bio.op = slot.write ? ReqOp::kWrite : ReqOp::kRead;
+  if (slot.write) {
+    ++stats_.writeback_bios;
+  } else {
+    ++stats_.read_bios;
+  }
+  co_await slot.m->queue->SubmitBio(cpu, &slot.bio, plug);
+}
+
+sim::Task PageCache::SyncReadahead(sim::Cpu& cpu, FileRaState& ra, AddressSpace& m, uint64_t index, uint64_t req) {
+  sim::StackFrame frame(cpu, fn_sync_ra_);
+  ++stats_.readahead_sync;
+  // bdi->io_pages lets one request's own pages go in one window.
+  const uint64_t max = std::max<uint64_t>(m.ra_pages, std::min<uint64_t>(req, kMaxBioPages));
+  if (m.ra_pages == 0) {
+    co_await ReadPages(cpu, m, index, req, kNoMark);  // readahead off: the request only
+    co_return;
+  }
+  const bool sequential = (index == 0 && ra.prev_index == ~uint64_t{0}) || index == ra.prev_index + 1 ||
+                          index == ra.prev_index || (ra.size > 0 && index == ra.start + ra.size);
+  if (sequential) {
+    ra.start = index;
+    ra.size = ra.size > 0 && index == ra.start + ra.size ? NextRaSize(ra.size, max) : InitRaSize(req, max);
+    ra.size = std::max(ra.size, std::min(req, max));
+    ra.async_size = ra.size > req ? ra.size - req : ra.size;
+  } else {
+    // A standalone random read: its own pages only.
+    ra.start = index;
+    ra.size = req;
+    ra.async_size = 0;
+  }
+  const uint64_t mark = ra.async_size > 0 ? ra.start + ra.size - ra.async_size : kNoMark;
+  co_await ReadPages(cpu, m, ra.start, ra.size, mark);
+}
+
+sim::Task PageCache::AsyncReadahead(sim::Cpu& cpu, FileRaState& ra, AddressSpace& m, uint64_t index, uint64_t req) {
+  sim::StackFrame frame(cpu, fn_async_ra_);
+  ++stats_.readahead_async;
+  const uint64_t max = std::max<uint64_t>(m.ra_pages, std::min<uint64_t>(req, kMaxBioPages));
+  if (ra.size > 0 && index == ra.start + ra.size - ra.async_size) {
+    ra.start += ra.size;
+    ra.size = NextRaSize(ra.size, max);
+  } else {
+    // Another reader's marker, or state lost: start after the cached run.
+    uint64_t next = index + 1;
+    while (next < index + max && Find(m, next) != kNone) ++next;
+    if (next >= index + max) co_return;
+    ra.start = next;
+    ra.size = NextRaSize(std::max<uint64_t>(next - index + req, 1), max);
+  }
+  ra.async_size = ra.size;
+  co_await ReadPages(cpu, m, ra.start, ra.size, ra.start);
+}
+
+sim::Task PageCache::Read(sim::Cpu& cpu, FileRaState& ra, AddressSpace& m, uint64_t pos, uint32_t bytes) {
+  const host::CostTable& c = kernel_.costs();
+  BLKLAB_DCHECK(bytes > 0 && pos + bytes <= m.size_bytes);
+  sim::StackFrame frame(cpu, fn_filemap_read_);
+  cpu.Charge(fn_filemap_read_, c.filemap_read_call);
+  const uint64_t first = pos >> kPageShift;
+  const uint64_t last = (pos + bytes - 1) >> kPageShift;
+  for (uint64_t idx = first; idx <= last;) {
+    cpu.Charge(fn_filemap_read_, c.page_cache_lookup);
+    const uint32_t p = Find(m, idx);
+    if (p == kNone) {
+      co_await SyncReadahead(cpu, ra, m, idx, last - idx + 1);
+      co_await cpu.Sync();
+      continue;
+    }
+    if (pages_[p].flags & kReadahead) {
+      pages_[p].flags &= static_cast<uint8_t>(~kReadahead);
+      co_await AsyncReadahead(cpu, ra, m, idx, last - idx + 1);
+      co_await cpu.Sync();
+      continue;
+    }
+    if ((pages_[p].flags & kUptodate) == 0) {
+      // folio_wait_locked: the page's read is in flight.
+      co_await slots_[pages_[p].io]->waiters.Wait(cpu);
+      co_await cpu.Sync();
+      continue;
+    }
+    ++stats_.read_accesses;
+    LruRemove(p);  // folio_mark_accessed
+    LruPushFront(p);
+    const uint64_t lo = std::max(pos, idx << kPageShift);
+    const uint64_t hi = std::min(pos + bytes, (idx + 1) << kPageShift);
+    cpu.Charge(fn_copy_to_, c.copy_user_per_kib * static_cast<int64_t>(hi - lo) / 1024);
+    ++idx;
+  }
+  ra.prev_index = last;
+}
+
+void PageCache::MarkDirty(sim::Cpu& cpu, AddressSpace& m, uint32_t p) {
+  Page& pg = pages_[p];
+  if (pg.flags & kDirty) return;
+  pg.flags |= kDirty;
+  if (m.dirty.empty()) m.dirtied_when = cpu.now();
+  m.dirty.insert(pg.index);
+  ++nr_dirty_;
+  ++stats_.pages_dirtied;
+  cpu.Charge(fn_mark_dirty_, kernel_.costs().folio_mark_dirty + kernel_.WriteLine(cpu, m.i_pages));
+}
+
+sim::Task PageCache::Write(sim::Cpu& cpu, AddressSpace& m, uint64_t pos, uint32_t bytes) {
+  const host::CostTable& c = kernel_.costs();
+  BLKLAB_DCHECK(bytes > 0 && pos + bytes <= m.size_bytes);
+  sim::StackFrame frame(cpu, fn_write_);
+  cpu.Charge(fn_write_, c.buffered_write_call);
+  const uint64_t first = pos >> kPageShift;
+  const uint64_t last = (pos + bytes - 1) >> kPageShift;
+  for (uint64_t idx = first; idx <= last;) {
+    cpu.Charge(fn_write_begin_, c.page_cache_lookup);
+    const uint64_t lo = std::max(pos, idx << kPageShift);
+    const uint64_t hi = std::min(pos + bytes, (idx + 1) << kPageShift);
+    uint32_t p = Find(m, idx);
+    if (p == kNone) {
+      if (hi - lo < kPageBytes) {
+        // A partial write of a page not in the cache reads it first.
+        co_await ReadPages(cpu, m, idx, 1, kNoMark);
+        co_await cpu.Sync();
+        continue;
+      }
+      p = AllocPage(cpu, m, idx);
+      if (p == kNone) {
+        co_await WaitForMemory(cpu);
+        continue;
+      }
+      pages_[p].flags = kUptodate;
+    }
+    if ((pages_[p].flags & kUptodate) == 0) {
+      co_await slots_[pages_[p].io]->waiters.Wait(cpu);
+      co_await cpu.Sync();
+      continue;
+    }
+    cpu.Charge(fn_write_begin_, c.write_begin_end);
+    cpu.Charge(fn_copy_from_, c.copy_user_per_kib * static_cast<int64_t>(hi - lo) / 1024);
+    MarkDirty(cpu, m, p);
+    LruRemove(p);
+    LruPushFront(p);
+    ++idx;
+  }
+  co_await BalanceDirtyPages(cpu);
+}
+
+sim::Task PageCache::BalanceDirtyPages(sim::Cpu& cpu) {
+  if (nr_dirty_ > bg_thresh_) WakeFlusher(&cpu);
+  if (nr_dirty_ + nr_writeback_ <= dirty_thresh_) co_return;
+  sim::StackFrame frame(cpu, fn_balance_);
+  const sim::SimTime start = cpu.now();
+  ++stats_.dirty_throttle_waits;
+  while (nr_dirty_ + nr_writeback_ > dirty_thresh_) {
+    WakeFlusher(&cpu);
+    co_await dirty_waiters_.Wait(cpu);
+    co_await cpu.Sync();
+  }
+  stats_.dirty_throttle_ns += cpu.now() - start;
+}
+
+sim::Task PageCache::WritePages(sim::Cpu& cpu, AddressSpace& m, uint64_t max_pages, bool all, uint64_t* written) {
+  const host::CostTable& c = kernel_.costs();
+  sim::StackFrame frame(cpu, fn_writepages_);
+  // The dirty pages to write, from the writeback index on, wrapping.
+  std::vector<uint64_t> todo;
+  const uint64_t from = all ? 0 : m.writeback_index;
+  for (auto it = m.dirty.lower_bound(from); it != m.dirty.end() && todo.size() < max_pages; ++it) todo.push_back(*it);
+  for (auto it = m.dirty.begin(); it != m.dirty.end() && *it < from && todo.size() < max_pages; ++it) {
+    todo.push_back(*it);
+  }
+  Plug plug;
+  uint32_t cur = kNone;
+  uint64_t n = 0;
+  for (uint64_t idx : todo) {
+    const uint32_t p = Find(m, idx);
+    if (p == kNone || (pages_[p].flags & kDirty) == 0 || (pages_[p].flags & kWriteback) != 0) continue;
+    pages_[p].flags = static_cast<uint8_t>((pages_[p].flags & ~kDirty) | kWriteback);
+    m.dirty.erase(idx);
+    --nr_dirty_;
+    ++m.nr_writeback;
+    ++nr_writeback_;
+    ++n;
+    cpu.Charge(fn_writepages_, c.writeback_per_page);
+    m.writeback_index = idx + 1;
+    IoSlot* s = cur == kNone ? nullptr : slots_[cur].get();
+    if (s == nullptr || s->npages == kMaxBioPages || s->first + s->npages != idx) {
+      if (cur != kNone) co_await SubmitSlot(cpu, cur, &plug);
+      cur = GetSlot();
+      IoSlot& slot = *slots_[cur];
+      slot.m = &m;
+      slot.first = idx;
+      slot.write = true;
+    }
+    ++slots_[cur]->npages;
+  }
+  if (cur != kNone) co_await SubmitSlot(cpu, cur, &plug);
+  co_await RequestQueue::FlushPlug(cpu, &plug, false);
+  if (written != nullptr) *written = n;
+}
+
+sim::Task PageCache::Fsync(sim::Cpu& cpu, AddressSpace& m) {
+  sim::StackFrame frame(cpu, fn_fsync_);
+  cpu.Charge(fn_fsync_, kernel_.costs().fsync_call);
+  for (;;) {
+    if (!m.dirty.empty()) co_await WritePages(cpu, m, ~uint64_t{0}, true, nullptr);
+    co_await cpu.Sync();
+    if (m.nr_writeback == 0 && m.dirty.empty()) break;
+    if (m.nr_writeback > 0) {
+      co_await m.writeback_waiters.Wait(cpu);  // filemap_fdatawait
+      co_await cpu.Sync();
+    }
+  }
+}
+
+void PageCache::Invalidate(sim::Cpu& cpu, AddressSpace& m) {
+  const int64_t per_page = kernel_.costs().invalidate_per_page;
+  uint32_t q = lru_head_;
+  while (q != kNone) {
+    const uint32_t next = pages_[q].lru_next;
+    if (pages_[q].mapping == m.id && (pages_[q].flags & (kDirty | kWriteback | kLocked)) == 0) {
+      FreePage(q);
+      ++stats_.pages_invalidated;
+      cpu.Charge(fn_invalidate_, per_page);
+    }
+    q = next;
+  }
+}
+
+void PageCache::BioEndio(sim::Cpu& cpu, Bio* bio, BlkStatus status) {
+  const host::CostTable& c = kernel_.costs();
+  const uint32_t s = static_cast<uint32_t>(bio->cookie);
+  IoSlot& slot = *slots_[s];
+  AddressSpace& m = *slot.m;
+  if (status != BlkStatus::kOk) {
+    kernel_.Fail(absl::InternalError(absl::StrCat("page cache: a ", slot.write ? "writeback" : "read", " of ", m.name,
+                                                  " failed; I/O errors of buffered I/O are not modelled")));
+  }
+  int woken = 0;
+  if (!slot.write) {
+    for (uint64_t i = slot.first; i < slot.first + slot.npages; ++i) {
+      const uint32_t p = Find(m, i);
+      if (p == kNone) continue;
+      pages_[p].flags = static_cast<uint8_t>((pages_[p].flags & ~kLocked) | kUptodate);
+      pages_[p].io = kNone;
+    }
+    cpu.Charge(fn_end_read_, c.read_end_per_page * slot.npages);
+    woken += slot.waiters.WakeAll(cpu.now());
+  } else {
+    for (uint64_t i = slot.first; i < slot.first + slot.npages; ++i) {
+      const uint32_t p = Find(m, i);
+      if (p != kNone) pages_[p].flags &= static_cast<uint8_t>(~kWriteback);
+    }
+    m.nr_writeback -= slot.npages;
+    nr_writeback_ -= slot.npages;
+    stats_.pages_written_back += slot.npages;
+    cpu.Charge(fn_end_wb_, c.writeback_end_per_page * slot.npages);
+    if (m.nr_writeback == 0) woken += m.writeback_waiters.WakeAll(cpu.now());
+    if (nr_dirty_ + nr_writeback_ <= dirty_thresh_) woken += dirty_waiters_.WakeAll(cpu.now());
+    if (nr_dirty_ > bg_thresh_) WakeFlusher(&cpu);
+  }
+  woken += memory_waiters_.WakeAll(cpu.now());
+  cpu.Charge(kernel_.fn.try_to_wake_up, c.try_to_wake_up * woken);
+  free_slots_.push_back(s);
+}
+
+void PageCache::WakeFlusher(sim::Cpu* caller) {
+  flusher_kicked_ = true;
+  if (flusher_ == nullptr || !flusher_->sleeping()) return;
+  if (caller != nullptr) caller->Charge(kernel_.fn.try_to_wake_up, kernel_.costs().try_to_wake_up);
+  flusher_->Wake(caller != nullptr ? caller->now() : kernel_.machine().sim().Now());
+}
+
+sim::Task PageCache::FlushTimer::Handle(sim::Cpu& cpu, uint64_t) {
+  cpu.Charge(pc_->kernel_.fn.hrtimer_interrupt, pc_->kernel_.costs().hrtimer_fire);
+  pc_->WakeFlusher(&cpu);
+  co_return;
+}
+
+AddressSpace* PageCache::NextWritebackMapping(bool expired_only, sim::SimTime now) {
+  const int64_t expire_ns = int64_t{vm_.dirty_expire_centisecs} * 10 * sim::kNsPerMs;
+  for (size_t k = 0; k < mappings_.size(); ++k) {
+    AddressSpace& m = *mappings_[(next_mapping_ + k) % mappings_.size()];
+    if (m.dirty.empty()) continue;
+    if (expired_only && m.dirtied_when + expire_ns > now) continue;
+    next_mapping_ = (next_mapping_ + k + 1) % mappings_.size();
+    return &m;
+  }
+  return nullptr;
+}
+
+sim::Task PageCache::FlusherBody() {
+  const int64_t period_ns = int64_t{vm_.dirty_writeback_centisecs} * 10 * sim::kNsPerMs;
+  for (;;) {
+    sim::Cpu& cpu = flusher_->on_cpu();
+    co_await cpu.Sync();
+    flusher_kicked_ = false;
+    // wb_workfn: background writeback above the background limit, else the
+    // periodic (kupdate) writeback of expired inodes.
+    AddressSpace* m = NextWritebackMapping(/*expired_only=*/nr_dirty_ <= bg_thresh_, cpu.now());
+    if (m != nullptr) {
+      sim::StackFrame frame(cpu, fn_wb_workfn_);
+      uint64_t written = 0;
+      co_await WritePages(cpu, *m, kWritebackChunkPages, false, &written);
+      co_await cpu.PreemptPoint();  // cond_resched between chunks
+      if (written > 0) continue;
+    }
+    if (nr_dirty_ > 0 && period_ns > 0 && !periodic_.pending()) {
+      periodic_.set_cpu(cpu.id());
+      periodic_.Start(cpu.now() + period_ns);
+    }
+    if (flusher_kicked_ && m == nullptr) continue;
+    co_await cpu.SleepMigratable();
+  }
+}
+
+}  // namespace blklab::model

@@ -1,0 +1,241 @@
+// engine/model/page_cache.h
+//
+// PageCache models the Linux page cache as buffered I/O (fio's direct=0)
+// meets it: one AddressSpace (struct address_space) per regular file or
+// block device read or written through the cache, pages of 4 KiB on one
+// LRU bounded by the host's vm.memory_mib, readahead, dirty pages written
+// back by a flusher thread, fsync.
+//
+//   Read    filemap_read: per page a lookup; a missing page starts
+//           page_cache_sync_ra (ondemand readahead: a sequential stream gets
+//           a window that grows x4 / x2 up to read_ahead_kb, a random read
+//           only its own pages); a page carrying PG_readahead starts the next
+//           window asynchronously; the reader sleeps (folio_wait_locked) on a
+//           page whose read is in flight; then copy_page_to_iter.
+//   Write   generic_perform_write: per page write_begin (a new page; a
+//           partial write of a page not in the cache reads it first),
+//           copy_page_from_iter, write_end marks it dirty; then
+//           balance_dirty_pages: above dirty_background_ratio the flusher is
+//           woken, above dirty_ratio the writer sleeps until writeback brings
+//           the dirty and writeback pages back under the limit.
+//   Fsync   file_write_and_wait_range: the caller writes back the mapping's
+//           dirty pages (WB_SYNC_ALL) and waits for all its writeback.
+//   flusher one unbound kworker (wb_workfn): background writeback above
+//           dirty_background_ratio, and every dirty_writeback_centisecs the
+//           mappings dirty for longer than dirty_expire_centisecs; each pass
+//           writes up to 1,024 pages (MAX_WRITEBACK_PAGES) of one mapping
+//           from its cyclic writeback index, in bios of contiguous pages.
+//
+// Reads and writebacks go down the block layer as bios (RequestQueue::
+// SubmitBio, under a plug); their completions (in softirq or hardirq
+// context) end the pages and wake the waiters. Reclaim is direct and
+// simple: a new page past the limit takes the oldest clean, unlocked page
+// of the LRU (one list: no active/inactive split, no kswapd).
+//
+// Not modelled (said where it matters): balance_dirty_pages' proportional
+// pauses between the freerun ceiling and the limit (writers run free up to
+// dirty_ratio, then wait), wbt's throttling of background writeback, the
+// journal (fsync writes data pages only; the devices have no volatile cache
+// to flush), memory pressure from anything but the page cache.
+//
+// Statistics follow cachestat: a read's page accesses, the pages reads added
+// to the cache (misses); hits are accesses minus misses.
+//
+// Invariants: a page is on the LRU and in the index exactly while it is
+//  cached; a dirty page is in its mapping's dirty set; a locked page (read in
+//  flight) or a page under writeback is never reclaimed; pages <=
+//  capacity_pages.
+// Thread-safety: thread-compatible; part of one simulation.
+// Cost: O(1) per page touched (hash index, intrusive LRU), O(log n) per
+//  dirty page (the per-mapping ordered dirty set); no allocation per I/O
+//  once the page and bio pools have grown.
+#ifndef BLKLAB_ENGINE_MODEL_PAGE_CACHE_H_
+#define BLKLAB_ENGINE_MODEL_PAGE_CACHE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_map.h"
+#include "engine/host/host_spec.h"
+#include "engine/model/blk_mq.h"
+#include "engine/model/kernel.h"
+#include "engine/model/request.h"
+#include "engine/sim/cacheline.h"
+#include "engine/sim/cpu.h"
+#include "engine/sim/task.h"
+#include "engine/sim/timer.h"
+#include "engine/sim/waitqueue.h"
+
+namespace blklab::model {
+
+inline constexpr uint32_t kPageShift = 12;
+inline constexpr uint64_t kPageBytes = uint64_t{1} << kPageShift;
+
+// struct address_space of one file or block device.
+struct AddressSpace {
+  uint32_t id = 0;
+  std::string name;               // the file's path or /dev/NAME
+  RequestQueue* queue = nullptr;  // the device the pages live on
+  uint64_t base_bytes = 0;        // byte offset of the file's extent on the device
+  uint64_t size_bytes = 0;        // i_size
+  uint32_t ra_pages = 32;         // bdi->ra_pages (read_ahead_kb / 4)
+  absl::btree_set<uint64_t> dirty;  // indices of dirty pages
+  uint64_t nr_writeback = 0;        // pages under writeback
+  uint64_t writeback_index = 0;     // mapping->writeback_index (cyclic writeback)
+  sim::SimTime dirtied_when = 0;    // inode->dirtied_when: first page dirtied since clean
+  sim::WaitQueue writeback_waiters;  // fsync's filemap_fdatawait
+  sim::CacheLine i_pages;            // the xarray's lock and root
+};
+
+// struct file_ra_state: one open file's readahead (each fio clone opens
+// its own).
+struct FileRaState {
+  uint64_t start = 0;
+  uint64_t size = 0;
+  uint64_t async_size = 0;
+  uint64_t prev_index = ~uint64_t{0};  // the last page read (prev_pos)
+};
+
+struct PageCacheStats {
+  uint64_t read_accesses = 0;    // pages read through the cache
+  uint64_t read_misses = 0;      // pages reads added (readahead and read-before-write)
+  uint64_t readahead_sync = 0;   // page_cache_sync_ra windows
+  uint64_t readahead_async = 0;  // page_cache_async_ra windows
+  uint64_t read_bios = 0;
+  uint64_t pages_dirtied = 0;
+  uint64_t pages_written_back = 0;
+  uint64_t writeback_bios = 0;
+  uint64_t pages_reclaimed = 0;
+  uint64_t pages_invalidated = 0;
+  uint64_t dirty_throttle_waits = 0;  // balance_dirty_pages sleeps
+  int64_t dirty_throttle_ns = 0;      // time writers spent in them
+  uint64_t peak_pages = 0;
+  uint64_t hits() const { return read_accesses > read_misses ? read_accesses - read_misses : 0; }
+};
+
+class PageCache final : public BioOwner {
+ public:
+  PageCache(Kernel& kernel, const host::VmSpec& vm);
+  ~PageCache() override;
+  PageCache(const PageCache&) = delete;
+  PageCache& operator=(const PageCache&) = delete;
+
+  // A mapping for a file's extent (or a whole device: base 0, its size).
+  AddressSpace* AddMapping(std::string name, RequestQueue* queue, uint64_t base_bytes, uint64_t size_bytes,
+                           uint32_t read_ahead_kb);
+
+  // Starts the flusher thread (on `cpu` first; it may run on any CPU).
+  void Start(int cpu);
+
+  // The page-cache part of a buffered pread / pwrite of [pos, pos + bytes)
+  // on `cpu`'s running thread (task level); returns when the data is
+  // copied. REQUIRES: the range lies within the mapping.
+  sim::Task Read(sim::Cpu& cpu, FileRaState& ra, AddressSpace& m, uint64_t pos, uint32_t bytes);
+  sim::Task Write(sim::Cpu& cpu, AddressSpace& m, uint64_t pos, uint32_t bytes);
+  // fsync / fdatasync's data part: write back every dirty page of `m` and
+  // wait until none is under writeback.
+  sim::Task Fsync(sim::Cpu& cpu, AddressSpace& m);
+  // invalidate_mapping_pages (fadvise DONTNEED): drops the clean, idle
+  // pages of `m`.
+  void Invalidate(sim::Cpu& cpu, AddressSpace& m);
+
+  const PageCacheStats& stats() const { return stats_; }
+  uint64_t capacity_pages() const { return capacity_; }
+  uint64_t cached_pages() const { return index_.size(); }
+  uint64_t nr_dirty() const { return nr_dirty_; }
+  uint64_t nr_writeback() const { return nr_writeback_; }
+  uint64_t dirty_thresh_pages() const { return dirty_thresh_; }
+  uint64_t background_thresh_pages() const { return bg_thresh_; }
+
+  void BioEndio(sim::Cpu& cpu, Bio* bio, BlkStatus status) override;
+
+ private:
+  static constexpr uint32_t kNone = ~uint32_t{0};
+  enum PageFlag : uint8_t { kUptodate = 1, kDirty = 2, kWriteback = 4, kLocked = 8, kReadahead = 16 };
+  struct Page {
+    uint64_t index = 0;
+    uint32_t mapping = 0;
+    uint32_t lru_prev = kNone, lru_next = kNone;
+    uint32_t io = kNone;  // the read bio slot while kLocked
+    uint8_t flags = 0;
+  };
+  // A bio of contiguous pages of one mapping.
+  struct IoSlot {
+    Bio bio;
+    AddressSpace* m = nullptr;
+    uint64_t first = 0;
+    uint32_t npages = 0;
+    bool write = false;
+    sim::WaitQueue waiters;  // readers of its pages
+  };
+  class FlushTimer final : public sim::IrqHandler {
+   public:
+    explicit FlushTimer(PageCache* pc) : pc_(pc) {}
+    sim::Task Handle(sim::Cpu& cpu, uint64_t arg) override;
+
+   private:
+    PageCache* pc_;
+  };
+
+  static uint64_t Key(uint32_t mapping, uint64_t index) { return (uint64_t{mapping} << 44) | index; }
+  uint32_t Find(const AddressSpace& m, uint64_t index) const;
+  void LruRemove(uint32_t p);
+  void LruPushFront(uint32_t p);
+  // A page for (m, index), reclaiming the LRU's oldest clean page past the
+  // limit; kNone when every page is busy (dirty, locked or under writeback).
+  uint32_t AllocPage(sim::Cpu& cpu, AddressSpace& m, uint64_t index);
+  void FreePage(uint32_t p);
+  uint32_t GetSlot();
+  // Reads the missing pages of [start, start + n) (clipped to the file) in
+  // bios under a plug; marks page `mark` PG_readahead. Waits only for a page
+  // it could not allocate.
+  sim::Task ReadPages(sim::Cpu& cpu, AddressSpace& m, uint64_t start, uint64_t n, uint64_t mark);
+  sim::Task SubmitSlot(sim::Cpu& cpu, uint32_t s, Plug* plug);
+  // ondemand_readahead at a missing page (sync) or at a PG_readahead page
+  // (async); `req`: the pages the read still wants.
+  sim::Task SyncReadahead(sim::Cpu& cpu, FileRaState& ra, AddressSpace& m, uint64_t index, uint64_t req);
+  sim::Task AsyncReadahead(sim::Cpu& cpu, FileRaState& ra, AddressSpace& m, uint64_t index, uint64_t req);
+  // Writes back up to `max_pages` dirty pages of `m` from its writeback
+  // index on (all of them, from 0, with `all`); `written` (if set) gets the
+  // count.
+  sim::Task WritePages(sim::Cpu& cpu, AddressSpace& m, uint64_t max_pages, bool all, uint64_t* written);
+  sim::Task WaitForMemory(sim::Cpu& cpu);
+  void MarkDirty(sim::Cpu& cpu, AddressSpace& m, uint32_t p);
+  sim::Task BalanceDirtyPages(sim::Cpu& cpu);
+  void WakeFlusher(sim::Cpu* caller);
+  sim::Task FlusherBody();
+  AddressSpace* NextWritebackMapping(bool expired_only, sim::SimTime now);
+
+  Kernel& kernel_;
+  host::VmSpec vm_;
+  uint64_t capacity_ = 0;
+  uint64_t dirty_thresh_ = 0;
+  uint64_t bg_thresh_ = 0;
+  std::vector<std::unique_ptr<AddressSpace>> mappings_;
+  std::vector<Page> pages_;
+  std::vector<uint32_t> free_pages_;
+  absl::flat_hash_map<uint64_t, uint32_t> index_;  // Key -> page (looked up, never iterated)
+  uint32_t lru_head_ = kNone, lru_tail_ = kNone;   // head: most recently used
+  std::vector<std::unique_ptr<IoSlot>> slots_;
+  std::vector<uint32_t> free_slots_;
+  uint64_t nr_dirty_ = 0;
+  uint64_t nr_writeback_ = 0;
+  sim::WaitQueue dirty_waiters_;   // balance_dirty_pages
+  sim::WaitQueue memory_waiters_;  // an allocation found every page busy
+  std::unique_ptr<sim::Thread> flusher_;
+  FlushTimer flush_timer_{this};
+  sim::HrTimer periodic_;
+  bool flusher_kicked_ = false;
+  size_t next_mapping_ = 0;  // round robin of background writeback
+  PageCacheStats stats_;
+  sim::FnId fn_filemap_read_, fn_sync_ra_, fn_async_ra_, fn_read_pages_, fn_copy_to_, fn_copy_from_,
+      fn_write_, fn_write_begin_, fn_mark_dirty_, fn_balance_, fn_writepages_, fn_end_read_, fn_end_wb_,
+      fn_reclaim_, fn_invalidate_, fn_fsync_, fn_wb_workfn_, fn_add_folio_;
+};
+
+}  // namespace blklab::model
+
+#endif  // BLKLAB_ENGINE_MODEL_PAGE_CACHE_H_

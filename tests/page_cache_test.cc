@@ -1,0 +1,166 @@
+// tests/page_cache_test.cc
+//
+// Buffered I/O (direct=0) through the page cache model (model/page_cache.h),
+// each test failing when its mechanism is removed:
+//
+//  * a sequential read of a file four times the cache streams at the
+//    device's speed (readahead keeps it busy; reclaim evicts what was read;
+//    nothing is hit), while a file half the cache, read again with
+//    invalidate=0, is served from memory after its first pass (75 % hits
+//    over four passes) and far faster; fio's default invalidate=1 empties
+//    the cache at each loop;
+//  * buffered writes dirty pages; end_fsync writes every dirty page back
+//    before the job ends (one sync in fio's sync statistics), a small write
+//    without it leaves its pages dirty; writers wait at vm.dirty_ratio;
+//    fsync=N syncs after every N writes;
+//  * io_uring's buffered path is refused by name; a run is byte-identical
+//    when repeated.
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "gtest/gtest.h"
+#include "tests/support/sim_test_support.h"
+
+namespace blklab {
+namespace {
+
+using namespace ::blklab::testing_support;  // NOLINT: test helpers
+
+// 64 MiB of page cache over an NVMe namespace with a 2,000 MB/s ceiling.
+const char kHost[] =
+    "name: page-cache\n"
+    "cpus: {count: 2}\n"
+    "vm: {memory_mib: 64}\n"
+    "devices:\n"
+    "  - name: nvme0n1\n"
+    "    nvme: {latency_nsec: 80000, max_iops: 800000, max_mbps: 2000, gb: 16}\n"
+    "filesystems:\n"
+    "  - {path: /mnt, device: nvme0n1}\n";
+
+const stats::PageCacheRow& Cache(const RunResult& r) {
+  EXPECT_TRUE(r.kernel.page_cache.has_value()) << "no page cache in the report";
+  static const stats::PageCacheRow kNone;
+  return r.kernel.page_cache ? *r.kernel.page_cache : kNone;
+}
+
+double ReadMBps(const RunResult& r) {
+  const stats::DirResult& d = r.clones.at(0).result.dirs[0];
+  return static_cast<double>(d.bw_bytes_per_sec()) / 1e6;
+}
+
+std::vector<std::string> SeqRead(const std::string& size, std::vector<std::string> extra = {}) {
+  std::vector<std::string> a = {"--name=r", "--filename=/mnt/f", "--size=" + size, "--rw=read", "--bs=128k"};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+TEST(PageCache, ReadsLargerThanTheCacheStreamAtDeviceSpeed) {
+  const host::HostSpec h = HostFromYaml(kHost);
+  const RunResult buffered = MustRun(h, SeqRead("256m"));
+  const stats::PageCacheRow& pc = Cache(buffered);
+  EXPECT_EQ(pc.read_accesses, 256u * 256);  // every page of 256 MiB read once
+  EXPECT_EQ(pc.read_hits, 0u) << Describe(buffered);
+  EXPECT_GE(pc.read_misses, pc.read_accesses);
+  EXPECT_EQ(pc.pages_reclaimed, pc.read_misses - pc.capacity_pages);  // all but the last cacheful evicted
+  EXPECT_LE(pc.peak_pages, pc.capacity_pages);
+  EXPECT_GT(pc.readahead_async, 1000u);  // the stream runs on asynchronous readahead
+  // The device's ceiling, reached by direct I/O with enough in flight.
+  const RunResult direct = MustRun(h, SeqRead("256m", {"--direct=1", "--ioengine=libaio", "--iodepth=8"}));
+  const RunResult direct_qd1 = MustRun(h, SeqRead("256m", {"--direct=1"}));
+  EXPECT_GT(ReadMBps(buffered), ReadMBps(direct_qd1)) << "readahead keeps more than one read in flight";
+  EXPECT_LE(ReadMBps(buffered), ReadMBps(direct) * 1.02);
+  EXPECT_GE(ReadMBps(buffered), ReadMBps(direct) * 0.6)
+      << ReadMBps(buffered) << " vs " << ReadMBps(direct) << " MB/s";
+}
+
+TEST(PageCache, AFileSmallerThanTheCacheIsReadFromMemoryAfterItsFirstPass) {
+  const host::HostSpec h = HostFromYaml(kHost);
+  const RunResult kept = MustRun(h, SeqRead("32m", {"--loops=4", "--invalidate=0"}));
+  const stats::PageCacheRow& pc = Cache(kept);
+  EXPECT_EQ(pc.read_accesses, 4u * 32 * 256);
+  EXPECT_EQ(pc.read_misses, 32u * 256);  // the first pass only
+  EXPECT_NEAR(pc.hit_ratio_pct, 75.0, 0.01);
+  EXPECT_EQ(pc.pages_reclaimed, 0u);
+  // fio's default invalidate=1 drops the file's pages at each loop's open.
+  const RunResult cold = MustRun(h, SeqRead("32m", {"--loops=4"}));
+  EXPECT_EQ(Cache(cold).read_hits, 0u);
+  EXPECT_GE(Cache(cold).pages_invalidated, 3u * 32 * 256);
+  EXPECT_GT(ReadMBps(kept), 2.0 * ReadMBps(cold)) << ReadMBps(kept) << " vs " << ReadMBps(cold) << " MB/s";
+}
+
+TEST(PageCache, EndFsyncWritesEveryDirtyPageBeforeTheJobEnds) {
+  const host::HostSpec h = HostFromYaml(kHost);
+  // 4 MiB stays under the background threshold (6.4 MiB): nothing is
+  // written back unless the job syncs.
+  const std::vector<std::string> job = {"--name=w", "--filename=/mnt/w", "--size=4m", "--rw=write", "--bs=64k"};
+  const RunResult lazy = MustRun(h, job);
+  EXPECT_EQ(Cache(lazy).pages_dirtied, 1024u);
+  EXPECT_EQ(Cache(lazy).pages_written_back, 0u);
+  EXPECT_EQ(Cache(lazy).dirty_pages_at_end, 1024u);
+  EXPECT_EQ(lazy.clones.at(0).result.sync.total_ios, 0u);
+
+  std::vector<std::string> synced = job;
+  synced.push_back("--end_fsync=1");
+  const RunResult r = MustRun(h, synced);
+  EXPECT_EQ(Cache(r).pages_written_back, 1024u);
+  EXPECT_EQ(Cache(r).dirty_pages_at_end, 0u);
+  EXPECT_EQ(r.clones.at(0).result.sync.total_ios, 1u);
+  // Writing 4 MiB back at 2,000 MB/s takes about 2 ms: the sync waits for it.
+  EXPECT_GT(r.clones.at(0).result.sync.lat.mean(), 1.5e6);
+  // The runtime includes the sync, as fio's does.
+  EXPECT_GT(r.clones.at(0).result.dirs[1].runtime_ms, lazy.clones.at(0).result.dirs[1].runtime_ms);
+}
+
+TEST(PageCache, WritersWaitAtTheDirtyLimitAndTheFlusherWritesBack) {
+  host::HostSpec h = HostFromYaml(kHost);
+  const std::vector<std::string> job = {"--name=w", "--filename=/mnt/w", "--size=48m", "--rw=write", "--bs=64k"};
+  const RunResult limited = MustRun(h, job);
+  EXPECT_GT(Cache(limited).dirty_throttle_waits, 0u);
+  EXPECT_GT(Cache(limited).pages_written_back, 0u);  // background writeback above 10 %
+  EXPECT_LE(Cache(limited).dirty_pages_at_end, Cache(limited).capacity_pages / 5);
+  h.vm.dirty_ratio = 100;
+  h.vm.dirty_background_ratio = 99;  // (at or above dirty_ratio the kernel halves it)
+  const RunResult free = MustRun(h, job);
+  EXPECT_EQ(Cache(free).dirty_throttle_waits, 0u);
+  EXPECT_EQ(Cache(free).pages_written_back, 0u);
+  EXPECT_GT(free.clones.at(0).result.dirs[1].bw_bytes_per_sec(),
+            2 * limited.clones.at(0).result.dirs[1].bw_bytes_per_sec());
+}
+
+TEST(PageCache, FsyncEveryNWritesIsASyncInFiosStatistics) {
+  const host::HostSpec h = HostFromYaml(kHost);
+  const RunResult r =
+      MustRun(h, {"--name=w", "--filename=/mnt/w", "--size=1m", "--rw=write", "--bs=4k", "--fsync=32"});
+  EXPECT_EQ(r.clones.at(0).result.sync.total_ios, 8u);
+  EXPECT_EQ(Cache(r).pages_written_back, 256u);
+  // Direct I/O: the syncs still count (nothing cached to write back).
+  const RunResult d = MustRun(
+      h, {"--name=w", "--filename=/mnt/w", "--size=1m", "--rw=write", "--bs=4k", "--fdatasync=64", "--direct=1"});
+  EXPECT_EQ(d.clones.at(0).result.sync.total_ios, 4u);
+  EXPECT_FALSE(d.kernel.page_cache.has_value());
+}
+
+TEST(PageCache, IoUringBufferedIsRefusedByName) {
+  const RunOutcome o = RunArgs(HostFromYaml(kHost), {"--name=u", "--filename=/mnt/f", "--size=1m", "--rw=read",
+                                                     "--ioengine=io_uring"});
+  ASSERT_FALSE(o.result.ok());
+  EXPECT_NE(o.result.status().message().find("ioengine=io_uring with direct=0"), std::string::npos)
+      << o.result.status();
+}
+
+TEST(PageCache, BufferedRunsAreDeterministic) {
+  const host::HostSpec h = HostFromYaml(kHost);
+  const std::vector<std::string> job = {"--name=m", "--filename=/mnt/m", "--size=96m", "--rw=randrw",
+                                        "--bs=16k", "--numjobs=2", "--ioengine=libaio", "--iodepth=4",
+                                        "--runtime=30ms", "--time_based"};
+  const RunResult a = MustRun(h, job);
+  const RunResult b = MustRun(h, job);
+  EXPECT_EQ(Describe(a), Describe(b));
+  EXPECT_EQ(Cache(a).read_misses, Cache(b).read_misses);
+  EXPECT_EQ(Cache(a).pages_written_back, Cache(b).pages_written_back);
+  EXPECT_GT(Cache(a).read_accesses, 0u);
+}
+
+}  // namespace
+}  // namespace blklab
