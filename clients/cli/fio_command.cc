@@ -13,6 +13,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -54,7 +55,37 @@ std::string CondenseRunStates(const std::string& states) {
   return out;
 }
 
+// Says once, on stderr, that a run will take long in wall time: at the
+// first snapshot past one simulated second or two seconds of wall time, the
+// wall time per simulated second so far times the virtual time left (the
+// engine's ETA). Silent for runs expected to end within kQuietSec.
+class LongRunNotice {
+ public:
+  explicit LongRunNotice(std::ostream& err) : err_(err), start_(std::chrono::steady_clock::now()) {}
+  void Observe(const Snapshot& snap) {
+    if (done_ || snap.virtual_ns <= 0) return;
+    const double wall_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (snap.virtual_ns < 1'000'000'000 && wall_s < 2.0) return;
+    done_ = true;
+    if (snap.eta_ns <= 0) return;
+    const double per_sim_s = wall_s / (static_cast<double>(snap.virtual_ns) / 1e9);
+    const double left_s = per_sim_s * static_cast<double>(snap.eta_ns) / 1e9;
+    if (left_s < kQuietSec) return;
+    err_ << absl::StrFormat(
+                "blklab: %.1f s of virtual time left at %.1f s of wall time per simulated second: about %s "
+                "more (Ctrl-C stops the run and reports what ran; --runtime= shortens it)\n",
+                static_cast<double>(snap.eta_ns) / 1e9, per_sim_s,
+                FioEtaString(static_cast<int64_t>(left_s + 0.5)))
+         << std::flush;
+  }
 
+ private:
+  static constexpr double kQuietSec = 30;
+  std::ostream& err_;
+  std::chrono::steady_clock::time_point start_;
+  bool done_ = false;
+};
 // fio's progress line ("Jobs: 1 (f=1): [r(1)][45.0%][r=7346MiB/s][r=1881k
 // IOPS][eta 00m:01s]"), in virtual time: percent done and ETA from the
 // engine's estimate, rates over the interval since the previous snapshot.
@@ -308,12 +339,16 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   TerminationSignals signals;  // as fio: stop, say so, report what ran
   std::atomic<bool> cancel{false};
   std::optional<RunResult> partial;
+  // A run that will take long in wall time says so once, early: after one
+  // simulated second or two seconds of wall time, from the rate so far.
+  LongRunNotice long_run(std::cerr);
   SnapshotFn on_snapshot = [&](const Snapshot& snap) {
     if (TerminationSignals::count() != 0 && !partial) {
       partial = snap.interim();
       cancel.store(true);
       return;
     }
+    long_run.Observe(snap);
     if (req.snapshot_interval_ns <= 0) return;
     {
       if (eta) eta_printer.Print(snap);
