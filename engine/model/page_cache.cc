@@ -251,11 +251,13 @@ sim::Task PageCache::SyncReadahead(sim::Cpu& cpu, FileRaState& ra, AddressSpace&
     co_await ReadPages(cpu, m, index, req, kNoMark);  // readahead off: the request only
     co_return;
   }
-  const bool sequential = (index == 0 && ra.prev_index == ~uint64_t{0}) || index == ra.prev_index + 1 ||
-                          index == ra.prev_index || (ra.size > 0 && index == ra.start + ra.size);
+  // The window after the last one (a sequential miss), or a new stream.
+  const bool next_window = ra.size > 0 && index == ra.start + ra.size;
+  const bool sequential = next_window || (index == 0 && ra.prev_index == ~uint64_t{0}) ||
+                          index == ra.prev_index + 1 || index == ra.prev_index;
   if (sequential) {
+    ra.size = next_window ? NextRaSize(ra.size, max) : InitRaSize(req, max);
     ra.start = index;
-    ra.size = ra.size > 0 && index == ra.start + ra.size ? NextRaSize(ra.size, max) : InitRaSize(req, max);
     ra.size = std::max(ra.size, std::min(req, max));
     ra.async_size = ra.size > req ? ra.size - req : ra.size;
   } else {
@@ -293,8 +295,10 @@ sim::Task PageCache::Read(sim::Cpu& cpu, FileRaState& ra, AddressSpace& m, uint6
   sim::StackFrame frame(cpu, fn_filemap_read_);
   cpu.Charge(fn_filemap_read_, c.filemap_read_call);
   const uint64_t first = pos >> kPageShift;
-  const uint64_t last = (pos + bytes - 1) >> kPageShift;
-  for (uint64_t idx = first; idx <= last;) {
+  // Nothing is read past i_size (a short read).
+  const uint64_t eof = (m.size_bytes + kPageBytes - 1) >> kPageShift;
+  const uint64_t last = std::min((pos + bytes - 1) >> kPageShift, eof == 0 ? 0 : eof - 1);
+  for (uint64_t idx = first; idx <= last && idx < eof;) {
     cpu.Charge(fn_filemap_read_, c.page_cache_lookup);
     const uint32_t p = Find(m, idx);
     if (p == kNone) {
@@ -349,8 +353,9 @@ sim::Task PageCache::Write(sim::Cpu& cpu, AddressSpace& m, uint64_t pos, uint32_
     const uint64_t hi = std::min(pos + bytes, (idx + 1) << kPageShift);
     uint32_t p = Find(m, idx);
     if (p == kNone) {
-      if (hi - lo < kPageBytes) {
-        // A partial write of a page not in the cache reads it first.
+      if (hi - lo < kPageBytes && (idx << kPageShift) < m.size_bytes) {
+        // A partial write of a page not in the cache reads it first (a
+        // page past i_size has nothing to read).
         co_await ReadPages(cpu, m, idx, 1, kNoMark);
         co_await cpu.Sync();
         continue;
