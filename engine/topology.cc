@@ -249,12 +249,7 @@ bool Buffered(const JobSpec& spec, int disk) {
 }
 
 absl::Status CheckUnmodelledOptions(const JobSpec& spec) {
-  if (!spec.direct && spec.ioengine == IoEngine::kIoUring) {
-    return absl::UnimplementedError(absl::StrCat(
-        "job '", spec.name, "': ioengine=io_uring with direct=0 (buffered, fio's default): io_uring's buffered "
-        "path (non-blocking page-cache attempts, async buffered reads, io-wq workers for writes) is not modelled; "
-        "use direct=1, or a synchronous engine or libaio for buffered I/O"));
-  }
+
   const bool verify = !spec.verify.empty() && spec.verify != "0";
   if (spec.verify_only) {
     return absl::UnimplementedError(absl::StrCat(
@@ -433,6 +428,11 @@ absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
     if (d < 0) continue;
     if (!jobs[j].ioscheduler.empty()) {
       BLKLAB_ASSIGN_OR_RETURN(plan.disks[d].scheduler, SchedulerFromName(jobs[j].ioscheduler));
+    }
+    if (jobs[j].engine_flags.hipri && Buffered(jobs[j], d)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "job '", jobs[j].name, "': hipri needs direct=1 (polled I/O bypasses the page cache; the kernel fails "
+          "a buffered IOPOLL read with EOPNOTSUPP)"));
     }
     if (jobs[j].engine_flags.hipri && !plan.disks[d].has_poll_queues) {
       return absl::InvalidArgumentError(absl::StrCat("job '", jobs[j].name, "': hipri needs poll queues, but device ",

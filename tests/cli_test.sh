@@ -289,12 +289,21 @@ fi
 # A long run says so up front (after one simulated second), with an
 # estimate; SIGINT then stops it and fio's report of what ran follows.
 timeout -s INT 6 "$BLKLAB" fio --name=t --ioengine=io_uring --direct=1 --rw=randread --iodepth=32 \
-  --runtime=300 --time_based >"$TMP/long.out" 2>"$TMP/long.err"
+  --runtime=300 --time_based --eta=always >"$TMP/long.out" 2>"$TMP/long.err"
 if grep -Eq '^blklab: 29[0-9]\.[0-9] s of virtual time left at [0-9.]+ s of wall time per simulated second: about ' \
      "$TMP/long.err" && grep -q 'terminating on signal' "$TMP/long.out"; then
   pass "a long run gives its wall-time estimate up front"
 else
   fail "long run estimate: $(head -c 300 "$TMP/long.err")"
+fi
+# ... but not to a script (stderr not a terminal, no --eta=always), which
+# may check, as fio's own tests do, that stderr stays empty.
+timeout -s INT 3 "$BLKLAB" fio --name=t --ioengine=io_uring --direct=1 --rw=randread --iodepth=32 \
+  --runtime=300 --time_based >/dev/null 2>"$TMP/long-quiet.err"
+if grep -q 'of virtual time left' "$TMP/long-quiet.err"; then
+  fail "the long-run estimate went to a stderr that is not a terminal"
+else
+  pass "the long-run estimate stays off a script's stderr"
 fi
 
 checks_end CLI

@@ -61,7 +61,8 @@ std::string CondenseRunStates(const std::string& states) {
 // engine's ETA). Silent for runs expected to end within kQuietSec.
 class LongRunNotice {
  public:
-  explicit LongRunNotice(std::ostream& err) : err_(err), start_(std::chrono::steady_clock::now()) {}
+  LongRunNotice(std::ostream& err, bool enabled)
+      : err_(err), start_(std::chrono::steady_clock::now()), done_(!enabled) {}
   void Observe(const Snapshot& snap) {
     if (done_ || snap.virtual_ns <= 0) return;
     const double wall_s =
@@ -84,7 +85,7 @@ class LongRunNotice {
   static constexpr double kQuietSec = 30;
   std::ostream& err_;
   std::chrono::steady_clock::time_point start_;
-  bool done_ = false;
+  bool done_;
 };
 // fio's progress line ("Jobs: 1 (f=1): [r(1)][45.0%][r=7346MiB/s][r=1881k
 // IOPS][eta 00m:01s]"), in virtual time: percent done and ETA from the
@@ -340,8 +341,10 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   std::atomic<bool> cancel{false};
   std::optional<RunResult> partial;
   // A run that will take long in wall time says so once, early: after one
-  // simulated second or two seconds of wall time, from the rate so far.
-  LongRunNotice long_run(std::cerr);
+  // simulated second or two seconds of wall time, from the rate so far; on
+  // stderr when it is a terminal or with --eta=always (scripts that check
+  // fio's empty stderr see nothing).
+  LongRunNotice long_run(std::cerr, isatty(STDERR_FILENO) == 1 || inv.eta == "always");
   SnapshotFn on_snapshot = [&](const Snapshot& snap) {
     if (TerminationSignals::count() != 0 && !partial) {
       partial = snap.interim();

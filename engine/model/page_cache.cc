@@ -329,6 +329,78 @@ sim::Task PageCache::Read(sim::Cpu& cpu, FileRaState& ra, AddressSpace& m, uint6
   ra.prev_index = last;
 }
 
+void PageCache::CopyOut(sim::Cpu& cpu, AddressSpace& m, uint64_t pos, uint32_t bytes) {
+  const int64_t per_kib = kernel_.costs().copy_user_per_kib;
+  const uint64_t eof = (m.size_bytes + kPageBytes - 1) >> kPageShift;
+  const uint64_t last = (pos + bytes - 1) >> kPageShift;
+  for (uint64_t idx = pos >> kPageShift; idx <= last && idx < eof; ++idx) {
+    const uint32_t p = Find(m, idx);
+    if (p == kNone) continue;
+    ++stats_.read_accesses;
+    LruRemove(p);
+    LruPushFront(p);
+    const uint64_t lo = std::max(pos, idx << kPageShift);
+    const uint64_t hi = std::min(pos + bytes, (idx + 1) << kPageShift);
+    cpu.Charge(fn_copy_to_, per_kib * static_cast<int64_t>(hi - lo) / 1024);
+  }
+}
+
+NowaitRead PageCache::CheckRead(sim::Cpu& cpu, AddressSpace& m, uint64_t pos, uint32_t bytes, PageWaiter* waiter) {
+  const host::CostTable& c = kernel_.costs();
+  sim::StackFrame frame(cpu, fn_filemap_read_);
+  cpu.Charge(fn_filemap_read_, c.filemap_read_call);
+  const uint64_t eof = (m.size_bytes + kPageBytes - 1) >> kPageShift;
+  const uint64_t last = (pos + bytes - 1) >> kPageShift;
+  for (uint64_t idx = pos >> kPageShift; idx <= last && idx < eof; ++idx) {
+    cpu.Charge(fn_filemap_read_, c.page_cache_lookup);
+    const uint32_t p = Find(m, idx);
+    if (p == kNone) return NowaitRead::kAgain;
+    if ((pages_[p].flags & kUptodate) == 0) {
+      slots_[pages_[p].io]->async_waiters.push_back(waiter);
+      return NowaitRead::kQueued;
+    }
+  }
+  CopyOut(cpu, m, pos, bytes);
+  return NowaitRead::kDone;
+}
+
+sim::Task PageCache::ReadNowait(sim::Cpu& cpu, FileRaState& ra, AddressSpace& m, uint64_t pos, uint32_t bytes,
+                                PageWaiter* waiter, NowaitRead* result) {
+  const host::CostTable& c = kernel_.costs();
+  sim::StackFrame frame(cpu, fn_filemap_read_);
+  cpu.Charge(fn_filemap_read_, c.filemap_read_call);
+  const uint64_t eof = (m.size_bytes + kPageBytes - 1) >> kPageShift;
+  const uint64_t first = pos >> kPageShift;
+  const uint64_t last = std::min((pos + bytes - 1) >> kPageShift, eof == 0 ? 0 : eof - 1);
+  *result = NowaitRead::kDone;
+  for (uint64_t idx = first; idx <= last && idx < eof; ++idx) {
+    cpu.Charge(fn_filemap_read_, c.page_cache_lookup);
+    if (Find(m, idx) == kNone) {
+      co_await SyncReadahead(cpu, ra, m, idx, last - idx + 1);
+      co_await cpu.Sync();
+    }
+    uint32_t p = Find(m, idx);
+    if (p != kNone && (pages_[p].flags & kReadahead)) {
+      pages_[p].flags &= static_cast<uint8_t>(~kReadahead);
+      co_await AsyncReadahead(cpu, ra, m, idx, last - idx + 1);
+      co_await cpu.Sync();
+      p = Find(m, idx);
+    }
+    if (p == kNone) {
+      *result = NowaitRead::kAgain;
+      break;
+    }
+    if ((pages_[p].flags & kUptodate) == 0) {
+      // __folio_lock_async: queue the waiter, return -EIOCBQUEUED.
+      slots_[pages_[p].io]->async_waiters.push_back(waiter);
+      *result = NowaitRead::kQueued;
+      break;
+    }
+  }
+  ra.prev_index = last;
+  if (*result == NowaitRead::kDone) CopyOut(cpu, m, pos, bytes);
+}
+
 void PageCache::MarkDirty(sim::Cpu& cpu, AddressSpace& m, uint32_t p) {
   Page& pg = pages_[p];
   if (pg.flags & kDirty) return;
@@ -483,6 +555,9 @@ void PageCache::BioEndio(sim::Cpu& cpu, Bio* bio, BlkStatus status) {
     }
     cpu.Charge(fn_end_read_, c.read_end_per_page * slot.npages);
     woken += slot.waiters.WakeAll(cpu.now());
+    // io_async_buf_func: each non-blocking reader's retry is queued.
+    for (PageWaiter* w : slot.async_waiters) w->PageUnlocked(cpu);
+    slot.async_waiters.clear();
   } else {
     for (uint64_t i = slot.first; i < slot.first + slot.npages; ++i) {
       const uint32_t p = Find(m, i);

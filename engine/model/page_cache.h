@@ -99,6 +99,23 @@ struct FileRaState {
   uint64_t prev_index = ~uint64_t{0};  // the last page read (prev_pos)
 };
 
+// A request waiting for a locked page without sleeping (io_uring's
+// IOCB_WAITQ: __folio_lock_async's wait entry). PageUnlocked runs in the
+// context that ended the page's read; the waiter then retries (in its own
+// task, through task_work) with CheckRead.
+class PageWaiter {
+ public:
+  virtual ~PageWaiter() = default;
+  virtual void PageUnlocked(sim::Cpu& cpu) = 0;
+};
+
+// What a non-blocking buffered read found.
+enum class NowaitRead : uint8_t {
+  kDone,    // every page was up to date: the data is copied
+  kQueued,  // a page's read is in flight: the waiter is called when it ends
+  kAgain,   // a page is not cached (evicted meanwhile): -EAGAIN, the caller punts to a worker
+};
+
 struct PageCacheStats {
   uint64_t read_accesses = 0;    // pages read through the cache
   uint64_t read_misses = 0;      // pages reads added (readahead and read-before-write)
@@ -134,6 +151,13 @@ class PageCache final : public BioOwner {
   // on `cpu`'s running thread (task level); returns when the data is
   // copied. REQUIRES: the range lies within the mapping.
   sim::Task Read(sim::Cpu& cpu, FileRaState& ra, AddressSpace& m, uint64_t pos, uint32_t bytes);
+  // io_uring's non-blocking read (IOCB_NOWAIT | IOCB_WAITQ): readahead as
+  // Read starts it, then, where Read would sleep on a locked page, `waiter`
+  // is queued on it and *result is kQueued. CheckRead is the retry: no I/O,
+  // no sleep.
+  sim::Task ReadNowait(sim::Cpu& cpu, FileRaState& ra, AddressSpace& m, uint64_t pos, uint32_t bytes,
+                       PageWaiter* waiter, NowaitRead* result);
+  NowaitRead CheckRead(sim::Cpu& cpu, AddressSpace& m, uint64_t pos, uint32_t bytes, PageWaiter* waiter);
   sim::Task Write(sim::Cpu& cpu, AddressSpace& m, uint64_t pos, uint32_t bytes);
   // fsync / fdatasync's data part: write back every dirty page of `m` and
   // wait until none is under writeback.
@@ -170,6 +194,7 @@ class PageCache final : public BioOwner {
     uint32_t npages = 0;
     bool write = false;
     sim::WaitQueue waiters;  // readers of its pages
+    std::vector<PageWaiter*> async_waiters;  // non-blocking readers of its pages
   };
   class FlushTimer final : public sim::IrqHandler {
    public:
@@ -204,6 +229,9 @@ class PageCache final : public BioOwner {
   sim::Task WritePages(sim::Cpu& cpu, AddressSpace& m, uint64_t max_pages, bool all, uint64_t* written);
   sim::Task WaitForMemory(sim::Cpu& cpu);
   void MarkDirty(sim::Cpu& cpu, AddressSpace& m, uint32_t p);
+  // The copy of [pos, pos + bytes) out of up-to-date pages: accesses, the
+  // LRU, copy_page_to_iter.
+  void CopyOut(sim::Cpu& cpu, AddressSpace& m, uint64_t pos, uint32_t bytes);
   sim::Task BalanceDirtyPages(sim::Cpu& cpu);
   void WakeFlusher(sim::Cpu* caller);
   sim::Task FlusherBody();

@@ -13,7 +13,19 @@
 // io_uring issues it again (REQ_F_REISSUE; the kernel hands it to io-wq,
 // the model retries it from the polling loop, which keeps completing what
 // holds the tags). The CQ ring is read from user space.
+//
+// Buffered I/O (direct=0): a read is tried without blocking (IOCB_NOWAIT |
+// IOCB_WAITQ, 5.9+): cached pages are copied inside io_uring_enter and the
+// CQE posted at once; otherwise the readahead it starts runs and the request
+// waits on the locked page (__folio_lock_async), whose unlock queues a
+// task_work retry (io_async_buf_func) that copies and posts the CQE; a page
+// evicted meanwhile gets -EAGAIN and the read goes to io-wq. Buffered writes
+// go to io-wq (ext4 has no non-blocking buffered writes): one worker per
+// ring, the inode's hashed work run in order, each write blocking there
+// (generic_perform_write, balance_dirty_pages) and completing through the
+// ring's task_work.
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/job/io_engine.h"
@@ -33,6 +45,16 @@ class IoUringEngine final : public IoEngineModel {
     fn_io_req_complete_post_ = r.Intern("io_req_complete_post");
     fn_tctx_task_work_ = r.Intern("tctx_task_work");
     task_work_.reserve(std::max<uint32_t>(ctx.spec.iodepth, 1));
+    if (ctx.mapping != nullptr) {
+      const uint32_t depth = std::max<uint32_t>(ctx.spec.iodepth, 1);
+      waiters_.resize(depth);
+      for (uint32_t i = 0; i < depth; ++i) waiters_[i].engine = this;
+      retry_.assign(depth, false);
+      iowq_queue_.Reset(depth);
+      fn_io_wq_ = r.Intern("io_wq_worker");
+      iowq_ = std::make_unique<sim::Thread>(ctx.kernel.machine(), "iou-wrk/" + ctx.spec.name, ctx.thread.cpu());
+      iowq_->set_cpus_allowed(ctx.thread.cpus_allowed());
+    }
     reissue_.reserve(std::max<uint32_t>(ctx.spec.iodepth, 1));
     reissuing_.reserve(std::max<uint32_t>(ctx.spec.iodepth, 1));
   }
@@ -43,6 +65,10 @@ class IoUringEngine final : public IoEngineModel {
   sim::Task Commit(std::vector<IoU*>& batch) override {
     const auto& c = ctx_.kernel.costs();
     const auto& flags = ctx_.spec.engine_flags;
+    if (ctx_.mapping != nullptr) {
+      co_await CommitBuffered(batch);
+      co_return;
+    }
     co_await SubmitBatch(
         ctx_, batch, fn_io_uring_enter_,
         [this, &c, &flags](IoU* u) {
@@ -126,10 +152,110 @@ class IoUringEngine final : public IoEngineModel {
                     work_list_line_.Write(ctx_.kernel.machine(), ctx_.cpu().id(), c.atomic_local));
     for (IoU* u : task_work_) {
       ctx_.cpu().Charge(fn_tctx_task_work_, c.io_uring_task_work);
+      if (!retry_.empty() && retry_[u->bio.cookie]) {
+        // io_req_task_queue's retry of a buffered read whose page unlocked.
+        retry_[u->bio.cookie] = false;
+        const NowaitRead r = ctx_.page_cache->CheckRead(ctx_.cpu(), *ctx_.mapping, FilePos(u), u->bio.bytes,
+                                                        &waiters_[u->bio.cookie]);
+        if (r == NowaitRead::kQueued) continue;
+        if (r == NowaitRead::kAgain) {
+          PunToIoWq(u);
+          continue;
+        }
+      }
       ctx_.cpu().Charge(fn_io_req_complete_post_, c.io_uring_cqe_post);
       ctx_.Post(u);
     }
     task_work_.clear();
+  }
+
+  using NowaitRead = model::NowaitRead;
+
+  // The non-blocking reader of one io_u.
+  struct Waiter final : model::PageWaiter {
+    IoUringEngine* engine = nullptr;
+    IoU* u = nullptr;
+    void PageUnlocked(sim::Cpu& cpu) override { engine->QueueRetry(cpu, u); }
+  };
+
+  uint64_t FilePos(const IoU* u) const { return (u->bio.sector << model::kSectorShift) - ctx_.mapping->base_bytes; }
+
+  // io_async_buf_func -> io_req_task_queue: the retry goes on the ring's
+  // work list like a completion from elsewhere.
+  void QueueRetry(sim::Cpu& cpu, IoU* u) {
+    retry_[u->bio.cookie] = true;
+    Complete(cpu, u, model::BlkStatus::kOk);
+  }
+
+  void PunToIoWq(IoU* u) {
+    iowq_queue_.push_back(u);
+    if (!iowq_started_) {
+      iowq_started_ = true;
+      iowq_->Start(IoWqBody(), ctx_.cpu().now());
+    } else if (iowq_->sleeping()) {
+      ctx_.cpu().Charge(ctx_.kernel.fn.try_to_wake_up, ctx_.kernel.costs().try_to_wake_up);
+      iowq_->Wake(ctx_.cpu().now());
+    }
+  }
+
+  // io_submit_sqes for a buffered ring: reads tried without blocking,
+  // writes (and reads that got -EAGAIN) handed to io-wq.
+  sim::Task CommitBuffered(std::vector<IoU*>& batch) {
+    const auto& c = ctx_.kernel.costs();
+    sim::StackFrame frame(ctx_.cpu(), fn_io_uring_enter_);
+    ctx_.cpu().Charge(fn_io_uring_enter_, c.syscall_entry_exit);
+    for (IoU* u : batch) {
+      ctx_.cpu().Charge(fn_io_submit_sqes_, c.io_uring_issue_sqe);
+      if (!ctx_.spec.engine_flags.registerfiles) ctx_.cpu().Charge(fn_fget_, c.fget_fput);
+      u->state = IoU::State::kInFlight;
+      if (u->bio.op == model::ReqOp::kDiscard) {
+        co_await u->queue->SubmitBio(ctx_.cpu(), &u->bio, nullptr);
+        continue;
+      }
+      if (u->bio.op == model::ReqOp::kWrite) {
+        PunToIoWq(u);
+        continue;
+      }
+      Waiter& w = waiters_[u->bio.cookie];
+      w.u = u;
+      NowaitRead r = NowaitRead::kDone;
+      co_await ctx_.page_cache->ReadNowait(ctx_.cpu(), ctx_.ra, *ctx_.mapping, FilePos(u), u->bio.bytes, &w, &r);
+      if (r == NowaitRead::kDone) {
+        Complete(ctx_.cpu(), u, model::BlkStatus::kOk);  // own context: the CQE at once
+      } else if (r == NowaitRead::kAgain) {
+        PunToIoWq(u);
+      }
+    }
+    RunTaskWork();
+    const sim::SimTime now = ctx_.cpu().now();
+    for (IoU* u : batch) u->issue_time = now;
+    co_await ctx_.cpu().PreemptPoint();
+  }
+
+  // io_wq_worker: the ring's hashed buffered work, in order, blocking.
+  sim::Task IoWqBody() {
+    for (;;) {
+      sim::Cpu& cpu = iowq_->on_cpu();
+      co_await cpu.Sync();
+      if (iowq_queue_.empty()) {
+        co_await cpu.SleepMigratable();
+        continue;
+      }
+      IoU* u = iowq_queue_.front();
+      iowq_queue_.pop_front();
+      {
+        sim::StackFrame frame(cpu, fn_io_wq_);
+        cpu.Charge(fn_io_wq_, ctx_.kernel.costs().kworker_queue);  // io_worker_handle_work per item
+        if (u->bio.op == model::ReqOp::kRead) {
+          co_await ctx_.page_cache->Read(cpu, ctx_.ra, *ctx_.mapping, FilePos(u), u->bio.bytes);
+        } else {
+          co_await ctx_.page_cache->Write(cpu, *ctx_.mapping, FilePos(u), u->bio.bytes);
+        }
+      }
+      co_await cpu.Sync();
+      Complete(cpu, u, model::BlkStatus::kOk);  // not the ring's task: through task_work
+      co_await cpu.PreemptPoint();
+    }
   }
 
   // Issues again what ended with -EAGAIN (io_uring's reissue of a
@@ -150,6 +276,14 @@ class IoUringEngine final : public IoEngineModel {
   sim::CacheLine work_list_line_;  // ctx->work_llist
   std::vector<IoU*> reissue_;    // polled requests that ended with -EAGAIN
   std::vector<IoU*> reissuing_;  // the batch Reissue is submitting
+  // Buffered I/O: a waiter and a retry mark per io_u (by bio.cookie), and
+  // the ring's io-wq worker with its queue.
+  std::vector<Waiter> waiters_;
+  std::vector<bool> retry_;
+  std::unique_ptr<sim::Thread> iowq_;
+  PtrRing<IoU> iowq_queue_;
+  bool iowq_started_ = false;
+  sim::FnId fn_io_wq_ = 0;
   sim::FnId fn_io_uring_enter_, fn_io_submit_sqes_, fn_fget_, fn_pin_, fn_io_req_complete_post_,
       fn_tctx_task_work_;
 };
