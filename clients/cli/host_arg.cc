@@ -31,8 +31,13 @@ absl::StatusOr<util::DocNode> LoadHostDoc(const std::string& host_arg, const std
 
 bool IsAutoHost(const std::string& host_arg) { return host_arg == host::kAutoHostName; }
 
-absl::StatusOr<host::HostSpec> AutoHostFor(const workload::ParsedJobs& jobs) {
-  return host::AutoHost(JobTargets(jobs));
+absl::StatusOr<host::HostSpec> AutoHostFor(workload::ParsedJobs& jobs) {
+  const std::vector<std::string> targets = JobTargets(jobs);
+  absl::StatusOr<host::HostSpec> spec = host::AutoHost(targets);
+  if (spec.ok()) {
+    for (std::string& note : host::AutoHostNotes(targets)) jobs.warnings.push_back(std::move(note));
+  }
+  return spec;
 }
 
 absl::StatusOr<host::HostSpec> LoadHost(const std::string& host_arg) {

@@ -24,8 +24,9 @@ std::string DefaultHostArg();
 // caller builds the host from the parsed job (AutoHostFor).
 absl::StatusOr<host::HostSpec> LoadHost(const std::string& host_arg);
 bool IsAutoHost(const std::string& host_arg);
-// --host=auto: the host built from the targets the parsed jobs name.
-absl::StatusOr<host::HostSpec> AutoHostFor(const workload::ParsedJobs& jobs);
+// --host=auto: the host built from the targets the parsed jobs name; what
+// the user should know about it (stand-in devices) joins jobs.warnings.
+absl::StatusOr<host::HostSpec> AutoHostFor(workload::ParsedJobs& jobs);
 // The same, as the document is written (for overlays, host_overlay.h); a
 // relative file name is read from `base_dir` when it is not empty.
 absl::StatusOr<util::DocNode> LoadHostDoc(const std::string& host_arg, const std::string& base_dir = "");

@@ -15,7 +15,7 @@
 namespace blklab::host {
 namespace {
 
-enum class Kind { kNullBlk, kNvme, kScsiDisk, kFile };
+enum class Kind { kNullBlk, kNvme, kScsiDisk, kStandIn, kFile };
 
 struct Target {
   std::string name;  // the device's kernel name ("nvme0n1p2")
@@ -52,6 +52,41 @@ size_t NvmeDiskLength(absl::string_view name, absl::string_view prefix) {
   return disk;
 }
 
+// Device names whose driver the kernel has and blklab does not model: the
+// kind, for the refusal; nullptr for a name of no kind known here.
+const char* KnownUnmodelledKind(absl::string_view name) {
+  struct Prefix {
+    const char* prefix;
+    const char* kind;
+  };
+  static constexpr Prefix kKinds[] = {
+      {"vd", "a virtio-blk disk"},       {"xvd", "a Xen virtual disk"}, {"dm-", "a device-mapper target"},
+      {"mapper/", "a device-mapper target"}, {"md", "an md RAID array"}, {"loop", "a loop device"},
+      {"nbd", "a network block device"}, {"rbd", "a Ceph RBD device"},  {"zram", "a zram device"},
+      {"mmcblk", "an MMC/SD card"},      {"pmem", "a persistent-memory namespace"}, {"sr", "a SCSI CD-ROM"},
+      {"ram", "a RAM disk"},             {"nvme", "an NVMe device that is not a namespace (nvmeXnY[pZ])"},
+      {"sd", "a SCSI disk name that is not sdX[N]"}, {"nullb", "a null_blk name that is not nullbN"}, {"sg", "a SCSI generic character device"},
+      {"null", "a memory character device (its I/O never reaches the block layer; ioengine=null is fio's "
+               "counterpart)"},
+      {"zero", "a memory character device (its I/O never reaches the block layer; ioengine=null is fio's "
+               "counterpart)"},
+      {"urandom", "a memory character device"}, {"random", "a memory character device"},
+      {"mem", "a memory character device"},     {"disk/", "a udev symlink (name the device it points to)"},
+  };
+  for (const Prefix& k : kKinds) {
+    if (absl::StartsWith(name, k.prefix)) return k.kind;
+  }
+  return nullptr;
+}
+
+bool ValidStandInName(absl::string_view name) {
+  if (name.empty() || name.size() > 32) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') return false;
+  }
+  return true;
+}
+
 absl::StatusOr<Target> Classify(const std::string& target) {
   absl::string_view path = target;
   const bool dev = absl::ConsumePrefix(&path, "/dev/");
@@ -75,9 +110,17 @@ absl::StatusOr<Target> Classify(const std::string& target) {
     if (s.empty() || (EatDigits(s) && s.empty())) return Target{name, name.substr(0, disk), Kind::kScsiDisk};
   }
   if (dev) {
-    return refuse(
-        "not a kind of block device blklab models (nullbN, nvmeXnY[pZ], sdX[N]); write a host spec "
-        "(`blklab hosts show default` is a start)");
+    if (const char* kind = KnownUnmodelledKind(path); kind != nullptr) {
+      return refuse(absl::StrCat("not a kind of block device blklab models (nullbN, nvmeXnY[pZ], sdX[N]): ", kind,
+                                 "; write a host spec (`blklab hosts show default` is a start)"));
+    }
+    // A name no kernel driver blklab knows of gives (fio's placeholder
+    // /dev/XXX, a vendor driver's /dev/fioa): a stand-in NVMe namespace,
+    // said in the spec and on stderr (AutoHostNotes).
+    if (!ValidStandInName(path)) {
+      return refuse("not a name blklab can give a device (1-32 characters of [A-Za-z0-9._-])");
+    }
+    return Target{name, name, Kind::kStandIn};
   }
   return Target{name, "", Kind::kFile};
 }
@@ -154,6 +197,12 @@ absl::StatusOr<std::string> AutoHostYaml(const std::vector<std::string>& targets
                         "    null_blk: {}\n"
                         "    queue: {scheduler: none}\n");
         break;
+      case Kind::kStandIn:
+        absl::StrAppend(&y,
+                        "    # no kernel driver blklab knows gives this name: a stand-in, the\n"
+                        "    # NVMe namespace below [guess]; write the real device's driver\n"
+                        "    # here when it is known\n");
+        [[fallthrough]];
       case Kind::kNvme:
         absl::StrAppend(&y,
                         "    # an NVMe namespace: one I/O queue per CPU, 1023 tags each;\n"
@@ -178,6 +227,19 @@ absl::StatusOr<std::string> AutoHostYaml(const std::vector<std::string>& targets
     absl::StrAppend(&y, "filesystems:\n  - {path: /, device: ", root_device, ", type: ext4}\n");
   }
   return y;
+}
+
+std::vector<std::string> AutoHostNotes(const std::vector<std::string>& targets) {
+  std::vector<std::string> notes;
+  std::set<std::string> seen;
+  for (const std::string& t : targets) {
+    absl::StatusOr<Target> d = Classify(t);
+    if (!d.ok() || d->kind != Kind::kStandIn || !seen.insert(d->name).second) continue;
+    notes.push_back(absl::StrCat("--host=auto: filename=", t,
+                                 ": no kernel driver blklab knows gives this name; it is simulated as an NVMe "
+                                 "namespace (`blklab hosts auto` prints the spec to edit)"));
+  }
+  return notes;
 }
 
 absl::StatusOr<HostSpec> AutoHost(const std::vector<std::string>& targets) {

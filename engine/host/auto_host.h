@@ -18,8 +18,14 @@
 //  * The scheduler is the kernel's default for the queue count
 //    (elevator_get_default: mq-deadline for one hardware queue, else none).
 //
-// Refused, by name: NVMe generic character devices (/dev/ngXnY, fio's
-// io_uring_cmd), other /dev names (virtio, device-mapper, md, loop, ...),
+//  * Any other /dev name that no kernel driver gives (fio's placeholder
+//    /dev/XXX, a vendor driver's /dev/fioa): a stand-in NVMe namespace, said
+//    in the spec and by AutoHostNotes.
+//
+// Refused, by the kind of device: NVMe generic character devices
+// (/dev/ngXnY, fio's io_uring_cmd), kinds the kernel has and blklab does not
+// model (virtio, device-mapper, md, loop, nbd, zram, ...), memory character
+// devices (/dev/null, /dev/zero: their I/O never reaches a block device),
 // two partitions of one disk (they would get a queue each where the kernel
 // shares the disk's).
 //
@@ -42,6 +48,10 @@ inline constexpr char kAutoHostName[] = "auto";
 // filename= entries in the order they appear (duplicates ignored; empty:
 // the default host's devices). Errors name the target.
 absl::StatusOr<std::string> AutoHostYaml(const std::vector<std::string>& targets);
+
+// What the user should know about the host built for `targets`: one line per
+// stand-in device (a name of no known kind). Empty when there is nothing to say.
+std::vector<std::string> AutoHostNotes(const std::vector<std::string>& targets);
 
 // AutoHostYaml, parsed.
 absl::StatusOr<HostSpec> AutoHost(const std::vector<std::string>& targets);

@@ -70,8 +70,12 @@ TEST(AutoHostTest, RefusesWhatItCannotBuildByName) {
   };
   for (const Case& c : std::vector<Case>{
            {{"/dev/ng0n1"}, "NVMe generic character device"},
-           {{"/dev/vda"}, "not a kind of block device"},
-           {{"/dev/dm-0"}, "not a kind of block device"},
+           {{"/dev/vda"}, "not a kind of block device blklab models (nullbN, nvmeXnY[pZ], sdX[N]): a virtio-blk"},
+           {{"/dev/dm-0"}, "a device-mapper target"},
+           {{"/dev/null"}, "a memory character device (its I/O never reaches the block layer"},
+           {{"/dev/zero"}, "a memory character device"},
+           {{"/dev/loop0"}, "a loop device"},
+           {{"/dev/a/b"}, "not a name blklab can give a device"},
            {{"/dev/nvme0n1x"}, "not a kind of block device"},
            {{"/dev/sd1"}, "not a kind of block device"},
            {{"/dev/sdb1", "/dev/sdb2"}, "are on one disk (sdb)"},
@@ -84,6 +88,27 @@ TEST(AutoHostTest, RefusesWhatItCannotBuildByName) {
     if (c.targets.size() > 1) named = named.substr(5);  // the two devices' names
     EXPECT_THAT(std::string(h.status().message()), HasSubstr(named)) << c.targets[0];
   }
+}
+
+TEST(AutoHostTest, ANameOfNoKnownKindGetsAStandInNamespaceAndANote) {
+  // fio's placeholder and a vendor driver's name: no kernel driver blklab
+  // knows gives them, so each is an NVMe namespace, and the user is told.
+  const std::vector<std::string> targets = {"/dev/XXX", "/dev/fioa", "/dev/fioa", "/dev/nvme0n1"};
+  absl::StatusOr<HostSpec> h = AutoHost(targets);
+  ASSERT_TRUE(h.ok()) << h.status();
+  ASSERT_EQ(h->devices.size(), 3u);
+  EXPECT_EQ(h->devices[0].name, "XXX");
+  EXPECT_TRUE(std::holds_alternative<NvmeSpec>(h->devices[0].driver));
+  EXPECT_EQ(h->devices[1].name, "fioa");
+  EXPECT_TRUE(std::holds_alternative<NvmeSpec>(h->devices[1].driver));
+  const std::vector<std::string> notes = AutoHostNotes(targets);
+  ASSERT_EQ(notes.size(), 2u);  // fioa once; nvme0n1 is a real kind
+  EXPECT_THAT(notes[0], HasSubstr("filename=/dev/XXX: no kernel driver blklab knows gives this name"));
+  EXPECT_THAT(notes[1], HasSubstr("/dev/fioa"));
+  EXPECT_TRUE(AutoHostNotes({"/dev/nvme0n1", "/dev/sda", "file"}).empty());
+  absl::StatusOr<std::string> yaml = AutoHostYaml({"/dev/fioa"});
+  ASSERT_TRUE(yaml.ok());
+  EXPECT_THAT(*yaml, HasSubstr("a stand-in"));
 }
 
 TEST(AutoHostTest, TheDocumentParsesAsAHostSpec) {

@@ -629,8 +629,9 @@ absl::Status ValidateHostSpec(const HostSpec& spec, const HostLimits& limits) {
   for (size_t i = 0; i < spec.devices.size(); ++i) {
     const DeviceSpec& d = spec.devices[i];
     const std::string path = absl::StrCat("devices[", i, "]");
-    if (!ValidName(d.name, 32, false)) {
-      return FieldError(Join(path, "name"), absl::StrCat("must be 1-32 characters of [a-z0-9_-], got \"", d.name, "\""));
+    if (!ValidName(d.name, 32, true)) {
+      return FieldError(Join(path, "name"),
+                        absl::StrCat("must be 1-32 characters of [A-Za-z0-9._-], got \"", d.name, "\""));
     }
     for (size_t j = 0; j < i; ++j) {
       if (spec.devices[j].name == d.name) {

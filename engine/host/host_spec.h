@@ -345,7 +345,7 @@ struct QueueSpec {
 using DriverSpec = std::variant<NullBlkSpec, NvmeSpec, ScsiDebugSpec, HbaSpec>;
 
 struct DeviceSpec {
-  std::string name;  // [a-z0-9_-]{1,32}, unique within the host
+  std::string name;  // [A-Za-z0-9._-]{1,32}, unique within the host
   DriverSpec driver;  // exactly one driver block in a document
   QueueSpec queue;
   friend bool operator==(const DeviceSpec&, const DeviceSpec&) = default;
