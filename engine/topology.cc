@@ -245,7 +245,8 @@ absl::StatusOr<ClonePlacement> CloneCpu(const JobSpec& spec, const workload::Job
 // Whether a clone of `spec` on disk `disk` reads and writes through the
 // page cache (direct=0 on a device or file; fio's null engine has none).
 bool Buffered(const JobSpec& spec, int disk) {
-  return !spec.direct && disk >= 0 && spec.ioengine != IoEngine::kNull && spec.ioengine != IoEngine::kIoUringCmd;
+  return !spec.direct && disk >= 0 && spec.ioengine != IoEngine::kNull && spec.ioengine != IoEngine::kIoUringCmd &&
+         !workload::IsFileOperationEngine(spec.ioengine);
 }
 
 absl::Status CheckUnmodelledOptions(const JobSpec& spec) {
@@ -429,6 +430,21 @@ absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
     if (!jobs[j].ioscheduler.empty()) {
       BLKLAB_ASSIGN_OR_RETURN(plan.disks[d].scheduler, SchedulerFromName(jobs[j].ioscheduler));
     }
+    if (workload::IsFileOperationEngine(jobs[j].ioengine)) {
+      if (target.file == -1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "job '", jobs[j].name, "': ioengine=", jobs[j].ioengine_name, " needs a regular file (the job's target is "
+            "the device ", d >= 0 ? plan.disks[d].name : std::string("-"), "; ", jobs[j].ioengine_name,
+            "(2) of a block device is not modelled)"));
+      }
+      if (jobs[j].ioengine == IoEngine::kFtruncate &&
+          (workload::DirectionActive(jobs[j].rw, workload::Direction::kRead) ||
+           workload::DirectionActive(jobs[j].rw, workload::Direction::kTrim))) {
+        return absl::InvalidArgumentError(absl::StrCat("job '", jobs[j].name, "': ioengine=ftruncate does only writes ",
+                                                       "(fio fails its reads and trims with EINVAL); use rw=write or "
+                                                       "rw=randwrite"));
+      }
+    }
     if (jobs[j].engine_flags.hipri && Buffered(jobs[j], d)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "job '", jobs[j].name, "': hipri needs direct=1 (polled I/O bypasses the page cache; the kernel fails "
@@ -569,7 +585,11 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
     }
   }
 
-  for (size_t f = 0; f < s.plan.files.size(); ++f) s.inodes.push_back(std::make_unique<job::FileInode>());
+  for (size_t f = 0; f < s.plan.files.size(); ++f) {
+    s.inodes.push_back(std::make_unique<job::FileInode>());
+    s.inodes.back()->base_bytes = s.plan.files[f].base;
+    s.inodes.back()->size_bytes = s.plan.files[f].bytes;
+  }
 
   // The page cache, when some job reads or writes through it.
   for (size_t i = 0; i < req.jobs.clones.size(); ++i) {
@@ -644,6 +664,11 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
                                                  s.plan.files[file].bytes, ra_kb)
                       : s.page_cache->AddMapping("/dev/" + s.plan.disks[d].name, s.queues[d], 0,
                                                  s.plan.disks[d].size_bytes, ra_kb);
+        if (file >= 0) {
+          // fallocate / ftruncate on the file drop its pages.
+          s.inodes[file]->page_cache = s.page_cache.get();
+          s.inodes[file]->mapping = m;
+        }
       }
       jc.page_cache = s.page_cache.get();
       jc.mapping = m;

@@ -105,6 +105,10 @@ enum class CostSource { kSrc, kDerived, kGuess };
   X(diskstats_read, 5000, kGuess, "fio update_io_ticks per disk: open, read and close /sys/block/DEV/stat (kernfs, part_stat_show)") \
   X(part_stat_per_cpu, 20, kGuess, "part_stat_read_all per possible CPU, summing the disk's per-CPU counters") \
   X(fs_dio_iomap, 250, kGuess, "direct I/O to a file: iomap_dio_rw, the filesystem's iomap_begin/end (ext4_map_blocks from the extent status tree, xfs_bmapi_read), per IO") \
+  X(fs_op_call, 800, kGuess, "fallocate / ftruncate in the filesystem: ext4_fallocate or ext4_setattr, file_modified (timestamps), a journal handle started and stopped, the extent-status lookup of the range") \
+  X(fs_alloc_extent, 1500, kGuess, "one run of blocks allocated (ext4_map_blocks with CREATE_UNWRIT_EXT: mballoc, an extent inserted or grown)") \
+  X(fs_free_extent, 1200, kGuess, "one run of blocks freed (ext4_ext_remove_space: an extent split or removed, ext4_free_blocks)") \
+  X(fs_block_per_4k, 10, kGuess, "per 4 KiB block allocated or freed (buddy bitmap and group descriptor updates)") \
   X(filemap_read_call, 120, kGuess, "buffered read per call: filemap_read's checks, filemap_get_pages setup, touch_atime") \
   X(page_cache_lookup, 25, kGuess, "filemap_get_read_batch / __filemap_get_folio per page: the xarray walk under RCU, folio_try_get") \
   X(copy_user_per_kib, 60, kGuess, "copy_page_to_iter / copy_page_from_iter (rep movsb) per KiB, about 16 GB/s") \

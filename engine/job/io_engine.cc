@@ -47,6 +47,9 @@ std::unique_ptr<IoEngineModel> MakeIoEngine(IoContext& ctx) {
       return MakeLibaioEngine(ctx);
     case IoEngine::kNull:
       return MakeNullEngine(ctx);
+    case IoEngine::kFalloc:
+    case IoEngine::kFtruncate:
+      return MakeFileOperationEngine(ctx);
     default:
       BLKLAB_CHECK(workload::IsSynchronous(ctx.spec.ioengine));
       return MakeSyncEngine(ctx);

@@ -39,6 +39,7 @@
 #include "engine/model/request.h"
 #include "engine/sim/cacheline.h"
 #include "engine/sim/cpu.h"
+#include "engine/sim/spinlock.h"
 #include "engine/stats/job_stats.h"
 #include "engine/util/check.h"
 #include "engine/workload/job_spec.h"
@@ -101,8 +102,22 @@ struct IoU {
 // xfs_file_dio_read and their write twins on allocated blocks): i_rwsem
 // taken shared around iomap_dio_rw by every submitter, two atomics on one
 // line that bounces between the CPUs of the jobs sharing the file.
+//
+// The file operation engines (falloc, ftruncate) also need the inode as a
+// whole: its extent on the device, i_size, which 4 KiB blocks are holes,
+// i_rwsem taken for writing (an optimistically spinning rwsem writer,
+// modelled as a spin lock: the sections are microseconds and never sleep),
+// and the file's page-cache mapping when a buffered job has one (a punched
+// or truncated range drops its pages). Holes start empty: fio lays a file out
+// in full before the jobs start.
 struct FileInode {
   sim::CacheLine i_rwsem;
+  uint64_t base_bytes = 0;  // the file's extent on its device
+  uint64_t size_bytes = 0;  // i_size
+  std::unique_ptr<sim::SpinLock> write_lock;  // i_rwsem for writing (made by the first user)
+  std::vector<uint64_t> holes;                // bit per 4 KiB block; empty: none yet
+  model::PageCache* page_cache = nullptr;
+  model::AddressSpace* mapping = nullptr;
 };
 
 struct IoContext {
@@ -170,6 +185,7 @@ std::unique_ptr<IoEngineModel> MakeIoUringEngine(IoContext& ctx);
 std::unique_ptr<IoEngineModel> MakeLibaioEngine(IoContext& ctx);
 std::unique_ptr<IoEngineModel> MakeSyncEngine(IoContext& ctx);
 std::unique_ptr<IoEngineModel> MakeNullEngine(IoContext& ctx);
+std::unique_ptr<IoEngineModel> MakeFileOperationEngine(IoContext& ctx);
 
 // Page pinning of a non-fixed buffer of `bytes` (bio_iov_iter_get_pages).
 int64_t PinCost(const host::CostTable& costs, uint32_t bytes);

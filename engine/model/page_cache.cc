@@ -536,6 +536,33 @@ void PageCache::Invalidate(sim::Cpu& cpu, AddressSpace& m) {
   }
 }
 
+void PageCache::TruncateRange(sim::Cpu& cpu, AddressSpace& m, uint64_t first, uint64_t last) {
+  const int64_t per_page = kernel_.costs().invalidate_per_page;
+  auto drop = [&](uint32_t p) {
+    Page& pg = pages_[p];
+    if (pg.flags & (kWriteback | kLocked)) return;
+    if (pg.flags & kDirty) {
+      m.dirty.erase(pg.index);
+      --nr_dirty_;
+    }
+    FreePage(p);
+    ++stats_.pages_invalidated;
+    cpu.Charge(fn_invalidate_, per_page);
+  };
+  if (last < first) return;
+  if (last - first < index_.size()) {
+    for (uint64_t i = first; i <= last; ++i) {
+      if (const uint32_t p = Find(m, i); p != kNone) drop(p);
+    }
+    return;
+  }
+  for (uint32_t q = lru_head_; q != kNone;) {
+    const uint32_t next = pages_[q].lru_next;
+    if (pages_[q].mapping == m.id && pages_[q].index >= first && pages_[q].index <= last) drop(q);
+    q = next;
+  }
+}
+
 void PageCache::BioEndio(sim::Cpu& cpu, Bio* bio, BlkStatus status) {
   const host::CostTable& c = kernel_.costs();
   const uint32_t s = static_cast<uint32_t>(bio->cookie);

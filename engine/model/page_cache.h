@@ -165,6 +165,11 @@ class PageCache final : public BioOwner {
   // invalidate_mapping_pages (fadvise DONTNEED): drops the clean, idle
   // pages of `m`.
   void Invalidate(sim::Cpu& cpu, AddressSpace& m);
+  // truncate_inode_pages_range for pages [first, last] of `m` (a punched
+  // hole, a truncated tail): drops the cached pages, dirty ones too (their
+  // blocks are gone); a page under I/O stays (the kernel would wait for
+  // it). invalidate_per_page per dropped page.
+  void TruncateRange(sim::Cpu& cpu, AddressSpace& m, uint64_t first, uint64_t last);
 
   const PageCacheStats& stats() const { return stats_; }
   uint64_t capacity_pages() const { return capacity_; }

@@ -38,6 +38,8 @@ const char* RwPatternName(RwPattern p) {
   return "?";
 }
 
+bool IsFileOperationEngine(IoEngine e) { return e == IoEngine::kFalloc || e == IoEngine::kFtruncate; }
+
 bool IsSynchronous(IoEngine e) {
   switch (e) {
     case IoEngine::kIoUring:

@@ -64,8 +64,13 @@ enum class IoEngine : uint8_t {
   kLibaio,
   kPosixaio,
   kNull,
+  kFalloc,     // fallocate(2) per I/O: reads allocate (KEEP_SIZE), writes allocate, trims punch holes
+  kFtruncate,  // ftruncate(2) to each write's offset
   kUnmodelled,
 };
+// True for the engines that call a file operation per I/O instead of moving
+// data (falloc, ftruncate): they need a regular file and have no page cache.
+bool IsFileOperationEngine(IoEngine e);
 // True for engines that keep at most one I/O in flight per job.
 bool IsSynchronous(IoEngine e);
 

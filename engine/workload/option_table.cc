@@ -245,6 +245,7 @@ std::optional<IoEngine> ModelledEngine(const std::string& name) {
       {"pvsync2", IoEngine::kPvsync2},   {"io_uring", IoEngine::kIoUring},
       {"io_uring_cmd", IoEngine::kIoUringCmd}, {"libaio", IoEngine::kLibaio},
       {"posixaio", IoEngine::kPosixaio}, {"null", IoEngine::kNull},
+      {"falloc", IoEngine::kFalloc},     {"ftruncate", IoEngine::kFtruncate},
   };
   for (const auto& [n, e] : kModelled) {
     if (name == n) return e;

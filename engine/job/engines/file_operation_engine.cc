@@ -1,0 +1,157 @@
+// fio's file operation engines, falloc and ftruncate (engines/falloc.c,
+// engines/ftruncate.c), as an ext4-like filesystem sees them: one syscall
+// per I/O, under the inode's i_rwsem taken for writing, that changes which
+// blocks of the file exist and moves no data (no bio).
+//
+//   falloc     fallocate(fd, mode, offset, len): a read allocates with
+//              FALLOC_FL_KEEP_SIZE, a write allocates (and grows i_size past
+//              the end), a trim punches a hole (PUNCH_HOLE | KEEP_SIZE),
+//              dropping the range's cached pages.
+//   ftruncate  ftruncate(fd, offset) per write: a shrink frees the blocks
+//              past the new size and drops their cached pages; a grow only
+//              moves i_size (the new tail is a hole). Reads and trims fail
+//              with EINVAL in fio; the plan refuses them.
+//
+// The price: the syscall, fs_op_call (entry, timestamps, the journal handle),
+// per run of blocks that changes state fs_alloc_extent or fs_free_extent (an
+// allocation or a free in the block allocator and an extent-tree update) and
+// fs_block_per_4k per block. Allocating what is allocated, punching a hole,
+// or growing i_size costs only the call.
+//
+// Not modelled: the extent tree's depth (every run costs the same), journal
+// commits, and reads of a shrunk file by other jobs (they still see the
+// region fio laid out).
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "engine/job/io_engine.h"
+
+namespace blklab::job {
+namespace {
+
+constexpr uint64_t kBlockShift = 12;
+
+class FileOperationEngine final : public IoEngineModel {
+ public:
+  explicit FileOperationEngine(IoContext& ctx) : ctx_(ctx), inode_(*ctx.inode) {
+    BLKLAB_CHECK(ctx.inode != nullptr);
+    auto& r = ctx.kernel.machine().functions();
+    const bool falloc = ctx.spec.ioengine == workload::IoEngine::kFalloc;
+    fn_syscall_ = r.Intern(falloc ? "__x64_sys_fallocate" : "__x64_sys_ftruncate");
+    fn_fs_ = r.Intern(falloc ? "ext4_fallocate" : "ext4_setattr");
+    fn_alloc_ = r.Intern("ext4_map_blocks");
+    fn_free_ = r.Intern("ext4_ext_remove_space");
+    if (inode_.write_lock == nullptr) {
+      inode_.write_lock = std::make_unique<sim::SpinLock>(
+          ctx.kernel.machine(), "i_rwsem (down_write)", sim::SpinLockKind::kSpinLock, ctx.kernel.Intern("down_write"),
+          ctx.kernel.Intern("rwsem_down_write_slowpath"), ctx.kernel.lock_costs());
+    }
+  }
+
+  sim::Task Commit(std::vector<IoU*>& batch) override {
+    const auto& c = ctx_.kernel.costs();
+    for (IoU* u : batch) {
+      sim::Cpu& cpu = ctx_.cpu();
+      sim::StackFrame frame(cpu, fn_syscall_);
+      u->issue_time = cpu.now();
+      u->state = IoU::State::kInFlight;
+      cpu.Charge(fn_syscall_, c.syscall_entry_exit);
+      co_await inode_.write_lock->Lock(cpu);
+      cpu.Charge(fn_fs_, c.fs_op_call);
+      const uint64_t pos = (u->bio.sector << model::kSectorShift) - inode_.base_bytes;
+      if (ctx_.spec.ioengine == workload::IoEngine::kFalloc) {
+        Fallocate(cpu, u->bio.op, pos, u->bio.bytes);
+      } else {
+        Truncate(cpu, pos);
+      }
+      co_await cpu.Sync();
+      inode_.write_lock->Unlock(cpu);
+      ctx_.Post(u);
+      co_await cpu.PreemptPoint();
+    }
+  }
+
+  // No bio: nothing completes from outside.
+  void Complete(sim::Cpu&, IoU*, model::BlkStatus) override {}
+  sim::Task GetEvents(uint32_t, uint32_t, bool) override { co_return; }
+
+ private:
+  uint64_t Blocks() const { return inode_.holes.size() * 64; }
+  bool IsHole(uint64_t b) const { return b < Blocks() && ((inode_.holes[b >> 6] >> (b & 63)) & 1); }
+  void SetHole(uint64_t b, bool hole) {
+    if (hole && b >= Blocks()) inode_.holes.resize((b >> 6) + 1, 0);
+    if (b >= Blocks()) return;
+    const uint64_t bit = uint64_t{1} << (b & 63);
+    inode_.holes[b >> 6] = hole ? inode_.holes[b >> 6] | bit : inode_.holes[b >> 6] & ~bit;
+  }
+
+  // Flips the blocks [first, end) that are not `to_hole` yet; charges each
+  // run of them (an extent allocated or freed) and each block.
+  void Change(sim::Cpu& cpu, uint64_t first, uint64_t end, bool to_hole) {
+    const auto& c = ctx_.kernel.costs();
+    uint64_t runs = 0;
+    uint64_t blocks = 0;
+    bool in_run = false;
+    for (uint64_t b = first; b < end; ++b) {
+      const bool flips = IsHole(b) != to_hole;
+      if (flips) {
+        runs += in_run ? 0 : 1;
+        ++blocks;
+        SetHole(b, to_hole);
+      }
+      in_run = flips;
+    }
+    const sim::FnId fn = to_hole ? fn_free_ : fn_alloc_;
+    cpu.Charge(fn, static_cast<int64_t>(runs) * (to_hole ? c.fs_free_extent : c.fs_alloc_extent) +
+                       static_cast<int64_t>(blocks) * c.fs_block_per_4k);
+  }
+
+  // The cached pages of [pos, end) go with their blocks.
+  void DropPages(sim::Cpu& cpu, uint64_t pos, uint64_t end) {
+    if (inode_.mapping == nullptr || end <= pos) return;
+    inode_.page_cache->TruncateRange(cpu, *inode_.mapping, pos >> model::kPageShift,
+                                     (end - 1) >> model::kPageShift);
+  }
+
+  void Fallocate(sim::Cpu& cpu, model::ReqOp op, uint64_t pos, uint32_t bytes) {
+    const uint64_t end = pos + bytes;
+    if (op == model::ReqOp::kDiscard) {
+      // PUNCH_HOLE frees the whole blocks inside the range (the partial
+      // ones at its edges are zeroed in the page cache instead).
+      Change(cpu, (pos + (uint64_t{1} << kBlockShift) - 1) >> kBlockShift, end >> kBlockShift, true);
+      DropPages(cpu, pos, end);
+      return;
+    }
+    Change(cpu, pos >> kBlockShift, (end + (uint64_t{1} << kBlockShift) - 1) >> kBlockShift, false);
+    if (op == model::ReqOp::kWrite) inode_.size_bytes = std::max(inode_.size_bytes, end);  // mode 0 grows i_size
+  }
+
+  void Truncate(sim::Cpu& cpu, uint64_t size) {
+    if (size < inode_.size_bytes) {
+      const uint64_t old_end = inode_.size_bytes;
+      Change(cpu, (size + (uint64_t{1} << kBlockShift) - 1) >> kBlockShift,
+             (old_end + (uint64_t{1} << kBlockShift) - 1) >> kBlockShift, true);
+      DropPages(cpu, size, old_end);
+    } else {
+      // The new tail is a hole: no block is allocated for it.
+      for (uint64_t b = (inode_.size_bytes + (uint64_t{1} << kBlockShift) - 1) >> kBlockShift;
+           b < (size + (uint64_t{1} << kBlockShift) - 1) >> kBlockShift; ++b) {
+        SetHole(b, true);
+      }
+    }
+    inode_.size_bytes = size;
+  }
+
+  IoContext& ctx_;
+  FileInode& inode_;
+  sim::FnId fn_syscall_, fn_fs_, fn_alloc_, fn_free_;
+};
+
+}  // namespace
+
+std::unique_ptr<IoEngineModel> MakeFileOperationEngine(IoContext& ctx) {
+  return std::make_unique<FileOperationEngine>(ctx);
+}
+
+}  // namespace blklab::job
