@@ -53,6 +53,23 @@ std::vector<std::string> JobTargets(const workload::ParsedJobs& jobs) {
   return targets;
 }
 
+std::vector<std::string> SizelessFiles(const workload::ParsedJobs& jobs) {
+  std::vector<std::string> out;
+  for (const workload::JobSpec& spec : jobs.jobs) {
+    if (spec.size.bytes != 0 || spec.size.is_percent() || spec.filesize.hi != 0) continue;
+    for (const std::string& name : spec.filenames) {
+      if (absl::StartsWith(name, "/dev/")) continue;
+      std::string path = name;
+      if (!absl::StartsWith(name, "/")) {
+        const std::string dir = absl::StartsWith(spec.directory, "/") ? spec.directory : "/";
+        path = dir + (absl::EndsWith(dir, "/") ? "" : "/") + name;
+      }
+      if (std::find(out.begin(), out.end(), path) == out.end()) out.push_back(path);
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<host::HostSpec> ResolveHost(const std::string& preset_or_text) {
   if (preset_or_text.find_first_of(":{\n") == std::string::npos) {
     return host::GetPreset(preset_or_text);

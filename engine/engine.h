@@ -221,6 +221,10 @@ absl::StatusOr<ParsedFio> ParseFio(const std::vector<std::string>& args, const h
 // The targets the parsed jobs name (every filename= entry, in job order):
 // what --host=auto builds devices for (host/auto_host.h).
 std::vector<std::string> JobTargets(const workload::ParsedJobs& jobs);
+// The regular files the jobs name without size= or filesize= (fio works on
+// an existing file's size then), as absolute paths: relative names under
+// directory=, else under / (where --host=auto mounts its filesystem).
+std::vector<std::string> SizelessFiles(const workload::ParsedJobs& jobs);
 
 // A preset name, or YAML/JSON text of a host spec.
 absl::StatusOr<host::HostSpec> ResolveHost(const std::string& preset_or_text);

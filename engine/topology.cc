@@ -84,11 +84,21 @@ int MountOf(const host::HostSpec& host, const std::string& path) {
   return best;
 }
 
+// The size of the file at `path` when the host spec says it exists on
+// filesystem `fs` (filesystems[].files), else 0.
+uint64_t ExistingBytes(const host::HostSpec& host, int fs, const std::string& path) {
+  for (const host::ExistingFileSpec& f : host.filesystems[static_cast<size_t>(fs)].files) {
+    if (f.path == path) return static_cast<uint64_t>(f.mib) << 20;
+  }
+  return 0;
+}
+
 // Adds the file at `path` on filesystem `fs` (its device `disk`) to
 // `files`, or grows the one there to this job's size; returns its index.
 // `per_clone`: the clone whose own file it is (-1: every clone's).
+// `existing`: its size when it exists before the run (0: fio creates it).
 absl::StatusOr<int> AddFile(const JobSpec& spec, const std::string& path, int fs, int disk, int per_clone,
-                            std::vector<FileTarget>& files) {
+                            uint64_t existing, std::vector<FileTarget>& files) {
   if (spec.nrfiles > 1) {
     return absl::UnimplementedError(absl::StrCat("job '", spec.name, "': nrfiles=", spec.nrfiles,
                                                  ": a job over several files is not modelled yet"));
@@ -102,9 +112,13 @@ absl::StatusOr<int> AddFile(const JobSpec& spec, const std::string& path, int fs
     bytes = spec.size.bytes + (spec.offset.is_percent() ? 0 : spec.offset.bytes) +
             (spec.offset_increment.is_percent() ? 0 : last * spec.offset_increment.bytes);
   }
+  // An existing file keeps its size when that is larger (fio extends a
+  // smaller one to the job's region).
+  bytes = std::max(bytes, existing);
   if (bytes == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "job '", spec.name, "': file ", path, " needs a size: give size= or filesize= (fio: you need to specify size=)"));
+        "job '", spec.name, "': file ", path, " needs a size: give size= or filesize=, or list it as an existing "
+        "file of its filesystem in the host spec (filesystems[].files) (fio: you need to specify size=)"));
   }
   for (size_t f = 0; f < files.size(); ++f) {
     if (files[f].path == path) {
@@ -161,7 +175,7 @@ absl::StatusOr<JobTarget> ResolveTarget(const JobSpec& spec, const host::HostSpe
   }
   const std::string& device = host.filesystems[fs].device;
   BLKLAB_ASSIGN_OR_RETURN(int disk, DiskByName(disks, device, absl::StrCat("filesystems[", fs, "].device=")));
-  BLKLAB_ASSIGN_OR_RETURN(int file, AddFile(spec, path, fs, disk, -1, files));
+  BLKLAB_ASSIGN_OR_RETURN(int file, AddFile(spec, path, fs, disk, -1, ExistingBytes(host, fs, path), files));
   return JobTarget{disk, file};
 }
 
@@ -250,6 +264,9 @@ bool Buffered(const JobSpec& spec, int disk) {
 }
 
 absl::Status CheckUnmodelledOptions(const JobSpec& spec) {
+  if (!spec.unmodelled_effects.empty()) {
+    return absl::UnimplementedError(absl::StrCat("job '", spec.name, "': ", spec.unmodelled_effects.front()));
+  }
 
   const bool verify = !spec.verify.empty() && spec.verify != "0";
   if (spec.verify_only) {
@@ -268,11 +285,6 @@ absl::Status CheckUnmodelledOptions(const JobSpec& spec) {
         "job '", spec.name, "': verify_async=", spec.verify_async,
         ": fio's verify threads are not modelled (the checks would leave the job's CPU); without it the job "
         "checks its reads itself"));
-  }
-  if (spec.loops > 1 && spec.do_verify && workload::DirectionActive(spec.rw, workload::Direction::kWrite)) {
-    return absl::UnimplementedError(absl::StrCat(
-        "job '", spec.name, "': loops=", spec.loops, " with verify=", spec.verify,
-        ": fio verifies after each loop, which is not modelled; use one loop"));
   }
   if (spec.verify == "pattern" && spec.verify_pattern.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("job '", spec.name,
@@ -474,7 +486,8 @@ absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
       const std::string path = AbsolutePath(spec, absl::StrCat(spec.name, ".", c.clone_index, ".0"), req.host);
       const int fs = MountOf(req.host, path);
       BLKLAB_ASSIGN_OR_RETURN(
-          file, AddFile(spec, path, fs, job_disk[c.job_index], static_cast<int>(c.clone_index), plan.files));
+          file, AddFile(spec, path, fs, job_disk[c.job_index], static_cast<int>(c.clone_index),
+                        ExistingBytes(req.host, fs, path), plan.files));
     }
     plan.clone_file.push_back(file);
   }

@@ -540,6 +540,34 @@ TEST(Files, PlannedAsFioNamesThem) {
               HasSubstr("nor a file on one of its filesystems (mounted: /mnt)"));
   EXPECT_THAT(std::string(plan_of({"--name=x", "--filename=/mnt/x"}).status().message()),
               HasSubstr("needs a size"));
+  // An existing file (filesystems[].files): a job without a size works on
+  // its size; a larger size= extends it, as fio lays it out.
+  RunRequest req;
+  req.host = FsHost(2);
+  req.host.filesystems[0].files.push_back(host::ExistingFileSpec{"/mnt/x", 96});
+  for (const auto& [size, bytes] : std::vector<std::pair<std::string, uint64_t>>{
+           {"", 96u << 20}, {"--size=8m", 96u << 20}, {"--size=200m", 200u << 20}}) {
+    std::vector<std::string> args = {"--name=x", "--filename=/mnt/x", "--direct=1"};
+    if (!size.empty()) args.push_back(size);
+    absl::StatusOr<ParsedFio> parsed = ParseFio(args, req.host, nullptr, nullptr);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    req.jobs = parsed->jobs;
+    absl::StatusOr<RunPlan> e = PlanRun(req);
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_EQ(e->files[0].bytes, bytes) << size;
+  }
+}
+
+TEST(Files, OptionsWhoseEffectIsNotModelledAreRefusedByName) {
+  const RunOutcome iolog = RunArgs(FsHost(1), {"--name=r", "--filename=/mnt/f", "--size=1m", "--read_iolog=trace"});
+  ASSERT_FALSE(iolog.result.ok());
+  EXPECT_THAT(std::string(iolog.result.status().message()), HasSubstr("read_iolog=trace: replaying an I/O log"));
+  const RunOutcome ss = RunArgs(FsHost(1), {"--name=r", "--filename=/mnt/f", "--size=1m", "--ss=iops:10%",
+                                            "--ss_dur=30s"});
+  ASSERT_FALSE(ss.result.ok());
+  EXPECT_THAT(std::string(ss.result.status().message()), HasSubstr("steady-state detection"));
+  // ss= alone (no duration) does not detect anything: it runs.
+  EXPECT_TRUE(RunArgs(FsHost(1), {"--name=r", "--filename=/mnt/f", "--size=1m", "--ss=iops:10%"}).result.ok());
 }
 
 TEST(Files, JobsSharingAFileBounceItsRwsem) {

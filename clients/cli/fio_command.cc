@@ -237,7 +237,7 @@ int PrintAutoHost(const std::vector<std::string>& fio_args) {
   if (!base.ok()) return Fail(base.status());
   absl::StatusOr<ParsedFio> parsed = ParseFio(fio_args, *base, LocalFileReader(), EnvironmentLookup());
   if (!parsed.ok()) return Fail(parsed.status());
-  absl::StatusOr<std::string> yaml = host::AutoHostYaml(JobTargets(parsed->jobs));
+  absl::StatusOr<std::string> yaml = host::AutoHostYaml(JobTargets(parsed->jobs), SizelessFiles(parsed->jobs));
   if (!yaml.ok()) return Fail(yaml.status());
   std::cout << *yaml;
   return 0;

@@ -33,7 +33,7 @@ bool IsAutoHost(const std::string& host_arg) { return host_arg == host::kAutoHos
 
 absl::StatusOr<host::HostSpec> AutoHostFor(workload::ParsedJobs& jobs) {
   const std::vector<std::string> targets = JobTargets(jobs);
-  absl::StatusOr<host::HostSpec> spec = host::AutoHost(targets);
+  absl::StatusOr<host::HostSpec> spec = host::AutoHost(targets, SizelessFiles(jobs));
   if (spec.ok()) {
     for (std::string& note : host::AutoHostNotes(targets)) jobs.warnings.push_back(std::move(note));
   }

@@ -127,7 +127,8 @@ absl::StatusOr<Target> Classify(const std::string& target) {
 
 }  // namespace
 
-absl::StatusOr<std::string> AutoHostYaml(const std::vector<std::string>& targets) {
+absl::StatusOr<std::string> AutoHostYaml(const std::vector<std::string>& targets,
+                                         const std::vector<std::string>& existing) {
   std::vector<Target> devices;
   std::set<std::string> names;
   bool files = false;
@@ -224,7 +225,24 @@ absl::StatusOr<std::string> AutoHostYaml(const std::vector<std::string>& targets
     }
   }
   if (!root_device.empty()) {
-    absl::StrAppend(&y, "filesystems:\n  - {path: /, device: ", root_device, ", type: ext4}\n");
+    absl::StrAppend(&y, "filesystems:\n  - path: /\n    device: ", root_device, "\n    type: ext4\n");
+    // Names a spec can list (the others stay size-less and are refused
+    // with fio's message when the job runs).
+    std::vector<std::string> listable;
+    for (const std::string& f : existing) {
+      bool ok = f.size() > 1 && f.size() <= 400 && f[0] == '/' && f.back() != '/' &&
+                !absl::StrContains(f, "/./") && !absl::StrContains(f, "/../") && !absl::StrContains(f, "//");
+      for (char c : f) ok = ok && c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+      if (ok && listable.size() < 1024) listable.push_back(f);
+    }
+    if (!listable.empty()) {
+      absl::StrAppend(&y,
+                      "    # The files the job names without size= or filesize= must exist\n"
+                      "    # for fio to run it: here they do, 1 GiB each [guess]; give\n"
+                      "    # their real sizes (MiB)\n"
+                      "    files:\n");
+      for (const std::string& f : listable) absl::StrAppend(&y, "      - {path: \"", f, "\", mib: 1024}\n");
+    }
   }
   return y;
 }
@@ -242,8 +260,9 @@ std::vector<std::string> AutoHostNotes(const std::vector<std::string>& targets) 
   return notes;
 }
 
-absl::StatusOr<HostSpec> AutoHost(const std::vector<std::string>& targets) {
-  absl::StatusOr<std::string> yaml = AutoHostYaml(targets);
+absl::StatusOr<HostSpec> AutoHost(const std::vector<std::string>& targets,
+                                   const std::vector<std::string>& existing) {
+  absl::StatusOr<std::string> yaml = AutoHostYaml(targets, existing);
   if (!yaml.ok()) return yaml.status();
   return ParseHostSpec(*yaml);
 }

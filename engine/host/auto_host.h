@@ -47,14 +47,19 @@ inline constexpr char kAutoHostName[] = "auto";
 // The host spec document (YAML with comments) for `targets`, the job's
 // filename= entries in the order they appear (duplicates ignored; empty:
 // the default host's devices). Errors name the target.
-absl::StatusOr<std::string> AutoHostYaml(const std::vector<std::string>& targets);
+// `existing`: regular files (absolute paths) the job names without a size;
+// the spec lists them as files already on the root filesystem, 1 GiB each
+// [guess], so the job runs on them as fio would on existing files.
+absl::StatusOr<std::string> AutoHostYaml(const std::vector<std::string>& targets,
+                                         const std::vector<std::string>& existing = {});
 
 // What the user should know about the host built for `targets`: one line per
 // stand-in device (a name of no known kind). Empty when there is nothing to say.
 std::vector<std::string> AutoHostNotes(const std::vector<std::string>& targets);
 
 // AutoHostYaml, parsed.
-absl::StatusOr<HostSpec> AutoHost(const std::vector<std::string>& targets);
+absl::StatusOr<HostSpec> AutoHost(const std::vector<std::string>& targets,
+                                   const std::vector<std::string>& existing = {});
 
 }  // namespace blklab::host
 

@@ -111,6 +111,15 @@ TEST(AutoHostTest, ANameOfNoKnownKindGetsAStandInNamespaceAndANote) {
   EXPECT_THAT(*yaml, HasSubstr("a stand-in"));
 }
 
+TEST(AutoHostTest, SizelessFilesAreListedAsExistingFiles) {
+  absl::StatusOr<HostSpec> h = AutoHost({"/tmp/testfile", "data"}, {"/tmp/testfile", "/bad\"name"});
+  ASSERT_TRUE(h.ok()) << h.status();
+  ASSERT_EQ(h->filesystems.size(), 1u);
+  ASSERT_EQ(h->filesystems[0].files.size(), 1u);  // a name YAML cannot hold plainly stays size-less
+  EXPECT_EQ(h->filesystems[0].files[0].path, "/tmp/testfile");
+  EXPECT_EQ(h->filesystems[0].files[0].mib, 1024);
+}
+
 TEST(AutoHostTest, TheDocumentParsesAsAHostSpec) {
   absl::StatusOr<std::string> yaml = AutoHostYaml({"/dev/sda"});
   ASSERT_TRUE(yaml.ok());

@@ -236,7 +236,8 @@ class Decoder {
 
 const std::string kHostKeys[] = {"name", "description", "cpus", "kernel", "knobs", "devices", "costs", "cgroups",
                                  "filesystems", "vm"};
-const std::string kFilesystemKeys[] = {"path", "device", "type"};
+const std::string kFilesystemKeys[] = {"path", "device", "type", "files"};
+const std::string kExistingFileKeys[] = {"path", "mib"};
 const std::string kKernelKeys[] = {"hz", "version", "config"};
 const std::string kDeviceKeys[] = {"name", "null_blk", "nvme", "scsi_debug", "hba", "queue"};
 const std::string kQueueExtraKeys[] = {"scheduler", "iosched"};
@@ -412,6 +413,29 @@ absl::StatusOr<HostSpec> Decoder::DecodeHost(const DocNode& root) {
         }
         if (const DocNode* t = item.Find("type")) {
           BLKLAB_ASSIGN_OR_RETURN(fs.type, ReadString(*t, Join(path, "type")));
+        }
+        if (const DocNode* files = item.Find("files")) {
+          const std::string fpath = Join(path, "files");
+          if (!files->is_list()) {
+            return Error(fpath, files->pos(), absl::StrCat("expected a list, got a ", DocNode::KindName(files->kind())));
+          }
+          if (files->items().size() > 1024) {
+            return Error(fpath, files->pos(), absl::StrCat(files->items().size(), " files exceed the limit of 1024"));
+          }
+          for (size_t k = 0; k < files->items().size(); ++k) {
+            const DocNode& f = files->items()[k];
+            const std::string at = absl::StrCat(fpath, "[", k, "]");
+            if (!f.is_map()) return Error(at, f.pos(), absl::StrCat("expected a map, got a ", DocNode::KindName(f.kind())));
+            BLKLAB_RETURN_IF_ERROR(ExpectMap(f, at, kExistingFileKeys));
+            ExistingFileSpec e;
+            const DocNode* p = f.Find("path");
+            if (p == nullptr) return Error(Join(at, "path"), f.pos(), "required");
+            BLKLAB_ASSIGN_OR_RETURN(e.path, ReadString(*p, Join(at, "path")));
+            const DocNode* m = f.Find("mib");
+            if (m == nullptr) return Error(Join(at, "mib"), f.pos(), "required");
+            BLKLAB_ASSIGN_OR_RETURN(e.mib, ReadInt(*m, Join(at, "mib"), 1, int64_t{1} << 30));
+            fs.files.push_back(std::move(e));
+          }
         }
         spec.filesystems.push_back(std::move(fs));
       }
@@ -796,6 +820,23 @@ absl::Status ValidateHostSpec(const HostSpec& spec, const HostLimits& limits) {
     if (fs.device.empty() || fs.device.size() > 32) {
       return FieldError(Join(path, "device"), "a device name of the host");
     }
+    std::set<std::string> names;
+    for (size_t k = 0; k < fs.files.size(); ++k) {
+      const ExistingFileSpec& f = fs.files[k];
+      const std::string at = absl::StrCat(path, ".files[", k, "]");
+      const std::string prefix = fs.path == "/" ? "/" : fs.path + "/";
+      if (f.path.size() <= prefix.size() || !absl::StartsWith(f.path, prefix) || f.path.size() > 400 ||
+          absl::StrContains(f.path, "/./") || absl::StrContains(f.path, "/../") || absl::EndsWith(f.path, "/")) {
+        return FieldError(Join(at, "path"), absl::StrCat("\"", f.path.substr(0, 64), "\": an absolute file path under ",
+                                                         fs.path, " without . or .. parts"));
+      }
+      if (!names.insert(f.path).second) {
+        return FieldError(Join(at, "path"), absl::StrCat("\"", f.path.substr(0, 64), "\" is listed twice"));
+      }
+      if (f.mib < 1 || f.mib > (int64_t{1} << 30)) {
+        return FieldError(Join(at, "mib"), absl::StrCat(f.mib, ": 1 .. 1073741824 MiB"));
+      }
+    }
   }
   for (const auto& [path, cg] : spec.cgroups) {
     const bool ok = ValidCgroupPath(path);
@@ -875,6 +916,16 @@ DocNode HostSpecToDoc(const HostSpec& in) {
       f.AddEntry("path", {}, DocNode::String(fs.path));
       f.AddEntry("device", {}, DocNode::String(fs.device));
       f.AddEntry("type", {}, DocNode::String(fs.type));
+      if (!fs.files.empty()) {
+        DocNode files = DocNode::List();
+        for (const ExistingFileSpec& e : fs.files) {
+          DocNode ef = DocNode::Map();
+          ef.AddEntry("path", {}, DocNode::String(e.path));
+          ef.AddEntry("mib", {}, DocNode::Int(e.mib));
+          files.Append(std::move(ef));
+        }
+        f.AddEntry("files", {}, std::move(files));
+      }
       fss.Append(std::move(f));
     }
     root.AddEntry("filesystems", {}, std::move(fss));

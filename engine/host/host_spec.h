@@ -385,10 +385,20 @@ bool ValidCgroupPath(absl::string_view path);
 // file's extent on the device, its size from the job (see topology.h).
 // `type`: ext4 or xfs (the direct-I/O path: iomap mapping and the inode's
 // i_rwsem taken shared).
+// A file that exists on a filesystem before the jobs start: a job that names
+// it without size= or filesize= works on its size, as fio does with an
+// existing file.
+struct ExistingFileSpec {
+  std::string path;  // absolute, under the filesystem's mount point
+  int64_t mib = 0;   // its size, 1 .. 2^30 MiB
+  friend bool operator==(const ExistingFileSpec&, const ExistingFileSpec&) = default;
+};
+
 struct FilesystemSpec {
   std::string path;    // absolute mount point, normalised ("/", "/mnt/data")
   std::string device;  // a block device of the host (after nr_devices / LUN expansion)
   std::string type = "ext4";
+  std::vector<ExistingFileSpec> files;  // files already there (at most 1024)
   friend bool operator==(const FilesystemSpec&, const FilesystemSpec&) = default;
 };
 

@@ -263,6 +263,27 @@ TEST(HostSpecTest, FilesystemsDecodeValidateAndRoundTrip) {
   EXPECT_THAT(ErrorOf(base + "filesystems: {a: 1}\n"), HasSubstr("filesystems: expected a list"));
 }
 
+TEST(HostSpecTest, ExistingFilesDecodeValidateAndRoundTrip) {
+  const std::string base = "name: h\ndevices:\n  - name: nvme0n1\n    nvme: {}\nfilesystems:\n  - path: /mnt\n"
+                           "    device: nvme0n1\n    files:\n";
+  absl::StatusOr<HostSpec> h = ParseHostSpec(base + "      - {path: /mnt/a, mib: 64}\n      - {path: /mnt/d/b, mib: 1}\n");
+  ASSERT_TRUE(h.ok()) << h.status();
+  ASSERT_EQ(h->filesystems[0].files.size(), 2u);
+  EXPECT_EQ(h->filesystems[0].files[0].path, "/mnt/a");
+  EXPECT_EQ(h->filesystems[0].files[0].mib, 64);
+  absl::StatusOr<HostSpec> back = ParseHostSpec(HostSpecToJson(*h));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, *h);
+  EXPECT_THAT(ErrorOf(base + "      - {path: /other/a, mib: 1}\n"),
+              HasSubstr("filesystems[0].files[0].path: \"/other/a\": an absolute file path under /mnt"));
+  EXPECT_THAT(ErrorOf(base + "      - {path: /mnt/../a, mib: 1}\n"), HasSubstr("filesystems[0].files[0].path"));
+  EXPECT_THAT(ErrorOf(base + "      - {path: /mnt/a, mib: 0}\n"), HasSubstr("filesystems[0].files[0].mib"));
+  EXPECT_THAT(ErrorOf(base + "      - {path: /mnt/a}\n"), HasSubstr("filesystems[0].files[0].mib: required"));
+  EXPECT_THAT(ErrorOf(base + "      - {path: /mnt/a, mib: 1}\n      - {path: /mnt/a, mib: 2}\n"),
+              HasSubstr("filesystems[0].files[1].path: \"/mnt/a\" is listed twice"));
+  EXPECT_THAT(ErrorOf(base + "      - {path: /mnt/a, gib: 1}\n"), HasSubstr("files[0].gib: unknown field"));
+}
+
 TEST(HostSpecTest, JsonRoundTripIsCanonical) {
   HostSpec spec = MustParse(std::string(kArchitectureExample) +
                             "  - name: nvme0n1\n    nvme: {poll_queues: 2}\n    queue: {io_poll: true}\n"

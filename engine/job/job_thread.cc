@@ -513,9 +513,24 @@ sim::Task JobThread::Main() {
   if (ctx_.mapping != nullptr && spec_.invalidate) ctx_.page_cache->Invalidate(cpu(), *ctx_.mapping);
   MaybeStartStats();
   // thread_main's keep_running loop: do_io, then do_verify unless the job
-  // was terminated (runtime over, an error); a time_based job that verifies
-  // goes round again until its runtime is over.
-  for (;;) {
+  // was terminated (runtime over, an error); a job that verifies goes round
+  // again, loops= times (each round writes size= and verifies it; without
+  // verify one do_io covers every loop) or, time_based, until its runtime
+  // is over.
+  const uint64_t rounds = std::max<uint64_t>(spec_.loops, 1);
+  for (uint64_t round = 0;; ++round) {
+    if (round > 0) {
+      // clear_io_state: the file is closed and opened again (invalidate=1
+      // drops its cached pages) and, with randrepeat, the generators are
+      // seeded again: the round repeats the first one's offsets.
+      if (ctx_.mapping != nullptr && spec_.invalidate) ctx_.page_cache->Invalidate(cpu(), *ctx_.mapping);
+      if (spec_.randrepeat) {
+        absl::StatusOr<workload::IoGenerator> g =
+            workload::IoGenerator::Create(spec_, config_.plan, config_.thread_number, config_.seed);
+        BLKLAB_CHECK(g.ok());
+        gen_ = *std::move(g);
+      }
+    }
     all_bytes_issued_ = 0;
     write_bytes_done_ = 0;
     if (workload::IsSynchronous(spec_.ioengine)) {
@@ -532,7 +547,8 @@ sim::Task JobThread::Main() {
     }
     if (!verify_ || terminated_ || error_ != 0) break;
     if (spec_.do_verify && write_bytes_done_ + hist_len_ > 0) co_await VerifyPhase();
-    if (!spec_.time_based || terminated_ || error_ != 0) break;
+    if (terminated_ || error_ != 0) break;
+    if (!spec_.time_based && (round + 1 >= rounds || (bytes_limit_ > 0 && bytes_issued_ >= bytes_limit_))) break;
     stopping_ = false;
   }
   co_await cpu().Sync();
@@ -592,7 +608,7 @@ sim::Task JobThread::VerifyPhase() {
         workload::IoGenerator::Create(spec_, config_.plan, config_.thread_number, config_.seed);
     BLKLAB_CHECK(g.ok());
     replay_.emplace(*std::move(g));
-    verify_read_issues_ = 0;
+    // td->verify_read_issues counts on across loops, as the writes' numberio.
     verify_bytes_done_ = 0;
   }
   for (;;) {

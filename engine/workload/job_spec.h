@@ -282,6 +282,9 @@ struct JobSpec {
 
   // --- bookkeeping ---
   std::vector<WrittenOption> options_written;
+  // Accepted options that would change what the job does and are not
+  // modelled ("read_iolog=trace: ..."): the run is refused with the first.
+  std::vector<std::string> unmodelled_effects;
   std::string source_file;  // job file, or "<command line>"
   int source_line = 0;      // line of the section header
   uint32_t group_id = 0;    // set when jobs are formed (a.7)

@@ -544,8 +544,26 @@ absl::Status ApplyOption(const OptionDef& def, const std::optional<std::string>&
       spec->engine_flags.uncached = u != 0;
       return absl::OkStatus();
     }
-    case OptionId::kGeneric:
-      return ValidateGeneric(def, v, kb);
+    case OptionId::kGeneric: {
+      BLKLAB_RETURN_IF_ERROR(ValidateGeneric(def, v, kb));
+      // Options fio accepts whose effect on the run is not modelled: kept
+      // so that a run refuses them by name (a parse still succeeds).
+      static const std::pair<const char*, const char*> kEffects[] = {
+          {"read_iolog", "replaying an I/O log (fio's iolog replay) is not modelled"},
+          {"steadystate_duration",
+           "fio's steady-state detection (ss=, ss_dur=), which ends the job once the criterion holds, is not "
+           "modelled"},
+      };
+      std::string name(def.name);
+      for (const auto& [opt, why] : kEffects) {
+        if (name != opt) continue;
+        const bool off = v.empty() || (name == "steadystate_duration" && (v == "0" || v == "0s"));
+        std::erase_if(spec->unmodelled_effects,
+                      [&](const std::string& e) { return absl::StartsWith(e, name + "="); });
+        if (!off) spec->unmodelled_effects.push_back(absl::StrCat(name, "=", v, ": ", why));
+      }
+      return absl::OkStatus();
+    }
     default:
       // A typed option must have a binding (applied above) or a case here.
       return absl::InternalError(absl::StrCat("option ", def.name, " has neither a binding nor code"));
