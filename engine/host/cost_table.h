@@ -147,6 +147,7 @@ enum class CostSource { kSrc, kDerived, kGuess };
   X(try_to_wake_up, 400, kGuess, "try_to_wake_up of a sleeping task")                           \
   X(context_switch, 1070, kSrc, "thread context switch (pipe ping-pong, weak source)")           \
   X(kworker_queue, 150, kGuess, "queueing a kblockd work item (plus wake + switch if asleep)")  \
+  X(io_wq_work, 150, kGuess, "io_worker_handle_work per item: dequeue from the io-wq list, io_wq_submit_work setup") \
   X(hrtimer_arm, 50, kGuess, "hrtimer_start")                                                   \
   X(sched_tick, 1000, kGuess, "scheduler tick on a busy CPU: hrtimer irq, update_process_times, RCU") \
   X(hrtimer_fire, 300, kGuess, "hrtimer interrupt and callback dispatch")                       \

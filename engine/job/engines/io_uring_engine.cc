@@ -245,7 +245,7 @@ class IoUringEngine final : public IoEngineModel {
       iowq_queue_.pop_front();
       {
         sim::StackFrame frame(cpu, fn_io_wq_);
-        cpu.Charge(fn_io_wq_, ctx_.kernel.costs().kworker_queue);  // io_worker_handle_work per item
+        cpu.Charge(fn_io_wq_, ctx_.kernel.costs().io_wq_work);  // io_worker_handle_work per item
         if (u->bio.op == model::ReqOp::kRead) {
           co_await ctx_.page_cache->Read(cpu, ctx_.ra, *ctx_.mapping, FilePos(u), u->bio.bytes);
         } else {
