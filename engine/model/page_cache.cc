@@ -318,30 +318,26 @@ sim::Task PageCache::Read(sim::Cpu& cpu, FileRaState& ra, AddressSpace& m, uint6
       co_await cpu.Sync();
       continue;
     }
-    ++stats_.read_accesses;
-    LruRemove(p);  // folio_mark_accessed
-    LruPushFront(p);
-    const uint64_t lo = std::max(pos, idx << kPageShift);
-    const uint64_t hi = std::min(pos + bytes, (idx + 1) << kPageShift);
-    cpu.Charge(fn_copy_to_, c.copy_user_per_kib * static_cast<int64_t>(hi - lo) / 1024);
+    CopyPage(cpu, p, idx, pos, bytes);
     ++idx;
   }
   ra.prev_index = last;
 }
 
+void PageCache::CopyPage(sim::Cpu& cpu, uint32_t p, uint64_t idx, uint64_t pos, uint32_t bytes) {
+  ++stats_.read_accesses;
+  LruRemove(p);  // folio_mark_accessed
+  LruPushFront(p);
+  const uint64_t lo = std::max(pos, idx << kPageShift);
+  const uint64_t hi = std::min(pos + bytes, (idx + 1) << kPageShift);
+  cpu.Charge(fn_copy_to_, kernel_.costs().copy_user_per_kib * static_cast<int64_t>(hi - lo) / 1024);
+}
+
 void PageCache::CopyOut(sim::Cpu& cpu, AddressSpace& m, uint64_t pos, uint32_t bytes) {
-  const int64_t per_kib = kernel_.costs().copy_user_per_kib;
   const uint64_t eof = (m.size_bytes + kPageBytes - 1) >> kPageShift;
   const uint64_t last = (pos + bytes - 1) >> kPageShift;
   for (uint64_t idx = pos >> kPageShift; idx <= last && idx < eof; ++idx) {
-    const uint32_t p = Find(m, idx);
-    if (p == kNone) continue;
-    ++stats_.read_accesses;
-    LruRemove(p);
-    LruPushFront(p);
-    const uint64_t lo = std::max(pos, idx << kPageShift);
-    const uint64_t hi = std::min(pos + bytes, (idx + 1) << kPageShift);
-    cpu.Charge(fn_copy_to_, per_kib * static_cast<int64_t>(hi - lo) / 1024);
+    if (const uint32_t p = Find(m, idx); p != kNone) CopyPage(cpu, p, idx, pos, bytes);
   }
 }
 
