@@ -524,12 +524,7 @@ sim::Task JobThread::Main() {
       // drops its cached pages) and, with randrepeat, the generators are
       // seeded again: the round repeats the first one's offsets.
       if (ctx_.mapping != nullptr && spec_.invalidate) ctx_.page_cache->Invalidate(cpu(), *ctx_.mapping);
-      if (spec_.randrepeat) {
-        absl::StatusOr<workload::IoGenerator> g =
-            workload::IoGenerator::Create(spec_, config_.plan, config_.thread_number, config_.seed);
-        BLKLAB_CHECK(g.ok());
-        gen_ = *std::move(g);
-      }
+      if (spec_.randrepeat) gen_ = FreshGenerator();
     }
     all_bytes_issued_ = 0;
     write_bytes_done_ = 0;
@@ -597,6 +592,13 @@ sim::Task JobThread::QueueAndMaybeReap(IoU* u) {
   }
 }
 
+workload::IoGenerator JobThread::FreshGenerator() const {
+  absl::StatusOr<workload::IoGenerator> g =
+      workload::IoGenerator::Create(spec_, config_.plan, config_.thread_number, config_.seed);
+  BLKLAB_CHECK(g.ok());  // the same inputs made gen_
+  return *std::move(g);
+}
+
 sim::Task JobThread::VerifyPhase() {
   // do_verify: sync the file first (one syscall: the simulated devices have
   // no volatile cache to flush), then read back what the log holds (or the
@@ -604,10 +606,7 @@ sim::Task JobThread::VerifyPhase() {
   if (config_.queue != nullptr) cpu().Charge(fn_io_sync_, kernel_.costs().syscall_entry_exit);
   if (spec_.experimental_verify) {
     // The job's sequence from its start: the inputs that made gen_.
-    absl::StatusOr<workload::IoGenerator> g =
-        workload::IoGenerator::Create(spec_, config_.plan, config_.thread_number, config_.seed);
-    BLKLAB_CHECK(g.ok());
-    replay_.emplace(*std::move(g));
+    replay_.emplace(FreshGenerator());
     // td->verify_read_issues counts on across loops, as the writes' numberio.
     verify_bytes_done_ = 0;
   }

@@ -181,6 +181,7 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   sim::Task Quiesce();                        // io_u_quiesce: reap everything in flight
   sim::Task FlowHold();                       // flow_threshold_exceeded: wait for the flow's peers
   sim::Task VerifyPhase();                    // do_verify: read back and check the logged writes
+  workload::IoGenerator FreshGenerator() const;  // the job's generator as at its start (td_fill_rand_seeds)
   bool SyncDue(const IoU* u) const;           // fsync= / fdatasync=: a sync follows this write
   sim::Task FileSync();                       // fsync(2) of the job's file, in the sync statistics
   sim::Task QueueAndMaybeReap(IoU* u);        // queue u; commit a full batch; reap a full queue

@@ -77,34 +77,43 @@ class FileOperationEngine final : public IoEngineModel {
   sim::Task GetEvents(uint32_t, uint32_t, bool) override { co_return; }
 
  private:
-  uint64_t Blocks() const { return inode_.holes.size() * 64; }
-  bool IsHole(uint64_t b) const { return b < Blocks() && ((inode_.holes[b >> 6] >> (b & 63)) & 1); }
-  void SetHole(uint64_t b, bool hole) {
-    if (hole && b >= Blocks()) inode_.holes.resize((b >> 6) + 1, 0);
-    if (b >= Blocks()) return;
-    const uint64_t bit = uint64_t{1} << (b & 63);
-    inode_.holes[b >> 6] = hole ? inode_.holes[b >> 6] | bit : inode_.holes[b >> 6] & ~bit;
+  // Turns the blocks [first, end) into holes (to_hole) or allocated
+  // blocks, a 64-block word at a time; returns how many changed and in how
+  // many runs (an extent allocated or freed each).
+  struct Flipped {
+    uint64_t blocks = 0;
+    uint64_t runs = 0;
+  };
+  Flipped Flip(uint64_t first, uint64_t end, bool to_hole) {
+    Flipped out;
+    if (first >= end) return out;
+    std::vector<uint64_t>& holes = inode_.holes;
+    if (to_hole && holes.size() < ((end - 1) >> 6) + 1) holes.resize(((end - 1) >> 6) + 1, 0);
+    end = std::min<uint64_t>(end, holes.size() * 64);  // no word: no hole to allocate
+    bool prev_flipped = false;  // the block before the word's first changed
+    for (uint64_t w = first >> 6; first < end && (w << 6) < end; ++w) {
+      const uint64_t lo = std::max(first, w << 6) & 63;
+      const uint64_t hi = std::min(end - (w << 6), uint64_t{64});
+      const uint64_t mask = (hi == 64 ? ~uint64_t{0} : (uint64_t{1} << hi) - 1) & (~uint64_t{0} << lo);
+      const uint64_t flips = (to_hole ? ~holes[w] : holes[w]) & mask;
+      // A run starts at a changed block whose predecessor did not change.
+      const uint64_t before = (flips << 1) | (prev_flipped && lo == 0 ? 1 : 0);
+      out.runs += static_cast<uint64_t>(__builtin_popcountll(flips & ~before));
+      out.blocks += static_cast<uint64_t>(__builtin_popcountll(flips));
+      prev_flipped = hi == 64 && ((flips >> 63) & 1);
+      holes[w] = to_hole ? holes[w] | flips : holes[w] & ~flips;
+    }
+    return out;
   }
 
   // Flips the blocks [first, end) that are not `to_hole` yet; charges each
   // run of them (an extent allocated or freed) and each block.
   void Change(sim::Cpu& cpu, uint64_t first, uint64_t end, bool to_hole) {
     const auto& c = ctx_.kernel.costs();
-    uint64_t runs = 0;
-    uint64_t blocks = 0;
-    bool in_run = false;
-    for (uint64_t b = first; b < end; ++b) {
-      const bool flips = IsHole(b) != to_hole;
-      if (flips) {
-        runs += in_run ? 0 : 1;
-        ++blocks;
-        SetHole(b, to_hole);
-      }
-      in_run = flips;
-    }
-    const sim::FnId fn = to_hole ? fn_free_ : fn_alloc_;
-    cpu.Charge(fn, static_cast<int64_t>(runs) * (to_hole ? c.fs_free_extent : c.fs_alloc_extent) +
-                       static_cast<int64_t>(blocks) * c.fs_block_per_4k);
+    const Flipped f = Flip(first, end, to_hole);
+    cpu.Charge(to_hole ? fn_free_ : fn_alloc_,
+               static_cast<int64_t>(f.runs) * (to_hole ? c.fs_free_extent : c.fs_alloc_extent) +
+                   static_cast<int64_t>(f.blocks) * c.fs_block_per_4k);
   }
 
   // The cached pages of [pos, end) go with their blocks.
@@ -134,11 +143,9 @@ class FileOperationEngine final : public IoEngineModel {
              (old_end + (uint64_t{1} << kBlockShift) - 1) >> kBlockShift, true);
       DropPages(cpu, size, old_end);
     } else {
-      // The new tail is a hole: no block is allocated for it.
-      for (uint64_t b = (inode_.size_bytes + (uint64_t{1} << kBlockShift) - 1) >> kBlockShift;
-           b < (size + (uint64_t{1} << kBlockShift) - 1) >> kBlockShift; ++b) {
-        SetHole(b, true);
-      }
+      // The new tail is a hole: no block is allocated for it (no charge).
+      Flip((inode_.size_bytes + (uint64_t{1} << kBlockShift) - 1) >> kBlockShift,
+           (size + (uint64_t{1} << kBlockShift) - 1) >> kBlockShift, true);
     }
     inode_.size_bytes = size;
   }
