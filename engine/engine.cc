@@ -45,9 +45,12 @@ std::vector<std::string> JobTargets(const workload::ParsedJobs& jobs) {
   std::vector<std::string> targets;
   for (const workload::JobSpec& spec : jobs.jobs) {
     targets.insert(targets.end(), spec.filenames.begin(), spec.filenames.end());
-    // No filename but a directory: fio's own files there.
+    // No filename but a directory, or several files: fio's own files
+    // (there, else in the working directory).
     if (spec.filenames.empty() && !spec.directory.empty()) {
       targets.push_back(spec.directory + (absl::EndsWith(spec.directory, "/") ? "" : "/") + spec.name + ".0.0");
+    } else if (spec.filenames.empty() && spec.nrfiles > 1) {
+      targets.push_back(spec.name + ".0.0");
     }
   }
   return targets;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <variant>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -12,6 +13,7 @@
 #include "engine/model/device_factory.h"
 #include "engine/util/status_macros.h"
 #include "engine/workload/io_generator.h"
+#include "engine/workload/value_syntax.h"
 
 namespace blklab {
 namespace {
@@ -51,12 +53,9 @@ std::string DiskNames(const std::vector<Disk>& disks) {
 }
 
 // A job's target: a disk, and the file on it (-1: the raw device;
-// kPerCloneFile: fio's own file per clone, jobname.N.0, on a filesystem).
+// kPerCloneFile: fio's own files per clone, jobname.N.K, on a filesystem).
 constexpr int kPerCloneFile = -2;
-struct JobTarget {
-  int disk = -1;  // -1: the null engine
-  int file = -1;
-};
+using JobTarget = CloneTarget;
 
 // The absolute path fio would open for `name`: as given when absolute, else
 // under directory= or, without it, under the first filesystem's mount point
@@ -97,19 +96,16 @@ uint64_t ExistingBytes(const host::HostSpec& host, int fs, const std::string& pa
 // `files`, or grows the one there to this job's size; returns its index.
 // `per_clone`: the clone whose own file it is (-1: every clone's).
 // `existing`: its size when it exists before the run (0: fio creates it).
+// `nfiles`: how many files the job works on (size= is shared among them).
 absl::StatusOr<int> AddFile(const JobSpec& spec, const std::string& path, int fs, int disk, int per_clone,
-                            uint64_t existing, std::vector<FileTarget>& files) {
-  if (spec.nrfiles > 1) {
-    return absl::UnimplementedError(absl::StrCat("job '", spec.name, "': nrfiles=", spec.nrfiles,
-                                                 ": a job over several files is not modelled yet"));
-  }
-  // fio lays a new file out to cover the job's region: size= past the
-  // (last clone's) offset=, unless filesize= says how large it is.
+                            uint64_t existing, uint32_t nfiles, std::vector<FileTarget>& files) {
+  // fio lays a new file out to cover the job's region: its share of size=
+  // past the (last clone's) offset=, unless filesize= says how large it is.
   uint64_t bytes = spec.filesize.hi;
   if (bytes == 0 && !spec.size.is_percent() && spec.size.bytes > 0) {
     const uint64_t last = per_clone >= 0 ? static_cast<uint64_t>(per_clone)
                                          : (spec.numjobs > 0 ? spec.numjobs - 1 : 0);
-    bytes = spec.size.bytes + (spec.offset.is_percent() ? 0 : spec.offset.bytes) +
+    bytes = spec.size.bytes / std::max<uint32_t>(nfiles, 1) + (spec.offset.is_percent() ? 0 : spec.offset.bytes) +
             (spec.offset_increment.is_percent() ? 0 : last * spec.offset_increment.bytes);
   }
   // An existing file keeps its size when that is larger (fio extends a
@@ -135,31 +131,41 @@ absl::StatusOr<int> AddFile(const JobSpec& spec, const std::string& path, int fs
   return static_cast<int>(files.size()) - 1;
 }
 
-// filename= -> a disk, or a file on a filesystem of the host (added to
-// `files`, its size grown to this job's).
-absl::StatusOr<JobTarget> ResolveTarget(const JobSpec& spec, const host::HostSpec& host,
-                                        const std::vector<Disk>& disks, std::vector<FileTarget>& files) {
-  if (spec.ioengine == IoEngine::kNull) return JobTarget{};
-  if (spec.filenames.empty()) {
-    // No filename: fio makes a file per clone, jobname.N.0, in directory=
-    // (else the working directory). With a filesystem there, the model
-    // does too; without one, the file is a region of the host's first
-    // device from its start.
-    const std::string dir = AbsolutePath(spec, "x", host);
-    const int fs = dir.empty() ? -1 : MountOf(host, dir);
-    if (fs < 0) return JobTarget{0, -1};
-    BLKLAB_ASSIGN_OR_RETURN(int disk, DiskByName(disks, host.filesystems[fs].device,
-                                                 absl::StrCat("filesystems[", fs, "].device=")));
-    return JobTarget{disk, kPerCloneFile};
-  }
-  if (spec.filenames.size() > 1) {
-    return absl::UnimplementedError(absl::StrCat(
-        "job '", spec.name, "': filename lists several targets (",
-        absl::StrJoin(spec.filenames, ":"), "); blklab runs a job against one device or file so far"));
-  }
-  const std::string& name = spec.filenames[0];
+// How many files a job works on: its filename= list, else nrfiles= of its
+// own per-clone files.
+uint32_t JobFileCount(const JobSpec& spec) {
+  if (!spec.filenames.empty()) return static_cast<uint32_t>(spec.filenames.size());
+  return std::max<uint32_t>(spec.nrfiles, 1);
+}
+
+// /dev/ngXnY (or ngXnY): the namespace nvmeXnY whose NVMe generic character
+// device it is; none for other names.
+std::optional<std::string> GenericNamespace(std::string name) {
+  if (absl::StartsWith(name, "/dev/")) name = name.substr(5);
+  if (!absl::StartsWith(name, "ng")) return std::nullopt;
+  size_t i = 2;
+  auto digits = [&name, &i] {
+    const size_t from = i;
+    while (i < name.size() && name[i] >= '0' && name[i] <= '9') ++i;
+    return i > from;
+  };
+  if (!digits() || i >= name.size() || name[i++] != 'n' || !digits() || i != name.size()) return std::nullopt;
+  return "nvme" + name.substr(2);
+}
+
+// One name of filename= -> a disk, or a file on a filesystem of the host
+// (added to `files`, its size grown to this job's).
+absl::StatusOr<JobTarget> ResolveName(const JobSpec& spec, const std::string& name, const host::HostSpec& host,
+                                      const std::vector<Disk>& disks, std::vector<FileTarget>& files) {
   const std::string what = absl::StrCat("job '", spec.name, "': filename=");
   if (absl::StatusOr<int> d = DiskByName(disks, name, what); d.ok()) return JobTarget{*d, -1};
+  if (std::optional<std::string> ns = GenericNamespace(name); ns.has_value()) {
+    BLKLAB_ASSIGN_OR_RETURN(int d, DiskByName(disks, *ns, absl::StrCat(what, name, " (the generic device of) ")));
+    if (!std::holds_alternative<host::NvmeSpec>(disks[d].spec->driver)) {
+      return absl::InvalidArgumentError(absl::StrCat(what, name, ": ", disks[d].name, " is not an NVMe namespace"));
+    }
+    return JobTarget{d, -1, /*generic=*/true};
+  }
   if (absl::StartsWith(name, "/dev/")) return DiskByName(disks, name, what).status();
   const std::string path = AbsolutePath(spec, name, host);
   const int fs = path.empty() ? -1 : MountOf(host, path);
@@ -175,8 +181,57 @@ absl::StatusOr<JobTarget> ResolveTarget(const JobSpec& spec, const host::HostSpe
   }
   const std::string& device = host.filesystems[fs].device;
   BLKLAB_ASSIGN_OR_RETURN(int disk, DiskByName(disks, device, absl::StrCat("filesystems[", fs, "].device=")));
-  BLKLAB_ASSIGN_OR_RETURN(int file, AddFile(spec, path, fs, disk, -1, ExistingBytes(host, fs, path), files));
+  BLKLAB_ASSIGN_OR_RETURN(
+      int file, AddFile(spec, path, fs, disk, -1, ExistingBytes(host, fs, path), JobFileCount(spec), files));
   return JobTarget{disk, file};
+}
+
+// filename= (each name of its list) -> disks and files of the host; no
+// filename: one kPerCloneFile target (the clones' own files, made later).
+absl::StatusOr<std::vector<JobTarget>> ResolveTargets(const JobSpec& spec, const host::HostSpec& host,
+                                                      const std::vector<Disk>& disks, std::vector<FileTarget>& files) {
+  if (spec.ioengine == IoEngine::kNull) return std::vector<JobTarget>{JobTarget{}};
+  if (JobFileCount(spec) > 1 && spec.file_service_type != workload::FileServiceType::kRoundRobin &&
+      spec.file_service_type != workload::FileServiceType::kRandom &&
+      spec.file_service_type != workload::FileServiceType::kSequential) {
+    return absl::UnimplementedError(absl::StrCat(
+        "job '", spec.name, "': file_service_type=", workload::FileServiceTypeName(spec.file_service_type),
+        ": a skewed choice among the job's files is not modelled (roundrobin, random and sequential are)"));
+  }
+  if (spec.openfiles != 0 && spec.openfiles < JobFileCount(spec)) {
+    return absl::UnimplementedError(absl::StrCat(
+        "job '", spec.name, "': openfiles=", spec.openfiles, " of ", JobFileCount(spec), " files: fio closing and "
+        "opening files as it moves between them is not modelled (leave openfiles at the number of files)"));
+  }
+  if (JobFileCount(spec) > kMaxFilesPerJob) {
+    return absl::ResourceExhaustedError(absl::StrCat("job '", spec.name, "': ", JobFileCount(spec),
+                                                     " files; blklab runs at most ", kMaxFilesPerJob, " per job"));
+  }
+  if (spec.filenames.empty()) {
+    // No filename: fio makes files per clone, jobname.N.K, in directory=
+    // (else the working directory). With a filesystem there, the model
+    // does too; without one, the file is a region of the host's first
+    // device from its start.
+    const std::string dir = AbsolutePath(spec, "x", host);
+    const int fs = dir.empty() ? -1 : MountOf(host, dir);
+    if (fs < 0) {
+      if (spec.nrfiles > 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "job '", spec.name, "': nrfiles=", spec.nrfiles, " needs a filesystem for the files (directory= under a "
+            "mount point of the host spec's filesystems:, or --host=auto)"));
+      }
+      return std::vector<JobTarget>{JobTarget{0, -1}};
+    }
+    BLKLAB_ASSIGN_OR_RETURN(int disk, DiskByName(disks, host.filesystems[fs].device,
+                                                 absl::StrCat("filesystems[", fs, "].device=")));
+    return std::vector<JobTarget>{JobTarget{disk, kPerCloneFile}};
+  }
+  std::vector<JobTarget> out;
+  for (const std::string& name : spec.filenames) {
+    BLKLAB_ASSIGN_OR_RETURN(JobTarget t, ResolveName(spec, name, host, disks, files));
+    out.push_back(t);
+  }
+  return out;
 }
 
 // Lays the files out on their devices: from 1 MiB on, in order, each
@@ -260,7 +315,46 @@ absl::StatusOr<ClonePlacement> CloneCpu(const JobSpec& spec, const workload::Job
 // page cache (direct=0 on a device or file; fio's null engine has none).
 bool Buffered(const JobSpec& spec, int disk) {
   return !spec.direct && disk >= 0 && spec.ioengine != IoEngine::kNull && spec.ioengine != IoEngine::kIoUringCmd &&
-         !workload::IsFileOperationEngine(spec.ioengine);
+         spec.ioengine != IoEngine::kSg && !workload::IsFileOperationEngine(spec.ioengine);
+}
+
+// fio's sg engine: SCSI commands through SG_IO on a SCSI disk's block
+// device; what the model has no counterpart for is refused by name.
+absl::Status CheckSgTarget(const JobSpec& spec, const CloneTarget& target, const std::vector<Disk>& disks) {
+  const std::string what = absl::StrCat("job '", spec.name, "': ioengine=sg");
+  if (target.file != -1) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " sends SCSI commands to a SCSI disk's block device "
+                                                   "(/dev/sdX); a regular file is no SCSI target"));
+  }
+  const host::DeviceSpec& dev = *disks[target.disk].spec;
+  if (!std::holds_alternative<host::ScsiDebugSpec>(dev.driver) && !std::holds_alternative<host::HbaSpec>(dev.driver)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", disks[target.disk].name,
+                                                   " is not a SCSI disk (scsi_debug or hba); SG_IO needs one"));
+  }
+  if (spec.sg_write_mode == workload::SgWriteMode::kWriteStream) {
+    return absl::UnimplementedError(absl::StrCat(what, ": sg_write_mode=write_stream: WRITE STREAM needs the "
+                                                 "device's streams, which are not modelled"));
+  }
+  if (spec.engine_flags.hipri) {
+    return absl::UnimplementedError(absl::StrCat(what, " with hipri: polled SG_IO (SGV4_FLAG_HIPRI) is not modelled"));
+  }
+  if (workload::DirectionActive(spec.rw, workload::Direction::kTrim)) {
+    return absl::UnimplementedError(absl::StrCat(what, " with trims: fio's UNMAP commands gathering several "
+                                                 "io_us are not modelled"));
+  }
+  if (spec.fsync_blocks > 0 || spec.fdatasync_blocks > 0 || spec.end_fsync || spec.fsync_on_close) {
+    return absl::UnimplementedError(absl::StrCat(what, " with fsync, fdatasync, end_fsync or fsync_on_close: "
+                                                 "SYNCHRONIZE CACHE through SG_IO is not modelled"));
+  }
+  for (int d = 0; d < workload::kNumDirections; ++d) {
+    const auto dir = static_cast<workload::Direction>(d);
+    if (!workload::DirectionActive(spec.rw, dir)) continue;
+    if (workload::MinBlockSize(spec, dir) % 512 != 0 || workload::MaxBlockSize(spec, dir) % 512 != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": block sizes must be multiples of the disk's ",
+                                                     "512-byte logical block (fio: read/write not sector aligned)"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckUnmodelledOptions(const JobSpec& spec) {
@@ -273,6 +367,28 @@ absl::Status CheckUnmodelledOptions(const JobSpec& spec) {
     return absl::UnimplementedError(absl::StrCat(
         "job '", spec.name, "': verify_only: fio's dry run (the write phase replayed without writing, then "
         "verified) is not modelled; run the writing job with verify= and do_verify=1 instead"));
+  }
+  if (spec.verify_state_load) {
+    return absl::UnimplementedError(absl::StrCat(
+        "job '", spec.name, "': verify_state_load: fio loads the verify state an earlier fio run saved "
+        "(local-", spec.name, "-N-verify.state) and checks the data that run wrote; a blklab run starts from fresh "
+        "simulated devices and keeps no state between runs: put the writing and the verifying job in one job file"));
+  }
+  if (spec.zonemode == workload::ZoneMode::kZbd) {
+    return absl::UnimplementedError(absl::StrCat("job '", spec.name, "': zonemode=zbd: zoned block devices (zone "
+                                                 "write pointers, zone resets, open-zone limits) are not modelled"));
+  }
+  if (spec.zonemode == workload::ZoneMode::kStrided) {
+    if (spec.zonesize.bytes == 0 && !spec.zonesize.is_percent()) {
+      return absl::InvalidArgumentError(absl::StrCat("job '", spec.name, "': zonemode=strided needs zonesize= ",
+                                                     "(fio: --zonesize must be specified when using "
+                                                     "--zonemode=strided)"));
+    }
+    if (workload::IsRandom(spec.rw)) {
+      return absl::UnimplementedError(absl::StrCat("job '", spec.name, "': zonemode=strided with random I/O: ",
+                                                   "random offsets within each zone are not modelled (sequential ",
+                                                   "zones are)"));
+    }
   }
   if (spec.trim_percentage > 0) {
     return absl::UnimplementedError(absl::StrCat(
@@ -414,10 +530,11 @@ absl::StatusOr<int> DiskByName(const std::vector<Disk>& disks, const std::string
 
 namespace {
 
-uint64_t RegionBytes(const RunPlan& plan, int clone, const JobSpec& spec) {
-  if (const int f = plan.clone_file[clone]; f >= 0) return plan.files[f].bytes;
-  const int d = plan.clone_disk[clone];
-  return d >= 0 ? plan.disks[d].size_bytes : std::max<uint64_t>(spec.size.bytes, uint64_t{1} << 30);
+// The size of a clone's target: its file's, else its device's (fio's null
+// engine: size=, at least 1 GiB).
+uint64_t RegionBytes(const RunPlan& plan, const CloneTarget& t, const JobSpec& spec) {
+  if (t.file >= 0) return plan.files[t.file].bytes;
+  return t.disk >= 0 ? plan.disks[t.disk].size_bytes : std::max<uint64_t>(spec.size.bytes, uint64_t{1} << 30);
 }
 
 }  // namespace
@@ -429,67 +546,91 @@ absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
   RunPlan plan;
   plan.disks = ListDisks(req.host);
 
-  // Each job's disk and fio's ioscheduler=.
+  // Each job's disks and files, and fio's ioscheduler=.
   const auto& jobs = req.jobs.jobs;
-  std::vector<int> job_disk(jobs.size(), -1);
-  std::vector<int> job_file(jobs.size(), -1);
+  std::vector<std::vector<JobTarget>> job_targets(jobs.size());
   for (size_t j = 0; j < jobs.size(); ++j) {
-    BLKLAB_ASSIGN_OR_RETURN(JobTarget target, ResolveTarget(jobs[j], req.host, plan.disks, plan.files));
-    job_disk[j] = target.disk;
-    job_file[j] = target.file;
-    const int d = job_disk[j];
-    if (d < 0) continue;
-    if (!jobs[j].ioscheduler.empty()) {
-      BLKLAB_ASSIGN_OR_RETURN(plan.disks[d].scheduler, SchedulerFromName(jobs[j].ioscheduler));
-    }
-    if (workload::IsFileOperationEngine(jobs[j].ioengine)) {
-      if (target.file == -1) {
+    BLKLAB_ASSIGN_OR_RETURN(job_targets[j], ResolveTargets(jobs[j], req.host, plan.disks, plan.files));
+    for (const JobTarget& target : job_targets[j]) {
+      const int d = target.disk;
+      if (d < 0) continue;
+      if (!jobs[j].ioscheduler.empty()) {
+        BLKLAB_ASSIGN_OR_RETURN(plan.disks[d].scheduler, SchedulerFromName(jobs[j].ioscheduler));
+      }
+      if (workload::IsFileOperationEngine(jobs[j].ioengine)) {
+        if (target.file == -1) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "job '", jobs[j].name, "': ioengine=", jobs[j].ioengine_name, " needs a regular file (the job's target "
+              "is the device ", plan.disks[d].name, "; ", jobs[j].ioengine_name,
+              "(2) of a block device is not modelled)"));
+        }
+        if (jobs[j].ioengine == IoEngine::kFtruncate &&
+            (workload::DirectionActive(jobs[j].rw, workload::Direction::kRead) ||
+             workload::DirectionActive(jobs[j].rw, workload::Direction::kTrim))) {
+          return absl::InvalidArgumentError(absl::StrCat("job '", jobs[j].name, "': ioengine=ftruncate does only ",
+                                                         "writes (fio fails its reads and trims with EINVAL); use ",
+                                                         "rw=write or rw=randwrite"));
+        }
+      }
+      if (jobs[j].ioengine == IoEngine::kSg) BLKLAB_RETURN_IF_ERROR(CheckSgTarget(jobs[j], target, plan.disks));
+      if ((jobs[j].ioengine == IoEngine::kIoUringCmd) != target.generic) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "job '", jobs[j].name, "': ioengine=", jobs[j].ioengine_name, " needs a regular file (the job's target is "
-            "the device ", d >= 0 ? plan.disks[d].name : std::string("-"), "; ", jobs[j].ioengine_name,
-            "(2) of a block device is not modelled)"));
+            "job '", jobs[j].name, "': ",
+            target.generic ? absl::StrCat("/dev/ng", plan.disks[d].name.substr(4), " is an NVMe generic character "
+                                          "device: only ioengine=io_uring_cmd sends it commands")
+                           : absl::StrCat("ioengine=io_uring_cmd only works with NVMe generic character devices "
+                                          "(fio: /dev/ngXnY); name /dev/ng", plan.disks[d].name.substr(4),
+                                          " for ", plan.disks[d].name)));
       }
-      if (jobs[j].ioengine == IoEngine::kFtruncate &&
-          (workload::DirectionActive(jobs[j].rw, workload::Direction::kRead) ||
-           workload::DirectionActive(jobs[j].rw, workload::Direction::kTrim))) {
-        return absl::InvalidArgumentError(absl::StrCat("job '", jobs[j].name, "': ioengine=ftruncate does only writes ",
-                                                       "(fio fails its reads and trims with EINVAL); use rw=write or "
-                                                       "rw=randwrite"));
+      if (jobs[j].ioengine == IoEngine::kSplice &&
+          (jobs[j].direct || workload::DirectionActive(jobs[j].rw, workload::Direction::kTrim))) {
+        return absl::UnimplementedError(absl::StrCat(
+            "job '", jobs[j].name, "': ioengine=splice with ", jobs[j].direct ? "direct=1" : "trims",
+            ": modelled through the page cache only (an O_DIRECT file's splice, and fio's splice trims, are not)"));
       }
-    }
-    if (jobs[j].engine_flags.hipri && Buffered(jobs[j], d)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "job '", jobs[j].name, "': hipri needs direct=1 (polled I/O bypasses the page cache; the kernel fails "
-          "a buffered IOPOLL read with EOPNOTSUPP)"));
-    }
-    if (jobs[j].engine_flags.hipri && !plan.disks[d].has_poll_queues) {
-      return absl::InvalidArgumentError(absl::StrCat("job '", jobs[j].name, "': hipri needs poll queues, but device ",
-                                                     plan.disks[d].name, " has none (null_blk poll_queues=0)"));
+      if (jobs[j].engine_flags.hipri && Buffered(jobs[j], d)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "job '", jobs[j].name, "': hipri needs direct=1 (polled I/O bypasses the page cache; the kernel fails "
+            "a buffered IOPOLL read with EOPNOTSUPP)"));
+      }
+      if (jobs[j].engine_flags.hipri && !plan.disks[d].has_poll_queues) {
+        return absl::InvalidArgumentError(absl::StrCat("job '", jobs[j].name, "': hipri needs poll queues, but ",
+                                                       "device ", plan.disks[d].name,
+                                                       " has none (null_blk poll_queues=0)"));
+      }
     }
   }
   for (size_t j = 0; j < jobs.size(); ++j) {
-    const int d = job_disk[j];
-    if (d < 0) continue;
-    BLKLAB_RETURN_IF_ERROR(
-        model::CheckModelled(*plan.disks[d].spec, req.host.knobs, absl::StrCat("devices[", plan.disks[d].entry, "]")));
+    for (const JobTarget& target : job_targets[j]) {
+      const int d = target.disk;
+      if (d < 0) continue;
+      BLKLAB_RETURN_IF_ERROR(model::CheckModelled(*plan.disks[d].spec, req.host.knobs,
+                                                  absl::StrCat("devices[", plan.disks[d].entry, "]")));
+    }
   }
   for (size_t i = 0; i < req.host.filesystems.size(); ++i) {
     BLKLAB_RETURN_IF_ERROR(
         DiskByName(plan.disks, req.host.filesystems[i].device, absl::StrCat("filesystems[", i, "].device=")).status());
   }
   for (const auto& c : req.jobs.clones) {
-    plan.clone_disk.push_back(job_disk[c.job_index]);
-    int file = job_file[c.job_index];
-    if (file == kPerCloneFile) {
+    const JobSpec& spec = jobs[c.job_index];
+    std::vector<JobTarget> targets = job_targets[c.job_index];
+    if (targets.size() == 1 && targets[0].file == kPerCloneFile) {
       // fio's filename_format default, $jobname.$jobnum.$filenum.
-      const JobSpec& spec = jobs[c.job_index];
-      const std::string path = AbsolutePath(spec, absl::StrCat(spec.name, ".", c.clone_index, ".0"), req.host);
-      const int fs = MountOf(req.host, path);
-      BLKLAB_ASSIGN_OR_RETURN(
-          file, AddFile(spec, path, fs, job_disk[c.job_index], static_cast<int>(c.clone_index),
-                        ExistingBytes(req.host, fs, path), plan.files));
+      const int disk = targets[0].disk;
+      const uint32_t n = JobFileCount(spec);
+      targets.clear();
+      for (uint32_t k = 0; k < n; ++k) {
+        const std::string path = AbsolutePath(spec, absl::StrCat(spec.name, ".", c.clone_index, ".", k), req.host);
+        const int fs = MountOf(req.host, path);
+        BLKLAB_ASSIGN_OR_RETURN(int file, AddFile(spec, path, fs, disk, static_cast<int>(c.clone_index),
+                                                  ExistingBytes(req.host, fs, path), n, plan.files));
+        targets.push_back(JobTarget{disk, file});
+      }
     }
-    plan.clone_file.push_back(file);
+    plan.clone_disk.push_back(targets[0].disk);
+    plan.clone_file.push_back(targets[0].file);
+    plan.clone_targets.push_back(std::move(targets));
   }
   BLKLAB_RETURN_IF_ERROR(LayOutFiles(plan.files, plan.disks));
   BLKLAB_RETURN_IF_ERROR(PlanCgroups(req, plan));
@@ -515,8 +656,11 @@ absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
                                                        "': runtime+ramp_time exceeds the virtual-time limit of ",
                                                        req.limits.max_virtual_ns / 1000000000, " s"));
     }
-    BLKLAB_RETURN_IF_ERROR(
-        workload::ResolveClone(spec, c.clone_index, RegionBytes(plan, static_cast<int>(i), spec)).status());
+    for (const CloneTarget& t : plan.clone_targets[i]) {
+      BLKLAB_RETURN_IF_ERROR(workload::ResolveClone(spec, c.clone_index, RegionBytes(plan, t, spec),
+                                                    static_cast<uint32_t>(plan.clone_targets[i].size()))
+                                 .status());
+    }
   }
   return plan;
 }
@@ -584,7 +728,12 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
   Simulation& s = *sp;
   s.plan = std::move(plan);
 
-  BLKLAB_RETURN_IF_ERROR(BuildPlatform(req.host, s.plan.clone_disk, s));
+  // Every disk a clone uses, in clone and file order.
+  std::vector<int> used = s.plan.clone_disk;
+  for (const std::vector<CloneTarget>& targets : s.plan.clone_targets) {
+    for (size_t k = 1; k < targets.size(); ++k) used.push_back(targets[k].disk);
+  }
+  BLKLAB_RETURN_IF_ERROR(BuildPlatform(req.host, used, s));
   if (req.collect_stacks) s.machine->EnableStacks();
 
   // Verify headers on each disk some job verifies on (verify.c): every
@@ -592,11 +741,24 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
   s.contents.resize(s.queues.size());
   for (size_t i = 0; i < req.jobs.clones.size(); ++i) {
     const JobSpec& spec = req.jobs.jobs[req.jobs.clones[i].job_index];
-    const int d = s.plan.clone_disk[i];
-    if (d >= 0 && !spec.verify.empty() && spec.verify != "0" && s.contents[d] == nullptr) {
-      s.contents[d] = std::make_unique<job::DeviceContent>();
+    for (const CloneTarget& t : s.plan.clone_targets[i]) {
+      if (t.disk >= 0 && !spec.verify.empty() && spec.verify != "0" && s.contents[t.disk] == nullptr) {
+        s.contents[t.disk] = std::make_unique<job::DeviceContent>();
+      }
     }
   }
+
+  // The content SCSI VERIFY compares, on each disk an sg job verifies
+  // (every writer there then records what it writes).
+  std::vector<std::unique_ptr<job::MediumContent>> medium(s.queues.size());
+  for (size_t i = 0; i < req.jobs.clones.size(); ++i) {
+    const JobSpec& spec = req.jobs.jobs[req.jobs.clones[i].job_index];
+    if (spec.ioengine != IoEngine::kSg || !job::IsSgVerify(spec.sg_write_mode)) continue;
+    for (const CloneTarget& t : s.plan.clone_targets[i]) {
+      if (t.disk >= 0 && medium[t.disk] == nullptr) medium[t.disk] = std::make_unique<job::MediumContent>();
+    }
+  }
+  for (auto& m : medium) s.media.push_back(std::move(m));
 
   for (size_t f = 0; f < s.plan.files.size(); ++f) {
     s.inodes.push_back(std::make_unique<job::FileInode>());
@@ -604,7 +766,8 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
     s.inodes.back()->size_bytes = s.plan.files[f].bytes;
   }
 
-  // The page cache, when some job reads or writes through it.
+  // The page cache, when some job reads or writes through it (a job's
+  // files share its direct= and its disks: the first decides).
   for (size_t i = 0; i < req.jobs.clones.size(); ++i) {
     if (!Buffered(req.jobs.jobs[req.jobs.clones[i].job_index], s.plan.clone_disk[i])) continue;
     s.page_cache = std::make_unique<model::PageCache>(*s.kernel, req.host.vm);
@@ -631,24 +794,75 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
     s.wait_for_job.push_back(wait_job);
     s.clone_job.push_back(c.job_index);
     s.started.push_back(false);
-    const int d = s.plan.clone_disk[i];
-    BLKLAB_ASSIGN_OR_RETURN(workload::ClonePlan cplan,
-                            workload::ResolveClone(spec, c.clone_index, RegionBytes(s.plan, static_cast<int>(i), spec)));
-    // No filename: fio lays out a file of the job's size, which ends where
-    // the region does (its real_file_size bounds the last I/O); the model
-    // puts it on the host's first device.
-    if (spec.filenames.empty()) cplan.device_bytes = cplan.region_start + cplan.region_bytes;
-    // A file: the region within the file, moved to the file's extent.
-    const int file = s.plan.clone_file[i];
-    if (file >= 0) {
-      cplan.region_start += s.plan.files[file].base;
-      cplan.device_bytes += s.plan.files[file].base;
-    }
-    BLKLAB_ASSIGN_OR_RETURN(workload::IoGenerator gen,
-                            workload::IoGenerator::Create(spec, cplan, c.thread_number, req.seed));
+    const std::vector<CloneTarget>& targets = s.plan.clone_targets[i];
+    const uint32_t nfiles = static_cast<uint32_t>(targets.size());
     job::JobThreadConfig jc;
+    std::vector<workload::ClonePlan> plans;
+    for (const CloneTarget& t : targets) {
+      const int d = t.disk;
+      const int file = t.file;
+      BLKLAB_ASSIGN_OR_RETURN(workload::ClonePlan cplan,
+                              workload::ResolveClone(spec, c.clone_index, RegionBytes(s.plan, t, spec), nfiles));
+      // No filename: fio lays out a file of the job's size, which ends where
+      // the region does (its real_file_size bounds the last I/O); the model
+      // puts it on the host's first device.
+      if (spec.filenames.empty()) cplan.device_bytes = cplan.region_start + cplan.region_bytes;
+      job::JobFile jf;
+      // A file: the region within the file, moved to the file's extent.
+      if (file >= 0) {
+        cplan.region_start += s.plan.files[file].base;
+        cplan.device_bytes += s.plan.files[file].base;
+        jf.base_bytes = s.plan.files[file].base;
+      }
+      jf.plan = cplan;
+      plans.push_back(cplan);
+      jf.queue = d >= 0 ? s.queues[d] : nullptr;
+      if (d >= 0) {
+        jf.content = s.contents[d].get();
+        jf.medium = s.media[d].get();
+        jf.name = "/dev/" + s.plan.disks[d].name;
+      }
+      if (file >= 0) {
+        jf.name = s.plan.files[file].path;
+        jf.inode = s.inodes[file].get();
+      }
+      if (Buffered(spec, d)) {
+        const uint32_t ra_kb = static_cast<uint32_t>(s.plan.disks[d].spec->queue.read_ahead_kb);
+        model::AddressSpace*& m = file >= 0 ? s.file_mappings[file] : s.disk_mappings[d];
+        if (m == nullptr) {
+          m = file >= 0 ? s.page_cache->AddMapping(s.plan.files[file].path, s.queues[d], s.plan.files[file].base,
+                                                   s.plan.files[file].bytes, ra_kb)
+                        : s.page_cache->AddMapping("/dev/" + s.plan.disks[d].name, s.queues[d], 0,
+                                                   s.plan.disks[d].size_bytes, ra_kb);
+          if (file >= 0) {
+            // fallocate / ftruncate on the file drop its pages.
+            s.inodes[file]->page_cache = s.page_cache.get();
+            s.inodes[file]->mapping = m;
+          }
+        }
+        jc.page_cache = s.page_cache.get();
+        jf.mapping = m;
+      }
+      jc.files.push_back(std::move(jf));
+    }
+    // The clone as a whole: the first file's plan, its region the bytes of
+    // every file together.
+    jc.plan = plans.front();
+    jc.plan.region_bytes = 0;
+    for (const workload::ClonePlan& p : plans) jc.plan.region_bytes += p.region_bytes;
+    BLKLAB_ASSIGN_OR_RETURN(job::FileService gen, job::FileService::Create(spec, plans, c.thread_number, req.seed));
+    if (!spec.buffer_pattern.empty()) {
+      absl::StatusOr<std::string> bytes = workload::ParseFioPattern(spec.buffer_pattern);
+      const bool compared = std::any_of(jc.files.begin(), jc.files.end(),
+                                        [](const job::JobFile& f) { return f.medium != nullptr; });
+      if (!bytes.ok() && compared) {
+        return absl::InvalidArgumentError(absl::StrCat("job '", spec.name, "': buffer_pattern=", spec.buffer_pattern,
+                                                       ": ", bytes.status().message(),
+                                                       " (SCSI VERIFY compares the data it describes)"));
+      }
+      if (bytes.ok()) jc.data_id = job::MediumContent::PatternId(*bytes);
+    }
     jc.spec = &spec;
-    jc.plan = cplan;
     jc.thread_number = c.thread_number;
     jc.blkcg = s.plan.clone_blkcg[i];
     jc.cpu = s.plan.clone_cpu[i];
@@ -659,32 +873,6 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
       job::FioFlow& flow = s.flows[spec.flow_id];
       flow.total_weight += spec.flow;
       jc.flow = &flow;
-    }
-    jc.queue = d >= 0 ? s.queues[d] : nullptr;
-    if (d >= 0) {
-      jc.content = s.contents[d].get();
-      jc.file_name = "/dev/" + s.plan.disks[d].name;
-    }
-    if (file >= 0) {
-      jc.file_name = s.plan.files[file].path;
-      jc.file_inode = s.inodes[file].get();
-    }
-    if (Buffered(spec, d)) {
-      const uint32_t ra_kb = static_cast<uint32_t>(s.plan.disks[d].spec->queue.read_ahead_kb);
-      model::AddressSpace*& m = file >= 0 ? s.file_mappings[file] : s.disk_mappings[d];
-      if (m == nullptr) {
-        m = file >= 0 ? s.page_cache->AddMapping(s.plan.files[file].path, s.queues[d], s.plan.files[file].base,
-                                                 s.plan.files[file].bytes, ra_kb)
-                      : s.page_cache->AddMapping("/dev/" + s.plan.disks[d].name, s.queues[d], 0,
-                                                 s.plan.disks[d].size_bytes, ra_kb);
-        if (file >= 0) {
-          // fallocate / ftruncate on the file drop its pages.
-          s.inodes[file]->page_cache = s.page_cache.get();
-          s.inodes[file]->mapping = m;
-        }
-      }
-      jc.page_cache = s.page_cache.get();
-      jc.mapping = m;
     }
     jc.seed = req.seed;
     jc.start_at = spec.startdelay_min_ns;

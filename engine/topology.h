@@ -67,12 +67,28 @@ struct FileTarget {
   uint64_t bytes = 0;     // the file's size
 };
 
+// One file or device a clone does I/O to.
+struct CloneTarget {
+  int disk = -1;  // -1: the null engine
+  int file = -1;  // in RunPlan::files; -1: the raw device
+  // Named by its NVMe generic character device (/dev/ngXnY for nvmeXnY):
+  // io_uring_cmd's passthrough target.
+  bool generic = false;
+};
+
+// The most files one job may work on (filename= lists, nrfiles=).
+inline constexpr uint32_t kMaxFilesPerJob = 4096;
+
 // What a run will use, resolved and checked.
 struct RunPlan {
   std::vector<Disk> disks;        // every disk of the host, in host order
   std::vector<FileTarget> files;  // every regular file the jobs name
-  std::vector<int> clone_file;    // per clone: its file in `files`, or -1 (a device)
-  std::vector<int> clone_disk;    // per clone: its disk, or -1 (ioengine=null)
+  std::vector<int> clone_file;    // per clone: its (first) file in `files`, or -1 (a device)
+  std::vector<int> clone_disk;    // per clone: its (first) disk, or -1 (ioengine=null)
+  // per clone: every file or device it works on, in fio's file order (the
+  // first is clone_disk / clone_file); one unless filename= lists several
+  // or nrfiles= asks for more.
+  std::vector<std::vector<CloneTarget>> clone_targets;
   std::vector<int> clone_cpu;     // per clone: the CPU it starts on
   // per clone: the CPUs it may run on (its affinity); empty: pinned to
   // clone_cpu (cpus_allowed_policy=split with cpus_allowed, or one CPU).
@@ -97,6 +113,9 @@ struct Simulation {
   // Per disk: the verify headers on it when a job of the run verifies
   // there (null otherwise).
   std::vector<std::unique_ptr<job::DeviceContent>> contents;
+  // Per disk: its content as SCSI VERIFY compares it, when an sg job of the
+  // run verifies there (null otherwise).
+  std::vector<std::unique_ptr<job::MediumContent>> media;
   std::vector<std::unique_ptr<job::FileInode>> inodes;  // by plan.files index
   // The page cache, when a job does buffered I/O (direct=0), and the
   // mappings in it: per file (by plan.files index) and per disk read or

@@ -3,7 +3,8 @@
 would run it: `blklab fio --host=auto --runtime=0.2 FILE`, each in an empty
 directory. tests/data/fio-examples/outcomes.tsv says what each must do: run
 (exit 0, fio's JSON with its jobs), run once its own long runtime= lines are
-set to 0.2 s (long), or be refused with a message naming what has no
+set to 0.2 s (long), run and fail where the job file says fio's run fails
+(fails: fio's JSON with the job's error, a non-zero exit), or be refused with a message naming what has no
 counterpart (refused) -- never for a file name. Prints the share of files with
 a block-layer engine that run to completion.
 
@@ -69,6 +70,22 @@ def main():
                         ok = False
                 if not ok:
                     failures.append("%s should run: exit %d: %s" % (name, r.returncode, err[-300:]))
+                elif block:
+                    block_done += 1
+            elif outcome == "fails":
+                # The job file says fio's run fails (t0003-post: "Expected
+                # result: verify fails"): it runs to the end, reports the
+                # job's error in fio's JSON (after fio's "fio: pid=" lines,
+                # as fio prints them), and exits non-zero.
+                out = r.stdout
+                jobs = []
+                try:
+                    jobs = json.loads(out[out.find("{"):])["jobs"]
+                except (ValueError, KeyError):
+                    pass
+                if r.returncode == 0 or not jobs or not any(j.get("error") for j in jobs) or detail not in err:
+                    failures.append("%s should run and fail as fio does ('%s'): exit %d: %s" % (
+                        name, detail, r.returncode, err[-300:]))
                 elif block:
                     block_done += 1
             else:

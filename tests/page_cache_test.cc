@@ -15,7 +15,12 @@
 //    fsync=N syncs after every N writes;
 //  * io_uring keeps its depth on buffered random reads (a miss waits on its
 //    page without blocking the ring) and hands writes to its io-wq worker;
-//    a run is byte-identical when repeated.
+//    a run is byte-identical when repeated;
+//  * pre_read fills the cache before the job's clock starts, so the job
+//    reads at memory speed; unlink drops a deleted file's dirty pages
+//    without writing them;
+//  * fio's splice engine reads through the page cache, two calls per
+//    pipe-full, slower than pread by that work; direct=1 is refused.
 #include <string>
 #include <vector>
 
@@ -182,6 +187,45 @@ TEST(PageCache, BufferedRunsAreDeterministic) {
   EXPECT_EQ(Cache(a).read_misses, Cache(b).read_misses);
   EXPECT_EQ(Cache(a).pages_written_back, Cache(b).pages_written_back);
   EXPECT_GT(Cache(a).read_accesses, 0u);
+}
+
+TEST(PageCache, PreReadFillsTheCacheBeforeTheJob) {
+  const host::HostSpec h = HostFromYaml(kHost);
+  const RunResult cold = MustRun(h, SeqRead("32m"));
+  const RunResult warm = MustRun(h, SeqRead("32m", {"--pre_read=1"}));
+  EXPECT_EQ(TotalIos(warm), 256u);
+  EXPECT_GT(ReadMBps(warm), 3 * ReadMBps(cold)) << Describe(warm);
+  EXPECT_GT(ProfileNs(warm.kernel, "__x64_sys_read"), 0) << "the pre-read's read(2) calls";
+  EXPECT_GE(Cache(warm).read_hits, Cache(cold).read_hits + 8192 / 2) << "the job's pages were there";
+}
+
+TEST(PageCache, UnlinkDropsADeletedFilesDirtyPagesUnwritten) {
+  const host::HostSpec h = HostFromYaml(kHost);
+  const std::vector<std::string> write = {"--name=w", "--filename=/mnt/f", "--size=4m", "--rw=write",
+                                          "--bs=64k"};
+  const RunResult kept = MustRun(h, write);
+  std::vector<std::string> gone = write;
+  gone.push_back("--unlink=1");
+  const RunResult deleted = MustRun(h, gone);
+  EXPECT_EQ(Cache(kept).dirty_pages_at_end, 1024u) << "below dirty_background: nothing written" << Describe(kept);
+  EXPECT_EQ(Cache(deleted).dirty_pages_at_end, 0u) << Describe(deleted);
+  EXPECT_EQ(Cache(deleted).pages_written_back, 0u);
+}
+
+TEST(PageCache, SpliceGoesThroughThePageCacheWithTwoCallsPerPipeFull) {
+  const host::HostSpec h = HostFromYaml(kHost);
+  // A file half the cache, read twice (invalidate=0): the second pass hits.
+  const RunResult pread = MustRun(h, SeqRead("32m", {"--invalidate=0", "--loops=2", "--ioengine=psync"}));
+  const RunResult splice = MustRun(h, SeqRead("32m", {"--invalidate=0", "--loops=2", "--ioengine=splice"}));
+  EXPECT_EQ(TotalIos(splice), TotalIos(pread));
+  EXPECT_EQ(Cache(splice).read_hits, Cache(pread).read_hits) << "the same pages from the same cache";
+  EXPECT_GT(ProfileNs(splice.kernel, "__x64_sys_vmsplice"), 0) << Describe(splice);
+  EXPECT_GT(ProfileNs(splice.kernel, "splice_to_pipe"), 0);
+  EXPECT_GT(splice.clones[0].result.cpu.sys_pct, pread.clones[0].result.cpu.sys_pct)
+      << "two calls and the pipe per 64 KiB";
+  const RunOutcome direct = RunArgs(h, SeqRead("32m", {"--ioengine=splice", "--direct=1"}));
+  ASSERT_FALSE(direct.result.ok());
+  EXPECT_NE(direct.result.status().message().find("ioengine=splice with direct=1"), std::string::npos);
 }
 
 }  // namespace

@@ -99,10 +99,10 @@ absl::StatusOr<Target> Classify(const std::string& target) {
   if (const size_t n = NvmeDiskLength(path, "nvme"); n > 0) {
     return Target{name, name.substr(0, n), Kind::kNvme};
   }
-  if (NvmeDiskLength(path, "ng") > 0) {
-    return refuse(
-        "an NVMe generic character device (io_uring_cmd passthrough) is not modelled; name the block device "
-        "(/dev/nvmeXnY) with ioengine=io_uring");
+  if (const size_t n = NvmeDiskLength(path, "ng"); n > 0 && n == path.size()) {
+    // The generic character device of namespace nvmeXnY (io_uring_cmd).
+    const std::string ns = absl::StrCat("nvme", path.substr(2));
+    return Target{ns, ns, Kind::kNvme};
   }
   s = path;
   if (absl::ConsumePrefix(&s, "sd") && EatLowerLetters(s)) {

@@ -63,13 +63,21 @@ TEST(AutoHostTest, NoTargetGivesTheDefaultDevice) {
   EXPECT_EQ(h->devices[0].name, "nullb0");
 }
 
+TEST(AutoHostTest, AGenericCharacterDeviceGetsItsNamespace) {
+  // io_uring_cmd's /dev/ngXnY is the character device of namespace nvmeXnY.
+  absl::StatusOr<HostSpec> h = AutoHost({"/dev/ng1n2"});
+  ASSERT_TRUE(h.ok()) << h.status();
+  ASSERT_EQ(h->devices.size(), 1u);
+  EXPECT_EQ(h->devices[0].name, "nvme1n2");
+  EXPECT_TRUE(std::holds_alternative<NvmeSpec>(h->devices[0].driver));
+}
+
 TEST(AutoHostTest, RefusesWhatItCannotBuildByName) {
   struct Case {
     std::vector<std::string> targets;
     std::string says;
   };
   for (const Case& c : std::vector<Case>{
-           {{"/dev/ng0n1"}, "NVMe generic character device"},
            {{"/dev/vda"}, "not a kind of block device blklab models (nullbN, nvmeXnY[pZ], sdX[N]): a virtio-blk"},
            {{"/dev/dm-0"}, "a device-mapper target"},
            {{"/dev/null"}, "a memory character device (its I/O never reaches the block layer"},

@@ -105,6 +105,9 @@ enum class CostSource { kSrc, kDerived, kGuess };
   X(diskstats_read, 5000, kGuess, "fio update_io_ticks per disk: open, read and close /sys/block/DEV/stat (kernfs, part_stat_show)") \
   X(part_stat_per_cpu, 20, kGuess, "part_stat_read_all per possible CPU, summing the disk's per-CPU counters") \
   X(fs_dio_iomap, 250, kGuess, "direct I/O to a file: iomap_dio_rw, the filesystem's iomap_begin/end (ext4_map_blocks from the extent status tree, xfs_bmapi_read), per IO") \
+  X(splice_pipe_chunk, 300, kGuess, "splice/vmsplice per pipe-full (64 KiB): the pipe's mutex, wake-ups of its other end, the pipe buffers set up and released") \
+  X(splice_pipe_page, 40, kGuess, "splice/vmsplice per 4 KiB page moved through the pipe: a pipe_buffer filled and a page reference taken and dropped") \
+  X(sg_io_cmd, 900, kGuess, "SG_IO in the kernel past the syscall: sg_io copies the sg_io_hdr and the CDB in, scsi_alloc_request and its SCSI command set up, the status and sense copied back, blk_rq_unmap_user, the request freed") \
   X(fs_op_call, 800, kGuess, "fallocate / ftruncate in the filesystem: ext4_fallocate or ext4_setattr, file_modified (timestamps), a journal handle started and stopped, the extent-status lookup of the range") \
   X(fs_alloc_extent, 1500, kGuess, "one run of blocks allocated (ext4_map_blocks with CREATE_UNWRIT_EXT: mballoc, an extent inserted or grown)") \
   X(fs_free_extent, 1200, kGuess, "one run of blocks freed (ext4_ext_remove_space: an extent split or removed, ext4_free_blocks)") \

@@ -11,29 +11,50 @@ void IoContext::WakeWaiter(sim::Cpu& on) {
   thread.Wake(on.now());
 }
 
+SyncEngineBase::SyncEngineBase(IoContext& ctx)
+    : ctx_(ctx), fn_io_schedule_(ctx.kernel.machine().functions().Intern("io_schedule")) {}
+
+void SyncEngineBase::Complete(sim::Cpu& cpu, IoU* u, model::BlkStatus) {
+  ctx_.Post(u);
+  ctx_.WakeWaiter(cpu);
+}
+
+sim::Task SyncEngineBase::GetEvents(uint32_t, uint32_t, bool) { co_return; }
+
+sim::Task SyncEngineBase::WaitCompleted(IoU* u) {
+  while (u->state != IoU::State::kCompleted) {
+    ctx_.waiting = true;
+    ctx_.cpu().Charge(fn_io_schedule_, ctx_.kernel.costs().line_read_hit);
+    co_await ctx_.cpu().SleepMigratable();
+    co_await ctx_.cpu().Sync();
+    ctx_.waiting = false;
+  }
+}
+
 int64_t PinCost(const host::CostTable& costs, uint32_t bytes) {
   return static_cast<int64_t>((bytes + 4095) / 4096) * costs.page_pin_4k;
 }
 
-sim::Task FileDio(IoContext& ctx) {
-  if (ctx.inode == nullptr) co_return;
+sim::Task FileDio(IoContext& ctx, const IoU* u) {
+  FileInode* inode = u->inode;
+  if (inode == nullptr) co_return;
   const host::CostTable& c = ctx.kernel.costs();
   const sim::Machine& m = ctx.kernel.machine();
   const auto& fn = ctx.kernel.fn;
   sim::Cpu& cpu = ctx.cpu();  // no migratable sleep below
   co_await cpu.Sync();
-  cpu.Charge(fn.down_read, ctx.inode->i_rwsem.Write(m, cpu.id(), c.atomic_local));
+  cpu.Charge(fn.down_read, inode->i_rwsem.Write(m, cpu.id(), c.atomic_local));
   cpu.Charge(fn.iomap_dio_rw, c.fs_dio_iomap);
   co_await cpu.Sync();
-  cpu.Charge(fn.up_read, ctx.inode->i_rwsem.Write(m, cpu.id(), c.atomic_local));
+  cpu.Charge(fn.up_read, inode->i_rwsem.Write(m, cpu.id(), c.atomic_local));
 }
 
 sim::Task BufferedIo(IoContext& ctx, IoU* u) {
-  const uint64_t pos = (u->bio.sector << model::kSectorShift) - ctx.mapping->base_bytes;
+  const uint64_t pos = (u->bio.sector << model::kSectorShift) - u->mapping->base_bytes;
   if (u->bio.op == model::ReqOp::kRead) {
-    co_await ctx.page_cache->Read(ctx.cpu(), ctx.ra, *ctx.mapping, pos, u->bio.bytes);
+    co_await ctx.page_cache->Read(ctx.cpu(), *u->ra, *u->mapping, pos, u->bio.bytes);
   } else {
-    co_await ctx.page_cache->Write(ctx.cpu(), *ctx.mapping, pos, u->bio.bytes);
+    co_await ctx.page_cache->Write(ctx.cpu(), *u->mapping, pos, u->bio.bytes);
   }
 }
 
@@ -50,6 +71,10 @@ std::unique_ptr<IoEngineModel> MakeIoEngine(IoContext& ctx) {
     case IoEngine::kFalloc:
     case IoEngine::kFtruncate:
       return MakeFileOperationEngine(ctx);
+    case IoEngine::kSg:
+      return MakeSgEngine(ctx);
+    case IoEngine::kSplice:
+      return MakeSpliceEngine(ctx);
     default:
       BLKLAB_CHECK(workload::IsSynchronous(ctx.spec.ioengine));
       return MakeSyncEngine(ctx);

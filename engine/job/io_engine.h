@@ -77,11 +77,19 @@ class PtrRing {
 };
 
 // fio's struct io_u: one I/O unit and its bio.
+struct FileInode;
+
 struct IoU {
   enum class State : uint8_t { kFree, kQueued, kInFlight, kCompleted };
   model::Bio bio;
   model::RequestQueue* queue = nullptr;  // the disk it goes to
-  uint32_t file = 0;                     // the thread's file index (t/io_uring)
+  uint32_t file = 0;                     // the thread's file index
+  // The open file it goes to: its inode (null: a block device) and, for
+  // buffered I/O, its page-cache mapping and the open file's readahead
+  // state (null: direct I/O).
+  FileInode* inode = nullptr;
+  model::AddressSpace* mapping = nullptr;
+  model::FileRaState* ra = nullptr;
   uint32_t tag = 0;                      // t/io_uring's clock-batch index
   State state = State::kFree;
   stats::Dir dir = stats::Dir::kRead;
@@ -131,12 +139,9 @@ struct IoContext {
   uint32_t in_flight = 0;          // fio's cur_depth: prepared and not reaped
   bool waiting = false;            // sleeping for completions
   uint32_t wait_for = 0;           // ... until `completed` holds this many
-  FileInode* inode = nullptr;      // the file's, for I/O to a regular file; nullptr: a device
-  // Buffered I/O (direct=0): the page cache and the file's or device's
-  // mapping in it, and this open file's readahead state; null: direct I/O.
+  // Buffered I/O (direct=0): the page cache (each io_u names its file's
+  // mapping in it); null: direct I/O.
   model::PageCache* page_cache = nullptr;
-  model::AddressSpace* mapping = nullptr;
-  model::FileRaState ra;
 
   // The CPU the fio thread runs on (it may change at SleepUntilCompleted).
   sim::Cpu& cpu() const { return thread.on_cpu(); }
@@ -182,10 +187,38 @@ std::unique_ptr<IoEngineModel> MakeIoEngine(IoContext& ctx);
 
 // Engines (one file each).
 std::unique_ptr<IoEngineModel> MakeIoUringEngine(IoContext& ctx);
+// The engines whose every I/O completes inside its own call (psync and its
+// kin, sg, splice): a completion posts the io_u and wakes the caller
+// sleeping in WaitCompleted; reaping needs no call.
+class SyncEngineBase : public IoEngineModel {
+ public:
+  explicit SyncEngineBase(IoContext& ctx);
+  void Complete(sim::Cpu& cpu, IoU* u, model::BlkStatus status) override;
+  sim::Task GetEvents(uint32_t min, uint32_t max, bool in_call) override;
+
+ protected:
+  // The calling task sleeps in io_schedule until `u` completes (its bio's
+  // end wakes it). REQUIRES: task level on ctx_.cpu(), Synced.
+  sim::Task WaitCompleted(IoU* u);
+
+  IoContext& ctx_;
+  sim::FnId fn_io_schedule_;
+};
+
 std::unique_ptr<IoEngineModel> MakeLibaioEngine(IoContext& ctx);
 std::unique_ptr<IoEngineModel> MakeSyncEngine(IoContext& ctx);
 std::unique_ptr<IoEngineModel> MakeNullEngine(IoContext& ctx);
 std::unique_ptr<IoEngineModel> MakeFileOperationEngine(IoContext& ctx);
+std::unique_ptr<IoEngineModel> MakeSgEngine(IoContext& ctx);
+std::unique_ptr<IoEngineModel> MakeSpliceEngine(IoContext& ctx);
+
+// fio's sg engine (engines/sg_engine.cc): the bytes a command sends or
+// receives, the media access the device makes for it, and whether it is a
+// VERIFY (BYTCHK 00/01/11) rather than a write. `write`: the I/O is in
+// the write direction (sg_write_mode applies).
+uint32_t SgDataBytes(workload::SgWriteMode mode, bool write, uint32_t bytes);
+model::ReqOp SgMediaOp(workload::SgWriteMode mode, bool write);
+bool IsSgVerify(workload::SgWriteMode mode);
 
 // Page pinning of a non-fixed buffer of `bytes` (bio_iov_iter_get_pages).
 int64_t PinCost(const host::CostTable& costs, uint32_t bytes);
@@ -193,9 +226,9 @@ int64_t PinCost(const host::CostTable& costs, uint32_t bytes);
 // The filesystem's part of one direct I/O to a regular file, before its bio
 // is submitted: i_rwsem down_read, the iomap mapping (fs_dio_iomap),
 // up_read. No effect for a device. REQUIRES: task level on ctx.cpu().
-sim::Task FileDio(IoContext& ctx);
+sim::Task FileDio(IoContext& ctx, const IoU* u);
 
-// A buffered read or write (ctx.mapping set): the page cache's part of
+// A buffered read or write (u->mapping set): the page cache's part of
 // pread / pwrite (filemap_read, generic_perform_write), which returns once
 // the data is copied; the io_u is then complete. A trim goes to the device
 // as with direct I/O. REQUIRES: task level on ctx.cpu().
@@ -236,8 +269,13 @@ sim::Task SubmitBatch(IoContext& ctx, std::vector<IoU*>& batch, sim::FnId syscal
   for (IoU* u : batch) {
     per_io(u);
     u->state = IoU::State::kInFlight;
-    if (ctx.inode != nullptr) co_await FileDio(ctx);
-    co_await u->queue->SubmitBio(ctx.cpu(), &u->bio, p);
+    if (u->inode != nullptr) co_await FileDio(ctx, u);
+    if (ctx.spec.ioengine == workload::IoEngine::kIoUringCmd) {
+      // nvme_uring_cmd_io: a passthrough request (blk_execute_rq_nowait).
+      co_await u->queue->ExecutePassthrough(ctx.cpu(), &u->bio);
+    } else {
+      co_await u->queue->SubmitBio(ctx.cpu(), &u->bio, p);
+    }
   }
   if (p != nullptr) co_await model::RequestQueue::FlushPlug(ctx.cpu(), p, false);
   after();

@@ -83,11 +83,11 @@ FioUserCosts FioUserCostsFor(const host::CostTable& c, const workload::JobSpec& 
   return u;
 }
 
-JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, workload::IoGenerator gen)
+JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, FileService files)
     : kernel_(kernel),
       config_(config),
       spec_(*config.spec),
-      gen_(std::move(gen)),
+      gen_(std::move(files)),
       thread_(std::make_unique<sim::Thread>(kernel.machine(), "fio/" + config.spec->name, config.cpu)),
       collector_(stats::CollectorConfig{
           .bw_avg_ns = static_cast<int64_t>(config.spec->bwavgtime_ms) * sim::kNsPerMs,
@@ -95,11 +95,11 @@ JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, workl
           .record_slat = !config.spec->disable_slat,
           .record_clat = !config.spec->disable_clat,
           .record_lat = !config.spec->disable_lat}),
-      ctx_{kernel, *thread_, config.queue, *config.spec, {}, {}} {
+      ctx_{kernel, *thread_, config.files.front().queue, *config.spec, {}, {}} {
   thread_->set_cpus_allowed(config.cpus_allowed);
-  ctx_.inode = config.file_inode;
+  BLKLAB_CHECK(config.files.size() == gen_.count());
   ctx_.page_cache = config.page_cache;
-  ctx_.mapping = config.mapping;
+  ra_.resize(config.files.size());
   const uint32_t depth =
       workload::IsSynchronous(spec_.ioengine) ? 1 : std::max<uint32_t>(spec_.iodepth, 1);
   io_us_.resize(depth);
@@ -119,7 +119,7 @@ JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, workl
     io_us_[i].bio.ioprio_level = static_cast<uint8_t>(ioprio_set ? spec_.prio : 4);
     io_us_[i].bio.ioc = config_.thread_number;
     io_us_[i].bio.blkcg = config_.blkcg;
-    io_us_[i].queue = config.queue;
+    SetFile(&io_us_[i], 0);
     free_.push_back(&io_us_[depth - 1 - i]);
   }
   batch_submit_ = spec_.iodepth_batch_submit == 0 ? depth : std::min(spec_.iodepth_batch_submit, depth);
@@ -195,6 +195,7 @@ void JobThread::InitVerify() {
   fn_verify_fill_ = r.Intern("fio:populate_verify_io_u");
   fn_verify_check_ = r.Intern("fio:verify_io_u");
   fn_io_sync_ = r.Intern("fio:fio_io_sync");
+  fn_pread_file_ = r.Intern("__x64_sys_read");
   fn_fsync_ = r.Intern(spec_.fsync_blocks == 0 && spec_.fdatasync_blocks > 0 ? "__x64_sys_fdatasync" : "__x64_sys_fsync");
   verify_ = !spec_.verify.empty() && spec_.verify != "0";
   if (!verify_) return;
@@ -203,7 +204,7 @@ void JobThread::InitVerify() {
   const bool reads = workload::DirectionActive(spec_.rw, Direction::kRead);
   verify_headers_ = spec_.verify != "null";
   // ioengine=null is FIO_FAKEIO: verify_io_u pretends every block checked.
-  verify_checks_ = verify_headers_ && config_.queue != nullptr;
+  verify_checks_ = verify_headers_ && config_.files.front().queue != nullptr;
   log_pieces_ = writes && spec_.do_verify && !spec_.experimental_verify;
   piece_list_ = gen_.random_map_enabled();  // file_randommap(): write order, else sorted by offset
   // fixup_options: the header interval.
@@ -266,7 +267,7 @@ void JobThread::LogPiece(IoU* u) {
     pieces_.emplace_back();
   }
   const uint64_t off = u->bio.sector << model::kSectorShift;
-  pieces_[idx] = VerifyPiece{off, u->bio.bytes, u->numberio, /*in_flight=*/true, /*orphan=*/false};
+  pieces_[idx] = VerifyPiece{off, u->file, u->bio.bytes, u->numberio, /*in_flight=*/true, /*orphan=*/false};
   u->piece = idx;
   ++hist_len_;
   if (piece_list_) {
@@ -274,12 +275,12 @@ void JobThread::LogPiece(IoU* u) {
     return;
   }
   const uint64_t end = off + u->bio.bytes;
-  auto it = hist_tree_.lower_bound(off);
+  auto it = hist_tree_.lower_bound({u->file, off});
   if (it != hist_tree_.begin()) {
     auto prev = std::prev(it);
-    if (pieces_[prev->second].offset + pieces_[prev->second].len > off) it = prev;
+    if (prev->first.first == u->file && pieces_[prev->second].offset + pieces_[prev->second].len > off) it = prev;
   }
-  while (it != hist_tree_.end() && it->first < end) {
+  while (it != hist_tree_.end() && it->first.first == u->file && it->first.second < end) {
     VerifyPiece& old = pieces_[it->second];
     if (old.in_flight) {
       old.orphan = true;
@@ -289,10 +290,11 @@ void JobThread::LogPiece(IoU* u) {
     --hist_len_;
     it = hist_tree_.erase(it);
   }
-  hist_tree_.emplace(off, idx);
+  hist_tree_.emplace(std::make_pair(u->file, off), idx);
 }
 
-void JobThread::SetVerifyRead(IoU* u, uint64_t offset, uint32_t len, uint16_t numberio) {
+void JobThread::SetVerifyRead(IoU* u, uint32_t file, uint64_t offset, uint32_t len, uint16_t numberio) {
+  SetFile(u, file);
   u->dir = stats::Dir::kRead;
   u->bio.op = model::ReqOp::kRead;
   u->bio.sector = offset >> model::kSectorShift;
@@ -319,7 +321,7 @@ bool JobThread::GetNextVerify(IoU* u) {
   --hist_len_;
   const VerifyPiece p = pieces_[idx];
   free_pieces_.push_back(idx);
-  SetVerifyRead(u, p.offset, p.len, p.numberio);
+  SetVerifyRead(u, p.file, p.offset, p.len, p.numberio);
   u->ver_list = true;
   return true;
 }
@@ -347,10 +349,11 @@ bool JobThread::NextReplayedVerify(IoU* u) {
   const uint64_t min_bs = config_.plan.min_block;
   for (;;) {
     if (verify_bytes_done_ + min_bs > write_bytes_done_) return false;
-    const workload::GeneratedIo io = replay_->Next();
+    const FileService::Next next = replay_->NextIo();
+    const workload::GeneratedIo& io = next.io;
     if (io.direction == workload::Direction::kRead) continue;
     const uint16_t n = static_cast<uint16_t>(verify_read_issues_++);
-    SetVerifyRead(u, io.offset, static_cast<uint32_t>(io.length), n);
+    SetVerifyRead(u, next.file, io.offset, static_cast<uint32_t>(io.length), n);
     // A trimmed block reads as zeroes (trim_verify_zero): not a header check.
     if (io.direction == workload::Direction::kTrim) u->verify = false;
     return true;
@@ -459,8 +462,15 @@ bool JobThread::PrepareIo(IoU* u) {
     StartIo(u);
     return true;
   }
-  const workload::GeneratedIo io = has_rate_ ? gen_.Next([this](workload::Direction d) { return RateDirection(d); })
-                                             : gen_.Next();
+  FileService::Next next;
+  if (has_rate_) {
+    auto rate_direction = [this](workload::Direction d) { return RateDirection(d); };
+    const absl::FunctionRef<workload::Direction(workload::Direction)> adjust = rate_direction;
+    next = gen_.NextIo(&adjust);
+  } else {
+    next = gen_.NextIo();
+  }
+  const workload::GeneratedIo& io = next.io;
   cpu().Charge(fn_get_io_u_, user_issue_ns_);
   if (io.new_pass && config_.plan.pass_end_ends_loop && ++loops_done_ >= std::max<uint64_t>(spec_.loops, 1)) {
     // The last loop's sequential pass reached the region's end (with holes,
@@ -469,9 +479,8 @@ bool JobThread::PrepareIo(IoU* u) {
     return false;
   }
   // A new loop re-opens the file: invalidate=1 drops its cached pages.
-  if (io.new_pass && config_.plan.pass_end_ends_loop && ctx_.mapping != nullptr && spec_.invalidate) {
-    ctx_.page_cache->Invalidate(cpu(), *ctx_.mapping);
-  }
+  if (io.new_pass && config_.plan.pass_end_ends_loop) InvalidateFiles();
+  SetFile(u, next.file);
   u->dir = ToStatsDir(io.direction);
   u->bio.op = ToOp(io.direction);
   u->bio.sector = io.offset >> model::kSectorShift;
@@ -510,7 +519,8 @@ void JobThread::StartIo(IoU* u) {
 sim::Task JobThread::Main() {
   co_await cpu().Sync();
   // td_io_open_file: invalidate=1 drops the file's cached pages.
-  if (ctx_.mapping != nullptr && spec_.invalidate) ctx_.page_cache->Invalidate(cpu(), *ctx_.mapping);
+  InvalidateFiles();
+  co_await PreReadFiles();
   MaybeStartStats();
   // thread_main's keep_running loop: do_io, then do_verify unless the job
   // was terminated (runtime over, an error); a job that verifies goes round
@@ -523,8 +533,8 @@ sim::Task JobThread::Main() {
       // clear_io_state: the file is closed and opened again (invalidate=1
       // drops its cached pages) and, with randrepeat, the generators are
       // seeded again: the round repeats the first one's offsets.
-      if (ctx_.mapping != nullptr && spec_.invalidate) ctx_.page_cache->Invalidate(cpu(), *ctx_.mapping);
-      if (spec_.randrepeat) gen_ = FreshGenerator();
+      InvalidateFiles();
+      if (spec_.randrepeat) gen_ = FreshFiles();
     }
     all_bytes_issued_ = 0;
     write_bytes_done_ = 0;
@@ -536,44 +546,100 @@ sim::Task JobThread::Main() {
     // do_io's end: end_fsync and fsync_on_close sync a writing job's file
     // (fio_file_fsync: a sync io_u, in the sync statistics and the job's
     // runtime) unless its last I/O was a sync (should_fsync).
-    if ((spec_.end_fsync || spec_.fsync_on_close) && config_.queue != nullptr && !last_was_sync_ &&
+    if ((spec_.end_fsync || spec_.fsync_on_close) && config_.files.front().queue != nullptr && !last_was_sync_ &&
         workload::DirectionActive(spec_.rw, workload::Direction::kWrite)) {
       co_await FileSync();
     }
     if (!verify_ || terminated_ || error_ != 0) break;
     if (spec_.do_verify && write_bytes_done_ + hist_len_ > 0) co_await VerifyPhase();
     if (terminated_ || error_ != 0) break;
+    if (spec_.unlink_each_loop) UnlinkFiles();
     if (!spec_.time_based && (round + 1 >= rounds || (bytes_limit_ > 0 && bytes_issued_ >= bytes_limit_))) break;
     stopping_ = false;
   }
   co_await cpu().Sync();
+  // close_and_free_files: unlink=1 deletes the files as the job ends.
+  if (spec_.unlink || spec_.unlink_each_loop) UnlinkFiles();
   FinishStats();
 }
 
 bool JobThread::SyncDue(const IoU* u) const {
-  if (u->dir != stats::Dir::kWrite || config_.queue == nullptr) return false;
+  if (u->dir != stats::Dir::kWrite || config_.files.front().queue == nullptr) return false;
   const uint32_t every = spec_.fsync_blocks > 0 ? spec_.fsync_blocks : spec_.fdatasync_blocks;
   return every > 0 && write_issues_ % every == 0;
 }
 
-sim::Task JobThread::FileSync() {
-  co_await cpu().Sync();
-  const sim::SimTime start = cpu().now();
-  {
-    sim::Cpu& c = cpu();  // no migratable sleep below
-    sim::StackFrame frame(c, fn_fsync_);
-    c.Charge(fn_fsync_, kernel_.costs().syscall_entry_exit);
-    if (ctx_.mapping != nullptr) {
-      co_await ctx_.page_cache->Fsync(c, *ctx_.mapping);
-    } else {
-      // Direct I/O: nothing cached to write; the devices have no volatile
-      // cache to flush.
-      c.Charge(fn_fsync_, kernel_.costs().fsync_call);
+sim::Task JobThread::FileSync(int file) {
+  const size_t first = file >= 0 ? static_cast<size_t>(file) : 0;
+  const size_t end = file >= 0 ? first + 1 : config_.files.size();
+  for (size_t f = first; f < end; ++f) {
+    co_await cpu().Sync();
+    const sim::SimTime start = cpu().now();
+    {
+      sim::Cpu& c = cpu();  // no migratable sleep below
+      sim::StackFrame frame(c, fn_fsync_);
+      c.Charge(fn_fsync_, kernel_.costs().syscall_entry_exit);
+      if (model::AddressSpace* m = config_.files[f].mapping; m != nullptr) {
+        co_await ctx_.page_cache->Fsync(c, *m);
+      } else {
+        // Direct I/O: nothing cached to write; the devices have no volatile
+        // cache to flush.
+        c.Charge(fn_fsync_, kernel_.costs().fsync_call);
+      }
+    }
+    co_await cpu().PreemptPoint();
+    if (collector_.started()) collector_.RecordSync(cpu().now() - start);
+  }
+  last_was_sync_ = true;
+}
+
+void JobThread::SetFile(IoU* u, uint32_t f) {
+  const JobFile& file = config_.files[f];
+  u->file = f;
+  u->queue = file.queue;
+  u->inode = file.inode;
+  u->mapping = file.mapping;
+  u->ra = &ra_[f];
+}
+
+sim::Task JobThread::PreReadFiles() {
+  if (!spec_.pre_read || ctx_.page_cache == nullptr) co_return;
+  const uint64_t chunk = std::max<uint64_t>(workload::MaxBlockSize(spec_, workload::Direction::kRead), 4096);
+  for (size_t f = 0; f < config_.files.size(); ++f) {
+    model::AddressSpace* m = config_.files[f].mapping;
+    if (m == nullptr) continue;
+    const uint64_t start = config_.files[f].plan.region_start - m->base_bytes;
+    const uint64_t end = start + config_.files[f].plan.region_bytes;
+    for (uint64_t pos = start; pos < end && !terminated_; pos += chunk) {
+      co_await cpu().Sync();
+      sim::Cpu& c = cpu();
+      sim::StackFrame frame(c, fn_pread_file_);
+      c.Charge(fn_pread_file_, kernel_.costs().syscall_entry_exit);
+      co_await ctx_.page_cache->Read(c, ra_[f], *m, pos, static_cast<uint32_t>(std::min(chunk, end - pos)));
+      co_await cpu().PreemptPoint();
     }
   }
-  co_await cpu().PreemptPoint();
-  last_was_sync_ = true;
-  if (collector_.started()) collector_.RecordSync(cpu().now() - start);
+}
+
+void JobThread::UnlinkFiles() {
+  for (const JobFile& f : config_.files) {
+    if (f.inode == nullptr) continue;  // a device: nothing to delete
+    if (f.mapping != nullptr) {
+      ctx_.page_cache->TruncateRange(cpu(), *f.mapping, 0, (std::max<uint64_t>(f.mapping->size_bytes, 1) - 1) >> model::kPageShift);
+    }
+    const uint64_t start = f.inode->base_bytes;
+    const uint64_t len = f.inode->size_bytes;
+    if (f.content != nullptr) f.content->Trim(start, len);
+    if (f.medium != nullptr) f.medium->Write(start >> model::kSectorShift, len >> model::kSectorShift, MediumContent::kZero);
+  }
+}
+
+void JobThread::InvalidateFiles() {
+  // pre_read clears invalidate: what it read stays.
+  if (!spec_.invalidate || spec_.pre_read || ctx_.page_cache == nullptr) return;
+  for (const JobFile& f : config_.files) {
+    if (f.mapping != nullptr) ctx_.page_cache->Invalidate(cpu(), *f.mapping);
+  }
 }
 
 sim::Task JobThread::QueueAndMaybeReap(IoU* u) {
@@ -592,9 +658,10 @@ sim::Task JobThread::QueueAndMaybeReap(IoU* u) {
   }
 }
 
-workload::IoGenerator JobThread::FreshGenerator() const {
-  absl::StatusOr<workload::IoGenerator> g =
-      workload::IoGenerator::Create(spec_, config_.plan, config_.thread_number, config_.seed);
+FileService JobThread::FreshFiles() const {
+  std::vector<workload::ClonePlan> plans;
+  for (const JobFile& f : config_.files) plans.push_back(f.plan);
+  absl::StatusOr<FileService> g = FileService::Create(spec_, plans, config_.thread_number, config_.seed);
   BLKLAB_CHECK(g.ok());  // the same inputs made gen_
   return *std::move(g);
 }
@@ -603,10 +670,10 @@ sim::Task JobThread::VerifyPhase() {
   // do_verify: sync the file first (one syscall: the simulated devices have
   // no volatile cache to flush), then read back what the log holds (or the
   // replayed writes) until it is empty, the runtime is over or a check fails.
-  if (config_.queue != nullptr) cpu().Charge(fn_io_sync_, kernel_.costs().syscall_entry_exit);
+  if (config_.files.front().queue != nullptr) cpu().Charge(fn_io_sync_, kernel_.costs().syscall_entry_exit);
   if (spec_.experimental_verify) {
     // The job's sequence from its start: the inputs that made gen_.
-    replay_.emplace(FreshGenerator());
+    replay_.emplace(FreshFiles());
     // td->verify_read_issues counts on across loops, as the writes' numberio.
     verify_bytes_done_ = 0;
   }
@@ -640,16 +707,18 @@ void JobThread::CompleteVerify(IoU* u) {
       if (p.orphan) free_pieces_.push_back(u->piece);
     }
     if (!u->error) write_bytes_done_ += u->bio.bytes;
-    if (config_.content != nullptr && !u->error &&
-        !config_.content->Write(off, u->bio.bytes, verify_headers_ ? verify_interval_ : 0, u->numberio)) {
+    DeviceContent* content = config_.files[u->file].content;
+    if (content != nullptr && !u->error &&
+        !content->Write(off, u->bio.bytes, verify_headers_ ? verify_interval_ : 0, u->numberio)) {
       kernel_.Fail(absl::ResourceExhaustedError(absl::StrCat(
-          "job '", spec_.name, "': verify: the simulated ", config_.file_name, " would hold more than ",
+          "job '", spec_.name, "': verify: the simulated ", config_.files[u->file].name, " would hold more than ",
           DeviceContent::kMaxRecords, " verify headers (", verify_interval_,
           "-byte verify_interval); write less (size=) or raise verify_interval")));
     }
   } else if (u->dir == stats::Dir::kTrim) {
     if (!u->error) write_bytes_done_ += u->bio.bytes;
-    if (config_.content != nullptr && !u->error) config_.content->Trim(off, u->bio.bytes);
+    DeviceContent* content = config_.files[u->file].content;
+    if (content != nullptr && !u->error) content->Trim(off, u->bio.bytes);
   } else if (u->verify && !u->error) {
     if (spec_.experimental_verify) verify_bytes_done_ += u->bio.bytes;
     if (verify_checks_) VerifyRead(u);
@@ -661,6 +730,7 @@ void JobThread::VerifyRead(IoU* u) {
   // checksum. A bad header ends the block's check; a bad checksum too with
   // verify_fatal. Any failure is the job's error (EILSEQ).
   const uint64_t off = u->bio.sector << model::kSectorShift;
+  const JobFile& file = config_.files[u->file];
   const uint32_t h = verify_interval_;
   cpu().Charge(fn_verify_check_, PerKib(verify_hash_per_kib_, u->bio.bytes));
   const std::optional<uint16_t> numberio =
@@ -668,13 +738,13 @@ void JobThread::VerifyRead(IoU* u) {
   bool failed = false;
   for (uint64_t k = 0; h > 0 && (k + 1) * h <= u->bio.bytes; ++k) {
     const uint64_t at = off + k * h;
-    const DeviceContent::Check c = config_.content->Verify(at, h, numberio);
+    const DeviceContent::Check c = file.content->Verify(at, h, numberio);
     if (c.fault == DeviceContent::Fault::kNone) continue;
     if (c.fault == DeviceContent::Fault::kChecksum && spec_.verify == "meta") continue;  // header only
     failed = true;
     const std::string at_text = absl::StrFormat(
-        " at file %s offset %d, length %d (requested block: offset=%d, length=%d)", config_.file_name, at, h, off,
-        u->bio.bytes);
+        " at file %s offset %d, length %d (requested block: offset=%d, length=%d)", file.name, at - file.base_bytes, h,
+        off - file.base_bytes, u->bio.bytes);
     switch (c.fault) {
       case DeviceContent::Fault::kMagic:
         Message(absl::StrCat("verify: bad magic header 0, wanted acca", at_text));
@@ -688,7 +758,8 @@ void JobThread::VerifyRead(IoU* u) {
       case DeviceContent::Fault::kChecksum:
         Message(absl::StrFormat("%.8s: verify failed at file %s offset %d, length %d (requested block: offset=%d, "
                                 "length=%d, flags=%x)",
-                                verify_name_, config_.file_name, at, h, off, u->bio.bytes, u->ver_list ? 0x88 : 0x8));
+                                verify_name_, file.name, at - file.base_bytes, h, off - file.base_bytes, u->bio.bytes,
+                                u->ver_list ? 0x88 : 0x8));
         break;
       case DeviceContent::Fault::kNone:
         break;
@@ -698,6 +769,42 @@ void JobThread::VerifyRead(IoU* u) {
   if (failed && error_ == 0) {
     error_ = 84;  // EILSEQ
     stopping_ = terminated_ = true;
+  }
+}
+
+void JobThread::CompleteMedium(IoU* u, MediumContent& m) {
+  if (u->error) return;
+  const uint64_t sector = u->bio.sector;
+  const uint64_t count = u->bio.bytes >> model::kSectorShift;
+  const bool sg = spec_.ioengine == workload::IoEngine::kSg;
+  if (u->dir == stats::Dir::kTrim) {
+    m.Write(sector, count, MediumContent::kZero);  // unmapped blocks read as zeroes
+    return;
+  }
+  if (u->dir != stats::Dir::kWrite) return;
+  const workload::SgWriteMode mode = spec_.sg_write_mode;
+  const uint64_t id = config_.data_id.has_value() ? *config_.data_id : m.UniqueId();
+  if (sg && IsSgVerify(mode)) {
+    if (mode == workload::SgWriteMode::kVerifyBytchk00) return;  // the medium only, no data compared
+    const std::optional<uint64_t> bad = m.Compare(sector, count, id);
+    if (!bad.has_value() || error_ != 0) return;
+    // CHECK CONDITION, MISCOMPARE: SG_INFO_CHECK, so fio's sg engine sets
+    // EIO and td_verror(fio_sgio_doio); io_completed logs the io_u.
+    const JobFile& file = config_.files[u->file];
+    Message(absl::StrCat("fio: io_u error on file ", file.name, ": Input/output error: write offset=",
+                         (u->bio.sector << model::kSectorShift) - file.base_bytes, ", buflen=", u->bio.bytes,
+                         " (blklab: VERIFY miscompare at LBA ", *bad - (file.base_bytes >> model::kSectorShift),
+                         ")"));
+    error_ = 5;  // EIO
+    verror_ = "file:engines/sg.c:545, func=fio_sgio_doio, error=Input/output error";
+    stopping_ = terminated_ = true;
+    return;
+  }
+  const uint64_t written = sg && mode == workload::SgWriteMode::kWriteSameNdob ? MediumContent::kZero : id;
+  if (!m.Write(sector, count, written)) {
+    kernel_.Fail(absl::ResourceExhaustedError(absl::StrCat(
+        "job '", spec_.name, "': the simulated ", config_.files[u->file].name, "'s content would need more than ",
+        MediumContent::kMaxExtents, " extents; write less (size=) or use buffer_pattern=")));
   }
 }
 
@@ -717,7 +824,10 @@ void JobThread::FinishStats() {
   usage.ctx = thread_->context_switches() - ctx_at_start_;
   collector_.SetCpuUsage(usage);
   result_ = collector_.Finish(finished_at_);
-  if (error_ != 0) {
+  if (error_ != 0 && !verror_.empty()) {
+    result_.error = error_;
+    result_.verror = verror_;
+  } else if (error_ != 0) {
     // td_verror at the completion that failed its check (io_u.c).
     result_.error = error_;
     result_.verror = absl::StrCat(workload::IsSynchronous(spec_.ioengine)
@@ -864,7 +974,7 @@ sim::Task JobThread::AsyncLoop() {
     if (SyncDue(u)) {
       // The engine takes the sync once what is queued is submitted.
       co_await Commit();
-      co_await FileSync();
+      co_await FileSync(static_cast<int>(u->file));
     }
     if (queued_.size() >= batch_submit_ || ctx_.in_flight >= depth) co_await Commit();
     if (spec_.thinktime_ns > 0) co_await ThinkTime(/*issued=*/true);
@@ -906,7 +1016,8 @@ void JobThread::ReapCompleted(uint32_t max) {
     IoU* u = ctx_.completed.front();
     ctx_.completed.pop_front();
     cpu().Charge(fn_io_completed_, user_complete_ns_);
-    if (verify_ || config_.content != nullptr) CompleteVerify(u);
+    if (verify_ || config_.files[u->file].content != nullptr) CompleteVerify(u);
+    if (MediumContent* m = config_.files[u->file].medium; m != nullptr) CompleteMedium(u, *m);
     last_reaped_read_ = u->dir == stats::Dir::kRead;
     if (collector_.started() && u->start_time >= stats_started_at_) {
       const int64_t slat = workload::IsSynchronous(spec_.ioengine) ? stats::kNoSlat
@@ -955,7 +1066,7 @@ sim::Task JobThread::SyncLoop() {
     co_await Commit();
     ReapCompleted(1);
     // fsync= / fdatasync=: every N writes, a sync (get_io_u's DDIR_SYNC).
-    if (sync_due) co_await FileSync();
+    if (sync_due) co_await FileSync(static_cast<int>(u->file));
     // One IO is both issued and completed here: it counts for either type.
     if (spec_.thinktime_ns > 0) {
       co_await ThinkTime(spec_.thinktime_blocks_type == workload::ThinktimeBlocksType::kIssue);

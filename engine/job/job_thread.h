@@ -38,10 +38,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/btree_map.h"
+#include "engine/job/file_service.h"
 #include "engine/job/io_engine.h"
+#include "engine/job/medium_content.h"
 #include "engine/job/verify_content.h"
 #include "engine/model/blk_mq.h"
 #include "engine/model/kernel.h"
@@ -66,26 +69,40 @@ struct FioFlow {
   uint64_t total_weight = 0;
 };
 
+// One file or device a clone works on (fio's struct fio_file).
+struct JobFile {
+  workload::ClonePlan plan;                // its region, in bytes of its disk
+  model::RequestQueue* queue = nullptr;    // its disk (nullptr for ioengine=null)
+  // The disk's verify headers when some job of the run verifies on it
+  // (every writer updates them); nullptr otherwise.
+  DeviceContent* content = nullptr;
+  FileInode* inode = nullptr;              // a regular file's (nullptr: a device)
+  model::AddressSpace* mapping = nullptr;  // buffered I/O: its mapping in the page cache
+  // The disk's content as SCSI VERIFY compares it, when some sg job of the
+  // run verifies there (every writer updates it); nullptr otherwise.
+  MediumContent* medium = nullptr;
+  uint64_t base_bytes = 0;                 // where it starts on its disk (0: a device)
+  std::string name;                        // fio's name in messages ("/dev/nullb0")
+};
+
 struct JobThreadConfig {
   const workload::JobSpec* spec = nullptr;
+  // The clone as a whole: its I/O limit, block sizes, and (region_bytes)
+  // the bytes of all its files together.
   workload::ClonePlan plan;
+  std::vector<JobFile> files;   // at least one, in fio's file order
   uint32_t thread_number = 1;   // fio's thread number (1-based)
   uint16_t blkcg = 0;           // the blkio cgroup its bios carry (0: root)
   int cpu = 0;                  // the CPU it starts on
   std::vector<int> cpus_allowed;  // its affinity; empty: pinned to `cpu`
   FioFlow* flow = nullptr;      // the job's flow (flow= non-zero), shared with its peers
-  model::RequestQueue* queue = nullptr;  // the target device (nullptr for ioengine=null)
   sim::SimTime start_at = 0;
   sim::SimTime ramp_end = 0;             // stats start here
   sim::SimTime end_at = sim::kSimTimeNever;  // runtime limit (time_based or runtime=)
-  // The device's verify headers when some job of the run verifies on it
-  // (every writer updates them); nullptr otherwise.
-  DeviceContent* content = nullptr;
-  FileInode* file_inode = nullptr;  // the target file's (nullptr: a device)
-  // Buffered I/O (direct=0): the page cache and the target's mapping in it.
-  model::PageCache* page_cache = nullptr;
-  model::AddressSpace* mapping = nullptr;
-  std::string file_name;  // fio's name for the target in messages ("/dev/nullb0")
+  model::PageCache* page_cache = nullptr;  // buffered I/O (direct=0); nullptr: direct
+  // What the job's writes hold (MediumContent::PatternId of buffer_pattern=);
+  // none: random data, new with each write.
+  std::optional<uint64_t> data_id;
   uint64_t seed = 0;      // the run's seed (experimental_verify replays the generator)
 };
 
@@ -101,7 +118,7 @@ FioUserCosts FioUserCostsFor(const host::CostTable& costs, const workload::JobSp
 
 class JobThread final : public model::BioOwner, public sim::EventHandler {
  public:
-  JobThread(model::Kernel& kernel, const JobThreadConfig& config, workload::IoGenerator gen);
+  JobThread(model::Kernel& kernel, const JobThreadConfig& config, FileService files);
   JobThread(const JobThread&) = delete;
   JobThread& operator=(const JobThread&) = delete;
 
@@ -181,9 +198,23 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   sim::Task Quiesce();                        // io_u_quiesce: reap everything in flight
   sim::Task FlowHold();                       // flow_threshold_exceeded: wait for the flow's peers
   sim::Task VerifyPhase();                    // do_verify: read back and check the logged writes
-  workload::IoGenerator FreshGenerator() const;  // the job's generator as at its start (td_fill_rand_seeds)
+  FileService FreshFiles() const;  // the job's generators as at its start (td_fill_rand_seeds)
+  // Points `u` at file `f` of the clone: its disk, inode, mapping and readahead state.
+  void SetFile(IoU* u, uint32_t f);
+  // invalidate=1 at a file's (re)open: every file's cached pages go.
+  void InvalidateFiles();
+  // pre_read: each buffered file read into the page cache before the job
+  // starts (pre_read_file: read(2) of the job's region in max read-bs
+  // chunks), its time before the job's clock.
+  sim::Task PreReadFiles();
+  // unlink: a regular file deleted; its pages go without writeback (dirty
+  // ones too) and what it held is forgotten (verify headers, VERIFY's
+  // content): a later job finds it laid out anew.
+  void UnlinkFiles();
   bool SyncDue(const IoU* u) const;           // fsync= / fdatasync=: a sync follows this write
-  sim::Task FileSync();                       // fsync(2) of the job's file, in the sync statistics
+  // fsync(2) of file `file` (-1: each of the clone's files in turn), in the
+  // sync statistics.
+  sim::Task FileSync(int file = -1);
   sim::Task QueueAndMaybeReap(IoU* u);        // queue u; commit a full batch; reap a full queue
   void ReapCompleted(uint32_t max);
   bool Stopping();
@@ -197,9 +228,13 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   bool GetNextVerify(IoU* u);   // the oldest completed logged write as a verify read
   bool CheckGetVerify(IoU* u);  // verify_backlog's turn
   bool NextReplayedVerify(IoU* u);  // experimental_verify: the next replayed write
-  void SetVerifyRead(IoU* u, uint64_t offset, uint32_t len, uint16_t numberio);
+  void SetVerifyRead(IoU* u, uint32_t file, uint64_t offset, uint32_t len, uint16_t numberio);
   void CompleteVerify(IoU* u);  // at reap: the device's headers, the checks
   void VerifyRead(IoU* u);
+  // A reaped I/O on a disk whose content is kept: writes record what they
+  // wrote, trims zeroes, an sg VERIFY compares (a miscompare fails the job
+  // with EIO, as the CHECK CONDITION fails fio's SG_IO).
+  void CompleteMedium(IoU* u, MediumContent& m);
   void Message(std::string line);
   void MaybeStartStats();
   void FinishStats();
@@ -207,7 +242,7 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   model::Kernel& kernel_;
   JobThreadConfig config_;
   const workload::JobSpec& spec_;
-  workload::IoGenerator gen_;
+  FileService gen_;  // the clone's files and their generators
   std::unique_ptr<sim::Thread> thread_;
   stats::JobStatsCollector collector_;
   std::unique_ptr<stats::JobLogger> logger_;  // nullptr: no logs asked for
@@ -249,7 +284,8 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
 
   // --- verify ---
   struct VerifyPiece {  // fio's struct io_piece
-    uint64_t offset = 0;
+    uint64_t offset = 0;  // on the file's disk
+    uint32_t file = 0;
     uint32_t len = 0;
     uint16_t numberio = 0;
     bool in_flight = false;  // IP_F_IN_FLIGHT: its write is not reaped yet
@@ -264,7 +300,7 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   std::vector<VerifyPiece> pieces_;
   std::vector<int32_t> free_pieces_;
   std::deque<int32_t> hist_list_;                 // io_hist_list
-  absl::btree_map<uint64_t, int32_t> hist_tree_;  // io_hist_tree, by offset
+  absl::btree_map<std::pair<uint32_t, uint64_t>, int32_t> hist_tree_;  // io_hist_tree, by file and offset
   uint64_t hist_len_ = 0;                         // td->io_hist_len
   uint64_t verify_batch_ = 0;                     // td->verify_batch
   bool last_reaped_read_ = false;                 // td->last_ddir == DDIR_READ
@@ -276,15 +312,17 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   uint64_t all_bytes_issued_ = 0;    // do_io's bytes_issued (verify reads too)
   uint64_t total_bytes_ = 0;         // do_io's total_bytes (size, doubled with verify_backlog)
   uint64_t write_bytes_done_ = 0;    // bytes_done[WRITE] + [TRIM] of the round (verify_bytes)
-  std::optional<workload::IoGenerator> replay_;  // experimental_verify
+  std::optional<FileService> replay_;  // experimental_verify
+  std::vector<model::FileRaState> ra_;  // per file: the open file's readahead state
   uint64_t verify_read_issues_ = 0;
   uint64_t verify_bytes_done_ = 0;   // td->bytes_verified
   int error_ = 0;
+  std::string verror_;  // fio's td_verror text for error_ (empty: the verify check's)
   std::vector<std::string> messages_;
   size_t messages_dropped_ = 0;
 
   sim::FnId fn_get_io_u_, fn_io_completed_, fn_usec_spin_, fn_flow_, fn_verify_fill_, fn_verify_check_,
-      fn_io_sync_, fn_fsync_;
+      fn_io_sync_, fn_fsync_, fn_pread_file_;
   // fio's user-space work per IO (FioUserCosts): at get_io_u and at
   // io_completed, with the measurements the job's disable_* options keep.
   int64_t user_issue_ns_ = 0;

@@ -22,6 +22,7 @@ RequestQueue::RequestQueue(Kernel& kernel, std::string name, TagSet& set, BlkMqD
       driver_(driver),
       config_(config),
       timeout_(this) {
+  fn_blk_execute_rq_ = kernel.Intern("blk_execute_rq");
   set.AddQueue(this);
   const int ncpus = kernel.machine().num_cpus();
   for (uint32_t i = 0; i < set.nr_hw_queues(); ++i) {
@@ -90,7 +91,9 @@ void RequestQueue::UpdateIoTicks(sim::SimTime now, bool end) {
 
 void RequestQueue::AccountDone(sim::Cpu& cpu, Request* rq, sim::SimTime now) {
   // __blk_mq_end_request_acct: the scheduler's completed_request, then
-  // blk_account_io_done.
+  // blk_account_io_done; neither for a passthrough command (no
+  // RQF_USE_SCHED, blk_do_io_stat false).
+  if (rq->passthrough) return;
   if (elevator_) elevator_->CompletedRequest(cpu, rq, now);
   if (config_.sysfs.iostats) {
     cpu.Charge(kernel_.fn.blk_account_io_done, kernel_.costs().blk_account_io_done);
@@ -191,6 +194,7 @@ void RequestQueue::InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx,
   rq->mq_hctx = hctx;
   rq->mq_ctx = ctxs_[cpu.id()].get();
   rq->op = bio->op;
+  rq->passthrough = bio->passthrough;
   rq->ioprio_class = bio->ioprio_class;
   rq->ioprio_level = bio->ioprio_level;
   rq->blkcg = bio->blkcg;
@@ -205,7 +209,8 @@ void RequestQueue::InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx,
   rq->timed_out = false;
   rq->retries = 0;
   rq->eh_abort_scheduled = false;
-  if (elevator_) elevator_->PrepareRequest(cpu, rq);  // blk_mq_sched_prepare (RQF_USE_SCHED)
+  // blk_mq_sched_prepare (RQF_USE_SCHED: not for passthrough commands).
+  if (elevator_ && !rq->passthrough) elevator_->PrepareRequest(cpu, rq);
   if (NeedTimestamp()) {
     if (plug != nullptr && kernel_.knobs().plug_cache_time) {
       // blk_time_get_ns: one clock read per plug, reused while plugged.
@@ -280,7 +285,7 @@ Request* RequestQueue::AllocRequestFast(sim::Cpu& cpu, Bio* bio, Plug* plug) {
     return nullptr;
   }
   // ->limit_depth: the scheduler may shallow this allocation.
-  const int bit = bt.Get(cpu, elevator_ ? elevator_->LimitDepth(bio->op) : 0);
+  const int bit = bt.Get(cpu, elevator_ && !bio->passthrough ? elevator_->LimitDepth(bio->op) : 0);
   if (bit < 0) return nullptr;
   Request* rq = tags.static_rq(static_cast<uint32_t>(bit));
   tags.SetRq(cpu, static_cast<uint32_t>(bit), rq);
@@ -299,7 +304,7 @@ sim::Task RequestQueue::GetRequestSlow(sim::Cpu& cpu, Bio* bio, Plug* plug, Requ
   Tags& tags = AllocTags(hctx);
   SbitmapQueue& bt = tags.bitmap_tags();
   const bool fair = !elevator_ && tags_shared();
-  const uint32_t shallow = elevator_ ? elevator_->LimitDepth(bio->op) : 0;
+  const uint32_t shallow = elevator_ && !bio->passthrough ? elevator_->LimitDepth(bio->op) : 0;
   for (;;) {
     cpu.Charge(kernel_.fn.blk_mq_get_tag, c.sbitmap_get);
     sim::WaitQueue& wq = bt.NextWaitQueue(hctx->wait_index);
@@ -419,6 +424,25 @@ sim::Task RequestQueue::SubmitBio(sim::Cpu& cpu, Bio* bio, Plug* plug) {
     co_return;
   }
   co_await InsertAndRun(cpu, rq, /*run_async=*/false);
+}
+
+sim::Task RequestQueue::ExecutePassthrough(sim::Cpu& cpu, Bio* bio) {
+  // scsi_alloc_request -> blk_mq_alloc_request (a scheduler tag with an
+  // elevator, but no scheduler), then blk_execute_rq: blk_mq_insert_request
+  // puts a passthrough request on hctx->dispatch, and the hardware queue
+  // runs at once (blk_mq_run_hw_queue(hctx, false)).
+  sim::StackFrame frame(cpu, fn_blk_execute_rq_);
+  bio->passthrough = true;
+  co_await cpu.Sync();
+  Request* rq = AllocRequestFast(cpu, bio, nullptr);
+  if (rq == nullptr) co_await GetRequestSlow(cpu, bio, nullptr, &rq);
+  if (rq == nullptr) {
+    bio->owner->BioEndio(cpu, bio, BlkStatus::kAgain);
+    co_return;
+  }
+  co_await rq->mq_hctx->BypassInsert(cpu, rq, /*at_head=*/false);
+  co_await cpu.Sync();
+  co_await rq->mq_hctx->Run(cpu);
 }
 
 sim::Task RequestQueue::InsertRequestsSched(sim::Cpu& cpu, RequestList& list, Hctx* hctx,
@@ -765,7 +789,7 @@ void RequestQueue::FreeRequest(sim::Cpu& cpu, Request* rq, bool bulk) {
   rq->state = Request::State::kIdle;
   PutRqBudget(cpu, rq);
   ++ended_;
-  if (elevator_) elevator_->FinishRequest(cpu, rq);
+  if (elevator_ && !rq->passthrough) elevator_->FinishRequest(cpu, rq);
   if (rq->tag != kNoTag) {
     // Driver tag (with a scheduler it was taken at dispatch).
     Tags& tags = hctx->tags();

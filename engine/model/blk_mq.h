@@ -136,6 +136,10 @@ class RequestQueue {
 
   // submit_bio(): the whole submission path of one bio. `plug` may be null.
   sim::Task SubmitBio(sim::Cpu& cpu, Bio* bio, Plug* plug);
+  // blk_execute_rq of a passthrough command (SG_IO) carried by `bio` (its
+  // op the media access): a request without scheduler or accounting, put on
+  // hctx->dispatch and run at once; completes through bio->owner as any bio.
+  sim::Task ExecutePassthrough(sim::Cpu& cpu, Bio* bio);
   // blk_finish_plug / blk_flush_plug: issue what the plug holds.
   static sim::Task FlushPlug(sim::Cpu& cpu, Plug* plug, bool from_schedule);
 
@@ -230,6 +234,7 @@ class RequestQueue {
   DiskStats disk_;
   sim::CacheLine part_stamp_line_;
   sim::SimTime next_part_stamp_ = 0;  // the next jiffy boundary
+  sim::FnId fn_blk_execute_rq_;
   uint64_t allocated_ = 0;
   uint64_t ended_ = 0;
   std::unique_ptr<Elevator> elevator_;             // q->elevator

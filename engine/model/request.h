@@ -46,6 +46,9 @@ struct Bio {
   ReqOp op = ReqOp::kRead;
   bool polled = false;           // REQ_POLLED (io_uring IOPOLL)
   bool nowait = false;           // REQ_NOWAIT: fail with kAgain instead of sleeping
+  // A passthrough command (REQ_OP_DRV_IN/OUT: SG_IO's SCSI command, with
+  // `op` the media access it makes): no scheduler, no I/O accounting.
+  bool passthrough = false;
   uint8_t ioprio_class = 0;      // IOPRIO_CLASS_*: 0 none, 1 RT, 2 BE, 3 IDLE
   uint8_t ioprio_level = 4;      // IOPRIO_PRIO_DATA (none: task_nice_ioprio, 4 at nice 0)
   uint16_t blkcg = 0;            // the submitter's blkio cgroup (0: root), bio_associate_blkg
@@ -67,6 +70,7 @@ struct Request {
   uint32_t internal_tag = kNoTag; // scheduler tag
   State state = State::kIdle;
   ReqOp op = ReqOp::kRead;
+  bool passthrough = false;  // blk_rq_is_passthrough (from its bio)
   uint64_t sector = 0;
   uint32_t bytes = 0;
   uint32_t nr_bios = 0;

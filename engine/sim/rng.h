@@ -41,6 +41,7 @@ enum class RngStreamId : uint64_t {
   kRate = 7,
   kStartDelay = 8,
   kCpuPlacement = 9,
+  kFileService = 10,
 };
 
 class RngStream {

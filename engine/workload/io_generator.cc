@@ -11,9 +11,6 @@
 namespace blklab::workload {
 namespace {
 
-constexpr uint64_t kFioDefaultSeed = 0x89;
-
-
 // Zipf rejection-inversion helpers: log1p(x)/x and expm1(x)/x, stable at 0.
 double Helper1(double x) { return std::fabs(x) > 1e-8 ? std::log1p(x) / x : 1.0 - x / 2.0; }
 double Helper2(double x) { return std::fabs(x) > 1e-8 ? std::expm1(x) / x : 1.0 + x / 2.0; }
@@ -120,7 +117,8 @@ uint64_t BlockMap::FindClear(uint64_t from) const {
 // ---------------- ResolveClone ----------------
 
 absl::StatusOr<ClonePlan> ResolveClone(const JobSpec& spec, uint32_t clone_index,
-                                       uint64_t device_bytes) {
+                                       uint64_t device_bytes, uint32_t nfiles) {
+  nfiles = std::max<uint32_t>(nfiles, 1);
   ClonePlan p;
   p.min_block = UINT64_MAX;
   p.max_block = 0;
@@ -154,7 +152,8 @@ absl::StatusOr<ClonePlan> ResolveClone(const JobSpec& spec, uint32_t clone_index
     uint64_t h = (uint64_t{clone_index} + 1) * 0x9E3779B97F4A7C15ULL;
     file += sim::SplitMix64(h) % (spec.filesize.hi - spec.filesize.lo + 1);
   }
-  uint64_t size = file != 0 ? file : total;
+  // A percentage of size= is of each file; bytes are the job's total.
+  uint64_t size = file != 0 ? file : (spec.size.is_percent() ? total : total / nfiles);
   if (size == 0) size = device_bytes - p.region_start;
   size = std::min(size, device_bytes - p.region_start);
   size -= size % p.min_block;
@@ -163,17 +162,18 @@ absl::StatusOr<ClonePlan> ResolveClone(const JobSpec& spec, uint32_t clone_index
   }
   p.region_bytes = size;
   const uint64_t io = spec.io_size.Resolve(device_bytes);
-  p.io_limit_bytes = io != 0 ? io : (file != 0 && total != 0 ? std::min(total, size) : size);
+  const uint64_t all_files = size * nfiles;
+  p.io_limit_bytes = io != 0 ? io : (file != 0 && total != 0 ? std::min(total, all_files) : all_files);
   p.number_ios = spec.number_ios;
   p.device_bytes = device_bytes;
-  p.pass_end_ends_loop = !spec.time_based && p.io_limit_bytes <= p.region_bytes;
+  p.pass_end_ends_loop = !spec.time_based && p.io_limit_bytes <= all_files;
   return p;
 }
 
 // ---------------- IoGenerator ----------------
 
 absl::StatusOr<IoGenerator> IoGenerator::Create(const JobSpec& spec, const ClonePlan& plan,
-                                                uint32_t thread_number, uint64_t seed) {
+                                                uint32_t thread_number, uint64_t seed, uint32_t file_index) {
   if (plan.region_bytes == 0 || plan.min_block == 0 || plan.max_block > plan.region_bytes) {
     return absl::InvalidArgumentError("IoGenerator: unresolved or empty ClonePlan");
   }
@@ -198,6 +198,12 @@ absl::StatusOr<IoGenerator> IoGenerator::Create(const JobSpec& spec, const Clone
   g.dist_center_ = spec.random_distribution.center;
   g.zones_ = spec.random_distribution.zones;
   g.plan_ = plan;
+  if (spec.zonemode == ZoneMode::kStrided) {
+    g.zone_size_ = spec.zonesize.Resolve(plan.device_bytes);
+    g.zone_range_ = spec.zonerange.Resolve(plan.device_bytes);
+    if (g.zone_range_ == 0) g.zone_range_ = g.zone_size_;
+    g.zone_skip_ = spec.zoneskip.Resolve(plan.device_bytes);
+  }
 
   bool blockalign_set = false;
   uint64_t align = plan.min_block;
@@ -211,15 +217,16 @@ absl::StatusOr<IoGenerator> IoGenerator::Create(const JobSpec& spec, const Clone
 
   uint64_t base_seed = spec.randseed_set ? spec.randseed : kFioDefaultSeed;
   if (!spec.randrepeat && !spec.randseed_set) base_seed = seed;
-  g.rng_offset_ = sim::RngStream(base_seed, sim::RngStreamId::kOffset, thread_number);
-  g.rng_bs_ = sim::RngStream(base_seed, sim::RngStreamId::kBlockSize, thread_number);
-  g.rng_mix_ = sim::RngStream(base_seed, sim::RngStreamId::kRwMix, thread_number);
-  g.rng_pct_ = sim::RngStream(base_seed, sim::RngStreamId::kRandomPercentage, thread_number);
+  const uint64_t sub = thread_number ^ (uint64_t{file_index} << 48);
+  g.rng_offset_ = sim::RngStream(base_seed, sim::RngStreamId::kOffset, sub);
+  g.rng_bs_ = sim::RngStream(base_seed, sim::RngStreamId::kBlockSize, sub);
+  g.rng_mix_ = sim::RngStream(base_seed, sim::RngStreamId::kRwMix, sub);
+  g.rng_pct_ = sim::RngStream(base_seed, sim::RngStreamId::kRandomPercentage, sub);
 
   const uint64_t nblocks = plan.region_bytes / g.align_;
   g.lfsr_ = spec.random_generator == RandomGenerator::kLfsr && g.dist_ == DistributionKind::kRandom;
   if (g.lfsr_) {
-    uint64_t k = base_seed ^ (uint64_t{thread_number} << 32);
+    uint64_t k = base_seed ^ (uint64_t{thread_number} << 32) ^ (uint64_t{file_index} << 16);
     for (uint64_t& key : g.lfsr_keys_) key = sim::SplitMix64(k);
     // The smallest even width whose range covers the region's blocks.
     int bits = 2;
@@ -541,6 +548,18 @@ GeneratedIo IoGenerator::NextIn(Direction d) {
   bool random = IsRandom(rw_);
   if (random && percentage_random_[di] < 100) {
     random = rng_pct_.UniformBelow(100) < percentage_random_[di];
+  }
+  if (!random && zone_size_ > 0) {
+    uint64_t& pos = seq_pos_[di];
+    if (zone_bytes_ >= zone_size_) {
+      zone_bytes_ = 0;
+      zone_start_ += zone_range_ + zone_skip_;
+      if (zone_start_ >= plan_.region_bytes) zone_start_ = 0;
+      pos = zone_start_;
+    }
+    // A zone range shorter than zone_size is gone over again.
+    if (pos >= zone_start_ + zone_range_) pos = zone_start_;
+    zone_bytes_ += io.length;
   }
   if (!random && variable) {
     // fio picks the offset, then a size that fits before the region's end

@@ -34,6 +34,9 @@
 
 namespace blklab::workload {
 
+// fio's default random seed (randrepeat without randseed=).
+inline constexpr uint64_t kFioDefaultSeed = 0x89;
+
 // What a clone works on once the device size is known (percentages,
 // offset_increment and defaults resolved).
 struct ClonePlan {
@@ -50,10 +53,13 @@ struct ClonePlan {
 };
 
 // Resolves `spec` for clone `clone_index` on a device of `device_bytes`.
+// With `nfiles` > 1 (filename=a:b, nrfiles=) this is one of the clone's
+// files: size= is the job's total, each file gets an equal share of it
+// (fio's setup_files), and io_limit_bytes stays the job's total.
 // Errors (InvalidArgument) when the region is empty, beyond the device, or
 // smaller than one maximal block.
 absl::StatusOr<ClonePlan> ResolveClone(const JobSpec& spec, uint32_t clone_index,
-                                       uint64_t device_bytes);
+                                       uint64_t device_bytes, uint32_t nfiles = 1);
 
 // Whether pattern `rw` issues I/O in direction `d` (trimwrite: trims and
 // writes).
@@ -97,9 +103,11 @@ class IoGenerator {
 
   // `seed`: the run's seed, used when the job has randrepeat=0 and no
   // randseed; otherwise the job's own seed is used (randseed, else fio's
-  // fixed default), so runs repeat. `thread_number` separates clones.
+  // fixed default), so runs repeat. `thread_number` separates clones,
+  // `file_index` the files of a clone that works on several (one generator
+  // per file: its own position, random map and draws).
   static absl::StatusOr<IoGenerator> Create(const JobSpec& spec, const ClonePlan& plan,
-                                            uint32_t thread_number, uint64_t seed);
+                                            uint32_t thread_number, uint64_t seed, uint32_t file_index = 0);
 
   IoGenerator(IoGenerator&&) = default;
   IoGenerator& operator=(IoGenerator&&) = default;
@@ -115,6 +123,8 @@ class IoGenerator {
   GeneratedIo Next(absl::FunctionRef<Direction(Direction)> adjust);
 
   bool random_map_enabled() const { return use_map_; }
+  // A trimwrite's write is due next (it goes where the trim went).
+  bool pair_pending() const { return pending_trim_write_; }
   // Completed passes over the region (random map resets, sequential wraps).
   uint64_t passes() const { return passes_; }
 
@@ -170,6 +180,14 @@ class IoGenerator {
   bool use_map_ = false;
   BlockMap map_;
   PerDir<uint64_t> seq_pos_{};  // next sequential offset, relative to region
+  // zonemode=strided (io_u.c setup_strided_zone_mode): sequential I/O stays
+  // in the zone at zone_start_ until zone_size_ bytes were done there, then
+  // moves zone_range_ + zone_skip_ on, wrapping to the region's start.
+  uint64_t zone_size_ = 0;  // 0: no zones
+  uint64_t zone_range_ = 0;
+  uint64_t zone_skip_ = 0;
+  uint64_t zone_start_ = 0;
+  uint64_t zone_bytes_ = 0;
   uint64_t passes_ = 0;
   bool lfsr_ = false;                 // random_generator=lfsr (uniform random only)
   uint64_t lfsr_index_ = 0;           // position in the current pass

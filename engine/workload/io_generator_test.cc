@@ -204,5 +204,14 @@ TEST(IoGeneratorTest, ManyRandomMapIosStayInRegion) {
   }
 }
 
+TEST(IoGeneratorTest, StridedZonesReadZonesizeThenSkip) {
+  // zonemode=strided: 8 KiB in each zone, the next zone 8k + 16k on; the
+  // region's end wraps to its start.
+  IoGenerator g = Gen(Spec("rw=read\nbs=4k\nsize=96k\nzonemode=strided\nzonesize=8k\nzoneskip=16k\n"), 1 << 30);
+  std::vector<uint64_t> got;
+  for (int i = 0; i < 10; ++i) got.push_back(g.Next().offset / 1024);
+  EXPECT_EQ(got, (std::vector<uint64_t>{0, 4, 24, 28, 48, 52, 72, 76, 0, 4}));
+}
+
 }  // namespace
 }  // namespace blklab::workload

@@ -22,6 +22,19 @@ bool IsMixed(RwPattern p) {
          p == RwPattern::kRandTrimWrite;
 }
 
+const char* FileServiceTypeName(FileServiceType t) {
+  switch (t) {
+    case FileServiceType::kRoundRobin: return "roundrobin";
+    case FileServiceType::kRandom: return "random";
+    case FileServiceType::kSequential: return "sequential";
+    case FileServiceType::kZipf: return "zipf";
+    case FileServiceType::kPareto: return "pareto";
+    case FileServiceType::kNormal: return "normal";
+    case FileServiceType::kGauss: return "gauss";
+  }
+  return "?";
+}
+
 const char* RwPatternName(RwPattern p) {
   switch (p) {
     case RwPattern::kRead: return "read";

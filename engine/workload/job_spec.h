@@ -66,6 +66,8 @@ enum class IoEngine : uint8_t {
   kNull,
   kFalloc,     // fallocate(2) per I/O: reads allocate (KEEP_SIZE), writes allocate, trims punch holes
   kFtruncate,  // ftruncate(2) to each write's offset
+  kSg,         // SG_IO per I/O on a SCSI disk (sg_write_mode= picks the command)
+  kSplice,     // splice(2) and vmsplice(2) through a pipe, buffered
   kUnmodelled,
 };
 // True for the engines that call a file operation per I/O instead of moving
@@ -113,7 +115,20 @@ enum class UnifiedRwReporting : uint8_t { kNone, kMixed, kBoth };
 enum class CpusAllowedPolicy : uint8_t { kShared, kSplit };
 enum class RandomGenerator : uint8_t { kTausworthe, kLfsr, kTausworthe64 };
 enum class FileServiceType : uint8_t { kRoundRobin, kRandom, kSequential, kZipf, kPareto, kNormal, kGauss };
+const char* FileServiceTypeName(FileServiceType t);
 enum class ZoneMode : uint8_t { kNone, kStrided, kZbd };
+// fio's sg engine, sg_write_mode=: the SCSI command a write-direction I/O
+// sends (engines/sg.c).
+enum class SgWriteMode : uint8_t {
+  kWrite,           // WRITE(10/16)
+  kWriteAndVerify,  // WRITE AND VERIFY (BYTCHK 0: the device checks its medium)
+  kWriteSame,       // WRITE SAME: one block of data written over the range
+  kWriteSameNdob,   // WRITE SAME(16) with NDOB: zeroes, no data sent
+  kVerifyBytchk00,  // VERIFY, BYTCHK 00: a medium check, no data
+  kVerifyBytchk01,  // VERIFY, BYTCHK 01: the data sent is compared block by block
+  kVerifyBytchk11,  // VERIFY, BYTCHK 11: one block sent, compared with each block
+  kWriteStream,     // WRITE STREAM(16) (refused: no stream model)
+};
 
 // write_*_log: enabled with an optional file-name prefix.
 struct LogSpec {
@@ -158,9 +173,18 @@ struct JobSpec {
   SizeRange filesize;         // lo == 0: not set
   uint32_t nrfiles = 1;
   FileServiceType file_service_type = FileServiceType::kRoundRobin;
+  uint32_t openfiles = 0;        // 0: every file open at once
+  SgWriteMode sg_write_mode = SgWriteMode::kWrite;
+  std::string buffer_pattern;    // buffer_pattern= as given (value_syntax.h ParseFioPattern); empty: random data
+  uint32_t file_service_nr = 1;  // I/Os to a file before the next (`roundrobin:N`)
   std::vector<std::string> filenames;  // from `filename=` (`:` list, `\:` escapes)
   std::string directory;
   ZoneMode zonemode = ZoneMode::kNone;
+  // zonemode=strided: zonesize bytes of I/O in each zone of zonerange
+  // (0: zonesize) bytes, then the next zone zonerange + zoneskip further.
+  SizeSpec zonesize;
+  SizeSpec zonerange;
+  SizeSpec zoneskip;
 
   // --- queueing ---
   uint32_t iodepth = 1;
@@ -220,6 +244,9 @@ struct JobSpec {
   bool end_fsync = false;
   bool fsync_on_close = false;  // fsync the file when the job closes it (not in the sync statistics)
   bool invalidate = true;       // drop the file's clean cached pages when the job opens it
+  bool pre_read = false;        // read the files into the page cache before the job (clears invalidate)
+  bool unlink = false;          // delete the files when the job ends
+  bool unlink_each_loop = false;  // ... and after each loop
   uint32_t trim_percentage = 0;
   std::string verify;  // "" or "0": off
 
@@ -231,6 +258,7 @@ struct JobSpec {
   bool verify_fatal = false;          // stop at a block's first bad checksum
   uint32_t verify_async = 0;          // verify threads (only with ioengine=null)
   bool verify_only = false;           // refused: no dry run modelled
+  bool verify_state_load = false;     // refused: no state from an earlier run
   bool experimental_verify = false;   // replay the write sequence instead of a log
   std::string verify_pattern;         // fill pattern (changes the fill's cost)
 

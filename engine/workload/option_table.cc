@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "engine/util/status_macros.h"
@@ -246,6 +247,7 @@ std::optional<IoEngine> ModelledEngine(const std::string& name) {
       {"io_uring_cmd", IoEngine::kIoUringCmd}, {"libaio", IoEngine::kLibaio},
       {"posixaio", IoEngine::kPosixaio}, {"null", IoEngine::kNull},
       {"falloc", IoEngine::kFalloc},     {"ftruncate", IoEngine::kFtruncate},
+      {"sg", IoEngine::kSg},             {"splice", IoEngine::kSplice},
   };
   for (const auto& [n, e] : kModelled) {
     if (name == n) return e;
@@ -414,9 +416,33 @@ absl::Status ApplyOption(const OptionDef& def, const std::optional<std::string>&
       spec->filesize = *r;
       return absl::OkStatus();
     }
+    case OptionId::kSgWriteMode: {
+      // fio's sg engine: what a write direction I/O sends (engines/sg.c).
+      BLKLAB_ASSIGN_OR_RETURN(int i, choice("write write_and_verify verify write_same write_same_ndob "
+                                            "verify_bytchk_00 verify_bytchk_01 verify_bytchk_11 write_stream",
+                                            nullptr));
+      static constexpr SgWriteMode kModes[] = {SgWriteMode::kWrite, SgWriteMode::kWriteAndVerify,
+                                               SgWriteMode::kWriteAndVerify, SgWriteMode::kWriteSame,
+                                               SgWriteMode::kWriteSameNdob, SgWriteMode::kVerifyBytchk00,
+                                               SgWriteMode::kVerifyBytchk01, SgWriteMode::kVerifyBytchk11,
+                                               SgWriteMode::kWriteStream};
+      spec->sg_write_mode = kModes[i];
+      return absl::OkStatus();
+    }
     case OptionId::kFileServiceType: {
-      BLKLAB_ASSIGN_OR_RETURN(int i, choice("roundrobin random sequential zipf pareto normal gauss", nullptr));
+      std::string param;
+      BLKLAB_ASSIGN_OR_RETURN(int i, choice("roundrobin random sequential zipf pareto normal gauss", &param));
       spec->file_service_type = static_cast<FileServiceType>(i);
+      spec->file_service_nr = 1;
+      // roundrobin:N, random:N, sequential:N: N I/Os before the next file
+      // (fio's str_fst_cb); the skewed kinds take their parameter there.
+      if (!param.empty() && i <= static_cast<int>(FileServiceType::kSequential)) {
+        uint64_t n = 0;
+        if (!absl::SimpleAtoi(param, &n) || n == 0 || n > (1u << 30)) {
+          return Failed(def, v, "the number after ':' is how many I/Os go to a file before the next one (1 or more)");
+        }
+        spec->file_service_nr = static_cast<uint32_t>(n);
+      }
       return absl::OkStatus();
     }
     case OptionId::kRandomGenerator: {

@@ -66,6 +66,7 @@ enum class OptionId : uint16_t {
   kExitall,
   kFdatasync,
   kFileServiceType,
+  kSgWriteMode,
   kFilename,
   kFilesize,
   kFixedbufs,

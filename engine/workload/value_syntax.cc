@@ -390,4 +390,57 @@ std::string QuoteForError(absl::string_view text) {
   return absl::StrCat(text.substr(0, 64), "... (", text.size(), " bytes)");
 }
 
+absl::StatusOr<std::string> ParseFioPattern(const std::string& text) {
+  std::string out;
+  size_t i = 0;
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  while (i < text.size()) {
+    const char c = text[i];
+    if (c == ' ' || c == '\t') {
+      ++i;
+    } else if (c == '\'' || c == '"') {
+      const size_t end = text.find(c, i + 1);
+      if (end == std::string::npos) return absl::InvalidArgumentError("a quoted string without its closing quote");
+      out.append(text, i + 1, end - i - 1);
+      i = end + 1;
+    } else if (c == '0' && i + 1 < text.size() && (text[i + 1] == 'x' || text[i + 1] == 'X')) {
+      size_t j = i + 2;
+      while (j < text.size() && hex(text[j]) >= 0) ++j;
+      if (j == i + 2) return absl::InvalidArgumentError("0x without hex digits");
+      std::string digits = text.substr(i + 2, j - i - 2);
+      if (digits.size() % 2 == 1) digits.insert(digits.begin(), '0');
+      for (size_t k = 0; k < digits.size(); k += 2) {
+        out.push_back(static_cast<char>(hex(digits[k]) * 16 + hex(digits[k + 1])));
+      }
+      i = j;
+    } else if ((c >= '0' && c <= '9') || (c == '-' && i + 1 < text.size() && text[i + 1] >= '0' &&
+                                          text[i + 1] <= '9')) {
+      const bool negative = c == '-';
+      size_t j = negative ? i + 1 : i;
+      uint64_t v = 0;
+      while (j < text.size() && text[j] >= '0' && text[j] <= '9') {
+        v = v * 10 + static_cast<uint64_t>(text[j] - '0');
+        if (v > UINT32_MAX) return absl::InvalidArgumentError("a decimal number above 32 bits");
+        ++j;
+      }
+      const uint32_t word = negative ? static_cast<uint32_t>(-static_cast<int64_t>(v)) : static_cast<uint32_t>(v);
+      for (int b = 0; b < 4; ++b) out.push_back(static_cast<char>((word >> (8 * b)) & 0xff));
+      i = j;
+    } else if (c == '%') {
+      return absl::UnimplementedError("fio's %o (each block's offset in its data) is not modelled");
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", std::string(1, c), "' is not part of a pattern (0x hex, a quoted string, a number)"));
+    }
+    if (out.size() > 4096) return absl::InvalidArgumentError("a pattern longer than 4096 bytes");
+  }
+  if (out.empty()) return absl::InvalidArgumentError("an empty pattern");
+  return out;
+}
+
 }  // namespace blklab::workload

@@ -132,6 +132,13 @@ absl::StatusOr<std::vector<double>> ParsePercentileList(const std::string& text,
 // longer than 64 characters are compared on their first 64 characters.
 size_t EditDistance(const std::string& a, const std::string& b);
 
+// fio's data pattern syntax (buffer_pattern=, lib/pattern.c) as the bytes
+// it fills a buffer with: 0x hex (two digits a byte, an odd count gets a
+// leading 0), a quoted string ('...' or "..."), or a decimal number (its
+// 32-bit little-endian bytes), one after another. fio's %o (the block's
+// offset) is refused by name.
+absl::StatusOr<std::string> ParseFioPattern(const std::string& text);
+
 }  // namespace blklab::workload
 
 #endif  // BLKLAB_ENGINE_WORKLOAD_VALUE_SYNTAX_H_

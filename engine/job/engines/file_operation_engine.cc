@@ -34,19 +34,13 @@ constexpr uint64_t kBlockShift = 12;
 
 class FileOperationEngine final : public IoEngineModel {
  public:
-  explicit FileOperationEngine(IoContext& ctx) : ctx_(ctx), inode_(*ctx.inode) {
-    BLKLAB_CHECK(ctx.inode != nullptr);
+  explicit FileOperationEngine(IoContext& ctx) : ctx_(ctx) {
     auto& r = ctx.kernel.machine().functions();
     const bool falloc = ctx.spec.ioengine == workload::IoEngine::kFalloc;
     fn_syscall_ = r.Intern(falloc ? "__x64_sys_fallocate" : "__x64_sys_ftruncate");
     fn_fs_ = r.Intern(falloc ? "ext4_fallocate" : "ext4_setattr");
     fn_alloc_ = r.Intern("ext4_map_blocks");
     fn_free_ = r.Intern("ext4_ext_remove_space");
-    if (inode_.write_lock == nullptr) {
-      inode_.write_lock = std::make_unique<sim::SpinLock>(
-          ctx.kernel.machine(), "i_rwsem (down_write)", sim::SpinLockKind::kSpinLock, ctx.kernel.Intern("down_write"),
-          ctx.kernel.Intern("rwsem_down_write_slowpath"), ctx.kernel.lock_costs());
-    }
   }
 
   sim::Task Commit(std::vector<IoU*>& batch) override {
@@ -56,17 +50,25 @@ class FileOperationEngine final : public IoEngineModel {
       sim::StackFrame frame(cpu, fn_syscall_);
       u->issue_time = cpu.now();
       u->state = IoU::State::kInFlight;
+      BLKLAB_CHECK(u->inode != nullptr);  // the topology gives these engines regular files only
+      inode_ = u->inode;
+      if (inode_->write_lock == nullptr) {
+        inode_->write_lock = std::make_unique<sim::SpinLock>(
+            ctx_.kernel.machine(), "i_rwsem (down_write)", sim::SpinLockKind::kSpinLock,
+            ctx_.kernel.Intern("down_write"), ctx_.kernel.Intern("rwsem_down_write_slowpath"),
+            ctx_.kernel.lock_costs());
+      }
       cpu.Charge(fn_syscall_, c.syscall_entry_exit);
-      co_await inode_.write_lock->Lock(cpu);
+      co_await inode_->write_lock->Lock(cpu);
       cpu.Charge(fn_fs_, c.fs_op_call);
-      const uint64_t pos = (u->bio.sector << model::kSectorShift) - inode_.base_bytes;
+      const uint64_t pos = (u->bio.sector << model::kSectorShift) - inode_->base_bytes;
       if (ctx_.spec.ioengine == workload::IoEngine::kFalloc) {
         Fallocate(cpu, u->bio.op, pos, u->bio.bytes);
       } else {
         Truncate(cpu, pos);
       }
       co_await cpu.Sync();
-      inode_.write_lock->Unlock(cpu);
+      inode_->write_lock->Unlock(cpu);
       ctx_.Post(u);
       co_await cpu.PreemptPoint();
     }
@@ -87,7 +89,7 @@ class FileOperationEngine final : public IoEngineModel {
   Flipped Flip(uint64_t first, uint64_t end, bool to_hole) {
     Flipped out;
     if (first >= end) return out;
-    std::vector<uint64_t>& holes = inode_.holes;
+    std::vector<uint64_t>& holes = inode_->holes;
     if (to_hole && holes.size() < ((end - 1) >> 6) + 1) holes.resize(((end - 1) >> 6) + 1, 0);
     end = std::min<uint64_t>(end, holes.size() * 64);  // no word: no hole to allocate
     bool prev_flipped = false;  // the block before the word's first changed
@@ -118,8 +120,8 @@ class FileOperationEngine final : public IoEngineModel {
 
   // The cached pages of [pos, end) go with their blocks.
   void DropPages(sim::Cpu& cpu, uint64_t pos, uint64_t end) {
-    if (inode_.mapping == nullptr || end <= pos) return;
-    inode_.page_cache->TruncateRange(cpu, *inode_.mapping, pos >> model::kPageShift,
+    if (inode_->mapping == nullptr || end <= pos) return;
+    inode_->page_cache->TruncateRange(cpu, *inode_->mapping, pos >> model::kPageShift,
                                      (end - 1) >> model::kPageShift);
   }
 
@@ -133,25 +135,25 @@ class FileOperationEngine final : public IoEngineModel {
       return;
     }
     Change(cpu, pos >> kBlockShift, (end + (uint64_t{1} << kBlockShift) - 1) >> kBlockShift, false);
-    if (op == model::ReqOp::kWrite) inode_.size_bytes = std::max(inode_.size_bytes, end);  // mode 0 grows i_size
+    if (op == model::ReqOp::kWrite) inode_->size_bytes = std::max(inode_->size_bytes, end);  // mode 0 grows i_size
   }
 
   void Truncate(sim::Cpu& cpu, uint64_t size) {
-    if (size < inode_.size_bytes) {
-      const uint64_t old_end = inode_.size_bytes;
+    if (size < inode_->size_bytes) {
+      const uint64_t old_end = inode_->size_bytes;
       Change(cpu, (size + (uint64_t{1} << kBlockShift) - 1) >> kBlockShift,
              (old_end + (uint64_t{1} << kBlockShift) - 1) >> kBlockShift, true);
       DropPages(cpu, size, old_end);
     } else {
       // The new tail is a hole: no block is allocated for it (no charge).
-      Flip((inode_.size_bytes + (uint64_t{1} << kBlockShift) - 1) >> kBlockShift,
+      Flip((inode_->size_bytes + (uint64_t{1} << kBlockShift) - 1) >> kBlockShift,
            (size + (uint64_t{1} << kBlockShift) - 1) >> kBlockShift, true);
     }
-    inode_.size_bytes = size;
+    inode_->size_bytes = size;
   }
 
   IoContext& ctx_;
-  FileInode& inode_;
+  FileInode* inode_ = nullptr;  // the file of the io_u being committed
   sim::FnId fn_syscall_, fn_fs_, fn_alloc_, fn_free_;
 };
 

@@ -14,6 +14,12 @@
 // the model retries it from the polling loop, which keeps completing what
 // holds the tags). The CQ ring is read from user space.
 //
+// io_uring_cmd (fio's engine for /dev/ngXnY): each SQE is an NVMe command
+// (nvme_uring_cmd_io): a passthrough request allocated, the buffer mapped,
+// and blk_execute_rq_nowait -- straight onto hctx->dispatch with no I/O
+// scheduler, no bio merging and no disk statistics; completion comes back
+// through task_work as for a read or write.
+//
 // Buffered I/O (direct=0): a read is tried without blocking (IOCB_NOWAIT |
 // IOCB_WAITQ, 5.9+): cached pages are copied inside io_uring_enter and the
 // CQE posted at once; otherwise the readahead it starts runs and the request
@@ -45,7 +51,7 @@ class IoUringEngine final : public IoEngineModel {
     fn_io_req_complete_post_ = r.Intern("io_req_complete_post");
     fn_tctx_task_work_ = r.Intern("tctx_task_work");
     task_work_.reserve(std::max<uint32_t>(ctx.spec.iodepth, 1));
-    if (ctx.mapping != nullptr) {
+    if (ctx.page_cache != nullptr) {
       const uint32_t depth = std::max<uint32_t>(ctx.spec.iodepth, 1);
       waiters_.resize(depth);
       for (uint32_t i = 0; i < depth; ++i) waiters_[i].engine = this;
@@ -65,7 +71,7 @@ class IoUringEngine final : public IoEngineModel {
   sim::Task Commit(std::vector<IoU*>& batch) override {
     const auto& c = ctx_.kernel.costs();
     const auto& flags = ctx_.spec.engine_flags;
-    if (ctx_.mapping != nullptr) {
+    if (ctx_.page_cache != nullptr) {
       co_await CommitBuffered(batch);
       co_return;
     }
@@ -155,7 +161,7 @@ class IoUringEngine final : public IoEngineModel {
       if (!retry_.empty() && retry_[u->bio.cookie]) {
         // io_req_task_queue's retry of a buffered read whose page unlocked.
         retry_[u->bio.cookie] = false;
-        const NowaitRead r = ctx_.page_cache->CheckRead(ctx_.cpu(), *ctx_.mapping, FilePos(u), u->bio.bytes,
+        const NowaitRead r = ctx_.page_cache->CheckRead(ctx_.cpu(), *u->mapping, FilePos(u), u->bio.bytes,
                                                         &waiters_[u->bio.cookie]);
         if (r == NowaitRead::kQueued) continue;
         if (r == NowaitRead::kAgain) {
@@ -178,7 +184,7 @@ class IoUringEngine final : public IoEngineModel {
     void PageUnlocked(sim::Cpu& cpu) override { engine->QueueRetry(cpu, u); }
   };
 
-  uint64_t FilePos(const IoU* u) const { return (u->bio.sector << model::kSectorShift) - ctx_.mapping->base_bytes; }
+  uint64_t FilePos(const IoU* u) const { return (u->bio.sector << model::kSectorShift) - u->mapping->base_bytes; }
 
   // io_async_buf_func -> io_req_task_queue: the retry goes on the ring's
   // work list like a completion from elsewhere.
@@ -219,7 +225,7 @@ class IoUringEngine final : public IoEngineModel {
       Waiter& w = waiters_[u->bio.cookie];
       w.u = u;
       NowaitRead r = NowaitRead::kDone;
-      co_await ctx_.page_cache->ReadNowait(ctx_.cpu(), ctx_.ra, *ctx_.mapping, FilePos(u), u->bio.bytes, &w, &r);
+      co_await ctx_.page_cache->ReadNowait(ctx_.cpu(), *u->ra, *u->mapping, FilePos(u), u->bio.bytes, &w, &r);
       if (r == NowaitRead::kDone) {
         Complete(ctx_.cpu(), u, model::BlkStatus::kOk);  // own context: the CQE at once
       } else if (r == NowaitRead::kAgain) {
@@ -247,9 +253,9 @@ class IoUringEngine final : public IoEngineModel {
         sim::StackFrame frame(cpu, fn_io_wq_);
         cpu.Charge(fn_io_wq_, ctx_.kernel.costs().io_wq_work);  // io_worker_handle_work per item
         if (u->bio.op == model::ReqOp::kRead) {
-          co_await ctx_.page_cache->Read(cpu, ctx_.ra, *ctx_.mapping, FilePos(u), u->bio.bytes);
+          co_await ctx_.page_cache->Read(cpu, *u->ra, *u->mapping, FilePos(u), u->bio.bytes);
         } else {
-          co_await ctx_.page_cache->Write(cpu, *ctx_.mapping, FilePos(u), u->bio.bytes);
+          co_await ctx_.page_cache->Write(cpu, *u->mapping, FilePos(u), u->bio.bytes);
         }
       }
       co_await cpu.Sync();
@@ -265,8 +271,12 @@ class IoUringEngine final : public IoEngineModel {
     reissuing_.swap(reissue_);
     for (IoU* u : reissuing_) {
       ctx_.cpu().Charge(fn_io_submit_sqes_, c.io_uring_issue_sqe);
-      if (ctx_.inode != nullptr) co_await FileDio(ctx_);
-      co_await u->queue->SubmitBio(ctx_.cpu(), &u->bio, nullptr);
+      if (u->inode != nullptr) co_await FileDio(ctx_, u);
+      if (ctx_.spec.ioengine == workload::IoEngine::kIoUringCmd) {
+        co_await u->queue->ExecutePassthrough(ctx_.cpu(), &u->bio);
+      } else {
+        co_await u->queue->SubmitBio(ctx_.cpu(), &u->bio, nullptr);
+      }
     }
     reissuing_.clear();
   }

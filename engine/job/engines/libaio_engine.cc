@@ -27,7 +27,7 @@ class LibaioEngine final : public IoEngineModel {
 
   sim::Task Commit(std::vector<IoU*>& batch) override {
     const auto& c = ctx_.kernel.costs();
-    if (ctx_.mapping != nullptr) {
+    if (ctx_.page_cache != nullptr) {
       // Buffered: aio_read / aio_write run ->read_iter / ->write_iter
       // synchronously inside io_submit (no IOCB_NOWAIT), so each iocb is
       // complete when the call returns.

@@ -11,14 +11,13 @@
 namespace blklab::job {
 namespace {
 
-class SyncEngine final : public IoEngineModel {
+class SyncEngine final : public SyncEngineBase {
  public:
-  explicit SyncEngine(IoContext& ctx) : ctx_(ctx) {
+  explicit SyncEngine(IoContext& ctx) : SyncEngineBase(ctx) {
     auto& r = ctx.kernel.machine().functions();
     fn_pread_ = r.Intern("__x64_sys_pread64");
     fn_blkdev_read_iter_ = r.Intern("blkdev_read_iter");
     fn_pin_ = r.Intern("bio_iov_iter_get_pages");
-    fn_io_schedule_ = r.Intern("io_schedule");
   }
 
   sim::Task Commit(std::vector<IoU*>& batch) override {
@@ -29,7 +28,7 @@ class SyncEngine final : public IoEngineModel {
       u->issue_time = cpu.now();
       cpu.Charge(fn_pread_, c.syscall_entry_exit);
       cpu.Charge(fn_blkdev_read_iter_, c.psync_per_io);
-      if (ctx_.mapping != nullptr && u->bio.op != model::ReqOp::kDiscard) {
+      if (u->mapping != nullptr && u->bio.op != model::ReqOp::kDiscard) {
         // Buffered: the page cache copies the data; no bio of its own.
         u->state = IoU::State::kInFlight;
         co_await BufferedIo(ctx_, u);
@@ -42,31 +41,17 @@ class SyncEngine final : public IoEngineModel {
       // DIO_INLINE_BIO_VECS (4) pages; larger IOs allocate one.
       if (u->bio.bytes > 4 * 4096) cpu.Charge(ctx_.kernel.fn.bio_alloc_bioset, c.bio_alloc_slab);
       u->state = IoU::State::kInFlight;
-      if (ctx_.inode != nullptr) co_await FileDio(ctx_);
+      if (u->inode != nullptr) co_await FileDio(ctx_, u);
       co_await u->queue->SubmitBio(cpu, &u->bio, nullptr);
       co_await cpu.Sync();
-      while (u->state != IoU::State::kCompleted) {
-        ctx_.waiting = true;
-        ctx_.cpu().Charge(fn_io_schedule_, c.line_read_hit);
-        co_await ctx_.cpu().SleepMigratable();
-        co_await ctx_.cpu().Sync();
-        ctx_.waiting = false;
-      }
+      co_await WaitCompleted(u);
       co_await ctx_.cpu().PreemptPoint();
     }
   }
 
-  void Complete(sim::Cpu& cpu, IoU* u, model::BlkStatus) override {
-    ctx_.Post(u);
-    ctx_.WakeWaiter(cpu);
-  }
-
-  // Every I/O completed inside its own call.
-  sim::Task GetEvents(uint32_t, uint32_t, bool) override { co_return; }
 
  private:
-  IoContext& ctx_;
-  sim::FnId fn_pread_, fn_blkdev_read_iter_, fn_pin_, fn_io_schedule_;
+  sim::FnId fn_pread_, fn_blkdev_read_iter_, fn_pin_;
 };
 
 }  // namespace
