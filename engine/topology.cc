@@ -384,6 +384,10 @@ absl::Status CheckUnmodelledOptions(const JobSpec& spec) {
                                                      "(fio: --zonesize must be specified when using "
                                                      "--zonemode=strided)"));
     }
+    if (spec.zonesize.is_percent() || spec.zonerange.is_percent() || spec.zoneskip.is_percent()) {
+      return absl::InvalidArgumentError(absl::StrCat("job '", spec.name, "': zonesize, zonerange and zoneskip are ",
+                                                     "sizes, not percentages, with zonemode=strided"));
+    }
     if (workload::IsRandom(spec.rw)) {
       return absl::UnimplementedError(absl::StrCat("job '", spec.name, "': zonemode=strided with random I/O: ",
                                                    "random offsets within each zone are not modelled (sequential ",
@@ -574,13 +578,18 @@ absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
       }
       if (jobs[j].ioengine == IoEngine::kSg) BLKLAB_RETURN_IF_ERROR(CheckSgTarget(jobs[j], target, plan.disks));
       if ((jobs[j].ioengine == IoEngine::kIoUringCmd) != target.generic) {
+        const std::string& disk = plan.disks[d].name;
+        const bool nvme = std::holds_alternative<host::NvmeSpec>(plan.disks[d].spec->driver) &&
+                          absl::StartsWith(disk, "nvme");
+        const std::string generic = nvme ? absl::StrCat("/dev/ng", disk.substr(4)) : std::string();
         return absl::InvalidArgumentError(absl::StrCat(
             "job '", jobs[j].name, "': ",
-            target.generic ? absl::StrCat("/dev/ng", plan.disks[d].name.substr(4), " is an NVMe generic character "
-                                          "device: only ioengine=io_uring_cmd sends it commands")
+            target.generic ? absl::StrCat(generic, " is an NVMe generic character device: only ioengine=io_uring_cmd "
+                                          "sends it commands")
                            : absl::StrCat("ioengine=io_uring_cmd only works with NVMe generic character devices "
-                                          "(fio: /dev/ngXnY); name /dev/ng", plan.disks[d].name.substr(4),
-                                          " for ", plan.disks[d].name)));
+                                          "(fio: /dev/ngXnY)",
+                                          nvme ? absl::StrCat("; name ", generic, " for ", disk)
+                                               : absl::StrCat("; ", disk, " is not an NVMe namespace"))));
       }
       if (jobs[j].ioengine == IoEngine::kSplice &&
           (jobs[j].direct || workload::DirectionActive(jobs[j].rw, workload::Direction::kTrim))) {
@@ -850,6 +859,16 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
     jc.plan = plans.front();
     jc.plan.region_bytes = 0;
     for (const workload::ClonePlan& p : plans) jc.plan.region_bytes += p.region_bytes;
+    if (plans.size() > 1 && spec.size.bytes == 0 && !spec.size.is_percent() && spec.io_size.bytes == 0 &&
+        !spec.io_size.is_percent() && spec.filesize.hi == 0) {
+      // No size=: each file is as large as it is, and the job's total is
+      // their sum (setup_files: o->size = total_size), not nfiles times the
+      // first one.
+      jc.plan.io_limit_bytes = jc.plan.region_bytes;
+      jc.plan.pass_end_ends_loop = !spec.time_based;
+      for (workload::ClonePlan& p : plans) p.pass_end_ends_loop = jc.plan.pass_end_ends_loop;
+      for (size_t k = 0; k < plans.size(); ++k) jc.files[k].plan = plans[k];
+    }
     BLKLAB_ASSIGN_OR_RETURN(job::FileService gen, job::FileService::Create(spec, plans, c.thread_number, req.seed));
     if (!spec.buffer_pattern.empty()) {
       absl::StatusOr<std::string> bytes = workload::ParseFioPattern(spec.buffer_pattern);

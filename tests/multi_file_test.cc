@@ -9,6 +9,7 @@
 //    verify read that went to another file than its write fails);
 //  * nrfiles= makes that many files of size=/nrfiles each, and end_fsync
 //    syncs each one;
+//  * files of different sizes, without size=, are each read whole;
 //  * a skewed file choice is refused by name.
 #include <string>
 #include <vector>
@@ -84,6 +85,17 @@ TEST(MultiFile, NrfilesMakesFilesOfAShareOfSizeEach) {
   EXPECT_EQ(j.issued[1], 12u * 16);
   EXPECT_EQ(j.sync.total_ios, 3u);
   EXPECT_EQ(Device(r, "nvme0n1").write_ios, 12u * 16);
+}
+
+TEST(MultiFile, FilesOfDifferentSizesAreEachReadWhole) {
+  // No size=: the job's total is the files' sizes together (fio's
+  // setup_files), not the first file's times two.
+  std::string host = kHost;
+  host.replace(host.find("{path: /mnt, device: nvme0n1}"), 29,
+               "{path: /mnt, device: nvme0n1, files: [{path: /mnt/a, mib: 1}, {path: /mnt/b, mib: 3}]}");
+  const RunResult r = MustRun(HostFromYaml(host), {"--name=two", "--filename=/mnt/a:/mnt/b", "--rw=read",
+                                                   "--bs=64k", "--direct=1", "--ioengine=psync"});
+  EXPECT_EQ(r.clones[0].result.issued[0], 64u) << Describe(r);
 }
 
 TEST(MultiFile, ASkewedFileChoiceIsRefusedByName) {

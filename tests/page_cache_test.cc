@@ -20,7 +20,8 @@
 //    reads at memory speed; unlink drops a deleted file's dirty pages
 //    without writing them;
 //  * fio's splice engine reads through the page cache, two calls per
-//    pipe-full, slower than pread by that work; direct=1 is refused.
+//    pipe-full, slower than pread by that work; direct=1 is refused;
+//  * sync=1 (O_SYNC): each buffered write is written back before it returns.
 #include <string>
 #include <vector>
 
@@ -226,6 +227,19 @@ TEST(PageCache, SpliceGoesThroughThePageCacheWithTwoCallsPerPipeFull) {
   const RunOutcome direct = RunArgs(h, SeqRead("32m", {"--ioengine=splice", "--direct=1"}));
   ASSERT_FALSE(direct.result.ok());
   EXPECT_NE(direct.result.status().message().find("ioengine=splice with direct=1"), std::string::npos);
+}
+
+TEST(PageCache, OSyncWritesEachWriteBackBeforeItReturns) {
+  const host::HostSpec h = HostFromYaml(kHost);
+  const std::vector<std::string> write = {"--name=w", "--filename=/mnt/f", "--size=4m", "--rw=write", "--bs=64k"};
+  std::vector<std::string> osync = write;
+  osync.push_back("--sync=1");
+  const RunResult plain = MustRun(h, write);
+  const RunResult synced = MustRun(h, osync);
+  EXPECT_EQ(Cache(plain).pages_written_back, 0u);
+  EXPECT_EQ(Cache(synced).pages_written_back, 1024u) << Describe(synced);
+  EXPECT_EQ(Cache(synced).dirty_pages_at_end, 0u);
+  EXPECT_GT(synced.virtual_ns, 4 * plain.virtual_ns) << "each write waits for its device write";
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ uint32_t FileService::Pick() {
   const uint32_t n = count();
   if (done_count_ >= n) return UINT32_MAX;
   // A trimwrite's write goes where its trim went.
-  if (gens_[cur_].pair_pending()) return cur_;
+  if (!done_[cur_] && gens_[cur_].pair_pending()) return cur_;
   if (left_ > 0 && !done_[cur_]) {
     --left_;
     return cur_;

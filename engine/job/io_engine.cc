@@ -49,12 +49,21 @@ sim::Task FileDio(IoContext& ctx, const IoU* u) {
   cpu.Charge(fn.up_read, inode->i_rwsem.Write(m, cpu.id(), c.atomic_local));
 }
 
+sim::Task WriteSync(IoContext& ctx, sim::Cpu& cpu, IoU* u) {
+  // generic_write_sync: with O_SYNC / O_DSYNC a buffered write returns once
+  // its pages are written back (vfs_fsync_range; the model syncs the file's
+  // dirty pages, which with every write synced are this write's).
+  if (ctx.spec.sync_io == workload::SyncIo::kNone || u->mapping == nullptr) co_return;
+  co_await ctx.page_cache->Fsync(cpu, *u->mapping);
+}
+
 sim::Task BufferedIo(IoContext& ctx, IoU* u) {
   const uint64_t pos = (u->bio.sector << model::kSectorShift) - u->mapping->base_bytes;
   if (u->bio.op == model::ReqOp::kRead) {
     co_await ctx.page_cache->Read(ctx.cpu(), *u->ra, *u->mapping, pos, u->bio.bytes);
   } else {
     co_await ctx.page_cache->Write(ctx.cpu(), *u->mapping, pos, u->bio.bytes);
+    co_await WriteSync(ctx, ctx.cpu(), u);
   }
 }
 

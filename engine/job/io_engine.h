@@ -233,6 +233,10 @@ sim::Task FileDio(IoContext& ctx, const IoU* u);
 // the data is copied; the io_u is then complete. A trim goes to the device
 // as with direct I/O. REQUIRES: task level on ctx.cpu().
 sim::Task BufferedIo(IoContext& ctx, IoU* u);
+// sync= (O_SYNC / O_DSYNC): a buffered write's pages written back before
+// the write returns; nothing otherwise. REQUIRES: task level on `cpu`, the
+// CPU of the task that writes (the fio thread, or io_uring's io-wq worker).
+sim::Task WriteSync(IoContext& ctx, sim::Cpu& cpu, IoU* u);
 
 // The submitting call of the asynchronous engines: `syscall_fn` charged
 // once, a plug around batches of more than two (plug->nr_ios = batch), each

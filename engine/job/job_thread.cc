@@ -100,6 +100,14 @@ JobThread::JobThread(model::Kernel& kernel, const JobThreadConfig& config, FileS
   BLKLAB_CHECK(config.files.size() == gen_.count());
   ctx_.page_cache = config.page_cache;
   ra_.resize(config.files.size());
+  if (config.files.size() > 1) {
+    // IOPOLL polls every disk the files are on.
+    for (const JobFile& f : config.files) {
+      if (f.queue != nullptr && std::find(ctx_.queues.begin(), ctx_.queues.end(), f.queue) == ctx_.queues.end()) {
+        ctx_.queues.push_back(f.queue);
+      }
+    }
+  }
   const uint32_t depth =
       workload::IsSynchronous(spec_.ioengine) ? 1 : std::max<uint32_t>(spec_.iodepth, 1);
   io_us_.resize(depth);
@@ -479,7 +487,11 @@ bool JobThread::PrepareIo(IoU* u) {
     return false;
   }
   // A new loop re-opens the file: invalidate=1 drops its cached pages.
-  if (io.new_pass && config_.plan.pass_end_ends_loop) InvalidateFiles();
+  if (io.new_pass && config_.plan.pass_end_ends_loop) {
+    // The next loop: unlink_each_loop deletes the files first.
+    if (spec_.unlink_each_loop) UnlinkFiles();
+    InvalidateFiles();
+  }
   SetFile(u, next.file);
   u->dir = ToStatsDir(io.direction);
   u->bio.op = ToOp(io.direction);
@@ -533,6 +545,7 @@ sim::Task JobThread::Main() {
       // clear_io_state: the file is closed and opened again (invalidate=1
       // drops its cached pages) and, with randrepeat, the generators are
       // seeded again: the round repeats the first one's offsets.
+      if (spec_.unlink_each_loop) UnlinkFiles();
       InvalidateFiles();
       if (spec_.randrepeat) gen_ = FreshFiles();
     }
@@ -553,13 +566,12 @@ sim::Task JobThread::Main() {
     if (!verify_ || terminated_ || error_ != 0) break;
     if (spec_.do_verify && write_bytes_done_ + hist_len_ > 0) co_await VerifyPhase();
     if (terminated_ || error_ != 0) break;
-    if (spec_.unlink_each_loop) UnlinkFiles();
     if (!spec_.time_based && (round + 1 >= rounds || (bytes_limit_ > 0 && bytes_issued_ >= bytes_limit_))) break;
     stopping_ = false;
   }
   co_await cpu().Sync();
   // close_and_free_files: unlink=1 deletes the files as the job ends.
-  if (spec_.unlink || spec_.unlink_each_loop) UnlinkFiles();
+  if (spec_.unlink) UnlinkFiles();
   FinishStats();
 }
 
@@ -604,7 +616,8 @@ void JobThread::SetFile(IoU* u, uint32_t f) {
 
 sim::Task JobThread::PreReadFiles() {
   if (!spec_.pre_read || ctx_.page_cache == nullptr) co_return;
-  const uint64_t chunk = std::max<uint64_t>(workload::MaxBlockSize(spec_, workload::Direction::kRead), 4096);
+  const sim::SimTime started = cpu().now();
+  const uint64_t chunk = std::max<uint64_t>(workload::MaxBlockSize(spec_, workload::Direction::kRead), 1);
   for (size_t f = 0; f < config_.files.size(); ++f) {
     model::AddressSpace* m = config_.files[f].mapping;
     if (m == nullptr) continue;
@@ -618,7 +631,12 @@ sim::Task JobThread::PreReadFiles() {
       co_await ctx_.page_cache->Read(c, ra_[f], *m, pos, static_cast<uint32_t>(std::min(chunk, end - pos)));
       co_await cpu().PreemptPoint();
     }
+    ra_[f] = model::FileRaState{};  // fio closes the file after its pre-read
   }
+  // The job's clock (ramp_time, runtime) starts after the pre-read.
+  const sim::SimTime spent = cpu().now() - started;
+  config_.ramp_end += spent;
+  if (config_.end_at != sim::kSimTimeNever) config_.end_at += spent;
 }
 
 void JobThread::UnlinkFiles() {

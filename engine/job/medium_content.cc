@@ -1,6 +1,7 @@
 #include "engine/job/medium_content.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace blklab::job {
 
@@ -29,19 +30,23 @@ bool MediumContent::Write(uint64_t sector, uint64_t count, uint64_t id) {
   if (count == 0) return true;
   const uint64_t end = sector + count;
   if (extents_.size() + 2 > kMaxExtents) return false;
-  // Cut the extents the range overlaps; keep their parts outside it.
+  // Cut the extents the range overlaps (erasing first: a b-tree insert
+  // moves iterators), then put back their parts outside it.
   auto it = extents_.lower_bound(sector);
   if (it != extents_.begin()) {
     auto prev = std::prev(it);
     if (prev->second.first > sector) it = prev;
   }
+  std::optional<std::pair<uint64_t, std::pair<uint64_t, uint64_t>>> head, tail;
   while (it != extents_.end() && it->first < end) {
     const uint64_t s = it->first;
     const auto [e, old] = it->second;
+    if (s < sector) head = {s, {sector, old}};
+    if (e > end) tail = {end, {e, old}};
     it = extents_.erase(it);
-    if (s < sector) extents_.emplace(s, std::make_pair(sector, old));
-    if (e > end) it = extents_.emplace(end, std::make_pair(e, old)).first;
   }
+  if (head.has_value()) extents_.insert(*head);
+  if (tail.has_value()) extents_.insert(*tail);
   if (id == kZero) return true;
   uint64_t lo = sector, hi = end;
   // Merge with equal neighbours.

@@ -40,5 +40,21 @@ TEST(MediumContentTest, WritesOverlayAndMerge) {
   EXPECT_FALSE(m.Compare(12, 2, a).has_value());
 }
 
+TEST(MediumContentTest, AWriteInsideAnExtentKeepsBothEnds) {
+  MediumContent m;
+  const uint64_t x = MediumContent::PatternId("x");
+  const uint64_t y = MediumContent::PatternId("y");
+  ASSERT_TRUE(m.Write(0, 20, x));
+  ASSERT_TRUE(m.Write(10, 10, y));  // to the extent's end
+  ASSERT_TRUE(m.Write(2, 3, y));    // inside it
+  EXPECT_FALSE(m.Compare(0, 2, x).has_value());
+  EXPECT_FALSE(m.Compare(2, 3, y).has_value());
+  EXPECT_FALSE(m.Compare(5, 5, x).has_value());
+  EXPECT_FALSE(m.Compare(10, 10, y).has_value());
+  EXPECT_EQ(m.Compare(0, 20, x), 2u);
+  for (uint64_t s = 0; s < 200; s += 3) ASSERT_TRUE(m.Write(s, 5, s % 2 ? x : y));
+  EXPECT_LE(m.extents(), 200u);
+}
+
 }  // namespace
 }  // namespace blklab::job

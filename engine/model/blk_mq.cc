@@ -344,6 +344,7 @@ sim::Task RequestQueue::GetRequestSlow(sim::Cpu& cpu, Bio* bio, Plug* plug, Requ
 
 sim::Task RequestQueue::SubmitBio(sim::Cpu& cpu, Bio* bio, Plug* plug) {
   sim::StackFrame frame(cpu, kernel_.fn.blk_mq_submit_bio);
+  bio->passthrough = false;
   const auto& c = kernel_.costs();
   const host::Knobs& k = kernel_.knobs();
   kernel_.Count(Counter::k_submit_bio);

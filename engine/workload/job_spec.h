@@ -117,6 +117,8 @@ enum class RandomGenerator : uint8_t { kTausworthe, kLfsr, kTausworthe64 };
 enum class FileServiceType : uint8_t { kRoundRobin, kRandom, kSequential, kZipf, kPareto, kNormal, kGauss };
 const char* FileServiceTypeName(FileServiceType t);
 enum class ZoneMode : uint8_t { kNone, kStrided, kZbd };
+// sync=: how the job opens its files (O_SYNC, O_DSYNC).
+enum class SyncIo : uint8_t { kNone, kSync, kDsync };
 // fio's sg engine, sg_write_mode=: the SCSI command a write-direction I/O
 // sends (engines/sg.c).
 enum class SgWriteMode : uint8_t {
@@ -174,6 +176,7 @@ struct JobSpec {
   uint32_t nrfiles = 1;
   FileServiceType file_service_type = FileServiceType::kRoundRobin;
   uint32_t openfiles = 0;        // 0: every file open at once
+  SyncIo sync_io = SyncIo::kNone;  // sync=: each buffered write written back before it returns
   SgWriteMode sg_write_mode = SgWriteMode::kWrite;
   std::string buffer_pattern;    // buffer_pattern= as given (value_syntax.h ParseFioPattern); empty: random data
   uint32_t file_service_nr = 1;  // I/Os to a file before the next (`roundrobin:N`)

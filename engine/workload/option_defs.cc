@@ -140,7 +140,7 @@ const std::vector<OptionDef>& AllOptions() {
     {"latency_percentile", "", OptionId::kGeneric, OptionKind::kFloatList, 2, "100", "", "", ""},
     {"latency_run", "", OptionId::kGeneric, OptionKind::kBool, 2, "0", "", "", ""},
     {"invalidate", "", OptionId::kGeneric, OptionKind::kBool, 2, "1", "", "", "", BindBool<&JobSpec::invalidate>()},
-    {"sync", "", OptionId::kGeneric, OptionKind::kChoice, 2, "none", "none 0 sync 1 dsync", "", ""},
+    {"sync", "", OptionId::kSyncIo, OptionKind::kChoice, 2, "none", "none 0 sync 1 dsync", "", ""},
     {"write_hint", "", OptionId::kGeneric, OptionKind::kChoice, 3, "", "none short medium long extreme", "", ""},
     {"create_serialize", "", OptionId::kGeneric, OptionKind::kBool, 3, "1", "", "", ""},
     {"create_fsync", "", OptionId::kGeneric, OptionKind::kBool, 3, "1", "", "", ""},

@@ -416,6 +416,12 @@ absl::Status ApplyOption(const OptionDef& def, const std::optional<std::string>&
       spec->filesize = *r;
       return absl::OkStatus();
     }
+    case OptionId::kSyncIo: {
+      // sync=: the file opened O_SYNC (sync, 1) or O_DSYNC (dsync).
+      BLKLAB_ASSIGN_OR_RETURN(int i, choice("none 0 sync 1 dsync", nullptr));
+      spec->sync_io = i <= 1 ? SyncIo::kNone : (i <= 3 ? SyncIo::kSync : SyncIo::kDsync);
+      return absl::OkStatus();
+    }
     case OptionId::kSgWriteMode: {
       // fio's sg engine: what a write direction I/O sends (engines/sg.c).
       BLKLAB_ASSIGN_OR_RETURN(int i, choice("write write_and_verify verify write_same write_same_ndob "

@@ -67,6 +67,7 @@ enum class OptionId : uint16_t {
   kFdatasync,
   kFileServiceType,
   kSgWriteMode,
+  kSyncIo,
   kFilename,
   kFilesize,
   kFixedbufs,

@@ -403,7 +403,9 @@ absl::StatusOr<std::string> ParseFioPattern(const std::string& text) {
     const char c = text[i];
     if (c == ' ' || c == '\t') {
       ++i;
-    } else if (c == '\'' || c == '"') {
+    } else if (c == '\'') {
+      return absl::UnimplementedError("'...' names a file whose contents fill the buffer; reading it is not modelled");
+    } else if (c == '"') {
       const size_t end = text.find(c, i + 1);
       if (end == std::string::npos) return absl::InvalidArgumentError("a quoted string without its closing quote");
       out.append(text, i + 1, end - i - 1);
@@ -411,6 +413,8 @@ absl::StatusOr<std::string> ParseFioPattern(const std::string& text) {
     } else if (c == '0' && i + 1 < text.size() && (text[i + 1] == 'x' || text[i + 1] == 'X')) {
       size_t j = i + 2;
       while (j < text.size() && hex(text[j]) >= 0) ++j;
+      // 0xff0x14 is two numbers: the 0 before the next x starts the second.
+      if (j < text.size() && (text[j] == 'x' || text[j] == 'X') && j - (i + 2) > 1 && text[j - 1] == '0') --j;
       if (j == i + 2) return absl::InvalidArgumentError("0x without hex digits");
       std::string digits = text.substr(i + 2, j - i - 2);
       if (digits.size() % 2 == 1) digits.insert(digits.begin(), '0');
@@ -420,16 +424,25 @@ absl::StatusOr<std::string> ParseFioPattern(const std::string& text) {
       i = j;
     } else if ((c >= '0' && c <= '9') || (c == '-' && i + 1 < text.size() && text[i + 1] >= '0' &&
                                           text[i + 1] <= '9')) {
+      // fio's parse_number: a decimal int up to the next "0x", stored in
+      // as few little-endian bytes as hold it (0: one zero byte).
       const bool negative = c == '-';
       size_t j = negative ? i + 1 : i;
       uint64_t v = 0;
       while (j < text.size() && text[j] >= '0' && text[j] <= '9') {
+        if (text[j] == '0' && j + 1 < text.size() && (text[j + 1] == 'x' || text[j + 1] == 'X') &&
+            j > (negative ? i + 1 : i)) {
+          break;
+        }
         v = v * 10 + static_cast<uint64_t>(text[j] - '0');
-        if (v > UINT32_MAX) return absl::InvalidArgumentError("a decimal number above 32 bits");
+        if (v > (negative ? uint64_t{1} << 31 : uint64_t{INT32_MAX})) {
+          return absl::InvalidArgumentError("a decimal number outside a C int");
+        }
         ++j;
       }
-      const uint32_t word = negative ? static_cast<uint32_t>(-static_cast<int64_t>(v)) : static_cast<uint32_t>(v);
-      for (int b = 0; b < 4; ++b) out.push_back(static_cast<char>((word >> (8 * b)) & 0xff));
+      uint32_t word = negative ? static_cast<uint32_t>(-static_cast<int64_t>(v)) : static_cast<uint32_t>(v);
+      if (word == 0) out.push_back(0);
+      for (; word != 0; word >>= 8) out.push_back(static_cast<char>(word & 0xff));
       i = j;
     } else if (c == '%') {
       return absl::UnimplementedError("fio's %o (each block's offset in its data) is not modelled");

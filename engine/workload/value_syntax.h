@@ -134,9 +134,10 @@ size_t EditDistance(const std::string& a, const std::string& b);
 
 // fio's data pattern syntax (buffer_pattern=, lib/pattern.c) as the bytes
 // it fills a buffer with: 0x hex (two digits a byte, an odd count gets a
-// leading 0), a quoted string ('...' or "..."), or a decimal number (its
-// 32-bit little-endian bytes), one after another. fio's %o (the block's
-// offset) is refused by name.
+// leading 0; 0xff0x14 is two numbers), a "quoted string", or a decimal C
+// int (as few little-endian bytes as hold it), one after another. fio's
+// '...' (a file's contents) and %o (the block's offset) are refused by
+// name.
 absl::StatusOr<std::string> ParseFioPattern(const std::string& text);
 
 }  // namespace blklab::workload

@@ -121,5 +121,20 @@ TEST(ValueSyntaxTest, ColonAndCpuLists) {
   EXPECT_FALSE(ParsePercentileList("0:50", 20).ok());
 }
 
+TEST(ValueSyntaxTest, FioPatterns) {
+  EXPECT_EQ(*ParseFioPattern("0x01"), std::string("\x01", 1));
+  EXPECT_EQ(*ParseFioPattern("0x00"), std::string(1, '\0'));
+  EXPECT_EQ(*ParseFioPattern("0xabc"), std::string("\x0a\xbc", 2));
+  EXPECT_EQ(*ParseFioPattern("0xff0x14"), std::string("\xff\x14", 2));
+  EXPECT_EQ(*ParseFioPattern("1"), std::string("\x01", 1));
+  EXPECT_EQ(*ParseFioPattern("0"), std::string(1, '\0'));
+  EXPECT_EQ(*ParseFioPattern("258"), std::string("\x02\x01", 2));
+  // fio's t0028: a string, -12, then 0xdeadface.
+  EXPECT_EQ(*ParseFioPattern("\"abcd\"-120xdeadface"), std::string("abcd\xf4\xff\xff\xff\xde\xad\xfa\xce", 12));
+  EXPECT_FALSE(ParseFioPattern("'file'").ok());
+  EXPECT_FALSE(ParseFioPattern("%o").ok());
+  EXPECT_FALSE(ParseFioPattern("").ok());
+}
+
 }  // namespace
 }  // namespace blklab::workload

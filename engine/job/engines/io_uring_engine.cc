@@ -256,6 +256,7 @@ class IoUringEngine final : public IoEngineModel {
           co_await ctx_.page_cache->Read(cpu, *u->ra, *u->mapping, FilePos(u), u->bio.bytes);
         } else {
           co_await ctx_.page_cache->Write(cpu, *u->mapping, FilePos(u), u->bio.bytes);
+          co_await WriteSync(ctx_, cpu, u);
         }
       }
       co_await cpu.Sync();
