@@ -486,12 +486,7 @@ bool JobThread::PrepareIo(IoU* u) {
     stopping_ = true;
     return false;
   }
-  // A new loop re-opens the file: invalidate=1 drops its cached pages.
-  if (io.new_pass && config_.plan.pass_end_ends_loop) {
-    // The next loop: unlink_each_loop deletes the files first.
-    if (spec_.unlink_each_loop) UnlinkFiles();
-    InvalidateFiles();
-  }
+  if (io.new_pass && config_.plan.pass_end_ends_loop) ReopenFiles();
   SetFile(u, next.file);
   u->dir = ToStatsDir(io.direction);
   u->bio.op = ToOp(io.direction);
@@ -545,8 +540,7 @@ sim::Task JobThread::Main() {
       // clear_io_state: the file is closed and opened again (invalidate=1
       // drops its cached pages) and, with randrepeat, the generators are
       // seeded again: the round repeats the first one's offsets.
-      if (spec_.unlink_each_loop) UnlinkFiles();
-      InvalidateFiles();
+      ReopenFiles();
       if (spec_.randrepeat) gen_ = FreshFiles();
     }
     all_bytes_issued_ = 0;
@@ -650,6 +644,11 @@ void JobThread::UnlinkFiles() {
     if (f.content != nullptr) f.content->Trim(start, len);
     if (f.medium != nullptr) f.medium->Write(start >> model::kSectorShift, len >> model::kSectorShift, MediumContent::kZero);
   }
+}
+
+void JobThread::ReopenFiles() {
+  if (spec_.unlink_each_loop) UnlinkFiles();
+  InvalidateFiles();
 }
 
 void JobThread::InvalidateFiles() {

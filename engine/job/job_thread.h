@@ -203,6 +203,9 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   void SetFile(IoU* u, uint32_t f);
   // invalidate=1 at a file's (re)open: every file's cached pages go.
   void InvalidateFiles();
+  // A new loop re-opens the files: unlink_each_loop deletes them first,
+  // then invalidate=1 drops their cached pages.
+  void ReopenFiles();
   // pre_read: each buffered file read into the page cache before the job
   // starts (pre_read_file: read(2) of the job's region in max read-bs
   // chunks), its time before the job's clock.
