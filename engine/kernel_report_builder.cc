@@ -142,6 +142,9 @@ absl::Status BuildKernelReportFor(const std::string& host_name, Simulation& s, s
     row.dirty_pages_at_end = s.page_cache->nr_dirty();
     row.dirty_throttle_waits = pc.dirty_throttle_waits;
     row.dirty_throttle_ns = pc.dirty_throttle_ns;
+    row.mmap_faults = pc.mmap_faults;
+    row.mmap_major_faults = pc.mmap_major_faults;
+    row.pages_unmapped = pc.pages_unmapped;
     k.page_cache = row;
   }
   std::sort(k.counters.begin(), k.counters.end(),

@@ -314,8 +314,29 @@ absl::StatusOr<ClonePlacement> CloneCpu(const JobSpec& spec, const workload::Job
 // Whether a clone of `spec` on disk `disk` reads and writes through the
 // page cache (direct=0 on a device or file; fio's null engine has none).
 bool Buffered(const JobSpec& spec, int disk) {
-  return !spec.direct && disk >= 0 && spec.ioengine != IoEngine::kNull && spec.ioengine != IoEngine::kIoUringCmd &&
+  // The mmap engine always goes through the page cache (direct=1 only
+  // makes it msync each I/O).
+  return (!spec.direct || spec.ioengine == IoEngine::kMmap) && disk >= 0 && spec.ioengine != IoEngine::kNull && spec.ioengine != IoEngine::kIoUringCmd &&
          spec.ioengine != IoEngine::kSg && !workload::IsFileOperationEngine(spec.ioengine);
+}
+
+// fio's mmap engine: what its init refuses, and what the model does not
+// have (trims through a mapping).
+absl::Status CheckMmapJob(const JobSpec& spec) {
+  // fio_mmapio_init: msync and madvise work on whole pages.
+  const uint64_t min_bs = std::min({workload::MinBlockSize(spec, workload::Direction::kRead),
+                                     workload::MinBlockSize(spec, workload::Direction::kWrite),
+                                     workload::MinBlockSize(spec, workload::Direction::kTrim)});
+  if ((min_bs & (model::kPageBytes - 1)) != 0 && (spec.direct || spec.fsync_blocks > 0 || spec.fdatasync_blocks > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job '", spec.name, "': fio: mmap options dictate a minimum block size of 4096 bytes (the smallest block, ",
+        min_bs, " bytes, with ", spec.direct ? "direct=1" : (spec.fsync_blocks > 0 ? "fsync=" : "fdatasync="), ")"));
+  }
+  if (workload::DirectionActive(spec.rw, workload::Direction::kTrim)) {
+    return absl::UnimplementedError(absl::StrCat("job '", spec.name, "': ioengine=mmap with trims: fio's ",
+                                                 "do_io_u_trim beside a mapping is not modelled"));
+  }
+  return absl::OkStatus();
 }
 
 // fio's sg engine: SCSI commands through SG_IO on a SCSI disk's block
@@ -597,6 +618,7 @@ absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
             "job '", jobs[j].name, "': ioengine=splice with ", jobs[j].direct ? "direct=1" : "trims",
             ": modelled through the page cache only (an O_DIRECT file's splice, and fio's splice trims, are not)"));
       }
+      if (jobs[j].ioengine == IoEngine::kMmap) BLKLAB_RETURN_IF_ERROR(CheckMmapJob(jobs[j]));
       if (jobs[j].engine_flags.hipri && Buffered(jobs[j], d)) {
         return absl::InvalidArgumentError(absl::StrCat(
             "job '", jobs[j].name, "': hipri needs direct=1 (polled I/O bypasses the page cache; the kernel fails "

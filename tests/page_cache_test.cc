@@ -34,22 +34,7 @@ namespace {
 
 using namespace ::blklab::testing_support;  // NOLINT: test helpers
 
-// 64 MiB of page cache over an NVMe namespace with a 2,000 MB/s ceiling.
-const char kHost[] =
-    "name: page-cache\n"
-    "cpus: {count: 2}\n"
-    "vm: {memory_mib: 64}\n"
-    "devices:\n"
-    "  - name: nvme0n1\n"
-    "    nvme: {latency_nsec: 80000, max_iops: 800000, max_mbps: 2000, gb: 16}\n"
-    "filesystems:\n"
-    "  - {path: /mnt, device: nvme0n1}\n";
-
-const stats::PageCacheRow& Cache(const RunResult& r) {
-  EXPECT_TRUE(r.kernel.page_cache.has_value()) << "no page cache in the report";
-  static const stats::PageCacheRow kNone;
-  return r.kernel.page_cache ? *r.kernel.page_cache : kNone;
-}
+const stats::PageCacheRow& Cache(const RunResult& r) { return PageCacheOf(r); }
 
 double ReadMBps(const RunResult& r) {
   const stats::DirResult& d = r.clones.at(0).result.dirs[0];
@@ -63,7 +48,7 @@ std::vector<std::string> SeqRead(const std::string& size, std::vector<std::strin
 }
 
 TEST(PageCache, ReadsLargerThanTheCacheStreamAtDeviceSpeed) {
-  const host::HostSpec h = HostFromYaml(kHost);
+  const host::HostSpec h = PageCacheHost();
   const RunResult buffered = MustRun(h, SeqRead("256m"));
   const stats::PageCacheRow& pc = Cache(buffered);
   EXPECT_EQ(pc.read_accesses, 256u * 256);  // every page of 256 MiB read once
@@ -82,7 +67,7 @@ TEST(PageCache, ReadsLargerThanTheCacheStreamAtDeviceSpeed) {
 }
 
 TEST(PageCache, AFileSmallerThanTheCacheIsReadFromMemoryAfterItsFirstPass) {
-  const host::HostSpec h = HostFromYaml(kHost);
+  const host::HostSpec h = PageCacheHost();
   const RunResult kept = MustRun(h, SeqRead("32m", {"--loops=4", "--invalidate=0"}));
   const stats::PageCacheRow& pc = Cache(kept);
   EXPECT_EQ(pc.read_accesses, 4u * 32 * 256);
@@ -97,7 +82,7 @@ TEST(PageCache, AFileSmallerThanTheCacheIsReadFromMemoryAfterItsFirstPass) {
 }
 
 TEST(PageCache, EndFsyncWritesEveryDirtyPageBeforeTheJobEnds) {
-  const host::HostSpec h = HostFromYaml(kHost);
+  const host::HostSpec h = PageCacheHost();
   // 4 MiB stays under the background threshold (6.4 MiB): nothing is
   // written back unless the job syncs.
   const std::vector<std::string> job = {"--name=w", "--filename=/mnt/w", "--size=4m", "--rw=write", "--bs=64k"};
@@ -120,7 +105,7 @@ TEST(PageCache, EndFsyncWritesEveryDirtyPageBeforeTheJobEnds) {
 }
 
 TEST(PageCache, WritersWaitAtTheDirtyLimitAndTheFlusherWritesBack) {
-  host::HostSpec h = HostFromYaml(kHost);
+  host::HostSpec h = PageCacheHost();
   const std::vector<std::string> job = {"--name=w", "--filename=/mnt/w", "--size=48m", "--rw=write", "--bs=64k"};
   const RunResult limited = MustRun(h, job);
   EXPECT_GT(Cache(limited).dirty_throttle_waits, 0u);
@@ -136,7 +121,7 @@ TEST(PageCache, WritersWaitAtTheDirtyLimitAndTheFlusherWritesBack) {
 }
 
 TEST(PageCache, FsyncEveryNWritesIsASyncInFiosStatistics) {
-  const host::HostSpec h = HostFromYaml(kHost);
+  const host::HostSpec h = PageCacheHost();
   const RunResult r =
       MustRun(h, {"--name=w", "--filename=/mnt/w", "--size=1m", "--rw=write", "--bs=4k", "--fsync=32"});
   EXPECT_EQ(r.clones.at(0).result.sync.total_ios, 8u);
@@ -149,7 +134,7 @@ TEST(PageCache, FsyncEveryNWritesIsASyncInFiosStatistics) {
 }
 
 TEST(PageCache, IoUringKeepsItsDepthOnBufferedReadsAndHandsWritesToIoWq) {
-  const host::HostSpec h = HostFromYaml(kHost);
+  const host::HostSpec h = PageCacheHost();
   auto job = [](const std::string& rw, int depth) {
     return std::vector<std::string>{"--name=u", "--filename=/mnt/f", "--size=256m", "--rw=" + rw, "--bs=4k",
                                     "--ioengine=io_uring", "--iodepth=" + std::to_string(depth),
@@ -178,7 +163,7 @@ TEST(PageCache, IoUringKeepsItsDepthOnBufferedReadsAndHandsWritesToIoWq) {
 }
 
 TEST(PageCache, BufferedRunsAreDeterministic) {
-  const host::HostSpec h = HostFromYaml(kHost);
+  const host::HostSpec h = PageCacheHost();
   const std::vector<std::string> job = {"--name=m", "--filename=/mnt/m", "--size=96m", "--rw=randrw",
                                         "--bs=16k", "--numjobs=2", "--ioengine=libaio", "--iodepth=4",
                                         "--runtime=30ms", "--time_based"};
@@ -191,7 +176,7 @@ TEST(PageCache, BufferedRunsAreDeterministic) {
 }
 
 TEST(PageCache, PreReadFillsTheCacheBeforeTheJob) {
-  const host::HostSpec h = HostFromYaml(kHost);
+  const host::HostSpec h = PageCacheHost();
   const RunResult cold = MustRun(h, SeqRead("32m"));
   const RunResult warm = MustRun(h, SeqRead("32m", {"--pre_read=1"}));
   EXPECT_EQ(TotalIos(warm), 256u);
@@ -201,7 +186,7 @@ TEST(PageCache, PreReadFillsTheCacheBeforeTheJob) {
 }
 
 TEST(PageCache, UnlinkDropsADeletedFilesDirtyPagesUnwritten) {
-  const host::HostSpec h = HostFromYaml(kHost);
+  const host::HostSpec h = PageCacheHost();
   const std::vector<std::string> write = {"--name=w", "--filename=/mnt/f", "--size=4m", "--rw=write",
                                           "--bs=64k"};
   const RunResult kept = MustRun(h, write);
@@ -214,7 +199,7 @@ TEST(PageCache, UnlinkDropsADeletedFilesDirtyPagesUnwritten) {
 }
 
 TEST(PageCache, SpliceGoesThroughThePageCacheWithTwoCallsPerPipeFull) {
-  const host::HostSpec h = HostFromYaml(kHost);
+  const host::HostSpec h = PageCacheHost();
   // A file half the cache, read twice (invalidate=0): the second pass hits.
   const RunResult pread = MustRun(h, SeqRead("32m", {"--invalidate=0", "--loops=2", "--ioengine=psync"}));
   const RunResult splice = MustRun(h, SeqRead("32m", {"--invalidate=0", "--loops=2", "--ioengine=splice"}));
@@ -230,7 +215,7 @@ TEST(PageCache, SpliceGoesThroughThePageCacheWithTwoCallsPerPipeFull) {
 }
 
 TEST(PageCache, OSyncWritesEachWriteBackBeforeItReturns) {
-  const host::HostSpec h = HostFromYaml(kHost);
+  const host::HostSpec h = PageCacheHost();
   const std::vector<std::string> write = {"--name=w", "--filename=/mnt/f", "--size=4m", "--rw=write", "--bs=64k"};
   std::vector<std::string> osync = write;
   osync.push_back("--sync=1");

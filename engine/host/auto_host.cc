@@ -222,6 +222,8 @@ absl::StatusOr<std::string> AutoHostYaml(const std::vector<std::string>& targets
                         "          drives: 1, drive_latency_nsec: 80000, drive_iops: 100000}\n"
                         "    queue: {scheduler: mq-deadline}\n");
         break;
+      case Kind::kFile:  // regular files live on the root device, not in this list
+        break;
     }
   }
   if (!root_device.empty()) {

@@ -125,6 +125,11 @@ enum class CostSource { kSrc, kDerived, kGuess };
   X(writeback_end_per_page, 60, kGuess, "folio_end_writeback per page: clear PG_writeback, wake waiters, counts") \
   X(page_reclaim, 250, kGuess, "shrink_folio_list per reclaimed clean page (direct reclaim on the allocating CPU)") \
   X(invalidate_per_page, 80, kGuess, "invalidate_mapping_pages per dropped page (fio's invalidate=1 at open: fadvise DONTNEED)") \
+  X(page_fault_entry, 300, kGuess, "a page fault up to the filesystem: exception entry and exit, lock_vma_under_rcu, the page-table walk, handle_mm_fault, __do_fault's checks") \
+  X(fault_map_page, 30, kGuess, "per page-table entry a fault sets (finish_fault, and filemap_map_pages for each page faulted around): folio reference, rmap, set_pte, mm counters") \
+  X(page_mkwrite, 400, kGuess, "a store's first fault on a clean shared page: ->page_mkwrite (ext4_page_mkwrite: sb_start_pagefault, file_update_time, the delalloc reservation), the page locked, the entry made writable") \
+  X(pte_unmap_rmap, 80, kGuess, "per page-table entry cleared or write-protected through the reverse map (page_mkclean at writeback, try_to_unmap at reclaim, unmap_mapping_range at truncate), its TLB flush included") \
+  X(pte_zap, 10, kGuess, "per present entry zapped by munmap (zap_pte_range: rmap and reference dropped, the flush batched)") \
   X(fsync_call, 1000, kGuess, "fsync / fdatasync besides the pages: file_write_and_wait_range, ext4_sync_file with no journal commit") \
   X(nvme_cqe, 15, kGuess, "nvme_handle_cqe per CQE (tag lookup, status, batch add)")            \
   X(nvme_complete_batch_rq, 8, kGuess, "nvme_pci_unmap_rq + nvme_complete_batch_req per request") \

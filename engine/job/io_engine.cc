@@ -31,6 +31,20 @@ sim::Task SyncEngineBase::WaitCompleted(IoU* u) {
   }
 }
 
+model::Fadvise FadviseOf(const workload::JobSpec& spec) {
+  switch (spec.fadvise_hint) {
+    case workload::FadviseHint::kNone:
+      return model::Fadvise::kNormal;
+    case workload::FadviseHint::kType:  // td_random(td)
+      return workload::IsRandom(spec.rw) ? model::Fadvise::kRandom : model::Fadvise::kSequential;
+    case workload::FadviseHint::kRandom:
+      return model::Fadvise::kRandom;
+    case workload::FadviseHint::kSequential:
+      return model::Fadvise::kSequential;
+  }
+  return model::Fadvise::kNormal;
+}
+
 int64_t PinCost(const host::CostTable& costs, uint32_t bytes) {
   return static_cast<int64_t>((bytes + 4095) / 4096) * costs.page_pin_4k;
 }
@@ -84,6 +98,8 @@ std::unique_ptr<IoEngineModel> MakeIoEngine(IoContext& ctx) {
       return MakeSgEngine(ctx);
     case IoEngine::kSplice:
       return MakeSpliceEngine(ctx);
+    case IoEngine::kMmap:
+      return MakeMmapEngine(ctx);
     default:
       BLKLAB_CHECK(workload::IsSynchronous(ctx.spec.ioengine));
       return MakeSyncEngine(ctx);

@@ -90,6 +90,7 @@ struct IoU {
   FileInode* inode = nullptr;
   model::AddressSpace* mapping = nullptr;
   model::FileRaState* ra = nullptr;
+  model::VmArea* vma = nullptr;          // ioengine=mmap: the file's shared mapping
   uint32_t tag = 0;                      // t/io_uring's clock-batch index
   State state = State::kFree;
   stats::Dir dir = stats::Dir::kRead;
@@ -188,7 +189,7 @@ std::unique_ptr<IoEngineModel> MakeIoEngine(IoContext& ctx);
 // Engines (one file each).
 std::unique_ptr<IoEngineModel> MakeIoUringEngine(IoContext& ctx);
 // The engines whose every I/O completes inside its own call (psync and its
-// kin, sg, splice): a completion posts the io_u and wakes the caller
+// kin, sg, splice, mmap): a completion posts the io_u and wakes the caller
 // sleeping in WaitCompleted; reaping needs no call.
 class SyncEngineBase : public IoEngineModel {
  public:
@@ -211,6 +212,7 @@ std::unique_ptr<IoEngineModel> MakeNullEngine(IoContext& ctx);
 std::unique_ptr<IoEngineModel> MakeFileOperationEngine(IoContext& ctx);
 std::unique_ptr<IoEngineModel> MakeSgEngine(IoContext& ctx);
 std::unique_ptr<IoEngineModel> MakeSpliceEngine(IoContext& ctx);
+std::unique_ptr<IoEngineModel> MakeMmapEngine(IoContext& ctx);
 
 // fio's sg engine (engines/sg_engine.cc): the bytes a command sends or
 // receives, the media access the device makes for it, and whether it is a
@@ -219,6 +221,10 @@ std::unique_ptr<IoEngineModel> MakeSpliceEngine(IoContext& ctx);
 uint32_t SgDataBytes(workload::SgWriteMode mode, bool write, uint32_t bytes);
 model::ReqOp SgMediaOp(workload::SgWriteMode mode, bool write);
 bool IsSgVerify(workload::SgWriteMode mode);
+
+// The access-pattern advice fio gives a file at open (td_io_open_file's
+// posix_fadvise, fadvise_hint=; the mmap engine's posix_madvise).
+model::Fadvise FadviseOf(const workload::JobSpec& spec);
 
 // Page pinning of a non-fixed buffer of `bytes` (bio_iov_iter_get_pages).
 int64_t PinCost(const host::CostTable& costs, uint32_t bytes);

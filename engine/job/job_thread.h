@@ -203,9 +203,17 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   void SetFile(IoU* u, uint32_t f);
   // invalidate=1 at a file's (re)open: every file's cached pages go.
   void InvalidateFiles();
-  // A new loop re-opens the files: unlink_each_loop deletes them first,
-  // then invalidate=1 drops their cached pages.
+  // A new loop re-opens the files: the old ones closed (CloseFiles),
+  // unlink_each_loop deletes them, invalidate=1 drops their cached pages,
+  // the new opens start fresh readahead states.
   void ReopenFiles();
+  // td_io_open_file's posix_fadvise (fadvise_hint): file `f`'s readahead
+  // state as a new open leaves it.
+  void OpenRaState(size_t f);
+  // The mmap engine's mappings are unmapped as their files close (fio's
+  // close_file leaves them mapped until the process exits: the model
+  // charges the zap at the close).
+  void CloseFiles();
   // pre_read: each buffered file read into the page cache before the job
   // starts (pre_read_file: read(2) of the job's region in max read-bs
   // chunks), its time before the job's clock.
@@ -270,6 +278,8 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   int64_t user_ns_at_start_ = 0;
   int64_t sys_ns_at_start_ = 0;
   uint64_t ctx_at_start_ = 0;
+  uint64_t faults_at_start_ = 0;        // page faults on the mmap engine's mappings ...
+  uint64_t major_faults_at_start_ = 0;  // ... and the major ones, when the stats started
   uint64_t bytes_issued_ = 0;
   uint64_t bytes_limit_ = 0;
   uint64_t loops_done_ = 0;
@@ -317,6 +327,9 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   uint64_t write_bytes_done_ = 0;    // bytes_done[WRITE] + [TRIM] of the round (verify_bytes)
   std::optional<FileService> replay_;  // experimental_verify
   std::vector<model::FileRaState> ra_;  // per file: the open file's readahead state
+  // ioengine=mmap, per file: the process's shared mapping of it (mapped at
+  // its first I/O, unmapped when the file is closed); empty otherwise.
+  std::vector<model::VmArea> vmas_;
   uint64_t verify_read_issues_ = 0;
   uint64_t verify_bytes_done_ = 0;   // td->bytes_verified
   int error_ = 0;

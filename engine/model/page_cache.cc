@@ -14,6 +14,10 @@ constexpr uint64_t kNoMark = ~uint64_t{0};
 constexpr uint32_t kMaxBioPages = 256;
 // MAX_WRITEBACK_PAGES: one writeback chunk of a mapping.
 constexpr uint64_t kWritebackChunkPages = 1024;
+// fault_around_bytes (64 KiB) in pages.
+constexpr uint64_t kFaultAroundPages = 16;
+// MMAP_LOTSAMISS: past this many misses a fault reads its page alone.
+constexpr uint32_t kMmapLotsamiss = 100;
 
 uint64_t RoundUpPow2(uint64_t v) {
   uint64_t p = 1;
@@ -36,6 +40,20 @@ uint64_t NextRaSize(uint64_t cur, uint64_t max) {
   return max;
 }
 
+}  // namespace
+
+FileRaState OpenRaState(const AddressSpace& m, Fadvise advice) {
+  FileRaState ra;
+  ra.ra_pages = m.ra_pages;
+  if (advice == Fadvise::kSequential) ra.ra_pages = m.ra_pages * 2;
+  ra.random = advice == Fadvise::kRandom;
+  return ra;
+}
+
+namespace {
+uint32_t RaPages(const FileRaState& ra, const AddressSpace& m) {
+  return ra.ra_pages == FileRaState::kMappingRaPages ? m.ra_pages : ra.ra_pages;
+}
 }  // namespace
 
 PageCache::PageCache(Kernel& kernel, const host::VmSpec& vm) : kernel_(kernel), vm_(vm) {
@@ -62,6 +80,13 @@ PageCache::PageCache(Kernel& kernel, const host::VmSpec& vm) : kernel_(kernel), 
   fn_fsync_ = kernel.Intern("file_write_and_wait_range");
   fn_wb_workfn_ = kernel.Intern("wb_workfn");
   fn_add_folio_ = kernel.Intern("filemap_add_folio");
+  fn_fault_ = kernel.Intern("asm_exc_page_fault");
+  fn_filemap_fault_ = kernel.Intern("filemap_fault");
+  fn_map_pages_ = kernel.Intern("filemap_map_pages");
+  fn_mkwrite_ = kernel.Intern("ext4_page_mkwrite");
+  fn_unmap_ = kernel.Intern("try_to_unmap");
+  fn_mkclean_ = kernel.Intern("folio_mkclean");
+  fn_zap_ = kernel.Intern("zap_pte_range");
   periodic_.Init(&kernel.machine(), 0, &flush_timer_, 0);
 }
 
@@ -113,6 +138,7 @@ void PageCache::LruPushFront(uint32_t p) {
 }
 
 void PageCache::FreePage(uint32_t p) {
+  BLKLAB_DCHECK(pages_[p].mapcount == 0);
   index_.erase(Key(pages_[p].mapping, pages_[p].index));
   LruRemove(p);
   pages_[p].flags = 0;
@@ -130,8 +156,18 @@ uint32_t PageCache::AllocPage(sim::Cpu& cpu, AddressSpace& m, uint64_t index) {
     for (size_t scanned = 0; q != kNone && scanned < limit; ++scanned) {
       const uint32_t prev = pages_[q].lru_prev;
       if ((pages_[q].flags & (kDirty | kWriteback | kLocked)) == 0) {
-        p = q;
-        break;
+        if (pages_[q].mapcount == 0) {
+          p = q;
+          break;
+        }
+        // folio_referenced: a mapped page used since the last look is
+        // kept (activated); otherwise its entries go first.
+        if ((pages_[q].flags & kReferenced) == 0) {
+          UnmapPage(cpu, q);
+          p = q;
+          break;
+        }
+        pages_[q].flags &= static_cast<uint8_t>(~kReferenced);
       }
       LruRemove(q);
       LruPushFront(q);
@@ -245,10 +281,18 @@ sim::Task PageCache::SubmitSlot(sim::Cpu& cpu, uint32_t s, Plug* plug) {
 sim::Task PageCache::SyncReadahead(sim::Cpu& cpu, FileRaState& ra, AddressSpace& m, uint64_t index, uint64_t req) {
   sim::StackFrame frame(cpu, fn_sync_ra_);
   ++stats_.readahead_sync;
+  const uint32_t ra_pages = RaPages(ra, m);
+  if (ra_pages == 0) {
+    // Readahead off: the missing page alone, forced (req_count = 1); the
+    // reader comes back for the next one.
+    co_await ReadPages(cpu, m, index, 1, kNoMark);
+    co_return;
+  }
   // bdi->io_pages lets one request's own pages go in one window.
-  const uint64_t max = std::max<uint64_t>(m.ra_pages, std::min<uint64_t>(req, kMaxBioPages));
-  if (m.ra_pages == 0) {
-    co_await ReadPages(cpu, m, index, req, kNoMark);  // readahead off: the request only
+  const uint64_t max = std::max<uint64_t>(ra_pages, std::min<uint64_t>(req, kMaxBioPages));
+  if (ra.random) {
+    // FMODE_RANDOM: force_page_cache_ra of what the read asks for.
+    co_await ReadPages(cpu, m, index, std::min(req, max), kNoMark);
     co_return;
   }
   // The window after the last one (a sequential miss), or a new stream.
@@ -273,7 +317,7 @@ sim::Task PageCache::SyncReadahead(sim::Cpu& cpu, FileRaState& ra, AddressSpace&
 sim::Task PageCache::AsyncReadahead(sim::Cpu& cpu, FileRaState& ra, AddressSpace& m, uint64_t index, uint64_t req) {
   sim::StackFrame frame(cpu, fn_async_ra_);
   ++stats_.readahead_async;
-  const uint64_t max = std::max<uint64_t>(m.ra_pages, std::min<uint64_t>(req, kMaxBioPages));
+  const uint64_t max = std::max<uint64_t>(RaPages(ra, m), std::min<uint64_t>(req, kMaxBioPages));
   if (ra.size > 0 && index == ra.start + ra.size - ra.async_size) {
     ra.start += ra.size;
     ra.size = NextRaSize(ra.size, max);
@@ -481,6 +525,7 @@ sim::Task PageCache::WritePages(sim::Cpu& cpu, AddressSpace& m, uint64_t max_pag
     const uint32_t p = Find(m, idx);
     if (p == kNone || (pages_[p].flags & kDirty) == 0 || (pages_[p].flags & kWriteback) != 0) continue;
     pages_[p].flags = static_cast<uint8_t>((pages_[p].flags & ~kDirty) | kWriteback);
+    if (pages_[p].mapcount > 0) MkcleanPage(cpu, p);  // folio_clear_dirty_for_io
     m.dirty.erase(idx);
     --nr_dirty_;
     ++m.nr_writeback;
@@ -523,7 +568,9 @@ void PageCache::Invalidate(sim::Cpu& cpu, AddressSpace& m) {
   uint32_t q = lru_head_;
   while (q != kNone) {
     const uint32_t next = pages_[q].lru_next;
-    if (pages_[q].mapping == m.id && (pages_[q].flags & (kDirty | kWriteback | kLocked)) == 0) {
+    // mapping_evict_folio keeps a mapped page.
+    if (pages_[q].mapping == m.id && (pages_[q].flags & (kDirty | kWriteback | kLocked)) == 0 &&
+        pages_[q].mapcount == 0) {
       FreePage(q);
       ++stats_.pages_invalidated;
       cpu.Charge(fn_invalidate_, per_page);
@@ -537,6 +584,7 @@ void PageCache::TruncateRange(sim::Cpu& cpu, AddressSpace& m, uint64_t first, ui
   auto drop = [&](uint32_t p) {
     Page& pg = pages_[p];
     if (pg.flags & (kWriteback | kLocked)) return;
+    if (pg.mapcount > 0) UnmapPage(cpu, p);  // unmap_mapping_range
     if (pg.flags & kDirty) {
       m.dirty.erase(pg.index);
       --nr_dirty_;
@@ -556,6 +604,186 @@ void PageCache::TruncateRange(sim::Cpu& cpu, AddressSpace& m, uint64_t first, ui
     const uint32_t next = pages_[q].lru_next;
     if (pages_[q].mapping == m.id && pages_[q].index >= first && pages_[q].index <= last) drop(q);
     q = next;
+  }
+}
+
+void PageCache::Mmap(VmArea& vma, AddressSpace& m, Fadvise advice) {
+  BLKLAB_DCHECK(vma.m == nullptr);
+  vma.m = &m;
+  vma.rand_read = advice == Fadvise::kRandom;
+  vma.seq_read = advice == Fadvise::kSequential;
+  m.vmas.push_back(&vma);
+}
+
+void PageCache::Munmap(sim::Cpu& cpu, VmArea& vma) {
+  BLKLAB_DCHECK(vma.m != nullptr);
+  for (const auto& [idx, pte] : vma.ptes) --pages_[pte.page].mapcount;
+  cpu.Charge(fn_zap_, kernel_.costs().pte_zap * static_cast<int64_t>(vma.ptes.size()));
+  stats_.pages_unmapped += vma.ptes.size();
+  vma.ptes.clear();
+  std::erase(vma.m->vmas, &vma);
+  vma.m = nullptr;
+}
+
+void PageCache::MapPage(sim::Cpu& cpu, VmArea& vma, uint32_t p, bool writable) {
+  auto [it, added] = vma.ptes.try_emplace(pages_[p].index, Pte{p, writable});
+  BLKLAB_DCHECK(added);
+  ++pages_[p].mapcount;
+  pages_[p].flags |= kReferenced;
+  ++stats_.read_accesses;  // a page the cache served to a fault
+  cpu.Charge(fn_map_pages_, kernel_.costs().fault_map_page);
+}
+
+void PageCache::UnmapPage(sim::Cpu& cpu, uint32_t p) {
+  const uint64_t idx = pages_[p].index;
+  for (VmArea* vma : mappings_[pages_[p].mapping]->vmas) {
+    if (vma->ptes.erase(idx) == 0) continue;
+    --pages_[p].mapcount;
+    ++stats_.pages_unmapped;
+    cpu.Charge(fn_unmap_, kernel_.costs().pte_unmap_rmap);
+  }
+  BLKLAB_DCHECK(pages_[p].mapcount == 0);
+}
+
+void PageCache::MkcleanPage(sim::Cpu& cpu, uint32_t p) {
+  const uint64_t idx = pages_[p].index;
+  for (VmArea* vma : mappings_[pages_[p].mapping]->vmas) {
+    auto it = vma->ptes.find(idx);
+    if (it == vma->ptes.end() || !it->second.writable) continue;
+    it->second.writable = false;
+    cpu.Charge(fn_mkclean_, kernel_.costs().pte_unmap_rmap);
+  }
+}
+
+void PageCache::PageMkwrite(sim::Cpu& cpu, AddressSpace& m, uint32_t p) {
+  cpu.Charge(fn_mkwrite_, kernel_.costs().page_mkwrite);
+  MarkDirty(cpu, m, p);
+}
+
+void PageCache::FaultAround(sim::Cpu& cpu, VmArea& vma, uint64_t idx) {
+  AddressSpace& m = *vma.m;
+  const uint64_t eof = (m.size_bytes + kPageBytes - 1) >> kPageShift;
+  const uint64_t start = idx & ~(kFaultAroundPages - 1);
+  const uint64_t end = std::min(start + kFaultAroundPages, eof);
+  sim::StackFrame frame(cpu, fn_map_pages_);
+  cpu.Charge(fn_map_pages_, kernel_.costs().page_cache_lookup);
+  for (uint64_t i = start; i < end; ++i) {
+    if (vma.ptes.contains(i)) continue;
+    const uint32_t p = Find(m, i);
+    // next_uptodate_folio: skips a page being read, one not up to date, and
+    // the readahead marker (its fault starts the next window).
+    if (p == kNone || (pages_[p].flags & (kLocked | kReadahead)) != 0 || (pages_[p].flags & kUptodate) == 0) continue;
+    MapPage(cpu, vma, p, /*writable=*/false);
+  }
+}
+
+sim::Task PageCache::SyncMmapReadahead(sim::Cpu& cpu, VmArea& vma, FileRaState& ra, uint64_t idx) {
+  AddressSpace& m = *vma.m;
+  const uint32_t ra_pages = RaPages(ra, m);
+  if (vma.rand_read || ra_pages == 0) {
+    // No readahead: filemap_fault reads the page alone.
+    co_await ReadPages(cpu, m, idx, 1, kNoMark);
+    co_return;
+  }
+  if (vma.seq_read) {
+    co_await SyncReadahead(cpu, ra, m, idx, ra_pages);
+    co_return;
+  }
+  if (ra.mmap_miss < kMmapLotsamiss * 10) ++ra.mmap_miss;
+  if (ra.mmap_miss > kMmapLotsamiss) {
+    co_await ReadPages(cpu, m, idx, 1, kNoMark);
+    co_return;
+  }
+  // mmap read-around: ra_pages centred on the fault, the last quarter
+  // asynchronous.
+  sim::StackFrame frame(cpu, fn_sync_ra_);
+  ++stats_.readahead_sync;
+  ra.start = idx > ra_pages / 2 ? idx - ra_pages / 2 : 0;
+  ra.size = ra_pages;
+  ra.async_size = ra_pages / 4;
+  const uint64_t mark = ra.async_size > 0 ? ra.start + ra.size - ra.async_size : kNoMark;
+  co_await ReadPages(cpu, m, ra.start, ra.size, mark);
+}
+
+sim::Task PageCache::Fault(sim::Cpu& cpu, VmArea& vma, FileRaState& ra, uint64_t idx, bool write) {
+  const host::CostTable& c = kernel_.costs();
+  AddressSpace& m = *vma.m;
+  sim::StackFrame frame(cpu, fn_fault_);
+  cpu.Charge(fn_fault_, c.page_fault_entry);
+  ++vma.faults;
+  ++stats_.mmap_faults;
+  if (auto it = vma.ptes.find(idx); it != vma.ptes.end()) {
+    // A store to a read-only entry: do_wp_page -> wp_page_shared.
+    PageMkwrite(cpu, m, it->second.page);
+    it->second.writable = true;
+    pages_[it->second.page].flags |= kReferenced;
+    co_await BalanceDirtyPages(cpu);  // fault_dirty_shared_page
+    co_return;
+  }
+  if (!write) {
+    // do_read_fault: fault-around first; the fault is done if it mapped
+    // the page.
+    FaultAround(cpu, vma, idx);
+    if (vma.ptes.contains(idx)) {
+      if (!vma.rand_read && ra.mmap_miss > 0) --ra.mmap_miss;
+      co_return;
+    }
+  }
+  // filemap_fault.
+  bool major = false;
+  uint32_t p = kNone;
+  for (;;) {
+    sim::StackFrame ff(cpu, fn_filemap_fault_);
+    cpu.Charge(fn_filemap_fault_, c.page_cache_lookup);
+    p = Find(m, idx);
+    if (p == kNone) {
+      major = true;
+      co_await SyncMmapReadahead(cpu, vma, ra, idx);
+      co_await cpu.Sync();
+      continue;
+    }
+    if (pages_[p].flags & kReadahead) {
+      // do_async_mmap_readahead.
+      pages_[p].flags &= static_cast<uint8_t>(~kReadahead);
+      if (!vma.rand_read && RaPages(ra, m) > 0) {
+        co_await AsyncReadahead(cpu, ra, m, idx, RaPages(ra, m));
+        co_await cpu.Sync();
+        continue;
+      }
+    }
+    if ((pages_[p].flags & kUptodate) == 0) {
+      // lock_folio_maybe_drop_mmap: the page's read is in flight.
+      major = true;
+      co_await slots_[pages_[p].io]->waiters.Wait(cpu);
+      co_await cpu.Sync();
+      continue;
+    }
+    break;
+  }
+  if (major) {
+    ++vma.major_faults;
+    ++stats_.mmap_major_faults;
+  } else if (!vma.rand_read && ra.mmap_miss > 0) {
+    --ra.mmap_miss;
+  }
+  if (write) PageMkwrite(cpu, m, p);  // do_shared_fault: ->page_mkwrite before the entry is set
+  MapPage(cpu, vma, p, write);
+  if (write) co_await BalanceDirtyPages(cpu);
+}
+
+sim::Task PageCache::MmapAccess(sim::Cpu& cpu, VmArea& vma, FileRaState& ra, uint64_t pos, uint32_t bytes,
+                                bool write) {
+  BLKLAB_DCHECK(vma.m != nullptr && bytes > 0 && pos + bytes <= vma.m->size_bytes);
+  const uint64_t last = (pos + bytes - 1) >> kPageShift;
+  for (uint64_t idx = pos >> kPageShift; idx <= last;) {
+    auto it = vma.ptes.find(idx);
+    if (it != vma.ptes.end() && (!write || it->second.writable)) {
+      pages_[it->second.page].flags |= kReferenced;  // the entry's accessed bit
+      ++idx;
+      continue;
+    }
+    co_await Fault(cpu, vma, ra, idx, write);
+    co_await cpu.Sync();
   }
 }
 

@@ -20,6 +20,19 @@
 //           the dirty and writeback pages back under the limit.
 //   Fsync   file_write_and_wait_range: the caller writes back the mapping's
 //           dirty pages (WB_SYNC_ALL) and waits for all its writeback.
+//   Mmap    a shared file mapping (VmArea) as fio's mmap engine uses it: a
+//           load or store reaches a page without the kernel while the
+//           process's page-table entry for it is present (writable, for a
+//           store); otherwise it faults. A read fault first maps the up-to-
+//           date pages already cached in its 64 KiB (fault-around,
+//           filemap_map_pages); a page not cached is read by the fault's
+//           read-around (ra_pages centred on it, up to MMAP_LOTSAMISS
+//           misses), or in full windows under MADV_SEQUENTIAL, or alone
+//           under MADV_RANDOM; a store's first fault on a clean page calls
+//           ->page_mkwrite, which dirties it. Writeback write-protects the
+//           entries of the pages it cleans (page_mkclean), so the next store
+//           faults again; reclaim gives a mapped page whose entry was used
+//           since the last scan a second pass, else unmaps it first.
 //   flusher one unbound kworker (wb_workfn): background writeback above
 //           dirty_background_ratio, and every dirty_writeback_centisecs the
 //           mappings dirty for longer than dirty_expire_centisecs; each pass
@@ -43,12 +56,15 @@
 //
 // Invariants: a page is on the LRU and in the index exactly while it is
 //  cached; a dirty page is in its mapping's dirty set; a locked page (read in
-//  flight) or a page under writeback is never reclaimed; pages <=
-//  capacity_pages.
+//  flight) or a page under writeback is never reclaimed; a page is mapped
+//  (mapcount > 0) exactly while VmAreas hold that many entries for it, and a
+//  mapped page is unmapped before it is freed; pages <= capacity_pages.
 // Thread-safety: thread-compatible; part of one simulation.
 // Cost: O(1) per page touched (hash index, intrusive LRU), O(log n) per
-//  dirty page (the per-mapping ordered dirty set); no allocation per I/O
-//  once the page and bio pools have grown.
+//  dirty page (the per-mapping ordered dirty set) and per mapped page touched
+//  (the VmArea's ordered entries); unmapping a page visits every VmArea of
+//  its mapping; no allocation per I/O once the page and bio pools have
+//  grown, but for the entry maps' nodes as faults add entries.
 #ifndef BLKLAB_ENGINE_MODEL_PAGE_CACHE_H_
 #define BLKLAB_ENGINE_MODEL_PAGE_CACHE_H_
 
@@ -57,6 +73,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/btree_map.h"
 #include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
 #include "engine/host/host_spec.h"
@@ -75,6 +92,8 @@ inline constexpr uint32_t kPageShift = 12;
 inline constexpr uint64_t kPageBytes = uint64_t{1} << kPageShift;
 
 // struct address_space of one file or block device.
+struct VmArea;
+
 struct AddressSpace {
   uint32_t id = 0;
   std::string name;               // the file's path or /dev/NAME
@@ -88,15 +107,47 @@ struct AddressSpace {
   sim::SimTime dirtied_when = 0;    // inode->dirtied_when: first page dirtied since clean
   sim::WaitQueue writeback_waiters;  // fsync's filemap_fdatawait
   sim::CacheLine i_pages;            // the xarray's lock and root
+  std::vector<VmArea*> vmas;         // i_mmap: the shared mappings of it
 };
 
 // struct file_ra_state: one open file's readahead (each fio clone opens
-// its own).
+// its own), with the file's FMODE_RANDOM.
 struct FileRaState {
+  static constexpr uint32_t kMappingRaPages = ~uint32_t{0};
   uint64_t start = 0;
   uint64_t size = 0;
   uint64_t async_size = 0;
   uint64_t prev_index = ~uint64_t{0};  // the last page read (prev_pos)
+  // ra->ra_pages: the mapping's (file_ra_state_init) unless fadvise set it.
+  uint32_t ra_pages = kMappingRaPages;
+  uint32_t mmap_miss = 0;  // faults that found their page missing, less those that found it
+  bool random = false;     // FMODE_RANDOM (POSIX_FADV_RANDOM): a read asks for its own pages only
+};
+
+// posix_fadvise's access-pattern advice (and posix_madvise's, for a
+// mapping).
+enum class Fadvise : uint8_t { kNormal, kRandom, kSequential };
+
+// An open file's readahead state after `advice` (generic_fadvise):
+// SEQUENTIAL doubles the window, RANDOM sets FMODE_RANDOM.
+FileRaState OpenRaState(const AddressSpace& m, Fadvise advice);
+
+// One page-table entry of a VmArea.
+struct Pte {
+  uint32_t page = 0;  // the page cache's page
+  bool writable = false;
+};
+
+// A process's shared mapping of a whole file (a MAP_SHARED
+// vm_area_struct) with its page-table entries. fio's mmap engine maps each
+// file it opens once, whole.
+struct VmArea {
+  AddressSpace* m = nullptr;
+  bool rand_read = false;  // VM_RAND_READ (MADV_RANDOM): a fault reads its page alone
+  bool seq_read = false;   // VM_SEQ_READ (MADV_SEQUENTIAL): a fault reads full windows
+  absl::btree_map<uint64_t, Pte> ptes;  // mapped page index -> entry
+  uint64_t faults = 0;        // page faults taken (minor and major)
+  uint64_t major_faults = 0;  // ... of which waited for a read
 };
 
 // A request waiting for a locked page without sleeping (io_uring's
@@ -130,6 +181,9 @@ struct PageCacheStats {
   uint64_t dirty_throttle_waits = 0;  // balance_dirty_pages sleeps
   int64_t dirty_throttle_ns = 0;      // time writers spent in them
   uint64_t peak_pages = 0;
+  uint64_t mmap_faults = 0;        // faults on shared file mappings
+  uint64_t mmap_major_faults = 0;  // ... that waited for a read
+  uint64_t pages_unmapped = 0;     // entries zapped by reclaim, truncation or munmap
   uint64_t hits() const { return read_accesses > read_misses ? read_accesses - read_misses : 0; }
 };
 
@@ -171,6 +225,18 @@ class PageCache final : public BioOwner {
   // it). invalidate_per_page per dropped page.
   void TruncateRange(sim::Cpu& cpu, AddressSpace& m, uint64_t first, uint64_t last);
 
+  // mmap(MAP_SHARED) of the whole of `m` by a process, then posix_madvise
+  // `advice` (the calls' own costs are the caller's).
+  void Mmap(VmArea& vma, AddressSpace& m, Fadvise advice);
+  // munmap: every entry of `vma` zapped. REQUIRES: Mmap'ed.
+  void Munmap(sim::Cpu& cpu, VmArea& vma);
+  // A user-space load (or store: `write`) of [pos, pos + bytes) of the
+  // mapping on `cpu`'s running thread: a fault at each page whose entry is
+  // missing (or read-only, for a store); returns when every page is
+  // mapped. The copy itself (memcpy in user space) is the caller's.
+  // REQUIRES: the range lies within the file.
+  sim::Task MmapAccess(sim::Cpu& cpu, VmArea& vma, FileRaState& ra, uint64_t pos, uint32_t bytes, bool write);
+
   const PageCacheStats& stats() const { return stats_; }
   uint64_t capacity_pages() const { return capacity_; }
   uint64_t cached_pages() const { return index_.size(); }
@@ -183,10 +249,20 @@ class PageCache final : public BioOwner {
 
  private:
   static constexpr uint32_t kNone = ~uint32_t{0};
-  enum PageFlag : uint8_t { kUptodate = 1, kDirty = 2, kWriteback = 4, kLocked = 8, kReadahead = 16 };
+  // kReferenced: an entry mapping the page was used since reclaim last
+  // looked (the PTE's accessed bit).
+  enum PageFlag : uint8_t {
+    kUptodate = 1,
+    kDirty = 2,
+    kWriteback = 4,
+    kLocked = 8,
+    kReadahead = 16,
+    kReferenced = 32
+  };
   struct Page {
     uint64_t index = 0;
     uint32_t mapping = 0;
+    uint32_t mapcount = 0;  // page-table entries mapping it
     uint32_t lru_prev = kNone, lru_next = kNone;
     uint32_t io = kNone;  // the read bio slot while kLocked
     uint8_t flags = 0;
@@ -241,6 +317,22 @@ class PageCache final : public BioOwner {
   // marked accessed, its part copied to the user.
   void CopyPage(sim::Cpu& cpu, uint32_t p, uint64_t idx, uint64_t pos, uint32_t bytes);
   sim::Task BalanceDirtyPages(sim::Cpu& cpu);
+  // One page fault of `vma` at page `idx` (a store's, with `write`).
+  sim::Task Fault(sim::Cpu& cpu, VmArea& vma, FileRaState& ra, uint64_t idx, bool write);
+  // do_fault_around: maps the cached, up-to-date, idle pages of the 64 KiB
+  // around `idx` that `vma` has no entry for (read-only).
+  void FaultAround(sim::Cpu& cpu, VmArea& vma, uint64_t idx);
+  // do_sync_mmap_readahead at a missing page.
+  sim::Task SyncMmapReadahead(sim::Cpu& cpu, VmArea& vma, FileRaState& ra, uint64_t idx);
+  void MapPage(sim::Cpu& cpu, VmArea& vma, uint32_t p, bool writable);
+  // ->page_mkwrite and the page dirtied (the entry's write bit is the
+  // caller's).
+  void PageMkwrite(sim::Cpu& cpu, AddressSpace& m, uint32_t p);
+  // try_to_unmap / unmap_mapping_range of page `p`: its entries in every
+  // VmArea of its mapping zapped.
+  void UnmapPage(sim::Cpu& cpu, uint32_t p);
+  // page_mkclean: the writable entries of `p` write-protected.
+  void MkcleanPage(sim::Cpu& cpu, uint32_t p);
   void WakeFlusher(sim::Cpu* caller);
   sim::Task FlusherBody();
   AddressSpace* NextWritebackMapping(bool expired_only, sim::SimTime now);
@@ -269,7 +361,8 @@ class PageCache final : public BioOwner {
   PageCacheStats stats_;
   sim::FnId fn_filemap_read_, fn_sync_ra_, fn_async_ra_, fn_read_pages_, fn_copy_to_, fn_copy_from_,
       fn_write_, fn_write_begin_, fn_mark_dirty_, fn_balance_, fn_writepages_, fn_end_read_, fn_end_wb_,
-      fn_reclaim_, fn_invalidate_, fn_fsync_, fn_wb_workfn_, fn_add_folio_;
+      fn_reclaim_, fn_invalidate_, fn_fsync_, fn_wb_workfn_, fn_add_folio_, fn_fault_, fn_filemap_fault_,
+      fn_map_pages_, fn_mkwrite_, fn_unmap_, fn_mkclean_, fn_zap_;
 };
 
 }  // namespace blklab::model

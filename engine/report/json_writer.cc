@@ -225,6 +225,9 @@ Json KernelReportJson(const stats::KernelReport& k) {
     pc.AddUint("dirty_pages_at_end", p.dirty_pages_at_end);
     pc.AddUint("dirty_throttle_waits", p.dirty_throttle_waits);
     pc.AddInt("dirty_throttle_ns", p.dirty_throttle_ns);
+    pc.AddUint("mmap_faults", p.mmap_faults);
+    pc.AddUint("mmap_major_faults", p.mmap_major_faults);
+    pc.AddUint("pages_unmapped", p.pages_unmapped);
     o.Add("page_cache", std::move(pc));
   }
   return o;

@@ -101,6 +101,10 @@ std::string WriteKernelSections(const stats::KernelReport& k) {
         p.readahead_sync, p.readahead_async, p.read_bios, p.pages_dirtied, p.pages_written_back, p.writeback_bios,
         p.dirty_pages_at_end, p.dirty_throttle_waits, static_cast<double>(p.dirty_throttle_ns) / 1e6,
         p.pages_reclaimed, p.pages_invalidated));
+    if (p.mmap_faults > 0) {
+      absl::StrAppend(&out, absl::StrFormat("  mmap    %d page faults (%d major), %d page-table entries unmapped\n",
+                                            p.mmap_faults, p.mmap_major_faults, p.pages_unmapped));
+    }
   }
   if (!k.counters.empty()) {
     out.append("\nblklab counters:\n");

@@ -86,6 +86,9 @@ struct PageCacheRow {
   uint64_t dirty_pages_at_end = 0;
   uint64_t dirty_throttle_waits = 0;
   int64_t dirty_throttle_ns = 0;
+  uint64_t mmap_faults = 0;        // page faults on shared file mappings (ioengine=mmap)
+  uint64_t mmap_major_faults = 0;  // ... that waited for a read
+  uint64_t pages_unmapped = 0;     // page-table entries zapped (reclaim, truncate, munmap)
 };
 
 struct KernelReport {

@@ -68,6 +68,7 @@ enum class IoEngine : uint8_t {
   kFtruncate,  // ftruncate(2) to each write's offset
   kSg,         // SG_IO per I/O on a SCSI disk (sg_write_mode= picks the command)
   kSplice,     // splice(2) and vmsplice(2) through a pipe, buffered
+  kMmap,       // memcpy to or from a shared mapping of the file (page faults)
   kUnmodelled,
 };
 // True for the engines that call a file operation per I/O instead of moving
@@ -119,6 +120,10 @@ const char* FileServiceTypeName(FileServiceType t);
 enum class ZoneMode : uint8_t { kNone, kStrided, kZbd };
 // sync=: how the job opens its files (O_SYNC, O_DSYNC).
 enum class SyncIo : uint8_t { kNone, kSync, kDsync };
+// fadvise_hint=: the advice fio gives at open (posix_fadvise; the mmap
+// engine also posix_madvise): none (0), from the job's pattern (1: RANDOM
+// for random I/O, else SEQUENTIAL), or always RANDOM / SEQUENTIAL.
+enum class FadviseHint : uint8_t { kNone, kType, kRandom, kSequential };
 // fio's sg engine, sg_write_mode=: the SCSI command a write-direction I/O
 // sends (engines/sg.c).
 enum class SgWriteMode : uint8_t {
@@ -177,6 +182,7 @@ struct JobSpec {
   FileServiceType file_service_type = FileServiceType::kRoundRobin;
   uint32_t openfiles = 0;        // 0: every file open at once
   SyncIo sync_io = SyncIo::kNone;  // sync=: each buffered write written back before it returns
+  FadviseHint fadvise_hint = FadviseHint::kType;
   SgWriteMode sg_write_mode = SgWriteMode::kWrite;
   std::string buffer_pattern;    // buffer_pattern= as given (value_syntax.h ParseFioPattern); empty: random data
   uint32_t file_service_nr = 1;  // I/Os to a file before the next (`roundrobin:N`)

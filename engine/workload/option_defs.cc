@@ -55,7 +55,7 @@ const std::vector<OptionDef>& AllOptions() {
     {"file_service_type", "", OptionId::kFileServiceType, OptionKind::kChoice, 2, "roundrobin", "random zipf pareto normal gauss roundrobin sequential", "", ""},
     {"openfiles", "", OptionId::kGeneric, OptionKind::kInt, 2, "", "", "", "", BindU32<&JobSpec::openfiles>(0, 1u << 20)},
     {"fallocate", "", OptionId::kGeneric, OptionKind::kChoice, 3, "native", "none native posix keep truncate 0 1", "", ""},
-    {"fadvise_hint", "", OptionId::kGeneric, OptionKind::kChoice, 3, "1", "0 1 random sequential", "", ""},
+    {"fadvise_hint", "", OptionId::kFadviseHint, OptionKind::kChoice, 1, "1", "0 1 random sequential", "", ""},
     {"fsync", "", OptionId::kFsync, OptionKind::kInt, 2, "0", "", "", "", BindU32<&JobSpec::fsync_blocks>(0, UINT32_MAX)},
     {"fdatasync", "", OptionId::kFdatasync, OptionKind::kInt, 2, "0", "", "", "", BindU32<&JobSpec::fdatasync_blocks>(0, UINT32_MAX)},
     {"write_barrier", "", OptionId::kGeneric, OptionKind::kInt, 2, "0", "", "", ""},

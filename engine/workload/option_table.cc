@@ -248,6 +248,7 @@ std::optional<IoEngine> ModelledEngine(const std::string& name) {
       {"posixaio", IoEngine::kPosixaio}, {"null", IoEngine::kNull},
       {"falloc", IoEngine::kFalloc},     {"ftruncate", IoEngine::kFtruncate},
       {"sg", IoEngine::kSg},             {"splice", IoEngine::kSplice},
+      {"mmap", IoEngine::kMmap},
   };
   for (const auto& [n, e] : kModelled) {
     if (name == n) return e;
@@ -422,6 +423,14 @@ absl::Status ApplyOption(const OptionDef& def, const std::optional<std::string>&
       spec->sync_io = i <= 1 ? SyncIo::kNone : (i <= 3 ? SyncIo::kSync : SyncIo::kDsync);
       return absl::OkStatus();
     }
+    case OptionId::kFadviseHint: {
+      // td_io_open_file: posix_fadvise at each open (fio's F_ADV_*).
+      BLKLAB_ASSIGN_OR_RETURN(int i, choice("0 1 random sequential", nullptr));
+      static constexpr FadviseHint kHints[] = {FadviseHint::kNone, FadviseHint::kType, FadviseHint::kRandom,
+                                               FadviseHint::kSequential};
+      spec->fadvise_hint = kHints[i];
+      return absl::OkStatus();
+    }
     case OptionId::kSgWriteMode: {
       // fio's sg engine: what a write direction I/O sends (engines/sg.c).
       BLKLAB_ASSIGN_OR_RETURN(int i, choice("write write_and_verify verify write_same write_same_ndob "
@@ -582,6 +591,7 @@ absl::Status ApplyOption(const OptionDef& def, const std::optional<std::string>&
       // so that a run refuses them by name (a parse still succeeds).
       static const std::pair<const char*, const char*> kEffects[] = {
           {"read_iolog", "replaying an I/O log (fio's iolog replay) is not modelled"},
+          {"thp", "the mmap engine's transparent huge pages (MADV_HUGEPAGE on a private mapping) are not modelled"},
           {"steadystate_duration",
            "fio's steady-state detection (ss=, ss_dur=), which ends the job once the criterion holds, is not "
            "modelled"},
@@ -589,7 +599,8 @@ absl::Status ApplyOption(const OptionDef& def, const std::optional<std::string>&
       std::string name(def.name);
       for (const auto& [opt, why] : kEffects) {
         if (name != opt) continue;
-        const bool off = v.empty() || (name == "steadystate_duration" && (v == "0" || v == "0s"));
+        const bool off = v.empty() || (name == "steadystate_duration" && (v == "0" || v == "0s")) ||
+                         (name == "thp" && v == "0");
         std::erase_if(spec->unmodelled_effects,
                       [&](const std::string& e) { return absl::StartsWith(e, name + "="); });
         if (!off) spec->unmodelled_effects.push_back(absl::StrCat(name, "=", v, ": ", why));

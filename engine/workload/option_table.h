@@ -68,6 +68,7 @@ enum class OptionId : uint16_t {
   kFileServiceType,
   kSgWriteMode,
   kSyncIo,
+  kFadviseHint,
   kFilename,
   kFilesize,
   kFixedbufs,

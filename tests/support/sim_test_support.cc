@@ -99,6 +99,24 @@ double RunIops(const RunResult& r) {
                         : 0.0;
 }
 
+host::HostSpec PageCacheHost() {
+  return HostFromYaml(
+      "name: page-cache\n"
+      "cpus: {count: 2}\n"
+      "vm: {memory_mib: 64}\n"
+      "devices:\n"
+      "  - name: nvme0n1\n"
+      "    nvme: {latency_nsec: 80000, max_iops: 800000, max_mbps: 2000, gb: 16}\n"
+      "filesystems:\n"
+      "  - {path: /mnt, device: nvme0n1}\n");
+}
+
+const stats::PageCacheRow& PageCacheOf(const RunResult& r) {
+  EXPECT_TRUE(r.kernel.page_cache.has_value()) << "no page cache in the report";
+  static const stats::PageCacheRow kNone;
+  return r.kernel.page_cache ? *r.kernel.page_cache : kNone;
+}
+
 std::string Describe(const RunResult& r) {
   std::string s = absl::StrCat("iops=", RunIops(r), " ios=", TotalIos(r),
                                " elapsed_ns=", r.kernel.elapsed_ns, " busy_ns=", r.kernel.busy_ns,
