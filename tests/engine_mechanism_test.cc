@@ -15,7 +15,9 @@
 //    profile (native_queued_spin_lock_slowpath) and contention_pct;
 //  * no request is lost across completion modes, CPU counts, clone counts
 //    and the mbps cap;
-//  * configuration errors name what is wrong.
+//  * configuration errors name what is wrong;
+//  * fio's ctx counts each time a job thread leaves its CPU (getrusage's
+//    voluntary and involuntary switches), even when the CPU idles between.
 //
 // Every run is deterministic, so the thresholds are exact properties of the
 // model, not statistical allowances.
@@ -1677,6 +1679,25 @@ TEST(DiskStats, UtilCountsJiffiesAsUpdateIoTicksDoes) {
                                        "--rate_iops=100", "--norandommap", "--runtime=1s", "--time_based=1"});
   ASSERT_EQ(sparse.kernel.devices.size(), 1u);
   EXPECT_NEAR(sparse.kernel.devices[0].util_pct, 10.0, 0.5);
+}
+
+TEST(Rusage, CtxCountsEverySleepAndPreemption) {
+  // psync on an otherwise idle CPU: every read sleeps once in io_schedule
+  // (irqmode=2: the completion is a timer, 20 us later).
+  const host::HostSpec h = NullHost(1, "irqmode: 2, completion_nsec: 20000");
+  const RunResult sync = MustRun(h, {"--name=s", "--filename=/dev/nullb0", "--rw=randread", "--bs=4k",
+                                     "--size=4m", "--ioengine=psync", "--direct=1"});
+  EXPECT_EQ(sync.clones.at(0).result.cpu.ctx, 1024u) << Describe(sync);
+  // Two CPU-bound jobs sharing one CPU (irqmode=0: nothing sleeps): one of
+  // them leaves at the end of each 3 ms slice (about 33 in 100 ms), and
+  // fio's main thread, waking every 10 ms, pre-empts whichever runs.
+  const host::HostSpec inline_host = NullHost(1, "irqmode: 0");
+  const RunResult shared = MustRun(inline_host, {"--name=b", "--filename=/dev/nullb0", "--rw=randread", "--bs=4k",
+                                                 "--ioengine=io_uring", "--iodepth=8", "--direct=1",
+                                                 "--numjobs=2", "--runtime=100ms", "--time_based"});
+  const uint64_t ctx = shared.clones.at(0).result.cpu.ctx + shared.clones.at(1).result.cpu.ctx;
+  EXPECT_GE(ctx, 33u) << Describe(shared);
+  EXPECT_LE(ctx, 50u);
 }
 
 }  // namespace

@@ -431,6 +431,7 @@ void Cpu::Loop() {
           woken_preempts |= t->wakeup_preempts_ && preempt_point_;
         }
         if (displaced) {
+          ++current_thread_->context_switches_;  // nivcsw
           current_thread_->state_ = Thread::State::kRunnable;
           runqueue_.push_back(current_thread_);
           current_thread_ = nullptr;
@@ -438,6 +439,7 @@ void Cpu::Loop() {
           // A short-running woken thread takes the CPU; the task it
           // pre-empted runs next with the rest of its slice (EEVDF keeps
           // its deadline), not behind the other runnable ones.
+          ++current_thread_->context_switches_;  // nivcsw
           current_thread_->state_ = Thread::State::kRunnable;
           current_thread_->slice_left_ns_ = slice_end_ == kSimTimeNever ? 0 : slice_end_ - now_;
           runqueue_.push_front(current_thread_);
@@ -474,10 +476,7 @@ void Cpu::Loop() {
         next->slice_left_ns_ = 0;
         slice_end_ = runqueue_.empty() ? kSimTimeNever : now_ + slice;
         UpdateThreadAccount();
-        if (next != last_thread_) {
-          Charge(fn_schedule_, machine_.costs().context_switch_ns);
-          ++next->context_switches_;
-        }
+        if (next != last_thread_) Charge(fn_schedule_, machine_.costs().context_switch_ns);
         last_thread_ = next;
         next->state_ = Thread::State::kRunning;
       }
@@ -526,6 +525,7 @@ void Cpu::Loop() {
       case SuspendReason::kSleep:
         BLKLAB_CHECK(run_level == Level::kTask);
         current_thread_->state_ = Thread::State::kSleeping;
+        ++current_thread_->context_switches_;  // nvcsw
         current_thread_->last_ran_ = now_;
         current_thread_ = nullptr;
         continue;

@@ -128,6 +128,8 @@ class Thread {
   // its wake-up sets need_resched on the running task (EEVDF places it with
   // positive lag), honoured at that task's next pre-emption point.
   void set_wakeup_preempts(bool on) { wakeup_preempts_ = on; }
+  // Times it left a CPU: to sleep (nvcsw) or pre-empted (nivcsw), as
+  // getrusage counts them (fio's ctx).
   uint64_t context_switches() const { return context_switches_; }
   // CPU time this thread used in user and kernel mode (its rusage).
   int64_t user_ns() const { return mode_ns_[0]; }
