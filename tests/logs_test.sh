@@ -13,7 +13,11 @@
 #  - the clat_hist lines have fio's 1859 fields (time, dir, bs, 1856 counts);
 #  - fio2gnuplot -b / -i / -p 'logs_clat.1.log' accept them (exit 0, non-empty
 #    result); a failure when fio2gnuplot is missing (scripts/setup installs
-#    fio). No -g: gnuplot is absent.
+#    fio). No -g: gnuplot is absent;
+#  - write_iolog: a job over two files with fsync=4 writes fio's version 3
+#    iolog (the version line, each file added, opened and closed, one line
+#    per I/O and per sync), and fio 3.33 itself replays it with
+#    read_iolog on its null engine: the same writes, bytes and syncs.
 set -u
 
 BLKLAB=${1:?usage: logs_test.sh BLKLAB_BINARY FIO_REFERENCE_DIR}
@@ -94,6 +98,43 @@ if command -v fio2gnuplot >/dev/null 2>&1; then
   check_gnuplot clat '*.global' -p 'logs_clat.1.log'
 else
   fail "fio2gnuplot is not installed (scripts/setup installs fio)"
+fi
+
+# 5. write_iolog, replayed by fio.
+mkdir -p "$TMP/iolog"
+if (cd "$TMP/iolog" && "$BLKLAB" fio --host=auto --name=j --filename=/tmp/f1:/tmp/f2 --size=1m --rw=randwrite \
+      --bs=64k --fsync=4 --write_iolog=io.log >"$TMP/iolog.out" 2>&1); then
+  l="$TMP/iolog/io.log"
+  head=$(head -5 "$l" | tr '\n' '|')
+  writes=$(grep -c ' write [0-9]* 65536$' "$l")
+  syncs=$(grep -c ' sync 0 0$' "$l")
+  if [ "$head" = "fio version 3 iolog|0 /tmp/f1 add|0 /tmp/f2 add|0 /tmp/f1 open|0 /tmp/f2 open|" ] &&
+     [ "$writes" = 16 ] && [ "$syncs" = 4 ] && [ "$(grep -c ' close$' "$l")" = 2 ]; then
+    pass "write_iolog: version 3 header, $writes writes, $syncs syncs, both files closed"
+  else
+    fail "write_iolog: header '$head', $writes writes (want 16), $syncs syncs (want 4)"
+  fi
+  if command -v fio >/dev/null 2>&1; then
+    if (cd "$TMP/iolog" && fio --name=replay --read_iolog=io.log --ioengine=null --output-format=json \
+          >"$TMP/replay.json" 2>"$TMP/replay.err"); then
+      got=$(python3 -c '
+import json, sys
+t = open(sys.argv[1]).read()
+j = json.loads(t[t.index("{"):])["jobs"][0]
+print(j["write"]["total_ios"], j["write"]["io_kbytes"], j["sync"]["total_ios"], j["error"])' "$TMP/replay.json")
+      if [ "$got" = "16 1024 4 0" ]; then
+        pass "fio --read_iolog replays it: $got (writes, KiB, syncs, error)"
+      else
+        fail "fio --read_iolog replay: '$got', want '16 1024 4 0'"
+      fi
+    else
+      fail "fio --read_iolog exited non-zero: $(tail -3 "$TMP/replay.err")"
+    fi
+  else
+    fail "fio is not installed (scripts/setup installs it)"
+  fi
+else
+  fail "blklab fio --write_iolog exited non-zero: $(tail -3 "$TMP/iolog.out")"
 fi
 
 checks_end log

@@ -129,7 +129,8 @@ bool LogNameAllowed(const std::string& name, const std::vector<std::string>& use
 std::vector<std::string> UserLogPrefixes(const std::vector<std::string>& args) {
   std::vector<std::string> out;
   for (const std::string& a : args) {
-    for (const char* opt : {"--write_bw_log=", "--write_iops_log=", "--write_lat_log=", "--write_hist_log="}) {
+    for (const char* opt :
+         {"--write_bw_log=", "--write_iops_log=", "--write_lat_log=", "--write_hist_log=", "--write_iolog="}) {
       if (absl::StartsWith(a, opt)) out.push_back(a.substr(std::string(opt).size()));
     }
   }

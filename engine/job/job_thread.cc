@@ -423,8 +423,10 @@ char JobThread::RunStateChar(sim::SimTime now) const {
 }
 
 std::vector<stats::LogFile> JobThread::TakeLogFiles() {
-  if (logger_ == nullptr) return {};
-  return logger_->TakeFiles();
+  std::vector<stats::LogFile> files;
+  if (logger_ != nullptr) files = logger_->TakeFiles();
+  if (!spec_.write_iolog.empty()) files.push_back(stats::LogFile{spec_.write_iolog, std::move(iolog_)});
+  return files;
 }
 
 void JobThread::Start() { thread_->Start(Main(), config_.start_at); }
@@ -527,10 +529,20 @@ void JobThread::StartIo(IoU* u) {
   if (!u->ver_list && counts_toward_limit_[static_cast<int>(u->dir)]) bytes_issued_ += u->bio.bytes;
   all_bytes_issued_ += u->bio.bytes;
   if (collector_.started()) collector_.RecordIssue(u->dir, ctx_.in_flight);
+  IologIo(u->file, stats::DirName(u->dir),
+          (u->bio.sector << model::kSectorShift) - config_.files[u->file].base_bytes, u->bio.bytes);
 }
 
 sim::Task JobThread::Main() {
   co_await cpu().Sync();
+  if (!spec_.write_iolog.empty()) {
+    // init_iolog_write: the version line and every file added, then the
+    // files opened.
+    iolog_start_ = cpu().now();
+    iolog_ = "fio version 3 iolog\n";
+    for (size_t f = 0; f < config_.files.size(); ++f) IologFile(f, "add");
+    for (size_t f = 0; f < config_.files.size(); ++f) IologFile(f, "open");
+  }
   // td_io_open_file: invalidate=1 drops the file's cached pages.
   InvalidateFiles();
   co_await PreReadFiles();
@@ -582,12 +594,15 @@ bool JobThread::SyncDue(const IoU* u) const {
   return every > 0 && write_issues_ % every == 0;
 }
 
-sim::Task JobThread::FileSync(int file) {
+sim::Task JobThread::FileSync(int file, bool due) {
+  // fio's sync io_u: DDIR_DATASYNC for an fdatasync= sync, else DDIR_SYNC.
+  const char* ddir = due && spec_.fsync_blocks == 0 && spec_.fdatasync_blocks > 0 ? "datasync" : "sync";
   const size_t first = file >= 0 ? static_cast<size_t>(file) : 0;
   const size_t end = file >= 0 ? first + 1 : config_.files.size();
   for (size_t f = first; f < end; ++f) {
     co_await cpu().Sync();
     const sim::SimTime start = cpu().now();
+    IologIo(f, ddir, 0, 0);
     {
       sim::Cpu& c = cpu();  // no migratable sleep below
       sim::StackFrame frame(c, fn_fsync_);
@@ -626,6 +641,25 @@ void JobThread::CloseFiles() {
   for (model::VmArea& vma : vmas_) {
     if (vma.m != nullptr) ctx_.page_cache->Munmap(cpu(), vma);
   }
+  for (size_t f = 0; f < config_.files.size(); ++f) IologFile(f, "close");
+}
+
+void JobThread::OpenFiles() {
+  for (size_t f = 0; f < config_.files.size(); ++f) {
+    OpenRaState(f);
+    IologFile(f, "open");
+  }
+}
+
+void JobThread::IologFile(size_t f, const char* act) {
+  if (spec_.write_iolog.empty()) return;
+  absl::StrAppend(&iolog_, (cpu().now() - iolog_start_) / 1000, " ", config_.files[f].name, " ", act, "\n");
+}
+
+void JobThread::IologIo(size_t f, const char* ddir, uint64_t offset, uint64_t bytes) {
+  if (spec_.write_iolog.empty()) return;
+  absl::StrAppend(&iolog_, (cpu().now() - iolog_start_) / 1000, " ", config_.files[f].name, " ", ddir, " ", offset,
+                  " ", bytes, "\n");
 }
 
 sim::Task JobThread::PreReadFiles() {
@@ -670,7 +704,7 @@ void JobThread::ReopenFiles() {
   CloseFiles();
   if (spec_.unlink_each_loop) UnlinkFiles();
   InvalidateFiles();
-  for (size_t f = 0; f < config_.files.size(); ++f) OpenRaState(f);
+  OpenFiles();
 }
 
 void JobThread::InvalidateFiles() {
@@ -1022,7 +1056,7 @@ sim::Task JobThread::AsyncLoop() {
     if (SyncDue(u)) {
       // The engine takes the sync once what is queued is submitted.
       co_await Commit();
-      co_await FileSync(static_cast<int>(u->file));
+      co_await FileSync(static_cast<int>(u->file), /*due=*/true);
     }
     if (queued_.size() >= batch_submit_ || ctx_.in_flight >= depth) co_await Commit();
     if (spec_.thinktime_ns > 0) co_await ThinkTime(/*issued=*/true);
@@ -1114,7 +1148,7 @@ sim::Task JobThread::SyncLoop() {
     co_await Commit();
     ReapCompleted(1);
     // fsync= / fdatasync=: every N writes, a sync (get_io_u's DDIR_SYNC).
-    if (sync_due) co_await FileSync(static_cast<int>(u->file));
+    if (sync_due) co_await FileSync(static_cast<int>(u->file), /*due=*/true);
     // One IO is both issued and completed here: it counts for either type.
     if (spec_.thinktime_ns > 0) {
       co_await ThinkTime(spec_.thinktime_blocks_type == workload::ThinktimeBlocksType::kIssue);

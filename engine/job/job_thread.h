@@ -214,6 +214,14 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   // close_file leaves them mapped until the process exits: the model
   // charges the zap at the close).
   void CloseFiles();
+  // td_io_open_file for each file: a fresh readahead state, the iolog's
+  // "open" line.
+  void OpenFiles();
+  // write_iolog (fio's log_file / log_io_u): a file's add / open / close,
+  // and an I/O of `ddir` ("read", "write", "trim", "sync", "datasync") at
+  // a file offset as it is queued. No effect without write_iolog.
+  void IologFile(size_t f, const char* act);
+  void IologIo(size_t f, const char* ddir, uint64_t offset, uint64_t bytes);
   // pre_read: each buffered file read into the page cache before the job
   // starts (pre_read_file: read(2) of the job's region in max read-bs
   // chunks), its time before the job's clock.
@@ -224,8 +232,9 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   void UnlinkFiles();
   bool SyncDue(const IoU* u) const;           // fsync= / fdatasync=: a sync follows this write
   // fsync(2) of file `file` (-1: each of the clone's files in turn), in the
-  // sync statistics.
-  sim::Task FileSync(int file = -1);
+  // sync statistics; `due`: the sync fsync= / fdatasync= asked for (an
+  // fdatasync for the latter).
+  sim::Task FileSync(int file = -1, bool due = false);
   sim::Task QueueAndMaybeReap(IoU* u);        // queue u; commit a full batch; reap a full queue
   void ReapCompleted(uint32_t max);
   bool Stopping();
@@ -330,6 +339,9 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   // ioengine=mmap, per file: the process's shared mapping of it (mapped at
   // its first I/O, unmapped when the file is closed); empty otherwise.
   std::vector<model::VmArea> vmas_;
+  // write_iolog: the log's text and its time origin (init_iolog).
+  std::string iolog_;
+  sim::SimTime iolog_start_ = 0;
   uint64_t verify_read_issues_ = 0;
   uint64_t verify_bytes_done_ = 0;   // td->bytes_verified
   int error_ = 0;

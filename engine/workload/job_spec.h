@@ -188,6 +188,7 @@ struct JobSpec {
   uint32_t file_service_nr = 1;  // I/Os to a file before the next (`roundrobin:N`)
   std::vector<std::string> filenames;  // from `filename=` (`:` list, `\:` escapes)
   std::string directory;
+  std::string write_iolog;  // write_iolog=: the job's I/O log (fio version 3 iolog); empty: none
   ZoneMode zonemode = ZoneMode::kNone;
   // zonemode=strided: zonesize bytes of I/O in each zone of zonerange
   // (0: zonesize) bytes, then the next zone zonerange + zoneskip further.

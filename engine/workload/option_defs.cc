@@ -90,7 +90,7 @@ const std::vector<OptionDef>& AllOptions() {
     {"trim_verify_zero", "", OptionId::kGeneric, OptionKind::kBool, 2, "1", "", "", ""},
     {"trim_backlog", "", OptionId::kGeneric, OptionKind::kString, 2, "", "", "", ""},
     {"trim_backlog_batch", "", OptionId::kGeneric, OptionKind::kInt, 2, "", "", "", ""},
-    {"write_iolog", "", OptionId::kGeneric, OptionKind::kString, 2, "", "", "", ""},
+    {"write_iolog", "", OptionId::kWriteIolog, OptionKind::kString, 1, "", "", "", "", BindString<&JobSpec::write_iolog>()},
     {"read_iolog", "", OptionId::kGeneric, OptionKind::kString, 2, "", "", "", ""},
     {"read_iolog_chunked", "", OptionId::kGeneric, OptionKind::kBool, 3, "0", "", "", ""},
     {"replay_no_stall", "", OptionId::kGeneric, OptionKind::kBool, 3, "0", "", "", ""},

@@ -69,6 +69,7 @@ enum class OptionId : uint16_t {
   kSgWriteMode,
   kSyncIo,
   kFadviseHint,
+  kWriteIolog,
   kFilename,
   kFilesize,
   kFixedbufs,
