@@ -47,10 +47,11 @@ std::vector<std::string> JobTargets(const workload::ParsedJobs& jobs) {
     targets.insert(targets.end(), spec.filenames.begin(), spec.filenames.end());
     // No filename but a directory, or several files: fio's own files
     // (there, else in the working directory).
-    if (spec.filenames.empty() && !spec.directory.empty()) {
-      targets.push_back(spec.directory + (absl::EndsWith(spec.directory, "/") ? "" : "/") + spec.name + ".0.0");
-    } else if (spec.filenames.empty() && spec.nrfiles > 1) {
-      targets.push_back(spec.name + ".0.0");
+    const std::string own = workload::FioFileName(spec, 0, 0);
+    if (spec.filenames.empty() && !spec.directory.empty() && !absl::StartsWith(own, "/")) {
+      targets.push_back(spec.directory + (absl::EndsWith(spec.directory, "/") ? "" : "/") + own);
+    } else if (spec.filenames.empty() && (spec.nrfiles > 1 || !spec.directory.empty() || !spec.filename_format.empty())) {
+      targets.push_back(own);
     }
   }
   return targets;

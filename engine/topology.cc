@@ -647,12 +647,12 @@ absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
     const JobSpec& spec = jobs[c.job_index];
     std::vector<JobTarget> targets = job_targets[c.job_index];
     if (targets.size() == 1 && targets[0].file == kPerCloneFile) {
-      // fio's filename_format default, $jobname.$jobnum.$filenum.
+      // fio's filename_format (default $jobname.$jobnum.$filenum).
       const int disk = targets[0].disk;
       const uint32_t n = JobFileCount(spec);
       targets.clear();
       for (uint32_t k = 0; k < n; ++k) {
-        const std::string path = AbsolutePath(spec, absl::StrCat(spec.name, ".", c.clone_index, ".", k), req.host);
+        const std::string path = AbsolutePath(spec, workload::FioFileName(spec, c.clone_index, k), req.host);
         const int fs = MountOf(req.host, path);
         BLKLAB_ASSIGN_OR_RETURN(int file, AddFile(spec, path, fs, disk, static_cast<int>(c.clone_index),
                                                   ExistingBytes(req.host, fs, path), n, plan.files));

@@ -124,12 +124,16 @@ TEST(PageCache, FsyncEveryNWritesIsASyncInFiosStatistics) {
   const host::HostSpec h = PageCacheHost();
   const RunResult r =
       MustRun(h, {"--name=w", "--filename=/mnt/w", "--size=1m", "--rw=write", "--bs=4k", "--fsync=32"});
-  EXPECT_EQ(r.clones.at(0).result.sync.total_ios, 8u);
-  EXPECT_EQ(Cache(r).pages_written_back, 256u);
-  // Direct I/O: the syncs still count (nothing cached to write back).
+  // fio 3.33 issues 7: the sync due after the last write would come with
+  // the next get_io_u, and there is none.
+  EXPECT_EQ(r.clones.at(0).result.sync.total_ios, 7u);
+  EXPECT_EQ(Cache(r).pages_written_back, 224u);
+  // Direct I/O: the syncs still happen (nothing cached to write back);
+  // fdatasyncs are in the sync latencies only, as fio counts them.
   const RunResult d = MustRun(
       h, {"--name=w", "--filename=/mnt/w", "--size=1m", "--rw=write", "--bs=4k", "--fdatasync=64", "--direct=1"});
-  EXPECT_EQ(d.clones.at(0).result.sync.total_ios, 4u);
+  EXPECT_EQ(d.clones.at(0).result.sync.total_ios, 0u);
+  EXPECT_EQ(d.clones.at(0).result.sync.lat.n(), 3u);
   EXPECT_FALSE(d.kernel.page_cache.has_value());
 }
 

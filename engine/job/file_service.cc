@@ -30,8 +30,6 @@ absl::StatusOr<FileService> FileService::Create(const workload::JobSpec& spec,
 uint32_t FileService::Pick() {
   const uint32_t n = count();
   if (done_count_ >= n) return UINT32_MAX;
-  // A trimwrite's write goes where its trim went.
-  if (!done_[cur_] && gens_[cur_].pair_pending()) return cur_;
   if (left_ > 0 && !done_[cur_]) {
     --left_;
     return cur_;
@@ -56,12 +54,19 @@ uint32_t FileService::Pick() {
   return cur_;
 }
 
+uint32_t FileService::NextSyncFile() {
+  if (count() == 1) return 0;
+  const uint32_t f = Pick();
+  return f == UINT32_MAX ? cur_ : f;
+}
+
 FileService::Next FileService::NextIo(const absl::FunctionRef<workload::Direction(workload::Direction)>* adjust) {
   if (count() == 1) {
     Next out;
     out.io = adjust != nullptr ? gens_[0].Next(*adjust) : gens_[0].Next();
     return out;
   }
+  std::vector<uint32_t> closed;
   for (;;) {
     const uint32_t f = Pick();
     if (f == UINT32_MAX) {
@@ -86,6 +91,7 @@ FileService::Next FileService::NextIo(const absl::FunctionRef<workload::Directio
         // set_io_u_file: this file is done for the loop; its I/O waits for
         // the next one.
         held_[f] = out.io;
+        closed.push_back(f);
         done_[f] = true;
         ++done_count_;
         left_ = 0;
@@ -93,6 +99,7 @@ FileService::Next FileService::NextIo(const absl::FunctionRef<workload::Directio
       }
     }
     out.io.new_pass = loop_wrapped_;
+    out.closed = std::move(closed);
     loop_wrapped_ = false;
     return out;
   }

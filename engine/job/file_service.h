@@ -15,8 +15,9 @@
 // the I/O it held back. With one file this is the generator's own stream.
 //
 // Determinism: the random file choice draws from its own seeded stream.
-// Invariants: file() < count(); a trimwrite's write follows its trim on the
-//  same file.
+// Invariants: file() < count(). A trimwrite's write waits in its file's
+//  generator for that file's next turn (fio 3.33 over two files: T0 T1 W0
+//  W1).
 // Thread-safety: thread-compatible; one per clone.
 // Cost: Next() is O(1) amortised for roundrobin and sequential, O(files)
 //  expected for random once most files are done; no allocation.
@@ -40,6 +41,9 @@ class FileService {
   struct Next {
     workload::GeneratedIo io;
     uint32_t file = 0;
+    // Files whose pass ended while this I/O was chosen (fio closes each
+    // then: set_io_u_file's td_io_close_file), in order; usually none.
+    std::vector<uint32_t> closed;
   };
 
   // One generator per plan (the clone's files in order); `seed` and
@@ -54,6 +58,11 @@ class FileService {
   // The next I/O and its file; `adjust` as IoGenerator::Next(adjust) (null:
   // none).
   Next NextIo(const absl::FunctionRef<workload::Direction(workload::Direction)>* adjust = nullptr);
+
+  // The file a sync due now goes to: fio decides fsync= / fdatasync= in
+  // fill_io_u after get_next_file picked the io_u's file, so the sync takes
+  // the next file's turn (with several files, not the file just written).
+  uint32_t NextSyncFile();
 
   uint32_t count() const { return static_cast<uint32_t>(gens_.size()); }
   bool random_map_enabled() const { return gens_.front().random_map_enabled(); }

@@ -65,6 +65,22 @@ TEST(FileServiceTest, RoundRobinN) {
   EXPECT_EQ(order, "00011100");
 }
 
+TEST(FileServiceTest, ASyncTakesTheNextFilesTurn) {
+  // fsync=2 over two files, as fio: W(0) W(1), the sync picks file 0, the
+  // next write goes to file 1.
+  FileService fs = Files(Spec("rw=write\nbs=4k\nsize=64k\nfsync=2\n"), 2);
+  std::string order;
+  for (int i = 0; i < 3; ++i) {
+    order += static_cast<char>('0' + fs.NextIo().file);
+    order += static_cast<char>('0' + fs.NextIo().file);
+    order += 's';
+    order += static_cast<char>('0' + fs.NextSyncFile());
+  }
+  EXPECT_EQ(order, "01s010s101s0");
+  FileService one = Files(Spec("rw=write\nbs=4k\nsize=64k\n"), 1);
+  EXPECT_EQ(one.NextSyncFile(), 0u);
+}
+
 TEST(FileServiceTest, SequentialFinishesAFileFirstAndLoopsStartAgain) {
   FileService fs = Files(Spec("rw=write\nbs=4k\nsize=32k\nfile_service_type=sequential\n"), 2);
   std::string order;
@@ -113,15 +129,22 @@ TEST(FileServiceTest, FilesDrawTheirOwnOffsets) {
   EXPECT_LT(same, 8);
 }
 
-TEST(FileServiceTest, TrimWriteStaysOnItsFile) {
+TEST(FileServiceTest, TrimWriteTakesTurnsLikeAnyIo) {
+  // fio 3.33's own iolog of this job over two files: each file's write
+  // waits for that file's next turn.
   FileService fs = Files(Spec("rw=trimwrite\nbs=4k\nsize=64k\n"), 2);
-  for (int i = 0; i < 8; ++i) {
-    const FileService::Next trim = fs.NextIo();
-    const FileService::Next write = fs.NextIo();
-    EXPECT_EQ(trim.io.direction, workload::Direction::kTrim);
-    EXPECT_EQ(write.io.direction, workload::Direction::kWrite);
-    EXPECT_EQ(trim.file, write.file);
-    EXPECT_EQ(trim.io.offset, write.io.offset);
+  for (int i = 0; i < 4; ++i) {
+    const FileService::Next t0 = fs.NextIo(), t1 = fs.NextIo(), w0 = fs.NextIo(), w1 = fs.NextIo();
+    EXPECT_EQ(t0.file, 0u);
+    EXPECT_EQ(t1.file, 1u);
+    EXPECT_EQ(w0.file, 0u);
+    EXPECT_EQ(w1.file, 1u);
+    EXPECT_EQ(t0.io.direction, workload::Direction::kTrim);
+    EXPECT_EQ(t1.io.direction, workload::Direction::kTrim);
+    EXPECT_EQ(w0.io.direction, workload::Direction::kWrite);
+    EXPECT_EQ(w1.io.direction, workload::Direction::kWrite);
+    EXPECT_EQ(t0.io.offset, w0.io.offset);
+    EXPECT_EQ(t1.io.offset, w1.io.offset);
   }
 }
 

@@ -488,6 +488,7 @@ bool JobThread::PrepareIo(IoU* u) {
   }
   const workload::GeneratedIo& io = next.io;
   cpu().Charge(fn_get_io_u_, user_issue_ns_);
+  for (uint32_t f : next.closed) IologClose(f);
   if (io.new_pass && config_.plan.pass_end_ends_loop && ++loops_done_ >= std::max<uint64_t>(spec_.loops, 1)) {
     // The last loop's sequential pass reached the region's end (with holes,
     // rw=read:512k, before io_size bytes): no more I/O, as fio.
@@ -529,19 +530,18 @@ void JobThread::StartIo(IoU* u) {
   if (!u->ver_list && counts_toward_limit_[static_cast<int>(u->dir)]) bytes_issued_ += u->bio.bytes;
   all_bytes_issued_ += u->bio.bytes;
   if (collector_.started()) collector_.RecordIssue(u->dir, ctx_.in_flight);
-  IologIo(u->file, stats::DirName(u->dir),
-          (u->bio.sector << model::kSectorShift) - config_.files[u->file].base_bytes, u->bio.bytes);
+  last_offset_ = (u->bio.sector << model::kSectorShift) - config_.files[u->file].base_bytes;
+  IologIo(u->file, stats::DirName(u->dir), last_offset_, u->bio.bytes);
 }
 
 sim::Task JobThread::Main() {
   co_await cpu().Sync();
   if (!spec_.write_iolog.empty()) {
-    // init_iolog_write: the version line and every file added, then the
-    // files opened.
+    // init_iolog_write: the version line and every file added.
     iolog_start_ = cpu().now();
     iolog_ = "fio version 3 iolog\n";
+    iolog_open_.assign(config_.files.size(), false);
     for (size_t f = 0; f < config_.files.size(); ++f) IologFile(f, "add");
-    for (size_t f = 0; f < config_.files.size(); ++f) IologFile(f, "open");
   }
   // td_io_open_file: invalidate=1 drops the file's cached pages.
   InvalidateFiles();
@@ -602,7 +602,7 @@ sim::Task JobThread::FileSync(int file, bool due) {
   for (size_t f = first; f < end; ++f) {
     co_await cpu().Sync();
     const sim::SimTime start = cpu().now();
-    IologIo(f, ddir, 0, 0);
+    IologIo(f, ddir, last_offset_, 0);
     {
       sim::Cpu& c = cpu();  // no migratable sleep below
       sim::StackFrame frame(c, fn_fsync_);
@@ -616,7 +616,7 @@ sim::Task JobThread::FileSync(int file, bool due) {
       }
     }
     co_await cpu().PreemptPoint();
-    if (collector_.started()) collector_.RecordSync(cpu().now() - start);
+    if (collector_.started()) collector_.RecordSync(cpu().now() - start, ddir[0] == 'd');
   }
   last_was_sync_ = true;
 }
@@ -641,14 +641,17 @@ void JobThread::CloseFiles() {
   for (model::VmArea& vma : vmas_) {
     if (vma.m != nullptr) ctx_.page_cache->Munmap(cpu(), vma);
   }
-  for (size_t f = 0; f < config_.files.size(); ++f) IologFile(f, "close");
+  for (size_t f = 0; f < config_.files.size(); ++f) IologClose(f);
 }
 
 void JobThread::OpenFiles() {
-  for (size_t f = 0; f < config_.files.size(); ++f) {
-    OpenRaState(f);
-    IologFile(f, "open");
-  }
+  for (size_t f = 0; f < config_.files.size(); ++f) OpenRaState(f);
+}
+
+void JobThread::IologClose(size_t f) {
+  if (spec_.write_iolog.empty() || !iolog_open_[f]) return;
+  iolog_open_[f] = false;
+  IologFile(f, "close");
 }
 
 void JobThread::IologFile(size_t f, const char* act) {
@@ -658,6 +661,10 @@ void JobThread::IologFile(size_t f, const char* act) {
 
 void JobThread::IologIo(size_t f, const char* ddir, uint64_t offset, uint64_t bytes) {
   if (spec_.write_iolog.empty()) return;
+  if (!iolog_open_[f]) {
+    iolog_open_[f] = true;
+    IologFile(f, "open");
+  }
   absl::StrAppend(&iolog_, (cpu().now() - iolog_start_) / 1000, " ", config_.files[f].name, " ", ddir, " ", offset,
                   " ", bytes, "\n");
 }
@@ -1048,16 +1055,19 @@ sim::Task JobThread::AsyncLoop() {
       co_await FlowHold();
       if (Stopping()) break;
     }
+    if (sync_pending_) {
+      // The engine takes the sync once what is queued is submitted.
+      sync_pending_ = false;
+      co_await Commit();
+      co_await FileSync(static_cast<int>(gen_.NextSyncFile()), /*due=*/true);
+      continue;
+    }
     IoU* u = free_.back();
     if (!PrepareIo(u)) break;
     free_.pop_back();
     if (has_rate_) co_await Throttle(u);
     queued_.push_back(u);
-    if (SyncDue(u)) {
-      // The engine takes the sync once what is queued is submitted.
-      co_await Commit();
-      co_await FileSync(static_cast<int>(u->file), /*due=*/true);
-    }
+    sync_pending_ = SyncDue(u);
     if (queued_.size() >= batch_submit_ || ctx_.in_flight >= depth) co_await Commit();
     if (spec_.thinktime_ns > 0) co_await ThinkTime(/*issued=*/true);
     if (ctx_.in_flight >= depth) {
@@ -1139,16 +1149,19 @@ sim::Task JobThread::SyncLoop() {
       co_await FlowHold();
       if (Stopping()) break;
     }
+    if (sync_pending_) {
+      sync_pending_ = false;
+      co_await FileSync(static_cast<int>(gen_.NextSyncFile()), /*due=*/true);
+      continue;
+    }
     IoU* u = free_.back();
     if (!PrepareIo(u)) break;
     free_.pop_back();
     if (has_rate_) co_await Throttle(u);
     queued_.push_back(u);
-    const bool sync_due = SyncDue(u);
+    sync_pending_ = SyncDue(u);
     co_await Commit();
     ReapCompleted(1);
-    // fsync= / fdatasync=: every N writes, a sync (get_io_u's DDIR_SYNC).
-    if (sync_due) co_await FileSync(static_cast<int>(u->file), /*due=*/true);
     // One IO is both issued and completed here: it counts for either type.
     if (spec_.thinktime_ns > 0) {
       co_await ThinkTime(spec_.thinktime_blocks_type == workload::ThinktimeBlocksType::kIssue);

@@ -214,13 +214,15 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   // close_file leaves them mapped until the process exits: the model
   // charges the zap at the close).
   void CloseFiles();
-  // td_io_open_file for each file: a fresh readahead state, the iolog's
-  // "open" line.
+  // td_io_open_file for each file: a fresh readahead state.
   void OpenFiles();
-  // write_iolog (fio's log_file / log_io_u): a file's add / open / close,
-  // and an I/O of `ddir` ("read", "write", "trim", "sync", "datasync") at
-  // a file offset as it is queued. No effect without write_iolog.
+  // write_iolog (fio's log_file / log_io_u): a file's add, open (logged
+  // at its first I/O, as fio opens it) and close (when its pass ends, or
+  // at the job's end), and an I/O of `ddir` ("read", "write", "trim",
+  // "sync", "datasync") at a file offset as it is queued. No effect
+  // without write_iolog.
   void IologFile(size_t f, const char* act);
+  void IologClose(size_t f);
   void IologIo(size_t f, const char* ddir, uint64_t offset, uint64_t bytes);
   // pre_read: each buffered file read into the page cache before the job
   // starts (pre_read_file: read(2) of the job's region in max read-bs
@@ -342,6 +344,11 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   // write_iolog: the log's text and its time origin (init_iolog).
   std::string iolog_;
   sim::SimTime iolog_start_ = 0;
+  std::vector<bool> iolog_open_;  // per file: opened in the log and not closed
+  uint64_t last_offset_ = 0;
+  // fsync= / fdatasync=: N writes were issued; the next get_io_u is a sync
+  // (fill_io_u's DDIR_SYNC), none if the job ends first.
+  bool sync_pending_ = false;      // the last I/O's file offset (a sync io_u's stale one)
   uint64_t verify_read_issues_ = 0;
   uint64_t verify_bytes_done_ = 0;   // td->bytes_verified
   int error_ = 0;

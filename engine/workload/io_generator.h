@@ -123,8 +123,6 @@ class IoGenerator {
   GeneratedIo Next(absl::FunctionRef<Direction(Direction)> adjust);
 
   bool random_map_enabled() const { return use_map_; }
-  // A trimwrite's write is due next (it goes where the trim went).
-  bool pair_pending() const { return pending_trim_write_; }
   // Completed passes over the region (random map resets, sequential wraps).
   uint64_t passes() const { return passes_; }
 

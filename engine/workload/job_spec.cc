@@ -1,6 +1,11 @@
 #include "engine/workload/job_spec.h"
 
 #include <algorithm>
+#include <string>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 
 namespace blklab::workload {
 
@@ -52,6 +57,25 @@ const char* RwPatternName(RwPattern p) {
 }
 
 bool IsFileOperationEngine(IoEngine e) { return e == IoEngine::kFalloc || e == IoEngine::kFtruncate; }
+
+std::string FioFileName(const JobSpec& spec, uint32_t jobnum, uint32_t filenum) {
+  if (spec.filename_format.empty()) return absl::StrCat(spec.name, ".", jobnum, ".", filenum);
+  std::string out = spec.filename_format;
+  const std::pair<const char*, std::string> kKeywords[] = {
+      {"$jobname", spec.name}, {"$jobnum", absl::StrCat(jobnum)}, {"$filenum", absl::StrCat(filenum)},
+      {"$clientuid", ""}};
+  for (const auto& [key, value] : kKeywords) {
+    const std::string k = key;
+    for (size_t at = 0;;) {
+      const std::string lower = absl::AsciiStrToLower(out);
+      at = lower.find(k, at);
+      if (at == std::string::npos) break;
+      out.replace(at, k.size(), value);
+      at += value.size();
+    }
+  }
+  return out;
+}
 
 bool IsSynchronous(IoEngine e) {
   switch (e) {

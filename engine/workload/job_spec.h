@@ -188,6 +188,7 @@ struct JobSpec {
   uint32_t file_service_nr = 1;  // I/Os to a file before the next (`roundrobin:N`)
   std::vector<std::string> filenames;  // from `filename=` (`:` list, `\:` escapes)
   std::string directory;
+  std::string filename_format;  // filename_format=; empty: fio's $jobname.$jobnum.$filenum
   std::string write_iolog;  // write_iolog=: the job's I/O log (fio version 3 iolog); empty: none
   ZoneMode zonemode = ZoneMode::kNone;
   // zonemode=strided: zonesize bytes of I/O in each zone of zonerange
@@ -327,6 +328,12 @@ struct JobSpec {
   int source_line = 0;      // line of the section header
   uint32_t group_id = 0;    // set when jobs are formed (a.7)
 };
+
+// The name fio gives file `filenum` of clone `jobnum` of a job without
+// filename= (init.c make_filename): filename_format with $jobname,
+// $jobnum, $filenum (case-insensitive) replaced and $clientuid empty (no
+// client/server run), else "$jobname.$jobnum.$filenum".
+std::string FioFileName(const JobSpec& spec, uint32_t jobnum, uint32_t filenum);
 
 // Smallest and largest block size the job can issue in direction `d`
 // (bs, bsrange or bssplit, whichever is in effect).

@@ -16,7 +16,7 @@ const std::vector<OptionDef>& AllOptions() {
     {"filename", "", OptionId::kFilename, OptionKind::kString, 1, "", "", "", "target file(s), colon separated"},
     {"lockfile", "", OptionId::kGeneric, OptionKind::kChoice, 2, "none", "none exclusive readwrite", "", ""},
     {"directory", "", OptionId::kDirectory, OptionKind::kString, 2, "", "", "", "", BindString<&JobSpec::directory>()},
-    {"filename_format", "", OptionId::kGeneric, OptionKind::kString, 2, "$jobname.$jobnum.$filenum", "", "", ""},
+    {"filename_format", "", OptionId::kFilenameFormat, OptionKind::kString, 1, "$jobname.$jobnum.$filenum", "", "", "", BindString<&JobSpec::filename_format>()},
     {"unique_filename", "", OptionId::kGeneric, OptionKind::kBool, 3, "1", "", "", ""},
     {"opendir", "", OptionId::kGeneric, OptionKind::kString, 3, "", "", "", ""},
     {"rw", "readwrite", OptionId::kRw, OptionKind::kChoice, 1, "read", "read write trim randread randwrite randtrim rw readwrite randrw trimwrite randtrimwrite", "", "I/O pattern, optional :N modifier"},

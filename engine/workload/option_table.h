@@ -70,6 +70,7 @@ enum class OptionId : uint16_t {
   kSyncIo,
   kFadviseHint,
   kWriteIolog,
+  kFilenameFormat,
   kFilename,
   kFilesize,
   kFixedbufs,
