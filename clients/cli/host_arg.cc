@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "compare/compare.h"
 #include "engine/engine.h"
 #include "engine/host/auto_host.h"
 #include "engine/host/presets.h"
@@ -15,18 +16,7 @@ std::string DefaultHostArg() {
 }
 
 absl::StatusOr<util::DocNode> LoadHostDoc(const std::string& host_arg, const std::string& base_dir) {
-  absl::StatusOr<absl::string_view> preset = host::PresetYaml(host_arg);
-  if (preset.ok()) return host::ParseHostDoc(*preset);
-  std::string path = host_arg;
-  if (!base_dir.empty() && !path.empty() && path[0] != '/') path = base_dir + "/" + path;
-  absl::StatusOr<std::string> text = util::ReadFileToString(path);
-  if (!text.ok()) {
-    return absl::InvalidArgumentError("--host=" + host_arg + ": neither a preset nor a readable file (" +
-                                      std::string(preset.status().message()) + ")");
-  }
-  absl::StatusOr<util::DocNode> doc = host::ParseHostDoc(*text);
-  if (!doc.ok()) return absl::InvalidArgumentError(host_arg + ": " + std::string(doc.status().message()));
-  return doc;
+  return compare::LoadHostDoc(host_arg, base_dir, LocalFileReader());
 }
 
 bool IsAutoHost(const std::string& host_arg) { return host_arg == host::kAutoHostName; }

@@ -1,0 +1,102 @@
+#include "compare/compare.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace blklab::compare {
+namespace {
+
+// Files and variables from maps: what a server's bundle gives.
+Inputs MapInputs(const std::map<std::string, std::string>* files, const std::map<std::string, std::string>* vars) {
+  Inputs in;
+  in.read_file = [files](const std::string& path) -> absl::StatusOr<std::string> {
+    auto it = files->find(path);
+    if (it == files->end()) return absl::NotFoundError(path + ": not in the bundle");
+    return it->second;
+  };
+  in.lookup_var = [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars->find(name);
+    if (it == vars->end()) return std::nullopt;
+    return it->second;
+  };
+  return in;
+}
+
+const std::map<std::string, std::string> kFiles = {
+    {"specs/cmp.yaml",
+     "host: nvme-8cpu\n"
+     "fio: [job.fio]\n"
+     "seed: 3\n"
+     "variants:\n"
+     "  before: {}\n"
+     "  none: {devices.nvme0n1.queue.scheduler: none}\n"
+     "matrix:\n"
+     "  fio.iodepth: [1, 4]\n"},
+    {"specs/job.fio",
+     "[t]\nioengine=io_uring\ndirect=1\nrw=randread\nbs=4k\niodepth=${DEPTH}\nruntime=5ms\ntime_based=1\n"},
+};
+const std::map<std::string, std::string> kVars = {{"DEPTH", "2"}};
+
+TEST(Compare, ParsesASpecThroughItsInputs) {
+  absl::StatusOr<Comparison> c = ParseComparison({"specs/cmp.yaml"}, MapInputs(&kFiles, &kVars), "default");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->host_label, "nvme-8cpu");
+  ASSERT_EQ(c->variants.size(), 2u);
+  EXPECT_EQ(c->variants[1].name, "none");
+  EXPECT_EQ(Cells(*c).size(), 4u);  // 2 points x 2 variants
+  // Job files are read relative to the spec.
+  ASSERT_EQ(c->fio_args.size(), 1u);
+  EXPECT_EQ(c->fio_args[0], "specs/job.fio");
+}
+
+TEST(Compare, ErrorsNameWhatIsWrong) {
+  const Inputs in = MapInputs(&kFiles, &kVars);
+  absl::Status s = ParseComparison({"missing.yaml"}, in, "default").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(s.message().find("missing.yaml"), std::string::npos) << s;
+  s = ParseComparison({"--bogus", "--", "--name=t"}, in, "default").status();
+  EXPECT_NE(s.message().find("--bogus"), std::string::npos) << s;
+  s = ParseComparison({"--variant", "x:devices.nvme9.queue.scheduler=none", "--", "--name=t"}, in, "nvme-8cpu")
+          .status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("variant x"), std::string::npos) << s;
+  s = ParseComparison({"--samples=1000", "--matrix", "fio.iodepth=1,2,4,8,16", "--", "--name=t"}, in, "default")
+          .status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+}
+
+TEST(Compare, ACellsResultDoesNotDependOnOrder) {
+  const Inputs in = MapInputs(&kFiles, &kVars);
+  absl::StatusOr<Comparison> c = ParseComparison({"specs/cmp.yaml"}, in, "default");
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto run = [&](bool reversed) {
+    Results res;
+    res.cells = Cells(*c);
+    res.results.resize(res.cells.size());
+    for (size_t k = 0; k < res.cells.size(); ++k) {
+      const size_t i = reversed ? res.cells.size() - 1 - k : k;
+      absl::StatusOr<CellResult> r = RunCell(*c, res.cells[i], in);
+      EXPECT_TRUE(r.ok()) << r.status();
+      if (r.ok()) res.results[i] = *r;
+    }
+    Summarize(*c, res);
+    return Render(*c, res, Format::kJson);
+  };
+  const std::string forward = run(false);
+  EXPECT_EQ(forward, run(true));
+  EXPECT_NE(forward.find("\"iops\""), std::string::npos);
+}
+
+TEST(Compare, CancelStopsACell) {
+  const Inputs in = MapInputs(&kFiles, &kVars);
+  absl::StatusOr<Comparison> c = ParseComparison({"specs/cmp.yaml"}, in, "default");
+  ASSERT_TRUE(c.ok()) << c.status();
+  std::atomic<bool> cancel{true};
+  EXPECT_EQ(RunCell(*c, Cells(*c)[0], in, &cancel).status().code(), absl::StatusCode::kCancelled);
+}
+
+}  // namespace
+}  // namespace blklab::compare
