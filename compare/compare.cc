@@ -281,7 +281,8 @@ uint64_t CellRandseed(const Comparison& c, int sample) { return sample == 0 ? 0 
 
 
 // The host and jobs of one cell, checked (ValidateRun) but not run.
-absl::StatusOr<RunRequest> PrepareCell(const Comparison& c, const Cell& cell, const Inputs& inputs) {
+absl::StatusOr<RunRequest> PrepareCell(const Comparison& c, const Cell& cell, const Inputs& inputs,
+                                       const CellLimits& limits) {
   std::vector<Setting> settings = PointSettings(c, cell.point);
   for (const Setting& s : c.variants[cell.variant].settings) settings.push_back(s);
   std::vector<host::HostOverride> host_overrides;
@@ -310,14 +311,16 @@ absl::StatusOr<RunRequest> PrepareCell(const Comparison& c, const Cell& cell, co
   req.jobs = std::move(parsed.jobs);
   req.seed = c.seed;
   req.collect_stacks = c.collect_stacks;
+  req.limits = limits.run;
+  BLKLAB_RETURN_IF_ERROR(host::ValidateHostSpec(req.host, limits.host));
   BLKLAB_RETURN_IF_ERROR(ValidateRun(req));
   return req;
 }
 
 
 absl::StatusOr<CellResult> RunCell(const Comparison& c, const Cell& cell, const Inputs& inputs,
-                                   const std::atomic<bool>* cancel) {
-  BLKLAB_ASSIGN_OR_RETURN(const RunRequest req, PrepareCell(c, cell, inputs));
+                                   const std::atomic<bool>* cancel, const CellLimits& limits) {
+  BLKLAB_ASSIGN_OR_RETURN(const RunRequest req, PrepareCell(c, cell, inputs, limits));
   absl::StatusOr<RunResult> ran = RunFio(req, nullptr, cancel);
   if (!ran.ok()) {
     if (!IsStall(ran.status())) return ran.status();

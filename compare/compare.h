@@ -190,14 +190,23 @@ std::string PointLabel(const Comparison& c, size_t point);
 // "cell before (iodepth=4) sample 1".
 std::string CellLabel(const Comparison& c, const Cell& cell);
 
-// The host and jobs of one cell, checked (ValidateRun) but not run.
-absl::StatusOr<RunRequest> PrepareCell(const Comparison& c, const Cell& cell, const Inputs& inputs);
+// What a cell may use: its host's size and its run's virtual time and IOs
+// (a server's per-job limits; the defaults are the engine's).
+struct CellLimits {
+  host::HostLimits host;
+  RunLimits run;
+};
+
+// The host and jobs of one cell, checked (ValidateHostSpec within
+// limits.host, ValidateRun) but not run.
+absl::StatusOr<RunRequest> PrepareCell(const Comparison& c, const Cell& cell, const Inputs& inputs,
+                                       const CellLimits& limits = {});
 
 // Runs one cell. A run the engine ends because simulated I/O could never
 // finish is a result (CellResult::stalled), not an error; a run stopped by
 // `cancel` is CANCELLED.
 absl::StatusOr<CellResult> RunCell(const Comparison& c, const Cell& cell, const Inputs& inputs,
-                                   const std::atomic<bool>* cancel = nullptr);
+                                   const std::atomic<bool>* cancel = nullptr, const CellLimits& limits = {});
 
 // Rows and changes from res.cells and res.results (one per cell).
 void Summarize(const Comparison& c, Results& res);

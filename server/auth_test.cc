@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
 #include "gtest/gtest.h"
+#include "server/comparison_service.h"
 #include "server/host_service.h"
 #include "server/job_manager.h"
 #include "server/job_service.h"
@@ -42,6 +43,8 @@ class AuthTest : public ::testing::Test {
     jobs_.emplace(store_.get(), JobManagerOptions{});  // no workers: nothing runs
     hosts_.emplace(store_.get(), &limits_, &gate_);
     job_service_.emplace(store_.get(), &jobs_->queue(), &limits_, &gate_, 8);
+    comparisons_.emplace(ComparisonConfig{});
+    comparison_service_.emplace(&*comparisons_, &gate_);
     grpc::EnableDefaultHealthCheckService(true);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
     grpc::ServerBuilder builder;
@@ -49,6 +52,7 @@ class AuthTest : public ::testing::Test {
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
     builder.RegisterService(&*hosts_);
     builder.RegisterService(&*job_service_);
+    builder.RegisterService(&*comparison_service_);
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     ASSERT_NE(port, 0);
@@ -94,10 +98,11 @@ class AuthTest : public ::testing::Test {
     return status;
   }
 
-  // "/blklab.v1.HostService/CreateHost", ... for both services.
+  // "/blklab.v1.HostService/CreateHost", ... for every service.
   static std::vector<std::string> Methods() {
     std::vector<std::string> out;
-    for (const char* name : {v1::HostService::service_full_name(), v1::JobService::service_full_name()}) {
+    for (const char* name : {v1::HostService::service_full_name(), v1::JobService::service_full_name(),
+                             v1::ComparisonService::service_full_name()}) {
       const google::protobuf::ServiceDescriptor* s =
           google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(name);
       EXPECT_NE(s, nullptr) << name;
@@ -116,13 +121,15 @@ class AuthTest : public ::testing::Test {
   std::optional<JobManager> jobs_;
   std::optional<HostServiceImpl> hosts_;
   std::optional<JobServiceImpl> job_service_;
+  std::optional<ComparisonManager> comparisons_;
+  std::optional<ComparisonServiceImpl> comparison_service_;
   std::unique_ptr<grpc::Server> server_;
   std::shared_ptr<grpc::Channel> channel_;
 };
 
 TEST_F(AuthTest, EveryMethodNeedsTheToken) {
   const std::vector<std::string> methods = Methods();
-  ASSERT_EQ(methods.size(), 13u);
+  ASSERT_EQ(methods.size(), 21u);
   for (const std::string& m : methods) {
     grpc::Status missing = Call(m, std::nullopt);
     EXPECT_EQ(missing.error_code(), grpc::StatusCode::UNAUTHENTICATED) << m;

@@ -39,6 +39,8 @@
 #include "server/metrics.h"
 #include "server/log.h"
 #include "server/host_service.h"
+#include "server/comparison_manager.h"
+#include "server/comparison_service.h"
 #include "server/job_service.h"
 #include "server/rpc.h"
 #include "server/store.h"
@@ -51,6 +53,17 @@ ABSL_FLAG(std::string, data_dir, "",
           "Directory of the SQLite store (blklab.db). Default: $XDG_DATA_HOME/blklab, else "
           "~/.local/share/blklab.");
 ABSL_FLAG(int, workers, 0, "Worker threads running jobs, one simulation each. 0: one per core.");
+ABSL_FLAG(int, compare_workers, -1,
+          "Comparison workers: cells of comparisons (ComparisonService) run here at most this many at a time, "
+          "theirs and other servers' (RunComparisonCell). -1: one per core; 0: cells run only on the fleet.");
+ABSL_FLAG(std::string, fleet, "",
+          "Other blklabd servers that run this server's comparison cells as well: ADDR[,ADDR...] (IP:PORT), "
+          "or a gRPC target such as dns:///NAME:PORT (round_robin over what it resolves to).");
+ABSL_FLAG(int, fleet_cells_per_server, 2, "Comparison cells in flight on each fleet address.");
+ABSL_FLAG(std::string, fleet_tls_ca_file, "", "PEM roots for TLS to the fleet (without it: plaintext).");
+ABSL_FLAG(int, max_comparisons, 100,
+          "Comparisons kept in memory; the oldest finished are forgotten first, and beyond it while all run "
+          "CreateComparison is RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int, max_queued_jobs, 1000, "Jobs that may wait for a worker; CreateJob beyond it is RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int, max_streams, 256, "Concurrent WatchJob and ReadJobArtifacts streams; more are RESOURCE_EXHAUSTED.");
 ABSL_FLAG(std::string, auth_token_file, "",
@@ -202,7 +215,8 @@ int Run() {
     return g;
   });
   auto registry = std::make_shared<prometheus::Registry>();
-  GrpcMetrics grpc_metrics(*registry, {"blklab.v1.JobService", "blklab.v1.HostService", "grpc.health.v1.Health",
+  GrpcMetrics grpc_metrics(*registry, {"blklab.v1.JobService", "blklab.v1.HostService",
+                                       "blklab.v1.ComparisonService", "grpc.health.v1.Health",
                                        "grpc.reflection.v1alpha.ServerReflection"});
   if (!metrics_listen.empty()) jm.observer = job_metrics.get();
   JobManager jobs(store->get(), jm);
@@ -210,6 +224,26 @@ int Run() {
   RpcGate gate(token);
   HostServiceImpl host_service(store->get(), &jm.limits, &gate);
   JobServiceImpl job_service(store->get(), &jobs.queue(), &jm.limits, &gate, absl::GetFlag(FLAGS_max_streams));
+  ComparisonConfig cc;
+  cc.local_workers = absl::GetFlag(FLAGS_compare_workers);
+  if (cc.local_workers < 0) cc.local_workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  cc.fleet = absl::GetFlag(FLAGS_fleet);
+  cc.cells_per_server = std::max(1, absl::GetFlag(FLAGS_fleet_cells_per_server));
+  cc.token = token;
+  if (!absl::GetFlag(FLAGS_fleet_tls_ca_file).empty()) {
+    absl::StatusOr<std::string> ca = util::ReadFileToString(absl::GetFlag(FLAGS_fleet_tls_ca_file));
+    if (!ca.ok()) {
+      Log("error", "bad_flag", {{"flag", "fleet_tls_ca_file"}, {"error", std::string(ca.status().message())}});
+      return 2;
+    }
+    cc.tls_ca_pem = *std::move(ca);
+  }
+  cc.max_comparisons = std::max(1, absl::GetFlag(FLAGS_max_comparisons));
+  cc.limits.host = jm.limits.host;
+  cc.limits.run.max_virtual_ns = jm.limits.max_virtual_ns;
+  cc.limits.run.max_ios = jm.limits.max_simulated_ios;
+  ComparisonManager comparisons(cc);
+  ComparisonServiceImpl comparison_service(&comparisons, &gate);
 
   std::shared_ptr<grpc::ServerCredentials> creds;
   if (!absl::GetFlag(FLAGS_tls_cert_file).empty() || !absl::GetFlag(FLAGS_tls_key_file).empty()) {
@@ -238,6 +272,7 @@ int Run() {
   builder.SetMaxSendMessageSize(absl::GetFlag(FLAGS_max_send_message_bytes));
   builder.RegisterService(&host_service);
   builder.RegisterService(&job_service);
+  builder.RegisterService(&comparison_service);
   if (!metrics_listen.empty()) {
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
     interceptors.push_back(grpc_metrics.NewInterceptorFactory());
@@ -250,7 +285,7 @@ int Run() {
     return 1;
   }
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
-  for (const char* name : {"", "blklab.v1.JobService", "blklab.v1.HostService"}) {
+  for (const char* name : {"", "blklab.v1.JobService", "blklab.v1.HostService", "blklab.v1.ComparisonService"}) {
     health->SetServingStatus(name, true);
   }
   std::unique_ptr<MetricsServer> metrics_server;

@@ -486,13 +486,7 @@ v1::JobResult BuildJobResult(const RunRequest& request, const RunResult& run, co
   out.set_contention_pct(k.contention_pct);
   out.set_total_ios(k.total_ios);
   out.set_events(run.events);
-  for (const stats::ProfileRow& p : k.profile) {
-    v1::ProfileRow* row = out.add_profile();
-    row->set_function(p.function);
-    row->set_mode(stats::CpuModeName(p.mode));
-    row->set_self_ns(p.self_ns);
-    row->set_share_pct(p.share_pct);
-  }
+  for (const stats::ProfileRow& p : k.profile) ProfileRowToProto(p, out.add_profile());
   if (!k.stacks.empty()) {
     out.set_stacks_folded(report::FoldedStacks(k.stacks));
     out.set_stacks_folded_bytes(static_cast<int64_t>(out.stacks_folded().size()));
@@ -503,19 +497,57 @@ v1::JobResult BuildJobResult(const RunRequest& request, const RunResult& run, co
     log->set_content(f.contents);
     log->set_size_bytes(static_cast<int64_t>(f.contents.size()));
   }
-  for (const stats::LockRow& l : k.locks) {
-    v1::LockRow* row = out.add_locks();
-    row->set_name(l.name);
-    row->set_acquisitions(l.acquisitions);
-    row->set_contended(l.contended);
-    row->set_wait_ns(l.wait_ns);
-    row->set_hold_ns(l.hold_ns);
-    row->set_max_waiters(l.max_waiters);
-    row->set_holder_changes(l.holder_changes);
-    row->set_line_transfers(l.line_transfers);
-    row->set_wait_irqs_off_ns(l.wait_irqs_off_ns);
-  }
+  for (const stats::LockRow& l : k.locks) LockRowToProto(l, out.add_locks());
   return out;
+}
+
+void ProfileRowToProto(const stats::ProfileRow& p, v1::ProfileRow* row) {
+  row->set_function(p.function);
+  row->set_mode(stats::CpuModeName(p.mode));
+  row->set_self_ns(p.self_ns);
+  row->set_share_pct(p.share_pct);
+}
+
+absl::StatusOr<stats::ProfileRow> ProfileRowFromProto(const v1::ProfileRow& row) {
+  stats::ProfileRow p;
+  p.function = row.function();
+  bool known = false;
+  for (int m = 0; m < stats::kNumCpuModes; ++m) {
+    if (row.mode() == stats::CpuModeName(static_cast<stats::CpuMode>(m))) {
+      p.mode = static_cast<stats::CpuMode>(m);
+      known = true;
+    }
+  }
+  if (!known) return absl::InvalidArgumentError("profile row " + row.function() + ": unknown mode '" + row.mode() + "'");
+  p.self_ns = row.self_ns();
+  p.share_pct = row.share_pct();
+  return p;
+}
+
+void LockRowToProto(const stats::LockRow& l, v1::LockRow* row) {
+  row->set_name(l.name);
+  row->set_acquisitions(l.acquisitions);
+  row->set_contended(l.contended);
+  row->set_wait_ns(l.wait_ns);
+  row->set_hold_ns(l.hold_ns);
+  row->set_max_waiters(l.max_waiters);
+  row->set_holder_changes(l.holder_changes);
+  row->set_line_transfers(l.line_transfers);
+  row->set_wait_irqs_off_ns(l.wait_irqs_off_ns);
+}
+
+stats::LockRow LockRowFromProto(const v1::LockRow& row) {
+  stats::LockRow l;
+  l.name = row.name();
+  l.acquisitions = row.acquisitions();
+  l.contended = row.contended();
+  l.wait_ns = row.wait_ns();
+  l.hold_ns = row.hold_ns();
+  l.max_waiters = row.max_waiters();
+  l.holder_changes = row.holder_changes();
+  l.line_transfers = row.line_transfers();
+  l.wait_irqs_off_ns = row.wait_irqs_off_ns();
+  return l;
 }
 
 namespace {

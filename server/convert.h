@@ -103,6 +103,13 @@ absl::StatusOr<PreparedJob> PrepareJob(const v1::Job& job, const host::HostSpec&
 v1::JobResult BuildJobResult(const RunRequest& request, const RunResult& run,
                              const WallClock& clock);
 
+// Profile and lock rows, both ways (a fleet server's cell figures come back
+// as these).
+void ProfileRowToProto(const stats::ProfileRow& p, v1::ProfileRow* row);
+absl::StatusOr<stats::ProfileRow> ProfileRowFromProto(const v1::ProfileRow& row);
+void LockRowToProto(const stats::LockRow& l, v1::LockRow* row);
+stats::LockRow LockRowFromProto(const v1::LockRow& row);
+
 // WatchJob's interval when the bundle gives no --status-interval: 1 s of
 // virtual time.
 // A shorter --status-interval is raised to kMinStatusIntervalNs.

@@ -11,7 +11,7 @@
 
 namespace blklab::server {
 
-absl::Status RpcGate::Authorize(const grpc::CallbackServerContext& ctx) const {
+absl::Status RpcGate::Authorize(const grpc::ServerContextBase& ctx) const {
   if (token_.empty()) return absl::OkStatus();
   const auto& md = ctx.client_metadata();
   auto it = md.find("authorization");

@@ -1,7 +1,8 @@
 // server/rpc.h
 //
 // What the gRPC services of blklab.v1 share (HostService:
-// server/host_service.h, JobService: server/job_service.h): the one door
+// server/host_service.h, JobService: server/job_service.h,
+// ComparisonService: server/comparison_service.h): the one door
 // every method enters by, and small helpers of their replies.
 //
 // RpcGate is that door and holds the server's one auth check. Each handler
@@ -69,8 +70,18 @@ class RpcGate {
     return new Rejected<T>(status);
   }
 
+  // A method of a synchronous service (ComparisonService, whose calls
+  // wait for cells on the server's thread pool): the same check, then
+  // `body` (returning absl::Status), as a grpc::Status.
+  template <typename Body>
+  grpc::Status Sync(const grpc::ServerContext* ctx, Body&& body) const {
+    absl::Status status = Authorize(*ctx);
+    if (status.ok()) status = std::forward<Body>(body)();
+    return ToGrpcStatus(status);
+  }
+
   // OK, or UNAUTHENTICATED saying what is wrong with the call's token.
-  absl::Status Authorize(const grpc::CallbackServerContext& ctx) const;
+  absl::Status Authorize(const grpc::ServerContextBase& ctx) const;
 
  private:
   // A stream that only reports an error. Deletes itself when done.

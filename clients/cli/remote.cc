@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "clients/cli/remote_client.h"
+#include "clients/cli/remote_compare.h"
 #include "clients/cli/remote_fio.h"
 
 namespace blklab::cli {
@@ -378,7 +379,10 @@ int RunRemoteCommand(const RemoteOptions& options, const std::string& command,
   if (command == "hosts") return Hosts(**client, args);
   if (command == "jobs") return Jobs(**client, args);
   if (command == "health") return Health(**client, args);
-  std::cerr << "blklab: unknown command '" << command << "' (with --server: fio, hosts, jobs, health)\n";
+  if (command == "compare") return RunRemoteCompare(**client, args);
+  if (command == "comparisons") return RunRemoteComparisons(**client, args);
+  std::cerr << "blklab: unknown command '" << command
+            << "' (with --server: fio, compare, comparisons, hosts, jobs, health)\n";
   return kUsageExit;
 }
 

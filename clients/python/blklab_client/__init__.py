@@ -58,6 +58,7 @@ class Client:
         self.timeout = timeout
         self.hosts = service_pb2_grpc.HostServiceStub(self.channel)
         self.jobs = service_pb2_grpc.JobServiceStub(self.channel)
+        self.comparisons = service_pb2_grpc.ComparisonServiceStub(self.channel)
         self.health = health_pb2_grpc.HealthStub(self.channel)
         self.reflection = reflection_pb2_grpc.ServerReflectionStub(self.channel)
 
@@ -167,6 +168,49 @@ class Client:
         for name_, buf in out.items():
             out[name_] = bytes(buf)
         return out
+
+    # Comparisons
+
+    def create_comparison(self, args, files=None, variables=None, comparison_id=""):
+        """A comparison as `blklab compare ARGS` would run it.
+
+        `args`: the command's arguments without --jobs/--format/--plot, e.g.
+        ["--host=nvme-8cpu", "--variant", "none:devices.nvme0n1.queue.scheduler=none",
+         "--", "--name=t", "--rw=randread"] or ["spec.yaml"]; `files`: {path: text}
+        for every file they name (spec, inventory, host and job files).
+        """
+        bundle = service_pb2.ComparisonBundle(args=list(args), files=files or {}, variables=variables or {})
+        req = service_pb2.CreateComparisonRequest(bundle=bundle, comparison_id=comparison_id)
+        return self.comparisons.CreateComparison(req, **self._kw())
+
+    def get_comparison(self, name, full=False):
+        return self.comparisons.GetComparison(service_pb2.GetComparisonRequest(name=name, full=full), **self._kw())
+
+    def list_comparisons(self, page_size=0, page_token=""):
+        req = service_pb2.ListComparisonsRequest(page_size=page_size, page_token=page_token)
+        return self.comparisons.ListComparisons(req, **self._kw())
+
+    def cancel_comparison(self, name):
+        return self.comparisons.CancelComparison(service_pb2.CancelComparisonRequest(name=name), **self._kw())
+
+    def delete_comparison(self, name):
+        return self.comparisons.DeleteComparison(service_pb2.DeleteComparisonRequest(name=name), **self._kw())
+
+    def watch_comparison(self, name, timeout=3600.0):
+        """Yields Comparison messages: now, then at each change, until it ends."""
+        return self.comparisons.WatchComparison(service_pb2.WatchComparisonRequest(name=name), **self._kw(timeout))
+
+    def wait_comparison(self, name, timeout=3600.0):
+        """Watches until the comparison ends; returns its last state."""
+        last = None
+        for c in self.watch_comparison(name, timeout=timeout):
+            last = c
+        return last
+
+    def comparison_output(self, name, fmt="table"):
+        """The summary as `blklab compare --format=FMT` prints it (str)."""
+        req = service_pb2.GetComparisonOutputRequest(name=name, format=fmt)
+        return self.comparisons.GetComparisonOutput(req, **self._kw()).text
 
     def health_check(self, service=""):
         return self.health.Check(health_pb2.HealthCheckRequest(service=service), timeout=self.timeout).status

@@ -1,0 +1,598 @@
+#include "server/comparison_manager.h"
+
+#include <netdb.h>
+
+#include <algorithm>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "engine/host/presets.h"
+#include "server/convert.h"
+#include "server/log.h"
+#include "server/proto_time.h"
+#include "server/resource_name.h"
+#include "server/rpc.h"
+
+namespace blklab::server {
+
+namespace {
+
+constexpr char kCollection[] = "comparisons";
+
+absl::Status CheckBundle(const v1::ComparisonBundle& b, const ComparisonConfig& config) {
+  if (b.args().empty()) return absl::InvalidArgumentError("bundle.args: empty (a spec file or -- and fio options)");
+  if (b.files_size() > config.max_bundle_files) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("bundle.files: ", b.files_size(), " files, at most ", config.max_bundle_files));
+  }
+  int64_t bytes = 0;
+  for (const std::string& a : b.args()) bytes += static_cast<int64_t>(a.size());
+  for (const auto& [name, text] : b.files()) bytes += static_cast<int64_t>(name.size() + text.size());
+  for (const auto& [name, value] : b.variables()) bytes += static_cast<int64_t>(name.size() + value.size());
+  if (bytes > config.max_bundle_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("bundle: ", bytes, " bytes of arguments, files and variables, at most ",
+                                                     config.max_bundle_bytes));
+  }
+  return absl::OkStatus();
+}
+
+// A failure of the fleet server rather than of the cell: the cell is
+// taken again by whoever is free.
+bool Retryable(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::CANCELLED:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+    case grpc::StatusCode::ABORTED:
+    case grpc::StatusCode::UNKNOWN:
+    case grpc::StatusCode::INTERNAL:
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// --fleet as a gRPC target and the number of addresses it names now.
+std::pair<std::string, int> FleetTarget(const std::string& fleet) {
+  if (absl::StrContains(fleet, ":///") || absl::StartsWith(fleet, "ipv4:") || absl::StartsWith(fleet, "ipv6:")) {
+    int n = 1;
+    if (absl::StartsWith(fleet, "ipv4:") || absl::StartsWith(fleet, "ipv6:")) {
+      n = static_cast<int>(std::count(fleet.begin(), fleet.end(), ',')) + 1;
+    } else if (absl::StartsWith(fleet, "dns:///")) {
+      std::string hostport = fleet.substr(7);
+      const size_t colon = hostport.rfind(':');
+      const std::string hostname = colon == std::string::npos ? hostport : hostport.substr(0, colon);
+      addrinfo hints{};
+      hints.ai_socktype = SOCK_STREAM;
+      addrinfo* res = nullptr;
+      if (getaddrinfo(hostname.c_str(), nullptr, &hints, &res) == 0) {
+        int count = 0;
+        for (addrinfo* p = res; p != nullptr; p = p->ai_next) ++count;
+        freeaddrinfo(res);
+        n = std::max(1, count);
+      }
+    }
+    return {fleet, n};
+  }
+  // "a:p,b:p": an ipv4 list (names go through dns:///).
+  std::vector<std::string> parts = absl::StrSplit(fleet, ',', absl::SkipEmpty());
+  return {"ipv4:" + absl::StrJoin(parts, ","), static_cast<int>(parts.size())};
+}
+
+}  // namespace
+
+compare::Inputs BundleInputs(const v1::ComparisonBundle* bundle) {
+  compare::Inputs in;
+  in.read_file = [bundle](const std::string& path) -> absl::StatusOr<std::string> {
+    auto it = bundle->files().find(path);
+    if (it == bundle->files().end()) return absl::NotFoundError(path + ": not in the comparison's bundle.files");
+    return it->second;
+  };
+  in.lookup_var = [bundle](const std::string& name) -> std::optional<std::string> {
+    auto it = bundle->variables().find(name);
+    if (it == bundle->variables().end()) return std::nullopt;
+    return it->second;
+  };
+  return in;
+}
+
+v1::ComparisonCellResult CellResultToProto(const compare::CellResult& r) {
+  v1::ComparisonCellResult p;
+  p.set_iops(r.iops);
+  for (double d : r.dir_iops) p.add_dir_iops(d);
+  p.set_bw_bytes(r.bw_bytes);
+  p.set_usr_pct(r.usr_pct);
+  p.set_sys_pct(r.sys_pct);
+  p.set_contention_pct(r.contention_pct);
+  p.set_kernel_sys_pct(r.kernel_sys_pct);
+  p.set_clat_mean_ns(r.clat_mean_ns);
+  for (const auto& [pct, ns] : r.clat_percentiles) {
+    v1::Percentile* q = p.add_clat_percentiles();
+    q->set_percentile(pct);
+    q->set_value_ns(static_cast<int64_t>(ns));
+  }
+  p.set_ios(r.ios);
+  for (const auto& [name, iops] : r.jobs) {
+    v1::ComparisonCellResult::JobIops* j = p.add_jobs();
+    j->set_name(name);
+    j->set_iops(iops);
+  }
+  for (const stats::ProfileRow& row : r.profile) ProfileRowToProto(row, p.add_profile());
+  for (const stats::LockRow& row : r.locks) LockRowToProto(row, p.add_locks());
+  p.set_stalled(r.stalled);
+  return p;
+}
+
+absl::StatusOr<compare::CellResult> CellResultFromProto(const v1::ComparisonCellResult& p) {
+  compare::CellResult r;
+  if (p.dir_iops_size() != stats::kNumDirs) {
+    return absl::InvalidArgumentError(absl::StrCat("dir_iops: ", p.dir_iops_size(), " values, expected ", stats::kNumDirs));
+  }
+  r.iops = p.iops();
+  for (int d = 0; d < stats::kNumDirs; ++d) r.dir_iops[static_cast<size_t>(d)] = p.dir_iops(d);
+  r.bw_bytes = p.bw_bytes();
+  r.usr_pct = p.usr_pct();
+  r.sys_pct = p.sys_pct();
+  r.contention_pct = p.contention_pct();
+  r.kernel_sys_pct = p.kernel_sys_pct();
+  r.clat_mean_ns = p.clat_mean_ns();
+  for (const v1::Percentile& q : p.clat_percentiles()) {
+    r.clat_percentiles.emplace_back(q.percentile(), static_cast<uint64_t>(q.value_ns()));
+  }
+  r.ios = p.ios();
+  for (const auto& j : p.jobs()) r.jobs.emplace_back(j.name(), j.iops());
+  for (const v1::ProfileRow& row : p.profile()) {
+    absl::StatusOr<stats::ProfileRow> pr = ProfileRowFromProto(row);
+    if (!pr.ok()) return pr.status();
+    r.profile.push_back(*std::move(pr));
+  }
+  for (const v1::LockRow& row : p.locks()) r.locks.push_back(LockRowFromProto(row));
+  r.stalled = p.stalled();
+  return r;
+}
+
+struct ComparisonManager::Entry {
+  std::string name;
+  int64_t seq = 0;
+  v1::ComparisonBundle bundle;  // the inputs read from it
+  compare::Inputs inputs;
+  compare::Comparison comparison;
+  compare::Results results;               // cells, and results at their index
+  std::vector<v1::ComparisonCell> cells;  // states, at the same index
+  std::vector<int> fleet_attempts;
+  std::deque<int> pending;
+  int running = 0;
+  int done = 0;
+  v1::Comparison::State state = v1::Comparison::RUNNING;
+  std::string error;
+  absl::Time create_time;
+  absl::Time end_time;
+  int64_t version = 0;
+  std::atomic<bool> cancel{false};
+  std::vector<grpc::ClientContext*> fleet_calls;  // in flight, for Cancel
+  std::vector<std::thread> threads;
+};
+
+ComparisonManager::ComparisonManager(ComparisonConfig config) : config_(std::move(config)) {
+  local_free_ = config_.local_workers;
+  if (!config_.fleet.empty()) {
+    auto [target, n] = FleetTarget(config_.fleet);
+    fleet_size_ = n;
+    grpc::ChannelArguments args;
+    args.SetLoadBalancingPolicyName("round_robin");
+    args.SetMaxReceiveMessageSize(64 << 20);
+    args.SetMaxSendMessageSize(64 << 20);
+    std::shared_ptr<grpc::ChannelCredentials> creds =
+        config_.tls_ca_pem.empty()
+            ? grpc::InsecureChannelCredentials()
+            : grpc::SslCredentials(grpc::SslCredentialsOptions{config_.tls_ca_pem, "", ""});
+    fleet_channel_ = grpc::CreateCustomChannel(target, creds, args);
+    fleet_stub_ = v1::ComparisonService::NewStub(fleet_channel_);
+  }
+}
+
+ComparisonManager::~ComparisonManager() {
+  std::map<std::string, std::unique_ptr<Entry>> all;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [name, e] : comparisons_) {
+      e->cancel.store(true);
+      for (grpc::ClientContext* c : e->fleet_calls) c->TryCancel();
+    }
+    changed_.SignalAll();
+    all.swap(comparisons_);
+  }
+  for (auto& [name, e] : all) {
+    for (std::thread& t : e->threads) t.join();
+  }
+}
+
+void ComparisonManager::AcquireLocal() {
+  absl::MutexLock lock(&local_mu_);
+  local_mu_.Await(absl::Condition(
+      +[](int* free) { return *free > 0; }, &local_free_));
+  --local_free_;
+}
+
+void ComparisonManager::ReleaseLocal() {
+  absl::MutexLock lock(&local_mu_);
+  ++local_free_;
+}
+
+absl::StatusOr<v1::Comparison> ComparisonManager::Create(const v1::ComparisonBundle& bundle, const std::string& id) {
+  if (config_.local_workers <= 0 && !fleet_stub_) {
+    return absl::FailedPreconditionError("this server runs no comparisons (--compare_workers=0 and no --fleet)");
+  }
+  if (!id.empty()) {
+    if (!IsValidResourceId(id)) return absl::InvalidArgumentError("comparison_id: expected [a-z0-9][a-z0-9-]{0,62}");
+  }
+  if (absl::Status s = CheckBundle(bundle, config_); !s.ok()) return s;
+  auto e = std::make_unique<Entry>();
+  e->bundle = bundle;
+  e->inputs = BundleInputs(&e->bundle);
+  std::vector<std::string> args(bundle.args().begin(), bundle.args().end());
+  absl::StatusOr<compare::Comparison> parsed =
+      compare::ParseComparison(args, e->inputs, std::string(host::kDefaultPresetName));
+  if (!parsed.ok()) return parsed.status();
+  e->comparison = *std::move(parsed);
+  e->results.cells = compare::Cells(e->comparison);
+  const size_t n = e->results.cells.size();
+  e->results.results.resize(n);
+  e->cells.resize(n);
+  e->fleet_attempts.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    e->cells[i].set_label(compare::CellLabel(e->comparison, e->results.cells[i]));
+    e->cells[i].set_state(v1::ComparisonCell::PENDING);
+    e->pending.push_back(static_cast<int>(i));
+  }
+  e->create_time = absl::Now();
+  v1::Comparison out;
+  std::vector<std::unique_ptr<Entry>> forgotten;  // joined outside the lock
+  {
+    absl::MutexLock lock(&mu_);
+    e->name = absl::StrCat(kCollection, "/", id.empty() ? RandomHex(8) : id);
+    if (comparisons_.count(e->name) != 0) return absl::AlreadyExistsError(e->name + " exists");
+    // Room: forget the oldest finished comparisons.
+    while (static_cast<int>(comparisons_.size()) >= config_.max_comparisons) {
+      auto oldest = comparisons_.end();
+      for (auto it = comparisons_.begin(); it != comparisons_.end(); ++it) {
+        if (it->second->state == v1::Comparison::RUNNING) continue;
+        if (oldest == comparisons_.end() || it->second->seq < oldest->second->seq) oldest = it;
+      }
+      if (oldest == comparisons_.end()) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat(comparisons_.size(), " comparisons running: at most ", config_.max_comparisons));
+      }
+      forgotten.push_back(std::move(oldest->second));
+      comparisons_.erase(oldest);
+    }
+    e->seq = next_seq_++;
+    Entry* raw = e.get();
+    const int local = std::min<int>(config_.local_workers, static_cast<int>(n));
+    const int remote = fleet_stub_ ? std::min<int>(fleet_size_ * config_.cells_per_server, static_cast<int>(n)) : 0;
+    for (int t = 0; t < local; ++t) raw->threads.emplace_back([this, raw] { Worker(raw, false); });
+    for (int t = 0; t < remote; ++t) raw->threads.emplace_back([this, raw] { Worker(raw, true); });
+    out = ToProto(*raw, true, false);
+    comparisons_[raw->name] = std::move(e);
+  }
+  for (auto& f : forgotten) {
+    for (std::thread& t : f->threads) t.join();
+  }
+  Log("info", "comparison_created", {{"comparison", out.name()}, {"cells", absl::StrCat(n)}});
+  return out;
+}
+
+int ComparisonManager::TakeCell(Entry* e, bool fleet, bool wait, int* attempt, int64_t* version) {
+  absl::MutexLock lock(&mu_);
+  while (true) {
+    if (e->cancel.load() || e->state != v1::Comparison::RUNNING) return kNoMoreCells;
+    for (auto it = e->pending.begin(); it != e->pending.end(); ++it) {
+      const int i = *it;
+      if (fleet && config_.local_workers > 0 && e->fleet_attempts[static_cast<size_t>(i)] >= kMaxFleetAttempts) {
+        continue;
+      }
+      e->pending.erase(it);
+      v1::ComparisonCell& cell = e->cells[static_cast<size_t>(i)];
+      cell.set_state(v1::ComparisonCell::RUNNING);
+      cell.set_server(fleet ? config_.fleet : "local");
+      cell.set_attempts(cell.attempts() + 1);
+      *attempt = cell.attempts();
+      ++e->running;
+      ++e->version;
+      changed_.SignalAll();
+      return i;
+    }
+    // Nothing this worker may take: done when nothing runs either (no
+    // failed fleet call can put a cell back), else wait for a change.
+    if (e->running == 0) return kNoMoreCells;
+    if (!wait) {
+      *version = e->version;
+      return kNoCellNow;
+    }
+    changed_.Wait(&mu_);
+  }
+}
+
+void ComparisonManager::AwaitChange(Entry* e, int64_t version) {
+  absl::MutexLock lock(&mu_);
+  while (e->version == version && !e->cancel.load()) changed_.Wait(&mu_);
+}
+
+void ComparisonManager::CellDone(Entry* e, int index, absl::StatusOr<compare::CellResult> r, bool retry) {
+  absl::MutexLock lock(&mu_);
+  --e->running;
+  ++e->version;
+  changed_.SignalAll();
+  v1::ComparisonCell& cell = e->cells[static_cast<size_t>(index)];
+  if (e->state != v1::Comparison::RUNNING) {
+    cell.set_state(v1::ComparisonCell::PENDING);
+    return;
+  }
+  if (retry) {
+    cell.set_state(v1::ComparisonCell::PENDING);
+    cell.set_error(std::string(r.status().message()));
+    e->pending.push_front(index);
+    return;
+  }
+  if (!r.ok()) {
+    cell.set_state(v1::ComparisonCell::FAILED);
+    cell.set_error(std::string(r.status().message()));
+    e->state = r.status().code() == absl::StatusCode::kCancelled ? v1::Comparison::CANCELLED : v1::Comparison::FAILED;
+    e->error = absl::StrCat(cell.label(), ": ", r.status().message());
+    e->cancel.store(true);
+    for (grpc::ClientContext* c : e->fleet_calls) c->TryCancel();
+    Finish(e);
+    return;
+  }
+  cell.set_state(v1::ComparisonCell::DONE);
+  cell.clear_error();
+  cell.set_iops(r->iops);
+  cell.set_stalled(r->stalled);
+  e->results.results[static_cast<size_t>(index)] = *std::move(r);
+  ++e->done;
+  if (e->done == static_cast<int>(e->cells.size())) {
+    compare::Summarize(e->comparison, e->results);
+    e->state = v1::Comparison::SUCCEEDED;
+    Finish(e);
+  }
+}
+
+void ComparisonManager::Finish(Entry* e) {
+  e->end_time = absl::Now();
+  ++e->version;
+  changed_.SignalAll();
+  Log("info", "comparison_finished", {{"comparison", e->name},
+                                  {"state", v1::Comparison::State_Name(e->state)},
+                                  {"error", e->error}});
+}
+
+void ComparisonManager::Worker(Entry* e, bool fleet) {
+  while (true) {
+    // A local worker takes a cell only once it holds one of the server's
+    // workers, and holds none while it waits for cells to come back.
+    if (!fleet) AcquireLocal();
+    int attempt = 0;
+    int64_t version = 0;
+    const int i = TakeCell(e, fleet, /*wait=*/fleet, &attempt, &version);
+    if (i == kNoCellNow) {
+      ReleaseLocal();
+      AwaitChange(e, version);
+      continue;
+    }
+    if (i == kNoMoreCells) {
+      if (!fleet) ReleaseLocal();
+      return;
+    }
+    if (!fleet) {
+      absl::StatusOr<compare::CellResult> r =
+          compare::RunCell(e->comparison, e->results.cells[static_cast<size_t>(i)], e->inputs, &e->cancel,
+                           config_.limits);
+      ReleaseLocal();
+      CellDone(e, i, std::move(r), false);
+      continue;
+    }
+    grpc::ClientContext ctx;
+    if (!config_.token.empty()) ctx.AddMetadata("authorization", "Bearer " + config_.token);
+    v1::RunComparisonCellRequest req;
+    *req.mutable_bundle() = e->bundle;
+    req.set_cell(i);
+    req.set_comparison(e->name);
+    {
+      absl::MutexLock lock(&mu_);
+      if (e->cancel.load()) ctx.TryCancel();
+      e->fleet_calls.push_back(&ctx);
+    }
+    // The stream's first message says the cell started there: from then on
+    // the cell shows that server.
+    std::unique_ptr<grpc::ClientReader<v1::RunComparisonCellResponse>> reader =
+        fleet_stub_->RunComparisonCell(&ctx, req);
+    v1::RunComparisonCellResponse msg;
+    std::optional<v1::ComparisonCellResult> resp;
+    std::string peer;
+    while (reader->Read(&msg)) {
+      if (peer.empty()) {
+        peer = ctx.peer();
+        absl::MutexLock lock(&mu_);
+        e->cells[static_cast<size_t>(i)].set_server(peer);
+        ++e->version;
+        changed_.SignalAll();
+      }
+      if (msg.has_result()) resp = msg.result();
+    }
+    grpc::Status status = reader->Finish();
+    if (status.ok() && !resp) status = grpc::Status(grpc::StatusCode::INTERNAL, "the stream ended without a result");
+    {
+      absl::MutexLock lock(&mu_);
+      e->fleet_calls.erase(std::find(e->fleet_calls.begin(), e->fleet_calls.end(), &ctx));
+      if (!status.ok()) ++e->fleet_attempts[static_cast<size_t>(i)];
+    }
+    if (status.ok()) {
+      CellDone(e, i, CellResultFromProto(*resp), false);
+      continue;
+    }
+    // Without local workers a cell that failed on every attempt fails.
+    bool retry = Retryable(status.error_code()) && !e->cancel.load();
+    if (config_.local_workers <= 0 && attempt >= kMaxFleetAttempts) retry = false;
+    if (retry) {
+      Log("info", "comparison_cell_retry", {{"comparison", e->name},
+                                        {"cell", absl::StrCat(i)},
+                                        {"server", peer},
+                                        {"code", absl::StrCat(status.error_code())},
+                                        {"error", status.error_message()}});
+    }
+    CellDone(e, i,
+             absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                          absl::StrCat("fleet server ", peer.empty() ? config_.fleet : peer, ": ",
+                                       status.error_message())),
+             retry);
+    if (retry) {
+      // Let the balancer see the failure before the next call.
+      absl::MutexLock lock(&mu_);
+      changed_.WaitWithTimeout(&mu_, absl::Milliseconds(200));
+    }
+  }
+}
+
+absl::StatusOr<compare::CellResult> ComparisonManager::RunCellHere(const v1::ComparisonBundle& bundle, int index,
+                                                                   const std::atomic<bool>* cancel,
+                                                                   const std::function<void()>& on_start) {
+  if (config_.local_workers <= 0) {
+    return absl::FailedPreconditionError("this server runs no comparison cells (--compare_workers=0)");
+  }
+  if (absl::Status s = CheckBundle(bundle, config_); !s.ok()) return s;
+  const compare::Inputs inputs = BundleInputs(&bundle);
+  std::vector<std::string> args(bundle.args().begin(), bundle.args().end());
+  absl::StatusOr<compare::Comparison> c = compare::ParseComparison(args, inputs, std::string(host::kDefaultPresetName));
+  if (!c.ok()) return c.status();
+  const std::vector<compare::Cell> cells = compare::Cells(*c);
+  if (index < 0 || static_cast<size_t>(index) >= cells.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("cell: ", index, " out of range [0, ", cells.size(), ")"));
+  }
+  AcquireLocal();
+  if (on_start) on_start();
+  absl::StatusOr<compare::CellResult> r = compare::RunCell(*c, cells[static_cast<size_t>(index)], inputs, cancel, config_.limits);
+  ReleaseLocal();
+  return r;
+}
+
+v1::Comparison ComparisonManager::ToProto(const Entry& e, bool with_cells, bool full) const {
+  v1::Comparison out;
+  out.set_name(e.name);
+  out.set_state(e.state);
+  out.set_host(e.comparison.host_label);
+  out.set_cell_count(static_cast<int32_t>(e.cells.size()));
+  out.set_cells_done(e.done);
+  if (with_cells) {
+    for (const v1::ComparisonCell& c : e.cells) *out.add_cells() = c;
+  }
+  out.set_error(e.error);
+  SetTimestamp(e.create_time, out.mutable_create_time());
+  if (e.state != v1::Comparison::RUNNING) SetTimestamp(e.end_time, out.mutable_end_time());
+  if (full) *out.mutable_bundle() = e.bundle;
+  return out;
+}
+
+absl::StatusOr<v1::Comparison> ComparisonManager::Get(const std::string& name, bool full) const {
+  absl::MutexLock lock(&mu_);
+  auto it = comparisons_.find(name);
+  if (it == comparisons_.end()) return absl::NotFoundError(name + " not found");
+  return ToProto(*it->second, true, full);
+}
+
+absl::StatusOr<v1::ListComparisonsResponse> ComparisonManager::List(int page_size,
+                                                                    const std::string& page_token) const {
+  const int size = PageSize(page_size);
+  absl::MutexLock lock(&mu_);
+  std::vector<const Entry*> all;
+  for (const auto& [name, e] : comparisons_) all.push_back(e.get());
+  std::sort(all.begin(), all.end(), [](const Entry* a, const Entry* b) { return a->seq > b->seq; });
+  int64_t after = -1;
+  if (!page_token.empty() && (!absl::SimpleAtoi(page_token, &after) || after < 0)) {
+    return absl::InvalidArgumentError("page_token: not a token of this server's");
+  }
+  v1::ListComparisonsResponse resp;
+  int64_t last = -1;
+  for (const Entry* e : all) {
+    if (after >= 0 && e->seq >= after) continue;
+    if (resp.comparisons_size() == size) {
+      resp.set_next_page_token(absl::StrCat(last));
+      break;
+    }
+    *resp.add_comparisons() = ToProto(*e, false, false);
+    last = e->seq;
+  }
+  return resp;
+}
+
+absl::StatusOr<v1::Comparison> ComparisonManager::Cancel(const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  auto it = comparisons_.find(name);
+  if (it == comparisons_.end()) return absl::NotFoundError(name + " not found");
+  Entry* e = it->second.get();
+  if (e->state == v1::Comparison::RUNNING) {
+    e->state = v1::Comparison::CANCELLED;
+    e->error = "cancelled";
+    e->cancel.store(true);
+    for (grpc::ClientContext* c : e->fleet_calls) c->TryCancel();
+    Finish(e);
+  }
+  return ToProto(*e, true, false);
+}
+
+absl::Status ComparisonManager::Delete(const std::string& name) {
+  std::unique_ptr<Entry> gone;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = comparisons_.find(name);
+    if (it == comparisons_.end()) return absl::NotFoundError(name + " not found");
+    if (it->second->state == v1::Comparison::RUNNING) {
+      return absl::FailedPreconditionError(name + " is running: cancel it first");
+    }
+    gone = std::move(it->second);
+    comparisons_.erase(it);
+    ++gone->version;
+    changed_.SignalAll();
+  }
+  for (std::thread& t : gone->threads) t.join();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Comparison> ComparisonManager::WaitChange(const std::string& name, int64_t* version,
+                                                             absl::Time deadline) const {
+  absl::MutexLock lock(&mu_);
+  while (true) {
+    auto it = comparisons_.find(name);
+    if (it == comparisons_.end()) return absl::NotFoundError(name + " not found");
+    const Entry& e = *it->second;
+    if (*version < 0 || e.version != *version || absl::Now() >= deadline) {
+      *version = e.version;
+      return ToProto(e, true, false);
+    }
+    changed_.WaitWithDeadline(&mu_, deadline);
+  }
+}
+
+absl::StatusOr<std::string> ComparisonManager::Output(const std::string& name, const std::string& format) const {
+  absl::StatusOr<compare::Format> f = compare::ParseFormat(format.empty() ? "table" : format);
+  if (!f.ok()) return absl::InvalidArgumentError("format: expected table, markdown, csv or json, got " + format);
+  absl::MutexLock lock(&mu_);
+  auto it = comparisons_.find(name);
+  if (it == comparisons_.end()) return absl::NotFoundError(name + " not found");
+  const Entry& e = *it->second;
+  if (e.state != v1::Comparison::SUCCEEDED) {
+    return absl::FailedPreconditionError(name + " is " + v1::Comparison::State_Name(e.state) +
+                                         (e.error.empty() ? "" : ": " + e.error));
+  }
+  return compare::Render(e.comparison, e.results, *f);
+}
+
+}  // namespace blklab::server

@@ -1,0 +1,149 @@
+// server/comparison_manager.h
+//
+// The comparisons of blklabd ("comparisons/{comparison}",
+// proto/blklab/v1/service.proto): a bundle is parsed with the comparison
+// core (compare/compare.h) exactly as `blklab compare` parses its arguments,
+// its cells run here and on a fleet of other blklabd servers, and the
+// summary is rendered with the same code, so the outputs are the in-process
+// command's bytes.
+//
+// Where cells run:
+//  - here, on `local_workers` comparison workers shared by every comparison
+//    and by RunComparisonCell calls from other servers (a counting
+//    semaphore: a cell waits for a free worker);
+//  - on the fleet: one gRPC channel over --fleet's addresses ("a:p,b:p",
+//    an ipv4:/ipv6: list, or dns:///NAME:PORT) with gRPC's own name
+//    resolution and round_robin balancing, the server's token and TLS roots.
+//    Each cell is one RunComparisonCell call, so a cell stays on the one
+//    server that took it; `cells_per_server` calls per resolved address are
+//    in flight at most. A call that fails because the server went away,
+//    drained or was overloaded (UNAVAILABLE, CANCELLED, DEADLINE_EXCEEDED,
+//    RESOURCE_EXHAUSTED, ABORTED, UNKNOWN, INTERNAL) puts the cell back to
+//    be taken by whoever is free next (another fleet server, or a local
+//    worker); after kMaxFleetAttempts such failures a cell runs only here.
+//    A cell's own error (INVALID_ARGUMENT, ...) fails the comparison.
+// Results land at the cell's index, so neither placement nor order changes
+// a byte of the output.
+//
+// Comparisons are kept in memory (at most `max_comparisons`; the oldest
+// finished ones are forgotten first; when all are running, Create is
+// RESOURCE_EXHAUSTED), and so are lost at a restart.
+//
+// Thread-safety: thread-safe. One mutex guards the table of comparisons and
+//   their cells' states; runs happen outside it on the comparison's threads.
+// Cost: Create parses the bundle (linear in its size) and starts
+//   local_workers + fleet slots threads for the comparison's life; each
+//   cell is one engine run, here or on a fleet server.
+#ifndef BLKLAB_SERVER_COMPARISON_MANAGER_H_
+#define BLKLAB_SERVER_COMPARISON_MANAGER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "blklab/v1/service.grpc.pb.h"
+#include "compare/compare.h"
+#include "grpcpp/grpcpp.h"
+
+namespace blklab::server {
+
+struct ComparisonConfig {
+  int local_workers = 1;        // comparison workers here (0: cells run only on the fleet)
+  std::string fleet;            // --fleet: "" (none), "a:p,b:p", "ipv4:...", "dns:///name:port"
+  int cells_per_server = 2;     // in-flight cells per fleet address
+  std::string token;            // bearer token for calls to the fleet ("" = none)
+  std::string tls_ca_pem;       // PEM roots for the fleet's TLS ("" = plaintext)
+  compare::CellLimits limits;   // each cell's host size, virtual time and IOs (the per-job limits)
+  int max_comparisons = 100;    // kept in memory
+  int64_t max_bundle_bytes = 4 << 20;
+  int max_bundle_files = 256;
+};
+
+// A bundle's files and variables as compare::Inputs (for the comparison's
+// life: the inputs point into `bundle`).
+compare::Inputs BundleInputs(const v1::ComparisonBundle* bundle);
+
+// Cell figures, both ways, exactly (doubles as doubles).
+v1::ComparisonCellResult CellResultToProto(const compare::CellResult& r);
+absl::StatusOr<compare::CellResult> CellResultFromProto(const v1::ComparisonCellResult& p);
+
+class ComparisonManager {
+ public:
+  // Kept at most this many times on the fleet before a cell runs only here.
+  static constexpr int kMaxFleetAttempts = 4;
+
+  explicit ComparisonManager(ComparisonConfig config);
+  ~ComparisonManager();  // cancels and joins every comparison
+  ComparisonManager(const ComparisonManager&) = delete;
+  ComparisonManager& operator=(const ComparisonManager&) = delete;
+
+  absl::StatusOr<v1::Comparison> Create(const v1::ComparisonBundle& bundle, const std::string& id);
+  absl::StatusOr<v1::Comparison> Get(const std::string& name, bool full) const;
+  // Newest first; `page_token` is the last name of the previous page.
+  absl::StatusOr<v1::ListComparisonsResponse> List(int page_size, const std::string& page_token) const;
+  absl::StatusOr<v1::Comparison> Cancel(const std::string& name);
+  absl::Status Delete(const std::string& name);
+  // The comparison once its version differs from *version (or at
+  // `deadline`, or at once the first time: *version < 0), with *version
+  // updated. NOT_FOUND once deleted.
+  absl::StatusOr<v1::Comparison> WaitChange(const std::string& name, int64_t* version, absl::Time deadline) const;
+  absl::StatusOr<std::string> Output(const std::string& name, const std::string& format) const;
+
+  // RunComparisonCell: cell `index` of `bundle`, on a local worker (waiting
+  // for one; `on_start` is called once it has one). `cancel` stops the run.
+  absl::StatusOr<compare::CellResult> RunCellHere(const v1::ComparisonBundle& bundle, int index,
+                                                  const std::atomic<bool>* cancel,
+                                                  const std::function<void()>& on_start = nullptr);
+
+  // Fleet addresses resolved at start (for the slot count); 0 without a fleet.
+  int fleet_size() const { return fleet_size_; }
+
+ private:
+  struct Entry;
+
+  // Runs on the comparison's threads: takes pending cells until none is
+  // left, here (`fleet` false) or on the fleet.
+  void Worker(Entry* e, bool fleet);
+  // The next cell to run (its index); kNoMoreCells when the comparison has
+  // ended or every cell is done; kNoCellNow (only without `wait`) when
+  // cells still run that may come back. A fleet worker skips cells that
+  // have used up their fleet attempts.
+  static constexpr int kNoMoreCells = -1;
+  static constexpr int kNoCellNow = -2;
+  // (*version: the comparison's version when kNoCellNow was decided.)
+  int TakeCell(Entry* e, bool fleet, bool wait, int* attempt, int64_t* version);
+  // Returns once `e` has changed since `version` (or is cancelled).
+  void AwaitChange(Entry* e, int64_t version);
+  void CellDone(Entry* e, int index, absl::StatusOr<compare::CellResult> r, bool retry);
+  void Finish(Entry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  v1::Comparison ToProto(const Entry& e, bool with_cells, bool full) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void AcquireLocal();
+  void ReleaseLocal();
+
+  const ComparisonConfig config_;
+  std::shared_ptr<grpc::Channel> fleet_channel_;
+  std::unique_ptr<v1::ComparisonService::Stub> fleet_stub_;
+  int fleet_size_ = 0;
+
+  mutable absl::Mutex mu_;
+  mutable absl::CondVar changed_;
+  std::map<std::string, std::unique_ptr<Entry>> comparisons_ ABSL_GUARDED_BY(mu_);
+  int64_t next_seq_ ABSL_GUARDED_BY(mu_) = 0;
+
+  absl::Mutex local_mu_;
+  int local_free_ ABSL_GUARDED_BY(local_mu_) = 0;
+};
+
+}  // namespace blklab::server
+
+#endif  // BLKLAB_SERVER_COMPARISON_MANAGER_H_

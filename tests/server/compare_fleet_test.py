@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Comparisons through blklabd, on one server and fanned out over a fleet.
+
+Three blklabd processes on loopback share a token; the first is given the
+other two as its --fleet. A 12-cell comparison (two variants x three queue
+depths x two samples) submitted to it with `blklab --server ... compare`:
+  - prints byte for byte what the in-process `blklab compare` prints (JSON
+    and the table), and the Python client fetches the same text;
+  - ran cells on all three servers (Comparison.cells[].server);
+  - with one fleet server killed (SIGKILL) while it runs a cell of a longer
+    comparison, still completes every cell (the lost cell is taken again),
+    with the same bytes as in-process.
+Also: a server without a fleet runs a comparison alone; errors name the
+argument as in-process; cancel, delete, list; no token -> UNAUTHENTICATED.
+
+usage: compare_fleet_test.py BLKLABD BLKLAB SOURCE_DIR
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+BLKLABD, BLKLAB, SRC = sys.argv[1], sys.argv[2], sys.argv[3]
+sys.path.insert(0, os.path.join(SRC, "clients", "python"))
+from blklab_client import Client, service_pb2  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from blklabd_harness import Harness  # noqa: E402
+import grpc  # noqa: E402
+
+TOKEN = "fleet-secret-token"
+TMP = tempfile.mkdtemp(prefix="blklab-fleet-")
+H = Harness(BLKLABD, TMP)
+check = H.check
+
+JOB = ["--name=t", "--ioengine=io_uring", "--direct=1", "--rw=randrw", "--bs=4k", "--iodepth=8",
+       "--time_based=1"]
+CMP = ["--host=nvme-8cpu", "--seed=7", "--samples=2", "--variant", "before:",
+       "--variant", "none:devices.nvme0n1.queue.scheduler=none", "--matrix", "fio.iodepth=1,4,8"]
+
+
+def blklab(args, server=None, token=TOKEN, timeout=600):
+    env = dict(os.environ)
+    env.pop("BLKLAB_SERVER", None)
+    env.pop("BLKLAB_HOST", None)
+    if token:
+        env["BLKLAB_TOKEN"] = token
+    cmd = [BLKLAB] + (["--server", server] if server else []) + args
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def compare_args(runtime, fmt=None):
+    return CMP + (["--format=" + fmt] if fmt else []) + ["--"] + JOB + ["--runtime=" + runtime]
+
+
+def main():
+    tokfile = os.path.join(TMP, "token")
+    with open(tokfile, "w") as f:
+        f.write(TOKEN + "\n")
+    auth = "--auth_token_file=" + tokfile
+    _, b_addr = H.start(os.path.join(TMP, "b"), auth, "--compare_workers=1")
+    pc, c_addr = H.start(os.path.join(TMP, "c"), auth, "--compare_workers=1")
+    _, a_addr = H.start(os.path.join(TMP, "a"), auth, "--compare_workers=1",
+                        "--fleet=%s,%s" % (b_addr, c_addr), "--fleet_cells_per_server=1")
+
+    # 1. Same bytes as in-process; cells on all three servers.
+    local_json = None
+    for fmt in ("json", "table"):
+        local = blklab(["compare"] + compare_args("100ms", fmt))
+        remote = blklab(["compare"] + compare_args("100ms", fmt), server=a_addr)
+        check(local.returncode == 0 and remote.returncode == 0,
+              "%s: in-process and remote compare succeed (%s)" % (fmt, (local.stderr + remote.stderr)[-300:]))
+        check(local.stdout == remote.stdout and len(local.stdout) > 100,
+              "%s: the remote comparison prints the in-process bytes" % fmt)
+        if fmt == "json":
+            local_json = local.stdout
+            check(len(json.loads(remote.stdout)["cells"]) == 12, "12 cells")
+    client = Client(a_addr, token=TOKEN)
+    listed = client.list_comparisons().comparisons
+    check(len(listed) == 2 and all(c.state == service_pb2.Comparison.SUCCEEDED for c in listed),
+          "ListComparisons: both comparisons SUCCEEDED")
+    servers = {}
+    for cell in client.get_comparison(listed[-1].name).cells:
+        servers[cell.server] = servers.get(cell.server, 0) + 1
+    check(set(servers) == {"local", "ipv4:" + b_addr, "ipv4:" + c_addr},
+          "the cells ran on all three servers: %s" % servers)
+    check(client.comparison_output(listed[-1].name, "json") == local_json,
+          "the Python client fetches the same JSON")
+
+    # 2. Python client: create from a spec file bundle, watch, output.
+    spec = ("host: nvme-8cpu\nfio: [job.fio]\nvariants:\n  before: {}\n"
+            "  kyber: {devices.nvme0n1.queue.scheduler: kyber}\n")
+    jobtext = "[t]\nioengine=io_uring\ndirect=1\nrw=randread\nbs=4k\niodepth=${QD}\nruntime=20ms\ntime_based=1\n"
+    made = client.create_comparison(["cmp/spec.yaml"], files={"cmp/spec.yaml": spec, "cmp/job.fio": jobtext},
+                                    variables={"QD": "16"}, comparison_id="from-python")
+    check(made.name == "comparisons/from-python" and made.cell_count == 2, "CreateComparison from a spec bundle")
+    last = client.wait_comparison(made.name)
+    check(last is not None and last.state == service_pb2.Comparison.SUCCEEDED and last.cells_done == 2,
+          "WatchComparison ends SUCCEEDED with every cell done")
+    d = os.path.join(TMP, "cmp")
+    os.makedirs(d)
+    open(os.path.join(d, "spec.yaml"), "w").write(spec)
+    open(os.path.join(d, "job.fio"), "w").write(jobtext)
+    env_local = subprocess.run([BLKLAB, "compare", os.path.join(d, "spec.yaml")], capture_output=True, text=True,
+                               env=dict(os.environ, QD="16"), timeout=300)
+    out = client.comparison_output(made.name, "table")
+    # The header names the job files as given: cmp/job.fio in the bundle, the
+    # temporary path in-process; the rest is the same.
+    check(env_local.returncode == 0 and out.replace("cmp/job.fio", os.path.join(d, "job.fio")) == env_local.stdout,
+          "the spec bundle's table equals the in-process run")
+
+    # 3. Errors as in-process; a missing file names itself; no token.
+    bad = ["compare", "--host=nvme-8cpu", "--variant", "x:devices.nvme9.queue.scheduler=none", "--", "--name=t"]
+    lb, rb = blklab(bad), blklab(bad, server=a_addr)
+    check(lb.returncode == 1 and rb.returncode == 1 and lb.stderr == rb.stderr and "variant x" in rb.stderr,
+          "a bad variant fails the same way remotely (%r)" % rb.stderr.strip())
+    try:
+        client.create_comparison(["cmp/missing.yaml"])
+        check(False, "a missing spec file is refused")
+    except grpc.RpcError as e:
+        check(e.code() == grpc.StatusCode.NOT_FOUND and "cmp/missing.yaml" in e.details(),
+              "a missing spec file is NOT_FOUND naming it (%s)" % e.details())
+    try:
+        Client(a_addr).list_comparisons()
+        check(False, "no token is refused")
+    except grpc.RpcError as e:
+        check(e.code() == grpc.StatusCode.UNAUTHENTICATED, "no token: UNAUTHENTICATED")
+
+    # 4. Cancel a long comparison; delete refuses a running one.
+    longc = client.create_comparison(compare_args("30s"), comparison_id="long")
+    try:
+        client.delete_comparison(longc.name)
+        check(False, "delete of a running comparison is refused")
+    except grpc.RpcError as e:
+        check(e.code() == grpc.StatusCode.FAILED_PRECONDITION, "delete of a running comparison: FAILED_PRECONDITION")
+    t0 = time.time()
+    cancelled = client.cancel_comparison(longc.name)
+    check(cancelled.state == service_pb2.Comparison.CANCELLED, "CancelComparison: CANCELLED")
+    client.delete_comparison(longc.name)
+    check(time.time() - t0 < 20, "cancel stops the running cells (delete joined in %.1f s)" % (time.time() - t0))
+
+    # 5. Kill a fleet server while it runs a cell: every cell still completes.
+    args = compare_args("10s", "json")
+    local = blklab(["compare"] + args)
+    env = dict(os.environ, BLKLAB_TOKEN=TOKEN)
+    env.pop("BLKLAB_HOST", None)
+    proc = subprocess.Popen([BLKLAB, "--server", a_addr, "compare"] + args, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    killed = False
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None and not killed:
+        for c in client.list_comparisons().comparisons:
+            if c.state != service_pb2.Comparison.RUNNING:
+                continue
+            full = client.get_comparison(c.name)
+            if any(cell.state == cell.RUNNING and cell.server == "ipv4:" + c_addr for cell in full.cells):
+                pc.send_signal(signal.SIGKILL)
+                killed = True
+                victim = c.name
+                break
+        time.sleep(0.05)
+    out, err = proc.communicate(timeout=600)
+    check(killed, "a fleet server was killed while running a cell")
+    check(proc.returncode == 0 and out == local.stdout,
+          "after the kill every cell completed with the in-process bytes (rc %s, %s)" % (proc.returncode, err[-300:]))
+    if killed:
+        cells = client.get_comparison(victim).cells
+        check(any(cell.attempts >= 2 for cell in cells), "the lost cell was run again elsewhere")
+        check(all(cell.server != "ipv4:" + c_addr or cell.state != cell.RUNNING for cell in cells),
+              "no cell is left on the killed server")
+
+    # 6. A server without a fleet runs a comparison alone.
+    _, solo = H.start(os.path.join(TMP, "solo"), auth, "--compare_workers=2")
+    r = blklab(["compare"] + compare_args("20ms", "csv"), server=solo)
+    l2 = blklab(["compare"] + compare_args("20ms", "csv"))
+    check(r.returncode == 0 and r.stdout == l2.stdout, "a server without a fleet: same CSV as in-process")
+
+
+H.run_main(main)
