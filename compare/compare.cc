@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <utility>
@@ -11,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -271,8 +273,11 @@ std::vector<Setting> PointSettings(const Comparison& c, size_t p) {
 
 
 size_t NumPoints(const Comparison& c) {
+  // Saturates: a product above the cell limit is refused, never wrapped.
   size_t n = 1;
-  for (const Axis& a : c.axes) n *= a.values.size();
+  for (const Axis& a : c.axes) {
+    n = a.values.size() != 0 && n > SIZE_MAX / a.values.size() ? SIZE_MAX : n * a.values.size();
+  }
   return n;
 }
 
@@ -829,6 +834,14 @@ std::string CellLabel(const Comparison& c, const Cell& cell) {
   return label;
 }
 
+absl::Status UsageError(const std::string& message) {
+  absl::Status s = absl::InvalidArgumentError(message);
+  s.SetPayload(kUsagePayload, absl::Cord("1"));
+  return s;
+}
+
+bool IsUsageError(const absl::Status& s) { return s.GetPayload(kUsagePayload).has_value(); }
+
 absl::StatusOr<bool> FlagValue(const std::vector<std::string>& args, size_t& i, const std::string& flag,
                                std::string* value) {
   const std::string& a = args[i];
@@ -837,7 +850,7 @@ absl::StatusOr<bool> FlagValue(const std::vector<std::string>& args, size_t& i, 
     return true;
   }
   if (a != flag) return false;
-  if (i + 1 >= args.size()) return absl::InvalidArgumentError(flag + " needs a value");
+  if (i + 1 >= args.size()) return UsageError(flag + " needs a value");
   *value = args[++i];
   return true;
 }
@@ -866,7 +879,8 @@ absl::StatusOr<Comparison> ParseComparison(const std::vector<std::string>& args,
       if (!m.ok()) return m.status();
       host_arg = v;
     } else if (m = value_of("--fleet", &v); !m.ok() || *m) {
-      if (!m.ok() || v.empty()) return absl::InvalidArgumentError("--fleet needs an inventory file");
+      if (!m.ok()) return m.status();
+      if (v.empty()) return UsageError("--fleet needs an inventory file");
       fleet_arg = v;
     } else if (m = value_of("--variant", &v); !m.ok() || *m) {
       if (!m.ok()) return m.status();
@@ -880,32 +894,34 @@ absl::StatusOr<Comparison> ParseComparison(const std::vector<std::string>& args,
       if (!m.ok()) return m.status();
       c.baseline = v;
     } else if (m = value_of("--samples", &v); !m.ok() || *m) {
-      if (!m.ok() || !absl::SimpleAtoi(v, &c.samples) || c.samples < 1 || c.samples > kMaxSamples) {
+      if (!m.ok()) return m.status();
+      if (!absl::SimpleAtoi(v, &c.samples) || c.samples < 1 || c.samples > kMaxSamples) {
         return absl::InvalidArgumentError(absl::StrCat("--samples: expected 1..", kMaxSamples, ", got ", v));
       }
       have_samples = true;
     } else if (m = value_of("--seed", &v); !m.ok() || *m) {
-      if (!m.ok() || !absl::SimpleAtoi(v, &c.seed)) {
+      if (!m.ok()) return m.status();
+      if (!absl::SimpleAtoi(v, &c.seed)) {
         return absl::InvalidArgumentError("--seed: not an unsigned integer: " + v);
       }
       have_seed = true;
     } else if (!absl::StartsWith(a, "-") && spec_file.empty()) {
       spec_file = a;
     } else {
-      return absl::InvalidArgumentError("unknown option '" + a + "' (fio's options go after --)");
+      return UsageError("unknown option '" + a + "' (fio's options go after --)");
     }
   }
   if (!spec_file.empty()) {
     if (!host_arg.empty() || !fleet_arg.empty() || !c.variants.empty() || !c.axes.empty() || !c.fio_args.empty() ||
         have_seed || have_samples || !c.baseline.empty()) {
-      return absl::InvalidArgumentError(
+      return UsageError(
           "a spec file holds the host, variants, matrix, seed, samples and fio arguments: "
           "only --jobs, --format, --plot and --dry-run go with it");
     }
     BLKLAB_RETURN_IF_ERROR(ReadSpecFile(spec_file, inputs, &c, &host_arg, &fleet_arg, &base_dir));
   } else {
-    if (c.fio_args.empty()) return absl::InvalidArgumentError("no fio arguments (after --)");
-    if (!host_arg.empty() && !fleet_arg.empty()) return absl::InvalidArgumentError("--host and --fleet: give one");
+    if (c.fio_args.empty()) return UsageError("no fio arguments (after --)");
+    if (!host_arg.empty() && !fleet_arg.empty()) return UsageError("--host and --fleet: give one");
     if (host_arg.empty() && fleet_arg.empty()) host_arg = default_host_arg;
   }
   if (!fleet_arg.empty()) BLKLAB_RETURN_IF_ERROR(ReadFleet(fleet_arg, inputs, &c));
@@ -924,17 +940,19 @@ absl::StatusOr<Comparison> ParseComparison(const std::vector<std::string>& args,
   } else {
     std::rotate(c.variants.begin(), base, base + 1);
   }
-  for (size_t i = 0; i < c.variants.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      if (c.variants[i].name == c.variants[j].name) {
-        return absl::InvalidArgumentError("variant '" + c.variants[i].name + "' given twice");
-      }
-    }
+  const size_t points = NumPoints(c);
+  const size_t per_point = c.variants.size() * static_cast<size_t>(c.samples);
+  if (points > static_cast<size_t>(kMaxCells) || per_point * points > static_cast<size_t>(kMaxCells)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        points > static_cast<size_t>(kMaxCells) ? std::string("more than ") + std::to_string(kMaxCells)
+                                                : absl::StrCat(per_point * points),
+        " cells: at most ", kMaxCells, " per comparison"));
   }
-  const size_t cells = NumPoints(c) * c.variants.size() * static_cast<size_t>(c.samples);
-  if (cells > kMaxCells) {
-    return absl::ResourceExhaustedError(absl::StrCat(cells, " cells: at most ", kMaxCells, " per comparison"));
+  std::set<std::string> names;
+  for (const Variant& v : c.variants) {
+    if (!names.insert(v.name).second) return absl::InvalidArgumentError("variant '" + v.name + "' given twice");
   }
+
   if (c.fleet.empty()) {
     BLKLAB_ASSIGN_OR_RETURN(c.host_doc, LoadHostDoc(host_arg, base_dir, inputs.read_file));
   }

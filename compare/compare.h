@@ -170,6 +170,13 @@ absl::StatusOr<util::DocNode> LoadHostDoc(const std::string& host_arg, const std
 absl::StatusOr<Comparison> ParseComparison(const std::vector<std::string>& args, const Inputs& inputs,
                                            const std::string& default_host_arg);
 
+// An error in how the command line is written (an unknown option, a flag
+// without its value, arguments that do not go together): INVALID_ARGUMENT
+// carrying kUsagePayload, which the CLI answers with its usage and exit 2.
+inline constexpr char kUsagePayload[] = "blklab.dev/usage";
+absl::Status UsageError(const std::string& message);
+bool IsUsageError(const absl::Status& s);
+
 // args[i] as `flag=VALUE`, or `flag VALUE` (then i moves to the value):
 // true with *value set; false when args[i] is another argument;
 // INVALID_ARGUMENT when the value is missing.

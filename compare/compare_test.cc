@@ -66,6 +66,17 @@ TEST(Compare, ErrorsNameWhatIsWrong) {
   s = ParseComparison({"--samples=1000", "--matrix", "fio.iodepth=1,2,4,8,16", "--", "--name=t"}, in, "default")
           .status();
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  // Axes whose product wraps a 64-bit count are refused, not wrapped to 0.
+  std::string wide = "fio.iodepth=1";
+  for (int i = 2; i <= 65536; ++i) wide += "," + std::to_string(i);
+  s = ParseComparison({"--matrix", wide, "--matrix", wide, "--matrix", wide, "--matrix", wide, "--", "--name=t"}, in,
+                      "default")
+          .status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s.message().substr(0, 100);
+  // How the command line is written is a usage error; what it says is not.
+  EXPECT_TRUE(IsUsageError(ParseComparison({"--bogus", "--", "--name=t"}, in, "default").status()));
+  EXPECT_TRUE(IsUsageError(ParseComparison({"--seed"}, in, "default").status()));
+  EXPECT_FALSE(IsUsageError(ParseComparison({"--samples=0", "--", "--name=t"}, in, "default").status()));
 }
 
 TEST(Compare, ACellsResultDoesNotDependOnOrder) {

@@ -64,6 +64,10 @@ ABSL_FLAG(std::string, fleet_tls_ca_file, "", "PEM roots for TLS to the fleet (w
 ABSL_FLAG(int, max_comparisons, 100,
           "Comparisons kept in memory; the oldest finished are forgotten first, and beyond it while all run "
           "CreateComparison is RESOURCE_EXHAUSTED.");
+// /metrics exports at most this many finished comparison cells (the newest
+// comparisons' first).
+constexpr size_t kMaxComparisonCellSeries = 2000;
+
 ABSL_FLAG(int, max_queued_jobs, 1000, "Jobs that may wait for a worker; CreateJob beyond it is RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int, max_streams, 256, "Concurrent WatchJob and ReadJobArtifacts streams; more are RESOURCE_EXHAUSTED.");
 ABSL_FLAG(std::string, auth_token_file, "",
@@ -195,13 +199,14 @@ int Run() {
   // after it (its gauges read the manager).
   const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   JobManager* jobs_ptr = nullptr;
+  const ComparisonManager* comparisons_ptr = nullptr;
   Store* store_ptr = store->get();
   JobMetricsOptions mo;
   mo.retention = absl::GetFlag(FLAGS_metrics_retention);
   mo.max_finished_jobs = static_cast<size_t>(std::max(0, absl::GetFlag(FLAGS_metrics_max_finished_jobs)));
   mo.top_functions = static_cast<size_t>(std::max(0, absl::GetFlag(FLAGS_metrics_top_functions)));
   mo.top_locks = static_cast<size_t>(std::max(0, absl::GetFlag(FLAGS_metrics_top_locks)));
-  auto job_metrics = std::make_shared<JobMetrics>(mo, [&jobs_ptr, store_ptr] {
+  auto job_metrics = std::make_shared<JobMetrics>(mo, [&jobs_ptr, &comparisons_ptr, store_ptr] {
     ServerGauges g;
     if (jobs_ptr != nullptr) {
       g.queued = jobs_ptr->queue().queued();
@@ -212,6 +217,7 @@ int Run() {
       g.jobs_by_state = *std::move(c);
     }
     g.store_bytes = store_ptr->SizeBytes();
+    if (comparisons_ptr != nullptr) g.comparisons = comparisons_ptr->Gauges(kMaxComparisonCellSeries);
     return g;
   });
   auto registry = std::make_shared<prometheus::Registry>();
@@ -243,7 +249,8 @@ int Run() {
   cc.limits.run.max_virtual_ns = jm.limits.max_virtual_ns;
   cc.limits.run.max_ios = jm.limits.max_simulated_ios;
   ComparisonManager comparisons(cc);
-  ComparisonServiceImpl comparison_service(&comparisons, &gate);
+  comparisons_ptr = &comparisons;
+  ComparisonServiceImpl comparison_service(&comparisons, &gate, absl::GetFlag(FLAGS_max_streams));
 
   std::shared_ptr<grpc::ServerCredentials> creds;
   if (!absl::GetFlag(FLAGS_tls_cert_file).empty() || !absl::GetFlag(FLAGS_tls_key_file).empty()) {
@@ -268,6 +275,8 @@ int Run() {
   // No SO_REUSEPORT: a second blklabd on a taken port must fail, not share
   // the port (and its clients) with the first.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Fleet servers ping every 30 s during a long cell (ComparisonManager).
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
   builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_receive_message_bytes));
   builder.SetMaxSendMessageSize(absl::GetFlag(FLAGS_max_send_message_bytes));
   builder.RegisterService(&host_service);
@@ -322,7 +331,8 @@ int Run() {
     sigwait(&set, &sig);
     Log("info", "shutting_down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
     health->SetServingStatus(false);
-    jobs.Shutdown();  // ends watch streams, interrupts runs
+    jobs.Shutdown();         // ends watch streams, interrupts runs
+    comparisons.Shutdown();  // cancels comparisons (their watches end) and waits for workers
     server->Shutdown(std::chrono::system_clock::now() +
                      std::chrono::seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds)));
   });
@@ -340,7 +350,7 @@ int Run() {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "the blklab gRPC server (blklab.v1 HostService and JobService, grpc.health.v1, "
+      "the blklab gRPC server (blklab.v1 HostService, JobService and ComparisonService, grpc.health.v1, "
       "reflection v1alpha).\nUsage: blklabd [--listen=127.0.0.1:50051] [--data_dir=DIR] [flags]");
   absl::ParseCommandLine(argc, argv);
   // Block SIGTERM/SIGINT before any thread starts; one thread sigwaits.

@@ -8,6 +8,8 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -43,8 +45,8 @@ absl::Status CheckBundle(const v1::ComparisonBundle& b, const ComparisonConfig& 
   return absl::OkStatus();
 }
 
-// A failure of the fleet server rather than of the cell: the cell is
-// taken again by whoever is free.
+// A failure of the fleet server rather than of the cell (which the server
+// marks with kCellErrorTrailer): the cell is taken again by whoever is free.
 bool Retryable(grpc::StatusCode code) {
   switch (code) {
     case grpc::StatusCode::UNAVAILABLE:
@@ -89,6 +91,13 @@ std::pair<std::string, int> FleetTarget(const std::string& fleet) {
 }
 
 }  // namespace
+
+absl::Status CellError(absl::Status s) {
+  s.SetPayload(kCellErrorPayload, absl::Cord("1"));
+  return s;
+}
+
+bool IsCellError(const absl::Status& s) { return s.GetPayload(kCellErrorPayload).has_value(); }
 
 compare::Inputs BundleInputs(const v1::ComparisonBundle* bundle) {
   compare::Inputs in;
@@ -189,6 +198,10 @@ ComparisonManager::ComparisonManager(ComparisonConfig config) : config_(std::mov
     fleet_size_ = n;
     grpc::ChannelArguments args;
     args.SetLoadBalancingPolicyName("round_robin");
+    // A server that vanishes without a reset (a lost node) is noticed in
+    // under a minute, not after TCP's timeout; blklabd accepts these pings.
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kFleetKeepaliveMs);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
     args.SetMaxReceiveMessageSize(64 << 20);
     args.SetMaxSendMessageSize(64 << 20);
     std::shared_ptr<grpc::ChannelCredentials> creds =
@@ -197,10 +210,24 @@ ComparisonManager::ComparisonManager(ComparisonConfig config) : config_(std::mov
             : grpc::SslCredentials(grpc::SslCredentialsOptions{config_.tls_ca_pem, "", ""});
     fleet_channel_ = grpc::CreateCustomChannel(target, creds, args);
     fleet_stub_ = v1::ComparisonService::NewStub(fleet_channel_);
+    // Connect now, so the first comparison finds every server ready
+    // (round_robin picks among the ready ones only).
+    fleet_channel_->GetState(/*try_to_connect=*/true);
   }
 }
 
+void ComparisonManager::Shutdown() {
+  shutdown_.store(true);
+  absl::MutexLock lock(&mu_);
+  for (auto& [name, e] : comparisons_) {
+    e->cancel.store(true);
+    for (grpc::ClientContext* c : e->fleet_calls) c->TryCancel();
+  }
+  changed_.SignalAll();
+}
+
 ComparisonManager::~ComparisonManager() {
+  shutdown_.store(true);
   std::map<std::string, std::unique_ptr<Entry>> all;
   {
     absl::MutexLock lock(&mu_);
@@ -216,11 +243,15 @@ ComparisonManager::~ComparisonManager() {
   }
 }
 
-void ComparisonManager::AcquireLocal() {
+bool ComparisonManager::AcquireLocal(const std::atomic<bool>* cancel) {
   absl::MutexLock lock(&local_mu_);
-  local_mu_.Await(absl::Condition(
-      +[](int* free) { return *free > 0; }, &local_free_));
+  while (!local_mu_.AwaitWithTimeout(absl::Condition(+[](int* free) { return *free > 0; }, &local_free_),
+                                     absl::Milliseconds(50))) {
+    if ((cancel != nullptr && cancel->load()) || shutdown_.load()) return false;
+  }
+  if ((cancel != nullptr && cancel->load()) || shutdown_.load()) return false;
   --local_free_;
+  return true;
 }
 
 void ComparisonManager::ReleaseLocal() {
@@ -255,6 +286,8 @@ absl::StatusOr<v1::Comparison> ComparisonManager::Create(const v1::ComparisonBun
     e->pending.push_back(static_cast<int>(i));
   }
   e->create_time = absl::Now();
+  // The fleet as it resolves now (a scaled StatefulSet adds addresses).
+  const int fleet_size = fleet_stub_ ? FleetTarget(config_.fleet).second : 0;
   v1::Comparison out;
   std::vector<std::unique_ptr<Entry>> forgotten;  // joined outside the lock
   {
@@ -278,7 +311,7 @@ absl::StatusOr<v1::Comparison> ComparisonManager::Create(const v1::ComparisonBun
     e->seq = next_seq_++;
     Entry* raw = e.get();
     const int local = std::min<int>(config_.local_workers, static_cast<int>(n));
-    const int remote = fleet_stub_ ? std::min<int>(fleet_size_ * config_.cells_per_server, static_cast<int>(n)) : 0;
+    const int remote = fleet_stub_ ? std::min<int>(fleet_size * config_.cells_per_server, static_cast<int>(n)) : 0;
     for (int t = 0; t < local; ++t) raw->threads.emplace_back([this, raw] { Worker(raw, false); });
     for (int t = 0; t < remote; ++t) raw->threads.emplace_back([this, raw] { Worker(raw, true); });
     out = ToProto(*raw, true, false);
@@ -379,7 +412,7 @@ void ComparisonManager::Worker(Entry* e, bool fleet) {
   while (true) {
     // A local worker takes a cell only once it holds one of the server's
     // workers, and holds none while it waits for cells to come back.
-    if (!fleet) AcquireLocal();
+    if (!fleet && !AcquireLocal(&e->cancel)) return;
     int attempt = 0;
     int64_t version = 0;
     const int i = TakeCell(e, fleet, /*wait=*/fleet, &attempt, &version);
@@ -430,6 +463,8 @@ void ComparisonManager::Worker(Entry* e, bool fleet) {
     }
     grpc::Status status = reader->Finish();
     if (status.ok() && !resp) status = grpc::Status(grpc::StatusCode::INTERNAL, "the stream ended without a result");
+    // The cell's own failure (a limit, a bad job) fails wherever it runs.
+    const bool cell_error = ctx.GetServerTrailingMetadata().count(kCellErrorTrailer) != 0;
     {
       absl::MutexLock lock(&mu_);
       e->fleet_calls.erase(std::find(e->fleet_calls.begin(), e->fleet_calls.end(), &ctx));
@@ -440,7 +475,7 @@ void ComparisonManager::Worker(Entry* e, bool fleet) {
       continue;
     }
     // Without local workers a cell that failed on every attempt fails.
-    bool retry = Retryable(status.error_code()) && !e->cancel.load();
+    bool retry = !cell_error && Retryable(status.error_code()) && !e->cancel.load();
     if (config_.local_workers <= 0 && attempt >= kMaxFleetAttempts) retry = false;
     if (retry) {
       Log("info", "comparison_cell_retry", {{"comparison", e->name},
@@ -466,21 +501,35 @@ absl::StatusOr<compare::CellResult> ComparisonManager::RunCellHere(const v1::Com
                                                                    const std::atomic<bool>* cancel,
                                                                    const std::function<void()>& on_start) {
   if (config_.local_workers <= 0) {
-    return absl::FailedPreconditionError("this server runs no comparison cells (--compare_workers=0)");
+    return absl::UnavailableError("this server runs no comparison cells (--compare_workers=0)");
   }
-  if (absl::Status s = CheckBundle(bundle, config_); !s.ok()) return s;
+  if (absl::Status s = CheckBundle(bundle, config_); !s.ok()) return CellError(s);
   const compare::Inputs inputs = BundleInputs(&bundle);
   std::vector<std::string> args(bundle.args().begin(), bundle.args().end());
   absl::StatusOr<compare::Comparison> c = compare::ParseComparison(args, inputs, std::string(host::kDefaultPresetName));
-  if (!c.ok()) return c.status();
+  if (!c.ok()) return CellError(c.status());
   const std::vector<compare::Cell> cells = compare::Cells(*c);
   if (index < 0 || static_cast<size_t>(index) >= cells.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("cell: ", index, " out of range [0, ", cells.size(), ")"));
+    return CellError(absl::InvalidArgumentError(absl::StrCat("cell: ", index, " out of range [0, ", cells.size(), ")")));
   }
-  AcquireLocal();
+  {
+    absl::MutexLock lock(&local_mu_);
+    if (local_waiting_ >= kMaxWaitingCells) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(local_waiting_, " cells wait for this server's comparison workers: try another server"));
+    }
+    ++local_waiting_;
+  }
+  const bool acquired = AcquireLocal(cancel);
+  {
+    absl::MutexLock lock(&local_mu_);
+    --local_waiting_;
+  }
+  if (!acquired) return absl::CancelledError("cancelled while waiting for a comparison worker");
   if (on_start) on_start();
   absl::StatusOr<compare::CellResult> r = compare::RunCell(*c, cells[static_cast<size_t>(index)], inputs, cancel, config_.limits);
   ReleaseLocal();
+  if (!r.ok() && r.status().code() != absl::StatusCode::kCancelled) return CellError(r.status());
   return r;
 }
 
@@ -593,6 +642,33 @@ absl::StatusOr<std::string> ComparisonManager::Output(const std::string& name, c
                                          (e.error.empty() ? "" : ": " + e.error));
   }
   return compare::Render(e.comparison, e.results, *f);
+}
+
+ComparisonGauges ComparisonManager::Gauges(size_t max_cells) const {
+  ComparisonGauges g;
+  for (const char* s : {"running", "succeeded", "failed", "cancelled"}) g.by_state[s] = 0;
+  absl::MutexLock lock(&mu_);
+  std::vector<const Entry*> all;
+  for (const auto& [name, e] : comparisons_) all.push_back(e.get());
+  std::sort(all.begin(), all.end(), [](const Entry* a, const Entry* b) { return a->seq > b->seq; });
+  size_t cells = 0;
+  for (const Entry* e : all) {
+    ComparisonGauges::One one;
+    one.name = e->name;
+    one.host = e->comparison.host_label;
+    one.state = absl::AsciiStrToLower(v1::Comparison::State_Name(e->state));
+    ++g.by_state[one.state];
+    for (const char* s : {"pending", "running", "done", "failed"}) one.cells_by_state[s] = 0;
+    for (const v1::ComparisonCell& c : e->cells) {
+      ++one.cells_by_state[absl::AsciiStrToLower(v1::ComparisonCell::State_Name(c.state()))];
+      if (c.state() == v1::ComparisonCell::DONE && cells < max_cells) {
+        one.done.push_back({c.label(), c.server(), c.iops()});
+        ++cells;
+      }
+    }
+    g.comparisons.push_back(std::move(one));
+  }
+  return g;
 }
 
 }  // namespace blklab::server

@@ -16,12 +16,14 @@
 //    resolution and round_robin balancing, the server's token and TLS roots.
 //    Each cell is one RunComparisonCell call, so a cell stays on the one
 //    server that took it; `cells_per_server` calls per resolved address are
-//    in flight at most. A call that fails because the server went away,
+//    in flight at most (the addresses counted again at each Create). A call that fails because the server went away,
 //    drained or was overloaded (UNAVAILABLE, CANCELLED, DEADLINE_EXCEEDED,
-//    RESOURCE_EXHAUSTED, ABORTED, UNKNOWN, INTERNAL) puts the cell back to
+//    RESOURCE_EXHAUSTED, ABORTED, UNKNOWN, INTERNAL, UNAUTHENTICATED, and
+//    not marked kCellErrorTrailer) puts the cell back to
 //    be taken by whoever is free next (another fleet server, or a local
 //    worker); after kMaxFleetAttempts such failures a cell runs only here.
-//    A cell's own error (INVALID_ARGUMENT, ...) fails the comparison.
+//    A cell's own error (a limit reached, a job that cannot run), which the
+//    server running it marks, fails the comparison.
 // Results land at the cell's index, so neither placement nor order changes
 // a byte of the output.
 //
@@ -73,17 +75,52 @@ struct ComparisonConfig {
 // life: the inputs point into `bundle`).
 compare::Inputs BundleInputs(const v1::ComparisonBundle* bundle);
 
+// The cell's own failure (its bundle, a limit it reached), as opposed to
+// this server's (no worker free, shutting down): RunCellHere marks it.
+inline constexpr char kCellErrorPayload[] = "blklab.dev/cell-error";
+absl::Status CellError(absl::Status s);
+bool IsCellError(const absl::Status& s);
+
 // Cell figures, both ways, exactly (doubles as doubles).
 v1::ComparisonCellResult CellResultToProto(const compare::CellResult& r);
 absl::StatusOr<compare::CellResult> CellResultFromProto(const v1::ComparisonCellResult& p);
+
+// What /metrics shows of the comparisons (server/metrics.h).
+struct ComparisonGauges {
+  struct Cell {
+    std::string label;   // "cell after (iodepth=4) sample 1"
+    std::string server;  // where it ran
+    double iops = 0;
+  };
+  struct One {
+    std::string name;  // "comparisons/x"
+    std::string host;
+    std::string state;                       // "running", "succeeded", ...
+    std::map<std::string, int> cells_by_state;  // "pending", "running", "done", "failed"
+    std::vector<Cell> done;                  // finished cells (capped over all comparisons)
+  };
+  std::map<std::string, int> by_state;  // comparisons kept, by state
+  std::vector<One> comparisons;         // newest first
+};
 
 class ComparisonManager {
  public:
   // Kept at most this many times on the fleet before a cell runs only here.
   static constexpr int kMaxFleetAttempts = 4;
+  // RunComparisonCell calls that may wait for a worker; more are
+  // RESOURCE_EXHAUSTED (the caller takes the cell elsewhere or later).
+  static constexpr int kMaxWaitingCells = 64;
+  static constexpr int kFleetKeepaliveMs = 30'000;
+  // Trailing metadata of a RunComparisonCell that failed because of the
+  // cell itself (not retried elsewhere).
+  static constexpr char kCellErrorTrailer[] = "blklab-cell-error";
 
   explicit ComparisonManager(ComparisonConfig config);
   ~ComparisonManager();  // cancels and joins every comparison
+
+  // Cancels every comparison and every wait for a worker (a server going
+  // down); the comparisons stay readable.
+  void Shutdown();
   ComparisonManager(const ComparisonManager&) = delete;
   ComparisonManager& operator=(const ComparisonManager&) = delete;
 
@@ -104,6 +141,10 @@ class ComparisonManager {
   absl::StatusOr<compare::CellResult> RunCellHere(const v1::ComparisonBundle& bundle, int index,
                                                   const std::atomic<bool>* cancel,
                                                   const std::function<void()>& on_start = nullptr);
+
+  // The figures of every kept comparison; finished cells of the newest
+  // comparisons first, at most `max_cells` in all.
+  ComparisonGauges Gauges(size_t max_cells) const;
 
   // Fleet addresses resolved at start (for the slot count); 0 without a fleet.
   int fleet_size() const { return fleet_size_; }
@@ -127,7 +168,9 @@ class ComparisonManager {
   void CellDone(Entry* e, int index, absl::StatusOr<compare::CellResult> r, bool retry);
   void Finish(Entry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::Comparison ToProto(const Entry& e, bool with_cells, bool full) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  void AcquireLocal();
+  // Waits for a free local worker; false when `cancel` (or Shutdown) came
+  // first.
+  bool AcquireLocal(const std::atomic<bool>* cancel);
   void ReleaseLocal();
 
   const ComparisonConfig config_;
@@ -140,8 +183,10 @@ class ComparisonManager {
   std::map<std::string, std::unique_ptr<Entry>> comparisons_ ABSL_GUARDED_BY(mu_);
   int64_t next_seq_ ABSL_GUARDED_BY(mu_) = 0;
 
+  std::atomic<bool> shutdown_{false};
   absl::Mutex local_mu_;
   int local_free_ ABSL_GUARDED_BY(local_mu_) = 0;
+  int local_waiting_ ABSL_GUARDED_BY(local_mu_) = 0;  // RunCellHere calls waiting for a worker
 };
 
 }  // namespace blklab::server

@@ -98,6 +98,31 @@ TEST(ComparisonManager, RefusesWhatItCannotRun) {
   EXPECT_EQ(m3.Create(Bundle("1ms"), "Bad_Id").status().code(), absl::StatusCode::kInvalidArgument);
   absl::StatusOr<compare::CellResult> out_of_range = m3.RunCellHere(Bundle("1ms"), 99, nullptr);
   EXPECT_EQ(out_of_range.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(IsCellError(out_of_range.status()));
+}
+
+// A cell that reaches the server's per-job limits fails as the cell's own
+// error (a fleet caller does not retry it elsewhere); a server that cannot
+// take cells says UNAVAILABLE (the caller does).
+TEST(ComparisonManager, MarksTheCellsOwnFailures) {
+  ComparisonConfig tight;
+  tight.limits.run.max_ios = 100;
+  ComparisonManager m(tight);
+  absl::StatusOr<compare::CellResult> r = m.RunCellHere(Bundle("500ms"), 0, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(IsCellError(r.status())) << r.status();
+  ComparisonConfig none;
+  none.local_workers = 0;
+  ComparisonManager idle(none);
+  absl::StatusOr<compare::CellResult> u = idle.RunCellHere(Bundle("1ms"), 0, nullptr);
+  EXPECT_EQ(u.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_FALSE(IsCellError(u.status()));
+  // A wait for a worker ends with the cancel.
+  ComparisonConfig one;
+  one.local_workers = 1;
+  ComparisonManager busy(one);
+  std::atomic<bool> cancel{true};
+  EXPECT_EQ(busy.RunCellHere(Bundle("1ms"), 0, &cancel).status().code(), absl::StatusCode::kCancelled);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "server/resource_name.h"
@@ -74,6 +75,14 @@ grpc::Status ComparisonServiceImpl::WatchComparison(grpc::ServerContext* ctx, co
                                                     grpc::ServerWriter<v1::Comparison>* writer) {
   return gate_->Sync(ctx, [&]() -> absl::Status {
     if (absl::Status s = CheckName(req->name()); !s.ok()) return s;
+    if (streams_.fetch_add(1) >= max_streams_) {
+      streams_.fetch_sub(1);
+      return absl::ResourceExhaustedError(absl::StrCat("more than ", max_streams_, " WatchComparison streams"));
+    }
+    struct Release {
+      std::atomic<int>& n;
+      ~Release() { n.fetch_sub(1); }
+    } release{streams_};
     int64_t version = -1;
     while (!ctx->IsCancelled()) {
       // Wake at least every second to notice a client that went away.
@@ -123,7 +132,11 @@ grpc::Status ComparisonServiceImpl::RunComparisonCell(grpc::ServerContext* ctx,
       }
     }
     run.join();
-    if (!result->ok()) return result->status();
+    if (!result->ok()) {
+      // Not this server's trouble but the cell's: the caller does not retry.
+      if (IsCellError(result->status())) ctx->AddTrailingMetadata(ComparisonManager::kCellErrorTrailer, "1");
+      return result->status();
+    }
     v1::RunComparisonCellResponse last;
     last.set_started(true);
     *last.mutable_result() = CellResultToProto(**result);

@@ -19,6 +19,8 @@
 #ifndef BLKLAB_SERVER_COMPARISON_SERVICE_H_
 #define BLKLAB_SERVER_COMPARISON_SERVICE_H_
 
+#include <atomic>
+
 #include "blklab/v1/service.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "server/comparison_manager.h"
@@ -28,8 +30,10 @@ namespace blklab::server {
 
 class ComparisonServiceImpl final : public v1::ComparisonService::Service {
  public:
-  // `manager` and `gate` outlive the service.
-  ComparisonServiceImpl(ComparisonManager* manager, const RpcGate* gate) : manager_(manager), gate_(gate) {}
+  // `manager` and `gate` outlive the service. At most `max_streams`
+  // WatchComparison streams are open at once.
+  ComparisonServiceImpl(ComparisonManager* manager, const RpcGate* gate, int max_streams = 256)
+      : manager_(manager), gate_(gate), max_streams_(max_streams) {}
 
   grpc::Status CreateComparison(grpc::ServerContext* ctx, const v1::CreateComparisonRequest* req,
                                 v1::Comparison* resp) override;
@@ -51,6 +55,8 @@ class ComparisonServiceImpl final : public v1::ComparisonService::Service {
  private:
   ComparisonManager* const manager_;
   const RpcGate* const gate_;
+  const int max_streams_;
+  std::atomic<int> streams_{0};
 };
 
 }  // namespace blklab::server

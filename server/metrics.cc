@@ -397,8 +397,24 @@ std::vector<MetricFamily> JobMetrics::Collect() const {
                                  MetricType::Gauge);
   AddGauge(store, {}, static_cast<double>(server.store_bytes));
 
+  MetricFamily cmps = NewFamily("blklab_comparisons", "Comparisons kept in memory, by state.", MetricType::Gauge);
+  for (const auto& [st, n] : server.comparisons.by_state) AddGauge(cmps, {{"state", st}}, n);
+  MetricFamily cmp_cells =
+      NewFamily("blklab_comparison_cells", "Cells of a comparison, by state.", MetricType::Gauge);
+  MetricFamily cell_iops = NewFamily("blklab_comparison_cell_iops",
+                                     "A finished cell's IOPS (read + write + trim; 0 when it stalled).",
+                                     MetricType::Gauge);
+  for (const ComparisonGauges::One& c : server.comparisons.comparisons) {
+    for (const auto& [st, n] : c.cells_by_state) {
+      AddGauge(cmp_cells, {{"comparison", c.name}, {"host", c.host}, {"state", st}}, n);
+    }
+    for (const ComparisonGauges::Cell& cell : c.done) {
+      AddGauge(cell_iops, {{"comparison", c.name}, {"cell", cell.label}, {"server", cell.server}}, cell.iops);
+    }
+  }
+
   std::vector<MetricFamily> out;
-  for (MetricFamily* f : {&build, &jobs, &queue, &workers, &busy, &store, &events, &sim_ios, &hist, &info, &running, &state, &start_time, &end_time,
+  for (MetricFamily* f : {&build, &jobs, &cmps, &cmp_cells, &cell_iops, &queue, &workers, &busy, &store, &events, &sim_ios, &hist, &info, &running, &state, &start_time, &end_time,
                           &iops, &bw, &clat, &cpu, &contention, &lock_spin, &lock_contended_ratio, &profile,
                           &inflight, &progress_s, &progress_ratio, &speed, &ios, &io_bytes, &lock_acq,
                           &lock_contended, &lock_spin_s}) {

@@ -42,6 +42,7 @@
 #include "engine/engine.h"
 #include "prometheus/collectable.h"
 #include "prometheus/metric_family.h"
+#include "server/comparison_manager.h"
 #include "server/job_queue.h"
 #include "server/job_record.h"
 
@@ -70,6 +71,7 @@ struct ServerGauges {
   size_t workers = 0;
   std::map<v1::Job::State, int64_t> jobs_by_state;
   int64_t store_bytes = 0;
+  ComparisonGauges comparisons;
 };
 
 class JobMetrics : public JobObserver, public prometheus::Collectable {

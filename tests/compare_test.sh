@@ -303,4 +303,17 @@ else
   fail "--fleet bad input: $(head -c 600 "$TMP/bad-fleet.err")"
 fi
 
+# Exit codes: how the command line is written is a usage error (2, with the
+# usage); a value it gives that is wrong is an error (1).
+rc_unknown=0; "$BLKLAB" compare --bogus -- --name=t >/dev/null 2>"$TMP/usage.err" || rc_unknown=$?
+rc_novalue=0; "$BLKLAB" compare --seed >/dev/null 2>/dev/null || rc_novalue=$?
+rc_jobs=0; "$BLKLAB" compare --jobs=x -- --name=t >/dev/null 2>/dev/null || rc_jobs=$?
+rc_samples=0; "$BLKLAB" compare --samples=0 -- --name=t >/dev/null 2>/dev/null || rc_samples=$?
+if [ "$rc_unknown" = 2 ] && [ "$rc_novalue" = 2 ] && grep -q "^usage: blklab compare" "$TMP/usage.err" &&
+   [ "$rc_jobs" = 1 ] && [ "$rc_samples" = 1 ]; then
+  pass "usage errors exit 2 with the usage, bad values exit 1"
+else
+  fail "exit codes: unknown option $rc_unknown, missing value $rc_novalue, --jobs=x $rc_jobs, --samples=0 $rc_samples"
+fi
+
 checks_end compare

@@ -149,14 +149,15 @@ absl::StatusOr<CompareCommandLine> SplitCompareArgs(const std::vector<std::strin
     } else if (a == "--help" || a == "-h") {
       out.help = true;
     } else if (m = value_of("--jobs", &v); !m.ok() || *m) {
-      if (!m.ok() || !absl::SimpleAtoi(v, &out.jobs) || out.jobs < 1 || out.jobs > 256) {
+      if (!m.ok()) return m.status();
+      if (!absl::SimpleAtoi(v, &out.jobs) || out.jobs < 1 || out.jobs > 256) {
         return absl::InvalidArgumentError("--jobs: expected 1..256, got " + v);
       }
     } else if (m = value_of("--format", &v); !m.ok() || *m) {
       if (!m.ok()) return m.status();
       BLKLAB_ASSIGN_OR_RETURN(out.format, compare::ParseFormat(v));
     } else if (m = value_of("--plot", &v); !m.ok() || *m) {
-      if (!m.ok() || v.empty()) return absl::InvalidArgumentError("--plot needs a directory");
+      if (!m.ok() || v.empty()) return compare::UsageError("--plot needs a directory");
       out.plot_dir = v;
     } else {
       out.comparison_args.push_back(a);
@@ -171,14 +172,20 @@ const char* CompareUsage() { return kUsage; }
 
 int RunCompareCommand(const std::vector<std::string>& args) {
   absl::StatusOr<CompareCommandLine> line = SplitCompareArgs(args);
-  if (!line.ok()) return UsageError(std::string(line.status().message()));
+  if (!line.ok()) {
+    return compare::IsUsageError(line.status()) ? UsageError(std::string(line.status().message()))
+                                                : Fail(line.status());
+  }
   if (line->help) {
     std::cout << kUsage;
     return 0;
   }
   const compare::Inputs inputs = LocalCompareInputs();
   absl::StatusOr<Comparison> parsed = compare::ParseComparison(line->comparison_args, inputs, DefaultHostArg());
-  if (!parsed.ok()) return Fail(parsed.status());
+  if (!parsed.ok()) {
+    return compare::IsUsageError(parsed.status()) ? UsageError(std::string(parsed.status().message()))
+                                                  : Fail(parsed.status());
+  }
   Comparison& c = *parsed;
   if (line->dry_run) {
     absl::StatusOr<std::string> text = compare::DryRunText(c, inputs);

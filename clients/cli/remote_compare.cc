@@ -15,6 +15,7 @@
 #include "blklab/v1/service.grpc.pb.h"
 #include "clients/cli/compare_command.h"
 #include "clients/cli/host_arg.h"
+#include "clients/cli/run_signals.h"
 #include "compare/compare.h"
 
 namespace blklab::cli {
@@ -45,8 +46,13 @@ bool NamesHost(const std::vector<std::string>& args) {
   return false;
 }
 
+// As the in-process command: usage errors exit 2 with the usage.
 int Fail(const absl::Status& s) {
   std::cerr << kPrefix << ": " << s.message() << "\n";
+  if (compare::IsUsageError(s)) {
+    std::cerr << CompareUsage();
+    return kUsageExit;
+  }
   return 1;
 }
 
@@ -54,10 +60,7 @@ int Fail(const absl::Status& s) {
 
 int RunRemoteCompare(RemoteClient& client, const std::vector<std::string>& args) {
   absl::StatusOr<CompareCommandLine> line = SplitCompareArgs(args);
-  if (!line.ok()) {
-    std::cerr << kPrefix << ": " << line.status().message() << "\n" << CompareUsage();
-    return kUsageExit;
-  }
+  if (!line.ok()) return Fail(line.status());
   if (line->help) {
     std::cout << CompareUsage();
     return 0;
@@ -109,10 +112,24 @@ int RunRemoteCompare(RemoteClient& client, const std::vector<std::string>& args)
     const grpc::Status s = stub->CreateComparison(ctx.get(), create, &created);
     if (!s.ok()) return ReportStatus(kPrefix, s);
   }
+  TerminationSignals interrupt_handler;
   const bool progress = isatty(STDERR_FILENO) == 1;
   v1::Comparison last = created;
   {
     std::unique_ptr<grpc::ClientContext> ctx = client.NewContext(0);
+    // Ctrl-C: the first cancels the comparison on the server (the watch
+    // then ends with it CANCELLED), a second stops waiting.
+    InterruptWatcher interrupts(
+        [&] {
+          std::cerr << "\n" << kPrefix << ": interrupted: cancelling " << created.name() << "\n";
+          v1::CancelComparisonRequest req;
+          req.set_name(created.name());
+          v1::Comparison ignored;
+          std::unique_ptr<grpc::ClientContext> cctx = client.NewContext(10);
+          const grpc::Status s = stub->CancelComparison(cctx.get(), req, &ignored);
+          if (!s.ok()) ReportStatus("blklab: cancel", s);
+        },
+        [&] { ctx->TryCancel(); });
     v1::WatchComparisonRequest watch;
     watch.set_name(created.name());
     std::unique_ptr<grpc::ClientReader<v1::Comparison>> reader = stub->WatchComparison(ctx.get(), watch);

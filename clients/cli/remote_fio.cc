@@ -14,6 +14,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -331,20 +332,11 @@ std::string SnapshotText(const v1::Snapshot& snap) {
 grpc::Status WatchToEnd(RemoteClient& client, const std::string& job, RemoteProgress* progress,
                         std::ostream* lines, v1::Job* final_job, SnapshotLines format) {
   std::unique_ptr<grpc::ClientContext> ctx = client.NewContext(0);
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
   // Ctrl-C: the first cancels the job (the stream then ends with it
   // CANCELLED), a second stops waiting.
-  std::thread interrupts([&] {
-    bool cancel_sent = false;
-    std::unique_lock<std::mutex> lock(mu);
-    while (!done) {
-      cv.wait_for(lock, std::chrono::milliseconds(50));
-      const int n = TerminationSignals::count();
-      if (n >= 1 && !cancel_sent) {
-        cancel_sent = true;
-        lock.unlock();
+  std::optional<InterruptWatcher> interrupts;
+  interrupts.emplace(
+      [&] {
         if (progress != nullptr) progress->Clear();
         std::cerr << "blklab: interrupted: cancelling " << job << "\n";
         v1::CancelJobRequest req;
@@ -353,14 +345,8 @@ grpc::Status WatchToEnd(RemoteClient& client, const std::string& job, RemoteProg
         std::unique_ptr<grpc::ClientContext> cctx = client.NewContext(10);
         grpc::Status s = client.jobs().CancelJob(cctx.get(), req, &ignored);
         if (!s.ok()) ReportStatus("blklab: cancel", s);
-        lock.lock();
-      }
-      if (n >= 2) {
-        ctx->TryCancel();
-        break;
-      }
-    }
-  });
+      },
+      [&] { ctx->TryCancel(); });
   v1::WatchJobRequest req;
   req.set_name(job);
   std::unique_ptr<grpc::ClientReader<v1::Snapshot>> reader = client.jobs().WatchJob(ctx.get(), req);
@@ -382,12 +368,7 @@ grpc::Status WatchToEnd(RemoteClient& client, const std::string& job, RemoteProg
     }
   }
   grpc::Status status = reader->Finish();
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    done = true;
-  }
-  cv.notify_all();
-  interrupts.join();
+  interrupts.reset();
   if (status.ok() && !got_final) {
     status = grpc::Status(grpc::StatusCode::INTERNAL, "the watch stream ended without the job's final state");
   }

@@ -1,6 +1,8 @@
 #include "clients/cli/run_signals.h"
 
 #include <atomic>
+#include <chrono>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 
@@ -40,6 +42,36 @@ std::string FioEtaString(int64_t sec) {
   if (d > 0) return absl::StrFormat("%dd:%02dh:%02dm:%02ds", d, h, m, s);
   if (h > 0) return absl::StrFormat("%02dh:%02dm:%02ds", h, m, s);
   return absl::StrFormat("%02dm:%02ds", m, s);
+}
+
+InterruptWatcher::InterruptWatcher(std::function<void()> first, std::function<void()> second) {
+  thread_ = std::thread([this, first = std::move(first), second = std::move(second)] {
+    bool first_done = false;
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!done_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(50));
+      const int n = TerminationSignals::count();
+      if (n >= 1 && !first_done) {
+        first_done = true;
+        lock.unlock();
+        first();
+        lock.lock();
+      }
+      if (n >= 2) {
+        second();
+        break;
+      }
+    }
+  });
+}
+
+InterruptWatcher::~InterruptWatcher() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
 }
 
 }  // namespace blklab::cli

@@ -62,14 +62,14 @@ def main():
     auth = "--auth_token_file=" + tokfile
     _, b_addr = H.start(os.path.join(TMP, "b"), auth, "--compare_workers=1")
     pc, c_addr = H.start(os.path.join(TMP, "c"), auth, "--compare_workers=1")
-    _, a_addr = H.start(os.path.join(TMP, "a"), auth, "--compare_workers=1",
+    pa, a_addr = H.start(os.path.join(TMP, "a"), auth, "--compare_workers=1",
                         "--fleet=%s,%s" % (b_addr, c_addr), "--fleet_cells_per_server=1")
 
     # 1. Same bytes as in-process; cells on all three servers.
     local_json = None
     for fmt in ("json", "table"):
-        local = blklab(["compare"] + compare_args("100ms", fmt))
-        remote = blklab(["compare"] + compare_args("100ms", fmt), server=a_addr)
+        local = blklab(["compare"] + compare_args("300ms", fmt))
+        remote = blklab(["compare"] + compare_args("300ms", fmt), server=a_addr)
         check(local.returncode == 0 and remote.returncode == 0,
               "%s: in-process and remote compare succeed (%s)" % (fmt, (local.stderr + remote.stderr)[-300:]))
         check(local.stdout == remote.stdout and len(local.stdout) > 100,
@@ -88,6 +88,14 @@ def main():
           "the cells ran on all three servers: %s" % servers)
     check(client.comparison_output(listed[-1].name, "json") == local_json,
           "the Python client fetches the same JSON")
+    # /metrics: the cells of a comparison, with its name as a label.
+    import urllib.request
+    text = urllib.request.urlopen("http://%s/metrics" % pa.metrics_addr, timeout=10).read().decode()
+    series = [l for l in text.splitlines()
+              if l.startswith("blklab_comparison_cell_iops{") and 'comparison="%s"' % listed[-1].name in l]
+    check(len(series) == 12 and any('server="local"' in l for l in series),
+          "/metrics: 12 blklab_comparison_cell_iops series of the comparison (%d)" % len(series))
+    check('blklab_comparisons{state="succeeded"} 2' in text, "/metrics: blklab_comparisons by state")
 
     # 2. Python client: create from a spec file bundle, watch, output.
     spec = ("host: nvme-8cpu\nfio: [job.fio]\nvariants:\n  before: {}\n"
