@@ -194,8 +194,7 @@ struct ComparisonManager::Entry {
 ComparisonManager::ComparisonManager(ComparisonConfig config) : config_(std::move(config)) {
   local_free_ = config_.local_workers;
   if (!config_.fleet.empty()) {
-    auto [target, n] = FleetTarget(config_.fleet);
-    fleet_size_ = n;
+    const std::string target = FleetTarget(config_.fleet).first;
     grpc::ChannelArguments args;
     args.SetLoadBalancingPolicyName("round_robin");
     // A server that vanishes without a reset (a lost node) is noticed in

@@ -146,9 +146,6 @@ class ComparisonManager {
   // comparisons first, at most `max_cells` in all.
   ComparisonGauges Gauges(size_t max_cells) const;
 
-  // Fleet addresses resolved at start (for the slot count); 0 without a fleet.
-  int fleet_size() const { return fleet_size_; }
-
  private:
   struct Entry;
 
@@ -176,7 +173,6 @@ class ComparisonManager {
   const ComparisonConfig config_;
   std::shared_ptr<grpc::Channel> fleet_channel_;
   std::unique_ptr<v1::ComparisonService::Stub> fleet_stub_;
-  int fleet_size_ = 0;
 
   mutable absl::Mutex mu_;
   mutable absl::CondVar changed_;
