@@ -327,13 +327,18 @@ absl::StatusOr<CellResult> RunCell(const Comparison& c, const Cell& cell, const 
                                    const std::atomic<bool>* cancel, const CellLimits& limits) {
   BLKLAB_ASSIGN_OR_RETURN(const RunRequest req, PrepareCell(c, cell, inputs, limits));
   absl::StatusOr<RunResult> ran = RunFio(req, nullptr, cancel);
-  if (!ran.ok()) {
-    if (!IsStall(ran.status())) return ran.status();
-    CellResult stalled;
-    stalled.stalled = std::string(ran.status().message());
-    return stalled;
-  }
-  RunResult& run = *ran;
+  if (!ran.ok()) return StalledCell(ran.status());
+  return CellResultOf(req, *std::move(ran));
+}
+
+absl::StatusOr<CellResult> StalledCell(const absl::Status& run_status) {
+  if (!IsStall(run_status)) return run_status;
+  CellResult stalled;
+  stalled.stalled = std::string(run_status.message());
+  return stalled;
+}
+
+CellResult CellResultOf(const RunRequest& req, RunResult run) {
   const report::ReportInput report = BuildReport(req, run, WallClock{}, /*with_kernel_report=*/false);
   CellResult r;
   double clat_sum = 0;

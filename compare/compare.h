@@ -214,6 +214,11 @@ absl::StatusOr<RunRequest> PrepareCell(const Comparison& c, const Cell& cell, co
 // `cancel` is CANCELLED.
 absl::StatusOr<CellResult> RunCell(const Comparison& c, const Cell& cell, const Inputs& inputs,
                                    const std::atomic<bool>* cancel = nullptr, const CellLimits& limits = {});
+// RunCell's two halves after RunFio, for a cell run elsewhere (a job of
+// blklabd): the figures of a finished run of `req`, and of a failed one (a
+// stall is a result; any other error is returned).
+CellResult CellResultOf(const RunRequest& req, RunResult run);
+absl::StatusOr<CellResult> StalledCell(const absl::Status& run_status);
 
 // Rows and changes from res.cells and res.results (one per cell).
 void Summarize(const Comparison& c, Results& res);

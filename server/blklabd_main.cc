@@ -54,8 +54,9 @@ ABSL_FLAG(std::string, data_dir, "",
           "~/.local/share/blklab.");
 ABSL_FLAG(int, workers, 0, "Worker threads running jobs, one simulation each. 0: one per core.");
 ABSL_FLAG(int, compare_workers, -1,
-          "Comparison workers: cells of comparisons (ComparisonService) run here at most this many at a time, "
-          "theirs and other servers' (RunComparisonCell). -1: one per core; 0: cells run only on the fleet.");
+          "Comparison cells (ComparisonService) that run here at once as jobs (they queue for --workers as any "
+          "job), this server's and other servers' (RunComparisonCell). -1: one per core; 0: cells run only on "
+          "the fleet.");
 ABSL_FLAG(std::string, fleet, "",
           "Other blklabd servers that run this server's comparison cells as well: ADDR[,ADDR...] (IP:PORT), "
           "or a gRPC target such as dns:///NAME:PORT (round_robin over what it resolves to).");
@@ -231,6 +232,7 @@ int Run() {
   HostServiceImpl host_service(store->get(), &jm.limits, &gate);
   JobServiceImpl job_service(store->get(), &jobs.queue(), &jm.limits, &gate, absl::GetFlag(FLAGS_max_streams));
   ComparisonConfig cc;
+  cc.jobs = &jobs.queue();
   cc.local_workers = absl::GetFlag(FLAGS_compare_workers);
   if (cc.local_workers < 0) cc.local_workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   cc.fleet = absl::GetFlag(FLAGS_fleet);
@@ -245,6 +247,8 @@ int Run() {
     cc.tls_ca_pem = *std::move(ca);
   }
   cc.max_comparisons = std::max(1, absl::GetFlag(FLAGS_max_comparisons));
+  // Each cell that runs here is a job holding the bundle.
+  cc.max_bundle_bytes = static_cast<int64_t>(jm.limits.max_bundle_bytes);
   cc.limits.host = jm.limits.host;
   cc.limits.run.max_virtual_ns = jm.limits.max_virtual_ns;
   cc.limits.run.max_ios = jm.limits.max_simulated_ios;

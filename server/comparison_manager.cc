@@ -34,10 +34,7 @@ absl::Status CheckBundle(const v1::ComparisonBundle& b, const ComparisonConfig& 
     return absl::ResourceExhaustedError(
         absl::StrCat("bundle.files: ", b.files_size(), " files, at most ", config.max_bundle_files));
   }
-  int64_t bytes = 0;
-  for (const std::string& a : b.args()) bytes += static_cast<int64_t>(a.size());
-  for (const auto& [name, text] : b.files()) bytes += static_cast<int64_t>(name.size() + text.size());
-  for (const auto& [name, value] : b.variables()) bytes += static_cast<int64_t>(name.size() + value.size());
+  const int64_t bytes = static_cast<int64_t>(BundleBytes(b));
   if (bytes > config.max_bundle_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat("bundle: ", bytes, " bytes of arguments, files and variables, at most ",
                                                      config.max_bundle_bytes));
@@ -99,76 +96,6 @@ absl::Status CellError(absl::Status s) {
 
 bool IsCellError(const absl::Status& s) { return s.GetPayload(kCellErrorPayload).has_value(); }
 
-compare::Inputs BundleInputs(const v1::ComparisonBundle* bundle) {
-  compare::Inputs in;
-  in.read_file = [bundle](const std::string& path) -> absl::StatusOr<std::string> {
-    auto it = bundle->files().find(path);
-    if (it == bundle->files().end()) return absl::NotFoundError(path + ": not in the comparison's bundle.files");
-    return it->second;
-  };
-  in.lookup_var = [bundle](const std::string& name) -> std::optional<std::string> {
-    auto it = bundle->variables().find(name);
-    if (it == bundle->variables().end()) return std::nullopt;
-    return it->second;
-  };
-  return in;
-}
-
-v1::ComparisonCellResult CellResultToProto(const compare::CellResult& r) {
-  v1::ComparisonCellResult p;
-  p.set_iops(r.iops);
-  for (double d : r.dir_iops) p.add_dir_iops(d);
-  p.set_bw_bytes(r.bw_bytes);
-  p.set_usr_pct(r.usr_pct);
-  p.set_sys_pct(r.sys_pct);
-  p.set_contention_pct(r.contention_pct);
-  p.set_kernel_sys_pct(r.kernel_sys_pct);
-  p.set_clat_mean_ns(r.clat_mean_ns);
-  for (const auto& [pct, ns] : r.clat_percentiles) {
-    v1::Percentile* q = p.add_clat_percentiles();
-    q->set_percentile(pct);
-    q->set_value_ns(static_cast<int64_t>(ns));
-  }
-  p.set_ios(r.ios);
-  for (const auto& [name, iops] : r.jobs) {
-    v1::ComparisonCellResult::JobIops* j = p.add_jobs();
-    j->set_name(name);
-    j->set_iops(iops);
-  }
-  for (const stats::ProfileRow& row : r.profile) ProfileRowToProto(row, p.add_profile());
-  for (const stats::LockRow& row : r.locks) LockRowToProto(row, p.add_locks());
-  p.set_stalled(r.stalled);
-  return p;
-}
-
-absl::StatusOr<compare::CellResult> CellResultFromProto(const v1::ComparisonCellResult& p) {
-  compare::CellResult r;
-  if (p.dir_iops_size() != stats::kNumDirs) {
-    return absl::InvalidArgumentError(absl::StrCat("dir_iops: ", p.dir_iops_size(), " values, expected ", stats::kNumDirs));
-  }
-  r.iops = p.iops();
-  for (int d = 0; d < stats::kNumDirs; ++d) r.dir_iops[static_cast<size_t>(d)] = p.dir_iops(d);
-  r.bw_bytes = p.bw_bytes();
-  r.usr_pct = p.usr_pct();
-  r.sys_pct = p.sys_pct();
-  r.contention_pct = p.contention_pct();
-  r.kernel_sys_pct = p.kernel_sys_pct();
-  r.clat_mean_ns = p.clat_mean_ns();
-  for (const v1::Percentile& q : p.clat_percentiles()) {
-    r.clat_percentiles.emplace_back(q.percentile(), static_cast<uint64_t>(q.value_ns()));
-  }
-  r.ios = p.ios();
-  for (const auto& j : p.jobs()) r.jobs.emplace_back(j.name(), j.iops());
-  for (const v1::ProfileRow& row : p.profile()) {
-    absl::StatusOr<stats::ProfileRow> pr = ProfileRowFromProto(row);
-    if (!pr.ok()) return pr.status();
-    r.profile.push_back(*std::move(pr));
-  }
-  for (const v1::LockRow& row : p.locks()) r.locks.push_back(LockRowFromProto(row));
-  r.stalled = p.stalled();
-  return r;
-}
-
 struct ComparisonManager::Entry {
   std::string name;
   int64_t seq = 0;
@@ -191,8 +118,9 @@ struct ComparisonManager::Entry {
   std::vector<std::thread> threads;
 };
 
-ComparisonManager::ComparisonManager(ComparisonConfig config) : config_(std::move(config)) {
-  local_free_ = config_.local_workers;
+ComparisonManager::ComparisonManager(ComparisonConfig config)
+    : config_(std::move(config)), local_workers_(config_.jobs != nullptr ? config_.local_workers : 0) {
+  local_free_ = local_workers_;
   if (!config_.fleet.empty()) {
     const std::string target = FleetTarget(config_.fleet).first;
     grpc::ChannelArguments args;
@@ -259,7 +187,7 @@ void ComparisonManager::ReleaseLocal() {
 }
 
 absl::StatusOr<v1::Comparison> ComparisonManager::Create(const v1::ComparisonBundle& bundle, const std::string& id) {
-  if (config_.local_workers <= 0 && !fleet_stub_) {
+  if (local_workers_ <= 0 && !fleet_stub_) {
     return absl::FailedPreconditionError("this server runs no comparisons (--compare_workers=0 and no --fleet)");
   }
   if (!id.empty()) {
@@ -309,7 +237,7 @@ absl::StatusOr<v1::Comparison> ComparisonManager::Create(const v1::ComparisonBun
     }
     e->seq = next_seq_++;
     Entry* raw = e.get();
-    const int local = std::min<int>(config_.local_workers, static_cast<int>(n));
+    const int local = std::min<int>(local_workers_, static_cast<int>(n));
     const int remote = fleet_stub_ ? std::min<int>(fleet_size * config_.cells_per_server, static_cast<int>(n)) : 0;
     for (int t = 0; t < local; ++t) raw->threads.emplace_back([this, raw] { Worker(raw, false); });
     for (int t = 0; t < remote; ++t) raw->threads.emplace_back([this, raw] { Worker(raw, true); });
@@ -329,7 +257,7 @@ int ComparisonManager::TakeCell(Entry* e, bool fleet, bool wait, int* attempt, i
     if (e->cancel.load() || e->state != v1::Comparison::RUNNING) return kNoMoreCells;
     for (auto it = e->pending.begin(); it != e->pending.end(); ++it) {
       const int i = *it;
-      if (fleet && config_.local_workers > 0 && e->fleet_attempts[static_cast<size_t>(i)] >= kMaxFleetAttempts) {
+      if (fleet && local_workers_ > 0 && e->fleet_attempts[static_cast<size_t>(i)] >= kMaxFleetAttempts) {
         continue;
       }
       e->pending.erase(it);
@@ -426,10 +354,22 @@ void ComparisonManager::Worker(Entry* e, bool fleet) {
     }
     if (!fleet) {
       absl::StatusOr<compare::CellResult> r =
-          compare::RunCell(e->comparison, e->results.cells[static_cast<size_t>(i)], e->inputs, &e->cancel,
-                           config_.limits);
+          RunCellJob(e->bundle, e->comparison, i, e->name, &e->cancel, [this, e, i](const std::string& job) {
+            absl::MutexLock lock(&mu_);
+            e->cells[static_cast<size_t>(i)].set_job(job);
+            ++e->version;
+            changed_.SignalAll();
+          });
       ReleaseLocal();
-      CellDone(e, i, std::move(r), false);
+      // A full job queue or a server going down is not the cell's fault:
+      // the cell waits for the next free worker (here or on the fleet).
+      const bool retry = !r.ok() && !IsCellError(r.status()) && !e->cancel.load() && !shutdown_.load() &&
+                         (absl::IsUnavailable(r.status()) || absl::IsResourceExhausted(r.status()));
+      if (retry) {
+        absl::MutexLock lock(&mu_);
+        changed_.WaitWithTimeout(&mu_, absl::Milliseconds(200));
+      }
+      CellDone(e, i, std::move(r), retry);
       continue;
     }
     grpc::ClientContext ctx;
@@ -455,6 +395,7 @@ void ComparisonManager::Worker(Entry* e, bool fleet) {
         peer = ctx.peer();
         absl::MutexLock lock(&mu_);
         e->cells[static_cast<size_t>(i)].set_server(peer);
+        e->cells[static_cast<size_t>(i)].set_job(msg.job());
         ++e->version;
         changed_.SignalAll();
       }
@@ -475,7 +416,7 @@ void ComparisonManager::Worker(Entry* e, bool fleet) {
     }
     // Without local workers a cell that failed on every attempt fails.
     bool retry = !cell_error && Retryable(status.error_code()) && !e->cancel.load();
-    if (config_.local_workers <= 0 && attempt >= kMaxFleetAttempts) retry = false;
+    if (local_workers_ <= 0 && attempt >= kMaxFleetAttempts) retry = false;
     if (retry) {
       Log("info", "comparison_cell_retry", {{"comparison", e->name},
                                         {"cell", absl::StrCat(i)},
@@ -496,10 +437,10 @@ void ComparisonManager::Worker(Entry* e, bool fleet) {
   }
 }
 
-absl::StatusOr<compare::CellResult> ComparisonManager::RunCellHere(const v1::ComparisonBundle& bundle, int index,
-                                                                   const std::atomic<bool>* cancel,
-                                                                   const std::function<void()>& on_start) {
-  if (config_.local_workers <= 0) {
+absl::StatusOr<compare::CellResult> ComparisonManager::RunCellHere(
+    const v1::ComparisonBundle& bundle, int index, const std::string& comparison, const std::atomic<bool>* cancel,
+    const std::function<void(const std::string&)>& on_job) {
+  if (local_workers_ <= 0) {
     return absl::UnavailableError("this server runs no comparison cells (--compare_workers=0)");
   }
   if (absl::Status s = CheckBundle(bundle, config_); !s.ok()) return CellError(s);
@@ -507,9 +448,9 @@ absl::StatusOr<compare::CellResult> ComparisonManager::RunCellHere(const v1::Com
   std::vector<std::string> args(bundle.args().begin(), bundle.args().end());
   absl::StatusOr<compare::Comparison> c = compare::ParseComparison(args, inputs, std::string(host::kDefaultPresetName));
   if (!c.ok()) return CellError(c.status());
-  const std::vector<compare::Cell> cells = compare::Cells(*c);
-  if (index < 0 || static_cast<size_t>(index) >= cells.size()) {
-    return CellError(absl::InvalidArgumentError(absl::StrCat("cell: ", index, " out of range [0, ", cells.size(), ")")));
+  const size_t n = compare::Cells(*c).size();
+  if (index < 0 || static_cast<size_t>(index) >= n) {
+    return CellError(absl::InvalidArgumentError(absl::StrCat("cell: ", index, " out of range [0, ", n, ")")));
   }
   {
     absl::MutexLock lock(&local_mu_);
@@ -525,11 +466,103 @@ absl::StatusOr<compare::CellResult> ComparisonManager::RunCellHere(const v1::Com
     --local_waiting_;
   }
   if (!acquired) return absl::CancelledError("cancelled while waiting for a comparison worker");
-  if (on_start) on_start();
-  absl::StatusOr<compare::CellResult> r = compare::RunCell(*c, cells[static_cast<size_t>(index)], inputs, cancel, config_.limits);
+  absl::StatusOr<compare::CellResult> r = RunCellJob(bundle, *c, index, comparison, cancel, on_job);
   ReleaseLocal();
-  if (!r.ok() && r.status().code() != absl::StatusCode::kCancelled) return CellError(r.status());
   return r;
+}
+
+namespace {
+
+// Waits for a cell job's end: its final snapshot (the job as it ended), or
+// the stream's close when the server shuts down.
+class CellJobWaiter final : public WatchSink {
+ public:
+  void Push(const v1::Snapshot& snapshot) override {
+    if (!snapshot.has_final_job()) return;
+    absl::MutexLock lock(&mu_);
+    if (!end_.has_value()) end_ = snapshot.final_job();
+  }
+  void Close(const absl::Status& status) override {
+    absl::MutexLock lock(&mu_);
+    if (!end_.has_value()) end_ = status.ok() ? absl::UnavailableError("the job's watch ended") : status;
+  }
+  // The final job, once there is one (false on timeout).
+  bool Wait(absl::Duration timeout, absl::StatusOr<v1::Job>* out) {
+    absl::MutexLock lock(&mu_);
+    if (!mu_.AwaitWithTimeout(absl::Condition(
+                                  +[](std::optional<absl::StatusOr<v1::Job>>* end) { return end->has_value(); },
+                                  &end_),
+                              timeout)) {
+      return false;
+    }
+    *out = **std::move(end_);
+    return true;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::optional<absl::StatusOr<v1::Job>> end_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+absl::StatusOr<compare::CellResult> ComparisonManager::RunCellJob(
+    const v1::ComparisonBundle& bundle, const compare::Comparison& c, int index, const std::string& comparison,
+    const std::atomic<bool>* cancel, const std::function<void(const std::string&)>& on_job) {
+  if (config_.jobs == nullptr) return absl::FailedPreconditionError("this server has no job queue for cells");
+  const compare::Cell cell = compare::Cells(c)[static_cast<size_t>(index)];
+  // The job's host: the cell's, as it will run (the job is prepared again
+  // from the bundle by the runner, within the server's per-job limits).
+  absl::StatusOr<RunRequest> prepared = compare::PrepareCell(c, cell, BundleInputs(&bundle), config_.limits);
+  if (!prepared.ok()) return CellError(prepared.status());
+  auto definition = std::make_shared<v1::Job>();
+  if (absl::Status s = HostSpecToProto(prepared->host, definition->mutable_host_spec()); !s.ok()) {
+    return CellError(s);
+  }
+  *definition->mutable_resolved_host() = definition->host_spec();
+  v1::ComparisonCellWork* work = definition->mutable_comparison_cell();
+  work->set_comparison(comparison);
+  work->set_cell(index);
+  work->set_label(compare::CellLabel(c, cell));
+  *work->mutable_bundle() = bundle;
+  definition->set_seed(c.seed);
+  definition->set_collect_stacks(c.collect_stacks);
+  JobRecord record;
+  record.id = "j-" + RandomHex(8);
+  record.definition = std::move(definition);
+  record.state = JobState::kQueued;
+  record.create_time = absl::Now();
+  const std::string id = record.id;
+  const std::string job_name = record.name();
+  if (absl::Status s = config_.jobs->Submit(std::move(record)); !s.ok()) return s;
+  Log("info", "comparison_cell_job", {{"comparison", comparison}, {"cell", absl::StrCat(index)}, {"job", job_name}});
+  if (on_job) on_job(job_name);
+  auto waiter = std::make_shared<CellJobWaiter>();
+  if (absl::Status s = config_.jobs->Watch(id, waiter); !s.ok()) return s;
+  absl::StatusOr<v1::Job> end = absl::UnknownError("no end");
+  bool cancelled = false;
+  while (!waiter->Wait(absl::Milliseconds(50), &end)) {
+    if (!cancelled && ((cancel != nullptr && cancel->load()) || shutdown_.load())) {
+      cancelled = true;
+      (void)config_.jobs->Cancel(id);
+    }
+  }
+  config_.jobs->Unwatch(id, waiter.get());
+  // The server shuts down (the job ends CANCELLED at the next start; a
+  // fleet caller runs the cell elsewhere).
+  if (!end.ok()) return end.status();
+  if (end->result().has_comparison_cell()) return CellResultFromProto(end->result().comparison_cell());
+  const absl::Status error(static_cast<absl::StatusCode>(end->error().code()),
+                           absl::StrCat(job_name, ": ", end->error().message()));
+  switch (end->state()) {
+    case v1::Job::CANCELLED:
+      return absl::CancelledError(absl::StrCat(job_name, " was cancelled"));
+    case v1::Job::FAILED:
+      return CellError(error);
+    default:
+      return absl::InternalError(absl::StrCat(job_name, " ended ", v1::Job::State_Name(end->state()),
+                                              " without the cell's figures"));
+  }
 }
 
 v1::Comparison ComparisonManager::ToProto(const Entry& e, bool with_cells, bool full) const {

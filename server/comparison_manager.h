@@ -8,9 +8,12 @@
 // command's bytes.
 //
 // Where cells run:
-//  - here, on `local_workers` comparison workers shared by every comparison
-//    and by RunComparisonCell calls from other servers (a counting
-//    semaphore: a cell waits for a free worker);
+//  - here, as ordinary jobs of this server's JobQueue (stored, listed,
+//    watched and exported like any job, Job.comparison_cell naming the
+//    comparison and the cell; the job's result carries the cell's exact
+//    figures), at most `local_workers` at once over every comparison and
+//    RunComparisonCell call from other servers (a counting semaphore: a cell
+//    waits for a free slot, then for a job worker as any job does);
 //  - on the fleet: one gRPC channel over --fleet's addresses ("a:p,b:p",
 //    an ipv4:/ipv6: list, or dns:///NAME:PORT) with gRPC's own name
 //    resolution and round_robin balancing, the server's token and TLS roots.
@@ -35,7 +38,8 @@
 //   their cells' states; runs happen outside it on the comparison's threads.
 // Cost: Create parses the bundle (linear in its size) and starts
 //   local_workers + fleet slots threads for the comparison's life; each
-//   cell is one engine run, here or on a fleet server.
+//   cell is one engine run, here or on a fleet server, and here one stored
+//   job (holding the bundle).
 #ifndef BLKLAB_SERVER_COMPARISON_MANAGER_H_
 #define BLKLAB_SERVER_COMPARISON_MANAGER_H_
 
@@ -56,34 +60,30 @@
 #include "blklab/v1/service.grpc.pb.h"
 #include "compare/compare.h"
 #include "grpcpp/grpcpp.h"
+#include "server/job_queue.h"
 
 namespace blklab::server {
 
 struct ComparisonConfig {
-  int local_workers = 1;        // comparison workers here (0: cells run only on the fleet)
+  // This server's job queue: a cell that runs here is an ordinary job of it
+  // (required when local_workers > 0; not owned, outlives the manager).
+  JobQueue* jobs = nullptr;
+  int local_workers = 1;        // cells here at once (0: cells run only on the fleet)
   std::string fleet;            // --fleet: "" (none), "a:p,b:p", "ipv4:...", "dns:///name:port"
   int cells_per_server = 2;     // in-flight cells per fleet address
   std::string token;            // bearer token for calls to the fleet ("" = none)
   std::string tls_ca_pem;       // PEM roots for the fleet's TLS ("" = plaintext)
-  compare::CellLimits limits;   // each cell's host size, virtual time and IOs (the per-job limits)
+  compare::CellLimits limits;   // each cell's host size, checked before its job is made (the per-job limits)
   int max_comparisons = 100;    // kept in memory
-  int64_t max_bundle_bytes = 4 << 20;
+  int64_t max_bundle_bytes = 1 << 20;  // a job's bundle limit (each cell here is a job)
   int max_bundle_files = 256;
 };
-
-// A bundle's files and variables as compare::Inputs (for the comparison's
-// life: the inputs point into `bundle`).
-compare::Inputs BundleInputs(const v1::ComparisonBundle* bundle);
 
 // The cell's own failure (its bundle, a limit it reached), as opposed to
 // this server's (no worker free, shutting down): RunCellHere marks it.
 inline constexpr char kCellErrorPayload[] = "blklab.dev/cell-error";
 absl::Status CellError(absl::Status s);
 bool IsCellError(const absl::Status& s);
-
-// Cell figures, both ways, exactly (doubles as doubles).
-v1::ComparisonCellResult CellResultToProto(const compare::CellResult& r);
-absl::StatusOr<compare::CellResult> CellResultFromProto(const v1::ComparisonCellResult& p);
 
 // What /metrics shows of the comparisons (server/metrics.h).
 struct ComparisonGauges {
@@ -136,11 +136,13 @@ class ComparisonManager {
   absl::StatusOr<v1::Comparison> WaitChange(const std::string& name, int64_t* version, absl::Time deadline) const;
   absl::StatusOr<std::string> Output(const std::string& name, const std::string& format) const;
 
-  // RunComparisonCell: cell `index` of `bundle`, on a local worker (waiting
-  // for one; `on_start` is called once it has one). `cancel` stops the run.
+  // RunComparisonCell: cell `index` of `bundle` (of the caller's
+  // `comparison`) as a job here, once one of the local_workers slots is free;
+  // `on_job` is told the job's name ("jobs/{job}") once it is queued.
+  // `cancel` cancels the job.
   absl::StatusOr<compare::CellResult> RunCellHere(const v1::ComparisonBundle& bundle, int index,
-                                                  const std::atomic<bool>* cancel,
-                                                  const std::function<void()>& on_start = nullptr);
+                                                  const std::string& comparison, const std::atomic<bool>* cancel,
+                                                  const std::function<void(const std::string&)>& on_job = nullptr);
 
   // The figures of every kept comparison; finished cells of the newest
   // comparisons first, at most `max_cells` in all.
@@ -165,12 +167,21 @@ class ComparisonManager {
   void CellDone(Entry* e, int index, absl::StatusOr<compare::CellResult> r, bool retry);
   void Finish(Entry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::Comparison ToProto(const Entry& e, bool with_cells, bool full) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Runs cell `index` of `c` (parsed from `bundle`) as a job of
+  // config_.jobs and waits for its end, cancelling it when `cancel` is set;
+  // `on_job` is told the job's name once it is queued. The cell's own
+  // failures are marked (CellError).
+  absl::StatusOr<compare::CellResult> RunCellJob(const v1::ComparisonBundle& bundle, const compare::Comparison& c,
+                                                 int index, const std::string& comparison,
+                                                 const std::atomic<bool>* cancel,
+                                                 const std::function<void(const std::string&)>& on_job);
   // Waits for a free local worker; false when `cancel` (or Shutdown) came
   // first.
   bool AcquireLocal(const std::atomic<bool>* cancel);
   void ReleaseLocal();
 
   const ComparisonConfig config_;
+  const int local_workers_;  // config_.local_workers, 0 without a job queue
   std::shared_ptr<grpc::Channel> fleet_channel_;
   std::unique_ptr<v1::ComparisonService::Stub> fleet_stub_;
 

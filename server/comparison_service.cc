@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "server/convert.h"
 #include "server/resource_name.h"
 
 namespace blklab::server {
@@ -114,20 +115,31 @@ grpc::Status ComparisonServiceImpl::RunComparisonCell(grpc::ServerContext* ctx,
                                                       grpc::ServerWriter<v1::RunComparisonCellResponse>* writer) {
   return gate_->Sync(ctx, [&]() -> absl::Status {
     std::atomic<bool> cancel{false};
-    std::atomic<bool> started{false};
+    absl::Mutex job_mu;
+    std::string job;  // set once the cell is a job here
     bool told = false;
     std::optional<absl::StatusOr<compare::CellResult>> result;
     absl::Notification done;
     std::thread run([&] {
-      result.emplace(manager_->RunCellHere(req->bundle(), req->cell(), &cancel, [&started] { started.store(true); }));
+      result.emplace(manager_->RunCellHere(req->bundle(), req->cell(), req->comparison(), &cancel,
+                                           [&](const std::string& name) {
+                                             absl::MutexLock lock(&job_mu);
+                                             job = name;
+                                           }));
       done.Notify();
     });
     while (!done.WaitForNotificationWithTimeout(absl::Milliseconds(50))) {
       if (ctx->IsCancelled()) cancel.store(true);
-      if (started.load() && !told) {
+      std::string name;
+      {
+        absl::MutexLock lock(&job_mu);
+        name = job;
+      }
+      if (!name.empty() && !told) {
         told = true;
         v1::RunComparisonCellResponse first;
         first.set_started(true);
+        first.set_job(name);
         if (!writer->Write(first)) cancel.store(true);
       }
     }
@@ -139,6 +151,10 @@ grpc::Status ComparisonServiceImpl::RunComparisonCell(grpc::ServerContext* ctx,
     }
     v1::RunComparisonCellResponse last;
     last.set_started(true);
+    {
+      absl::MutexLock lock(&job_mu);
+      last.set_job(job);
+    }
     *last.mutable_result() = CellResultToProto(**result);
     if (!writer->Write(last)) return absl::CancelledError("the caller went away");
     return absl::OkStatus();

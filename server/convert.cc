@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "engine/host/presets.h"
 #include "engine/report/flame_graph.h"
 #include "engine/report/report.h"
 #include "engine/util/doc_node.h"
@@ -347,8 +348,47 @@ absl::StatusOr<std::vector<std::string>> SpecToArgs(const v1::JobSpec& spec) {
   return args;
 }
 
+namespace {
+
+// A comparison's cell as a job: the host and fio jobs `blklab compare`
+// prepares for that cell from the comparison's bundle (the job's host spec
+// is informative), within the job's limits.
+absl::StatusOr<PreparedJob> PrepareComparisonCellJob(const v1::Job& job, const JobLimitsConfig& server) {
+  const v1::ComparisonCellWork& work = job.comparison_cell();
+  const v1::ComparisonBundle& bundle = work.bundle();
+  const size_t total = BundleBytes(bundle);
+  // Each cell's job stores the bundle: it is held to a job's bundle limit.
+  if (total > server.max_bundle_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("comparison_cell.bundle: ", total,
+                                                   " bytes of arguments, files and variables; a job's limit is ",
+                                                   server.max_bundle_bytes, " (blklabd --max_bundle_bytes)"));
+  }
+  const compare::Inputs inputs = BundleInputs(&bundle);
+  BLKLAB_ASSIGN_OR_RETURN(
+      const compare::Comparison c,
+      compare::ParseComparison({bundle.args().begin(), bundle.args().end()}, inputs,
+                               std::string(host::kDefaultPresetName)));
+  const std::vector<compare::Cell> cells = compare::Cells(c);
+  if (work.cell() < 0 || static_cast<size_t>(work.cell()) >= cells.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("comparison_cell.cell: ", work.cell(), " out of range [0, ", cells.size(), ")"));
+  }
+  PreparedJob out;
+  out.limits = EffectiveJobLimits(job.limits(), server);
+  BLKLAB_ASSIGN_OR_RETURN(
+      out.request, compare::PrepareCell(c, cells[static_cast<size_t>(work.cell())], inputs,
+                                        compare::CellLimits{out.limits.host, out.limits.run}));
+  out.comparison_cell = true;
+  out.request.status_interval_ns = kDefaultStatusIntervalNs;
+  out.request.snapshot_interval_ns = int64_t{100'000'000};
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<PreparedJob> PrepareJob(const v1::Job& job, const host::HostSpec& host,
                                        const JobLimitsConfig& server) {
+  if (job.has_comparison_cell()) return PrepareComparisonCellJob(job, server);
   // A structured spec has no files or variables: only its arguments.
   const v1::FioBundle& bundle = job.fio();
   if (bundle.files_size() > static_cast<int>(server.max_bundle_files)) {
@@ -630,6 +670,84 @@ v1::Snapshot FinalSnapshot(const v1::Job& job, uint64_t sequence) {
   *s.mutable_final_job() = job;
   OmitLogContents(s.mutable_final_job());
   return s;
+}
+
+size_t BundleBytes(const v1::ComparisonBundle& bundle) {
+  size_t total = 0;
+  for (const std::string& a : bundle.args()) total += a.size();
+  for (const auto& [name, text] : bundle.files()) total += name.size() + text.size();
+  for (const auto& [name, value] : bundle.variables()) total += name.size() + value.size();
+  return total;
+}
+
+compare::Inputs BundleInputs(const v1::ComparisonBundle* bundle) {
+  compare::Inputs in;
+  in.read_file = [bundle](const std::string& path) -> absl::StatusOr<std::string> {
+    auto it = bundle->files().find(path);
+    if (it == bundle->files().end()) return absl::NotFoundError(path + ": not in the comparison's bundle.files");
+    return it->second;
+  };
+  in.lookup_var = [bundle](const std::string& name) -> std::optional<std::string> {
+    auto it = bundle->variables().find(name);
+    if (it == bundle->variables().end()) return std::nullopt;
+    return it->second;
+  };
+  return in;
+}
+
+v1::ComparisonCellResult CellResultToProto(const compare::CellResult& r) {
+  v1::ComparisonCellResult p;
+  p.set_iops(r.iops);
+  for (double d : r.dir_iops) p.add_dir_iops(d);
+  p.set_bw_bytes(r.bw_bytes);
+  p.set_usr_pct(r.usr_pct);
+  p.set_sys_pct(r.sys_pct);
+  p.set_contention_pct(r.contention_pct);
+  p.set_kernel_sys_pct(r.kernel_sys_pct);
+  p.set_clat_mean_ns(r.clat_mean_ns);
+  for (const auto& [pct, ns] : r.clat_percentiles) {
+    v1::Percentile* q = p.add_clat_percentiles();
+    q->set_percentile(pct);
+    q->set_value_ns(static_cast<int64_t>(ns));
+  }
+  p.set_ios(r.ios);
+  for (const auto& [name, iops] : r.jobs) {
+    v1::ComparisonCellResult::JobIops* j = p.add_jobs();
+    j->set_name(name);
+    j->set_iops(iops);
+  }
+  for (const stats::ProfileRow& row : r.profile) ProfileRowToProto(row, p.add_profile());
+  for (const stats::LockRow& row : r.locks) LockRowToProto(row, p.add_locks());
+  p.set_stalled(r.stalled);
+  return p;
+}
+
+absl::StatusOr<compare::CellResult> CellResultFromProto(const v1::ComparisonCellResult& p) {
+  compare::CellResult r;
+  if (p.dir_iops_size() != stats::kNumDirs) {
+    return absl::InvalidArgumentError(absl::StrCat("dir_iops: ", p.dir_iops_size(), " values, expected ", stats::kNumDirs));
+  }
+  r.iops = p.iops();
+  for (int d = 0; d < stats::kNumDirs; ++d) r.dir_iops[static_cast<size_t>(d)] = p.dir_iops(d);
+  r.bw_bytes = p.bw_bytes();
+  r.usr_pct = p.usr_pct();
+  r.sys_pct = p.sys_pct();
+  r.contention_pct = p.contention_pct();
+  r.kernel_sys_pct = p.kernel_sys_pct();
+  r.clat_mean_ns = p.clat_mean_ns();
+  for (const v1::Percentile& q : p.clat_percentiles()) {
+    r.clat_percentiles.emplace_back(q.percentile(), static_cast<uint64_t>(q.value_ns()));
+  }
+  r.ios = p.ios();
+  for (const auto& j : p.jobs()) r.jobs.emplace_back(j.name(), j.iops());
+  for (const v1::ProfileRow& row : p.profile()) {
+    absl::StatusOr<stats::ProfileRow> pr = ProfileRowFromProto(row);
+    if (!pr.ok()) return pr.status();
+    r.profile.push_back(*std::move(pr));
+  }
+  for (const v1::LockRow& row : p.locks()) r.locks.push_back(LockRowFromProto(row));
+  r.stalled = p.stalled();
+  return r;
 }
 
 }  // namespace blklab::server

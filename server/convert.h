@@ -35,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "blklab/v1/host.pb.h"
 #include "blklab/v1/job.pb.h"
+#include "compare/compare.h"
 #include "engine/engine.h"
 #include "engine/wall_clock.h"
 #include "engine/host/host_spec.h"
@@ -84,6 +85,9 @@ struct PreparedJob {
   EffectiveLimits limits;
   bool realtime = false;  // pace REALTIME: hold virtual time to wall time
   std::optional<int64_t> report_time_ms;  // Job.report_time, when set
+  // A comparison's cell (Job.comparison_cell): the result carries the
+  // cell's figures, and a stall is the cell's result.
+  bool comparison_cell = false;
 };
 
 // Parses and validates the job's fio bundle against `host` (already
@@ -95,6 +99,9 @@ struct PreparedJob {
 // --name=X and its options per job); InvalidArgument names the field.
 absl::StatusOr<std::vector<std::string>> SpecToArgs(const v1::JobSpec& spec);
 
+// A comparison cell's job (Job.comparison_cell) is prepared from its
+// comparison bundle as `blklab compare` prepares that cell; `host` is not
+// read.
 absl::StatusOr<PreparedJob> PrepareJob(const v1::Job& job, const host::HostSpec& host,
                                        const JobLimitsConfig& server);
 
@@ -102,6 +109,17 @@ absl::StatusOr<PreparedJob> PrepareJob(const v1::Job& job, const host::HostSpec&
 // wall-clock header fields.
 v1::JobResult BuildJobResult(const RunRequest& request, const RunResult& run,
                              const WallClock& clock);
+
+// A comparison bundle's files and variables as compare::Inputs (they point
+// into `bundle`, which must outlive them).
+compare::Inputs BundleInputs(const v1::ComparisonBundle* bundle);
+// Bytes of its arguments, files and variables (names included): what the
+// bundle limits count.
+size_t BundleBytes(const v1::ComparisonBundle& bundle);
+
+// A comparison cell's figures, both ways, exactly (doubles as doubles).
+v1::ComparisonCellResult CellResultToProto(const compare::CellResult& r);
+absl::StatusOr<compare::CellResult> CellResultFromProto(const v1::ComparisonCellResult& p);
 
 // Profile and lock rows, both ways (a fleet server's cell figures come back
 // as these).

@@ -57,6 +57,17 @@ absl::Status JobQueue::Restore() {
     absl::StatusOr<JobRecord> record = JobFromProto(std::move(stored));
     if (!record.ok()) return record.status();
     const bool was_running = record->state == JobState::kRunning;
+    if (record->definition->has_comparison_cell()) {
+      // Comparisons live in memory: the one this cell served is gone (a
+      // fleet server that sent it has taken it elsewhere).
+      record->state = JobState::kCancelled;
+      record->end_time = absl::Now();
+      record->progress.reset();
+      record->error = absl::CancelledError("the server restarted: its comparison, kept in memory, is gone");
+      if (absl::Status s = store_->UpdateJob(JobToProto(*record)); !s.ok()) return s;
+      Log("info", "job_cancelled", {{"job", record->name()}, {"reason", "comparison cell at restart"}});
+      continue;
+    }
     record->state = JobState::kQueued;
     record->start_time.reset();
     record->progress.reset();

@@ -118,6 +118,9 @@ JobRecord JobRunner::FinalRecord(const ActiveJob& job, JobRecord record, StopRea
   record.wall_time = end - start;
   if (run.ok()) {
     auto result = std::make_shared<v1::JobResult>(BuildJobResult(prepared->request, *run, ReportClock(*prepared)));
+    if (prepared->comparison_cell) {
+      *result->mutable_comparison_cell() = CellResultToProto(compare::CellResultOf(prepared->request, *run));
+    }
     record.progress = JobProgress{run->virtual_ns, 1.0};
     bool keep = true;
     record.error = CheckResultSize(*result, &keep);
@@ -138,6 +141,14 @@ JobRecord JobRunner::FinalRecord(const ActiveJob& job, JobRecord record, StopRea
       record.error = run.status();
   }
   record.state = record.error.code() == absl::StatusCode::kCancelled ? JobState::kCancelled : JobState::kFailed;
+  if (prepared.ok() && prepared->comparison_cell) {
+    // A comparison reports a cell that stalled as that cell's result.
+    if (absl::StatusOr<compare::CellResult> stalled = compare::StalledCell(record.error); stalled.ok()) {
+      auto result = std::make_shared<v1::JobResult>();
+      *result->mutable_comparison_cell() = CellResultToProto(*stalled);
+      record.result = std::move(result);
+    }
+  }
   if (record.error.code() == absl::StatusCode::kResourceExhausted && partial != nullptr && prepared.ok()) {
     // Stopped by a limit: the figures up to it are kept (FAILED with a result).
     auto result = std::make_shared<v1::JobResult>(BuildJobResult(prepared->request, *partial, ReportClock(*prepared)));

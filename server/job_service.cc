@@ -311,6 +311,11 @@ absl::Status JobServiceImpl::DoCreateJob(const v1::CreateJobRequest& req, v1::Jo
     return absl::InvalidArgumentError("job_id: must match [a-z0-9][a-z0-9-]{0,62}");
   }
   const v1::Job& in = req.job();
+  if (in.has_comparison_cell()) {
+    return absl::InvalidArgumentError(
+        "job.comparison_cell: output only (a comparison's cells are created by "
+        "ComparisonService.CreateComparison)");
+  }
   BLKLAB_ASSIGN_OR_RETURN(host::HostSpec host, ResolveTarget(in));
   BLKLAB_RETURN_IF_ERROR(PrepareJob(in, host, *limits_).status());
 

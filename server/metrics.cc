@@ -89,6 +89,10 @@ void JobMetrics::JobStarted(const JobRecord& job, const std::string& display_nam
   s.id = id;
   s.host = HostLabel(job);
   s.name = display_name;
+  if (job.definition->has_comparison_cell()) {
+    s.comparison = job.definition->comparison_cell().comparison();
+    s.cell = job.definition->comparison_cell().label();
+  }
   s.started = options_.now();
   ++hosts_[s.host].active_jobs;
 }
@@ -293,13 +297,14 @@ std::vector<MetricFamily> JobMetrics::Collect() const {
     absl::MutexLock lock(&mu_);
     ExpireLocked(options_.now());
     for (const auto& [id, s] : jobs_) {
-      const Labels base = {{"job_id", s.id}, {"host", s.host}};
+      Labels base = {{"job_id", s.id}, {"host", s.host}};
+      if (!s.comparison.empty()) base.push_back({"comparison", s.comparison});
       auto with = [&base](std::initializer_list<ClientMetric::Label> more) {
         Labels l = base;
         l.insert(l.end(), more);
         return l;
       };
-      AddGauge(info, with({{"name", s.name}}), 1);
+      AddGauge(info, s.cell.empty() ? with({{"name", s.name}}) : with({{"name", s.name}, {"cell", s.cell}}), 1);
       AddGauge(running, base, s.running ? 1 : 0);
       AddGauge(state, with({{"state", s.state}}), 1);
       AddGauge(start_time, base, absl::ToDoubleSeconds(s.started - absl::UnixEpoch()));

@@ -108,6 +108,10 @@ class JobMetrics : public JobObserver, public prometheus::Collectable {
     std::string id;
     std::string host;
     std::string name;
+    // A comparison's cell: "comparisons/{comparison}" (a label of every
+    // series of the job) and the cell's label (on blklab_job_info).
+    std::string comparison;
+    std::string cell;
     bool running = true;
     const char* state = "running";  // "succeeded", "failed", "cancelled" once ended
     absl::Time started;

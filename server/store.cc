@@ -424,6 +424,8 @@ absl::StatusOr<v1::Job> Store::ReadJob(sqlite3_stmt* st, bool full) {
   }
   if (!full) {
     job.clear_resolved_host();
+    // A comparison's cells all hold its bundle: a listing names the cell only.
+    if (job.has_comparison_cell()) job.mutable_comparison_cell()->clear_bundle();
     return job;
   }
   if (sqlite3_column_type(st, 4) != SQLITE_NULL) {

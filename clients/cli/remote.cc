@@ -220,9 +220,15 @@ int Hosts(RemoteClient& c, const std::vector<std::string>& args) {
   return Usage(usage);
 }
 
+// What the job runs: its fio arguments, or the comparison cell it is.
+std::string Workload(const v1::Job& j) {
+  if (j.has_comparison_cell()) return j.comparison_cell().comparison() + " " + j.comparison_cell().label();
+  return absl::StrJoin(j.fio().args(), " ");
+}
+
 std::vector<std::string> JobRow(const v1::Job& j) {
   return {j.name(), v1::Job::State_Name(j.state()), Target(j), Progress(j), Time(j.create_time()),
-          j.has_wall_time() ? Seconds(j.wall_time()) : "-", absl::StrJoin(j.fio().args(), " ")};
+          j.has_wall_time() ? Seconds(j.wall_time()) : "-", Workload(j)};
 }
 const std::vector<std::string> kJobHeader = {"NAME", "STATE", "TARGET", "PROGRESS", "CREATED", "WALL", "ARGS"};
 

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 BLKLABD, BLKLAB, SRC = sys.argv[1], sys.argv[2], sys.argv[3]
 sys.path.insert(0, os.path.join(SRC, "clients", "python"))
@@ -60,7 +61,7 @@ def main():
     with open(tokfile, "w") as f:
         f.write(TOKEN + "\n")
     auth = "--auth_token_file=" + tokfile
-    _, b_addr = H.start(os.path.join(TMP, "b"), auth, "--compare_workers=1")
+    pb, b_addr = H.start(os.path.join(TMP, "b"), auth, "--compare_workers=1")
     pc, c_addr = H.start(os.path.join(TMP, "c"), auth, "--compare_workers=1")
     pa, a_addr = H.start(os.path.join(TMP, "a"), auth, "--compare_workers=1",
                         "--fleet=%s,%s" % (b_addr, c_addr), "--fleet_cells_per_server=1")
@@ -88,8 +89,28 @@ def main():
           "the cells ran on all three servers: %s" % servers)
     check(client.comparison_output(listed[-1].name, "json") == local_json,
           "the Python client fetches the same JSON")
+    # Each cell is an ordinary job of the server that ran it: GetJob there
+    # names the comparison and the cell, and its per-job series carry the
+    # comparison's name.
+    addr_of = {"local": (a_addr, pa), "ipv4:" + b_addr: (b_addr, pb), "ipv4:" + c_addr: (c_addr, pc)}
+    cells = client.get_comparison(listed[-1].name).cells
+    jobs_ok = 0
+    for i, cell in enumerate(cells):
+        addr, _ = addr_of[cell.server]
+        job = Client(addr, token=TOKEN).get_job(cell.job)
+        if (job.state == job.SUCCEEDED and job.comparison_cell.comparison == listed[-1].name
+                and job.comparison_cell.cell == i and job.comparison_cell.label == cell.label
+                and job.result.comparison_cell.iops == cell.iops and '"jobs"' in job.result.fio_json):
+            jobs_ok += 1
+    check(jobs_ok == 12, "every cell is a SUCCEEDED job on its server, naming the comparison (%d of 12)" % jobs_ok)
+    for name, (addr, proc) in addr_of.items():
+        mtext = urllib.request.urlopen("http://%s/metrics" % proc.metrics_addr, timeout=10).read().decode()
+        info = [l for l in mtext.splitlines() if l.startswith("blklab_job_info{")
+                and 'comparison="%s"' % listed[-1].name in l and 'cell="cell ' in l]
+        ran_here = sum(1 for c in cells if c.server == name)
+        check(len(info) == ran_here, "%s /metrics: blklab_job_info of its %d cell jobs with the comparison label (%d)"
+              % (name, ran_here, len(info)))
     # /metrics: the cells of a comparison, with its name as a label.
-    import urllib.request
     text = urllib.request.urlopen("http://%s/metrics" % pa.metrics_addr, timeout=10).read().decode()
     series = [l for l in text.splitlines()
               if l.startswith("blklab_comparison_cell_iops{") and 'comparison="%s"' % listed[-1].name in l]

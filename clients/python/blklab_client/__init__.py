@@ -179,7 +179,7 @@ class Client:
          "--", "--name=t", "--rw=randread"] or ["spec.yaml"]; `files`: {path: text}
         for every file they name (spec, inventory, host and job files).
         """
-        bundle = service_pb2.ComparisonBundle(args=list(args), files=files or {}, variables=variables or {})
+        bundle = job_pb2.ComparisonBundle(args=list(args), files=files or {}, variables=variables or {})
         req = service_pb2.CreateComparisonRequest(bundle=bundle, comparison_id=comparison_id)
         return self.comparisons.CreateComparison(req, **self._kw())
 
