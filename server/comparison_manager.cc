@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "compare/plot.h"
 #include "engine/host/presets.h"
 #include "server/convert.h"
 #include "server/log.h"
@@ -197,9 +198,7 @@ absl::StatusOr<v1::Comparison> ComparisonManager::Create(const v1::ComparisonBun
   auto e = std::make_unique<Entry>();
   e->bundle = bundle;
   e->inputs = BundleInputs(&e->bundle);
-  std::vector<std::string> args(bundle.args().begin(), bundle.args().end());
-  absl::StatusOr<compare::Comparison> parsed =
-      compare::ParseComparison(args, e->inputs, std::string(host::kDefaultPresetName));
+  absl::StatusOr<compare::Comparison> parsed = ParseComparisonBundle(e->bundle, e->inputs);
   if (!parsed.ok()) return parsed.status();
   e->comparison = *std::move(parsed);
   e->results.cells = compare::Cells(e->comparison);
@@ -445,8 +444,7 @@ absl::StatusOr<compare::CellResult> ComparisonManager::RunCellHere(
   }
   if (absl::Status s = CheckBundle(bundle, config_); !s.ok()) return CellError(s);
   const compare::Inputs inputs = BundleInputs(&bundle);
-  std::vector<std::string> args(bundle.args().begin(), bundle.args().end());
-  absl::StatusOr<compare::Comparison> c = compare::ParseComparison(args, inputs, std::string(host::kDefaultPresetName));
+  absl::StatusOr<compare::Comparison> c = ParseComparisonBundle(bundle, inputs);
   if (!c.ok()) return CellError(c.status());
   const size_t n = compare::Cells(*c).size();
   if (index < 0 || static_cast<size_t>(index) >= n) {
@@ -662,9 +660,11 @@ absl::StatusOr<v1::Comparison> ComparisonManager::WaitChange(const std::string& 
   }
 }
 
-absl::StatusOr<std::string> ComparisonManager::Output(const std::string& name, const std::string& format) const {
-  absl::StatusOr<compare::Format> f = compare::ParseFormat(format.empty() ? "table" : format);
-  if (!f.ok()) return absl::InvalidArgumentError("format: expected table, markdown, csv or json, got " + format);
+absl::StatusOr<v1::ComparisonOutput> ComparisonManager::Output(const std::string& name,
+                                                              const std::string& format) const {
+  const bool charts = format == "charts";
+  absl::StatusOr<compare::Format> f = compare::ParseFormat(format.empty() || charts ? "table" : format);
+  if (!f.ok()) return absl::InvalidArgumentError("format: expected table, markdown, csv, json or charts, got " + format);
   absl::MutexLock lock(&mu_);
   auto it = comparisons_.find(name);
   if (it == comparisons_.end()) return absl::NotFoundError(name + " not found");
@@ -673,7 +673,17 @@ absl::StatusOr<std::string> ComparisonManager::Output(const std::string& name, c
     return absl::FailedPreconditionError(name + " is " + v1::Comparison::State_Name(e.state) +
                                          (e.error.empty() ? "" : ": " + e.error));
   }
-  return compare::Render(e.comparison, e.results, *f);
+  v1::ComparisonOutput out;
+  if (!charts) {
+    out.set_text(compare::Render(e.comparison, e.results, *f));
+    return out;
+  }
+  for (auto& [file, content] : compare::PlotFiles(compare::PlotInputFor(e.comparison, e.results))) {
+    v1::ComparisonOutput::File* o = out.add_files();
+    o->set_name(file);
+    o->set_content(std::move(content));
+  }
+  return out;
 }
 
 ComparisonGauges ComparisonManager::Gauges(size_t max_cells) const {

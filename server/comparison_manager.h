@@ -134,7 +134,9 @@ class ComparisonManager {
   // `deadline`, or at once the first time: *version < 0), with *version
   // updated. NOT_FOUND once deleted.
   absl::StatusOr<v1::Comparison> WaitChange(const std::string& name, int64_t* version, absl::Time deadline) const;
-  absl::StatusOr<std::string> Output(const std::string& name, const std::string& format) const;
+  // The summary as text ("table", "markdown", "csv", "json") or every
+  // picture ("charts"), as the in-process command writes them.
+  absl::StatusOr<v1::ComparisonOutput> Output(const std::string& name, const std::string& format) const;
 
   // RunComparisonCell: cell `index` of `bundle` (of the caller's
   // `comparison`) as a job here, once one of the local_workers slots is free;

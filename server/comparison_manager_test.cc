@@ -126,9 +126,14 @@ TEST(ComparisonManager, RunsListsAndPagesLocally) {
   ASSERT_EQ(rest->comparisons_size(), 1);
   EXPECT_EQ(rest->comparisons(0).name(), names[1]);
   EXPECT_TRUE(rest->next_page_token().empty());
-  absl::StatusOr<std::string> table = m.Output(names[3], "table");
+  absl::StatusOr<v1::ComparisonOutput> table = m.Output(names[3], "table");
   ASSERT_TRUE(table.ok()) << table.status();
-  EXPECT_NE(table->find("blklab compare: host nvme-8cpu, 4 cells"), std::string::npos) << *table;
+  EXPECT_NE(table->text().find("blklab compare: host nvme-8cpu, 4 cells"), std::string::npos) << table->text();
+  absl::StatusOr<v1::ComparisonOutput> charts = m.Output(names[3], "charts");
+  ASSERT_TRUE(charts.ok()) << charts.status();
+  ASSERT_GE(charts->files_size(), 5);
+  EXPECT_EQ(charts->files(0).name(), "iops.svg");
+  EXPECT_EQ(charts->files(4).name(), "report.html");
   EXPECT_EQ(m.Output(names[3], "yaml").status().code(), absl::StatusCode::kInvalidArgument);
 }
 

@@ -103,9 +103,9 @@ grpc::Status ComparisonServiceImpl::GetComparisonOutput(grpc::ServerContext* ctx
                                                         v1::ComparisonOutput* resp) {
   return gate_->Sync(ctx, [&]() -> absl::Status {
     if (absl::Status s = CheckName(req->name()); !s.ok()) return s;
-    absl::StatusOr<std::string> text = manager_->Output(req->name(), req->format());
-    if (!text.ok()) return text.status();
-    resp->set_text(*std::move(text));
+    absl::StatusOr<v1::ComparisonOutput> out = manager_->Output(req->name(), req->format());
+    if (!out.ok()) return out.status();
+    *resp = *std::move(out);
     return absl::OkStatus();
   });
 }

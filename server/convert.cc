@@ -364,10 +364,7 @@ absl::StatusOr<PreparedJob> PrepareComparisonCellJob(const v1::Job& job, const J
                                                    server.max_bundle_bytes, " (blklabd --max_bundle_bytes)"));
   }
   const compare::Inputs inputs = BundleInputs(&bundle);
-  BLKLAB_ASSIGN_OR_RETURN(
-      const compare::Comparison c,
-      compare::ParseComparison({bundle.args().begin(), bundle.args().end()}, inputs,
-                               std::string(host::kDefaultPresetName)));
+  BLKLAB_ASSIGN_OR_RETURN(const compare::Comparison c, ParseComparisonBundle(bundle, inputs));
   const std::vector<compare::Cell> cells = compare::Cells(c);
   if (work.cell() < 0 || static_cast<size_t>(work.cell()) >= cells.size()) {
     return absl::InvalidArgumentError(
@@ -672,6 +669,15 @@ v1::Snapshot FinalSnapshot(const v1::Job& job, uint64_t sequence) {
   return s;
 }
 
+absl::StatusOr<compare::Comparison> ParseComparisonBundle(const v1::ComparisonBundle& bundle,
+                                                          const compare::Inputs& inputs) {
+  BLKLAB_ASSIGN_OR_RETURN(compare::Comparison c,
+                          compare::ParseComparison({bundle.args().begin(), bundle.args().end()}, inputs,
+                                                   std::string(host::kDefaultPresetName)));
+  c.collect_stacks = bundle.collect_stacks();
+  return c;
+}
+
 size_t BundleBytes(const v1::ComparisonBundle& bundle) {
   size_t total = 0;
   for (const std::string& a : bundle.args()) total += a.size();
@@ -719,6 +725,11 @@ v1::ComparisonCellResult CellResultToProto(const compare::CellResult& r) {
   for (const stats::ProfileRow& row : r.profile) ProfileRowToProto(row, p.add_profile());
   for (const stats::LockRow& row : r.locks) LockRowToProto(row, p.add_locks());
   p.set_stalled(r.stalled);
+  for (const stats::StackRow& row : r.stacks) {
+    v1::ComparisonCellResult::Stack* st = p.add_stacks();
+    st->set_stack(row.stack);
+    st->set_ns(row.ns);
+  }
   return p;
 }
 
@@ -747,6 +758,7 @@ absl::StatusOr<compare::CellResult> CellResultFromProto(const v1::ComparisonCell
   }
   for (const v1::LockRow& row : p.locks()) r.locks.push_back(LockRowFromProto(row));
   r.stalled = p.stalled();
+  for (const v1::ComparisonCellResult::Stack& st : p.stacks()) r.stacks.push_back(stats::StackRow{st.stack(), st.ns()});
   return r;
 }
 

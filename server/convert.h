@@ -113,6 +113,11 @@ v1::JobResult BuildJobResult(const RunRequest& request, const RunResult& run,
 // A comparison bundle's files and variables as compare::Inputs (they point
 // into `bundle`, which must outlive them).
 compare::Inputs BundleInputs(const v1::ComparisonBundle* bundle);
+// The comparison a bundle describes, as `blklab compare` parses its
+// arguments (the default host: the "default" preset), with the bundle's
+// collect_stacks. `inputs` reads the bundle (BundleInputs).
+absl::StatusOr<compare::Comparison> ParseComparisonBundle(const v1::ComparisonBundle& bundle,
+                                                          const compare::Inputs& inputs);
 // Bytes of its arguments, files and variables (names included): what the
 // bundle limits count.
 size_t BundleBytes(const v1::ComparisonBundle& bundle);

@@ -7,10 +7,12 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -23,10 +25,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "clients/cli/compare_plot.h"
+#include "compare/plot.h"
 #include "compare/compare.h"
 #include "clients/cli/host_arg.h"
 #include "engine/engine.h"
+#include "engine/util/file.h"
 #include "engine/util/status_macros.h"
 
 namespace blklab::cli {
@@ -93,42 +96,18 @@ absl::Status RunCells(const Comparison& c, const compare::Inputs& inputs, int jo
   return absl::OkStatus();
 }
 
-// What --plot draws: one row per (point, variant), its figures from the
-// summary row and the first sample's cell.
-PlotInput PlotInputFor(const Comparison& c, const Results& res) {
-  PlotInput in;
-  in.title = absl::StrCat("blklab compare: host ", c.host_label, ", ", res.cells.size(), " cells");
-  in.table_text = compare::Render(c, res, compare::Format::kTable);
-  for (const Row& row : res.rows) {
-    const CellResult& first = res.results[compare::CellIndex(c, row.point, row.variant, 0)];
-    PlotRow p;
-    p.label = c.variants[row.variant].name;
-    p.variant = c.variants[row.variant].name;
-    for (const compare::Setting& s : compare::PointSettings(c, row.point)) {
-      p.axes.emplace_back(compare::AxisHeader(compare::Axis{s.path, {}}), s.value);
-    }
-    if (const std::string point = compare::PointLabel(c, row.point); !point.empty()) absl::StrAppend(&p.label, ", ", point);
-    p.iops = row.iops;
-    if (c.samples > 1) {
-      p.iops_min = row.iops_min;
-      p.iops_max = row.iops_max;
-    }
-    p.contention_pct = row.contention_pct;
-    p.usr_pct = first.usr_pct;
-    p.sys_pct = first.sys_pct;
-    p.clat_percentiles = first.clat_percentiles;
-    p.stalled = row.stalled;
-    p.stacks = first.stacks;
-    p.is_baseline = row.variant == 0;
-    for (size_t k = 0; k < res.rows.size(); ++k) {
-      if (res.rows[k].point == row.point && res.rows[k].variant == 0) p.baseline_row = static_cast<int>(k);
-    }
-    in.rows.push_back(std::move(p));
-  }
-  return in;
-}
-
 }  // namespace
+
+absl::Status WritePlotFiles(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::InvalidArgumentError(absl::StrCat("--plot=", dir, ": cannot create the directory: ", ec.message()));
+  for (const auto& [name, text] : files) {
+    const std::string path = (std::filesystem::path(dir) / name).string();
+    if (absl::Status s = util::WriteStringToFile(path, text, "--plot"); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<CompareCommandLine> SplitCompareArgs(const std::vector<std::string>& args) {
   CompareCommandLine out;
@@ -199,7 +178,7 @@ int RunCompareCommand(const std::vector<std::string>& args) {
   if (absl::Status s = RunCells(c, inputs, line->jobs, res); !s.ok()) return Fail(s);
   compare::Summarize(c, res);
   if (!line->plot_dir.empty()) {
-    if (absl::Status s = WritePlots(line->plot_dir, PlotInputFor(c, res)); !s.ok()) return Fail(s);
+    if (absl::Status s = WritePlotFiles(line->plot_dir, compare::PlotFiles(compare::PlotInputFor(c, res))); !s.ok()) return Fail(s);
   }
   std::cout << compare::Render(c, res, line->format) << std::flush;
   return std::cout ? 0 : 1;

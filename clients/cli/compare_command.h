@@ -11,6 +11,7 @@
 #define BLKLAB_CLIENTS_CLI_COMPARE_COMMAND_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -32,6 +33,10 @@ absl::StatusOr<CompareCommandLine> SplitCompareArgs(const std::vector<std::strin
 
 // Files from the local disk, ${VAR} from the environment.
 compare::Inputs LocalCompareInputs();
+
+// --plot: writes `files` ((name, content), compare::PlotFiles) into `dir`,
+// created if missing. Errors name the file.
+absl::Status WritePlotFiles(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files);
 
 const char* CompareUsage();
 

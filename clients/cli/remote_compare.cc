@@ -56,6 +56,32 @@ int Fail(const absl::Status& s) {
   return 1;
 }
 
+// The comparison's pictures (GetComparisonOutput "charts") into `dir`, as
+// `--plot=DIR` writes them in-process. 0, or the exit code after the error.
+int WriteCharts(RemoteClient& client, v1::ComparisonService::Stub& stub, const std::string& name,
+                const std::string& dir, const char* prefix) {
+  v1::GetComparisonOutputRequest req;
+  req.set_name(name);
+  req.set_format("charts");
+  v1::ComparisonOutput files;
+  std::unique_ptr<grpc::ClientContext> ctx = client.NewContext(120);
+  if (const grpc::Status s = stub.GetComparisonOutput(ctx.get(), req, &files); !s.ok()) return ReportStatus(prefix, s);
+  std::vector<std::pair<std::string, std::string>> plots;
+  for (const v1::ComparisonOutput::File& f : files.files()) {
+    // The server names the files; none may leave the directory.
+    if (f.name().empty() || f.name().find('/') != std::string::npos || f.name().front() == '.') {
+      std::cerr << prefix << ": the server sent a chart named \"" << f.name() << "\": refused\n";
+      return 1;
+    }
+    plots.emplace_back(f.name(), f.content());
+  }
+  if (absl::Status s = WritePlotFiles(dir, plots); !s.ok()) {
+    std::cerr << prefix << ": " << s.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int RunRemoteCompare(RemoteClient& client, const std::vector<std::string>& args) {
@@ -64,11 +90,6 @@ int RunRemoteCompare(RemoteClient& client, const std::vector<std::string>& args)
   if (line->help) {
     std::cout << CompareUsage();
     return 0;
-  }
-  if (!line->plot_dir.empty()) {
-    std::cerr << kPrefix << ": --plot is not available with --server (the charts need the cells' call stacks, "
-              << "which stay on the servers): run it in-process\n";
-    return kUsageExit;
   }
   // Parse here, recording what is read.
   v1::ComparisonBundle bundle;
@@ -102,6 +123,9 @@ int RunRemoteCompare(RemoteClient& client, const std::vector<std::string>& args)
     }
   }
   for (const std::string& a : comparison_args) bundle.add_args(a);
+  // --plot: the cells record their call stacks (the flame graphs), and the
+  // server draws the same files as the in-process command.
+  bundle.set_collect_stacks(!line->plot_dir.empty());
 
   std::unique_ptr<v1::ComparisonService::Stub> stub = v1::ComparisonService::NewStub(client.channel());
   v1::CreateComparisonRequest create;
@@ -155,6 +179,9 @@ int RunRemoteCompare(RemoteClient& client, const std::vector<std::string>& args)
   get.set_name(created.name());
   static const char* const kFormats[] = {"table", "markdown", "csv", "json"};
   get.set_format(kFormats[static_cast<int>(line->format)]);
+  if (!line->plot_dir.empty()) {
+    if (const int rc = WriteCharts(client, *stub, created.name(), line->plot_dir, kPrefix); rc != 0) return rc;
+  }
   v1::ComparisonOutput out;
   std::unique_ptr<grpc::ClientContext> ctx = client.NewContext(120);
   const grpc::Status s = stub->GetComparisonOutput(ctx.get(), get, &out);
@@ -166,7 +193,7 @@ int RunRemoteCompare(RemoteClient& client, const std::vector<std::string>& args)
 int RunRemoteComparisons(RemoteClient& client, const std::vector<std::string>& args) {
   constexpr char kCmd[] = "blklab comparisons";
   auto usage = [&] {
-    std::cerr << "usage: blklab --server ADDR comparisons list | get ID | output ID [--format=table|markdown|csv|json]"
+    std::cerr << "usage: blklab --server ADDR comparisons list | get ID | output ID [--format=table|markdown|csv|json | --plot=DIR]"
                  " | cancel ID | delete ID\n";
     return kUsageExit;
   };
@@ -201,6 +228,9 @@ int RunRemoteComparisons(RemoteClient& client, const std::vector<std::string>& a
     v1::GetComparisonOutputRequest req;
     req.set_name(name);
     if (args.size() > 2) {
+      if (absl::StartsWith(args[2], "--plot=") && args[2].size() > 7) {
+        return WriteCharts(client, *stub, name, args[2].substr(7), kCmd);
+      }
       if (!absl::StartsWith(args[2], "--format=")) return usage();
       req.set_format(args[2].substr(9));
     }

@@ -118,6 +118,26 @@ def main():
           "/metrics: 12 blklab_comparison_cell_iops series of the comparison (%d)" % len(series))
     check('blklab_comparisons{state="succeeded"} 2' in text, "/metrics: blklab_comparisons by state")
 
+    # Charts: --plot through the server writes the in-process files byte for
+    # byte (flame graphs from the cells' stacks included); the Python client
+    # fetches the same.
+    plot_local, plot_remote = os.path.join(TMP, "plot-local"), os.path.join(TMP, "plot-remote")
+    small = ["--host=nvme-8cpu", "--variant", "before:", "--variant", "none:devices.nvme0n1.queue.scheduler=none",
+             "--matrix", "fio.iodepth=1,4", "--"] + JOB + ["--runtime=50ms"]
+    lp = blklab(["compare", "--plot=" + plot_local] + small)
+    rp = blklab(["compare", "--plot=" + plot_remote] + small, server=a_addr)
+    names = sorted(os.listdir(plot_local)) if lp.returncode == 0 else []
+    same = (rp.returncode == 0 and lp.stdout == rp.stdout and names == sorted(os.listdir(plot_remote))
+            and all(open(os.path.join(plot_local, n), "rb").read() == open(os.path.join(plot_remote, n), "rb").read()
+                    for n in names))
+    check(same and "report.html" in names and any(n.startswith("flame-diff-") for n in names),
+          "--plot through the server writes the in-process files byte for byte (%d files; %s)"
+          % (len(names), (lp.stderr + rp.stderr)[-200:]))
+    newest = client.list_comparisons().comparisons[0].name
+    got = dict(client.comparison_charts(newest, os.path.join(TMP, "plot-python")))
+    check(sorted(got) == names and all(got[n] == open(os.path.join(plot_local, n), "rb").read() for n in names),
+          "the Python client fetches the same charts (%d files)" % len(got))
+
     # 2. Python client: create from a spec file bundle, watch, output.
     spec = ("host: nvme-8cpu\nfio: [job.fio]\nvariants:\n  before: {}\n"
             "  kyber: {devices.nvme0n1.queue.scheduler: kyber}\n")

@@ -171,15 +171,18 @@ class Client:
 
     # Comparisons
 
-    def create_comparison(self, args, files=None, variables=None, comparison_id=""):
+    def create_comparison(self, args, files=None, variables=None, comparison_id="", collect_stacks=False):
         """A comparison as `blklab compare ARGS` would run it.
 
         `args`: the command's arguments without --jobs/--format/--plot, e.g.
         ["--host=nvme-8cpu", "--variant", "none:devices.nvme0n1.queue.scheduler=none",
          "--", "--name=t", "--rw=randread"] or ["spec.yaml"]; `files`: {path: text}
         for every file they name (spec, inventory, host and job files).
+        `collect_stacks`: the cells record call stacks, so comparison_charts
+        includes the flame graphs (as `--plot` does in-process).
         """
-        bundle = job_pb2.ComparisonBundle(args=list(args), files=files or {}, variables=variables or {})
+        bundle = job_pb2.ComparisonBundle(args=list(args), files=files or {}, variables=variables or {},
+                                          collect_stacks=collect_stacks)
         req = service_pb2.CreateComparisonRequest(bundle=bundle, comparison_id=comparison_id)
         return self.comparisons.CreateComparison(req, **self._kw())
 
@@ -211,6 +214,21 @@ class Client:
         """The summary as `blklab compare --format=FMT` prints it (str)."""
         req = service_pb2.GetComparisonOutputRequest(name=name, format=fmt)
         return self.comparisons.GetComparisonOutput(req, **self._kw()).text
+
+    def comparison_charts(self, name, directory=None):
+        """The pictures `blklab compare --plot=DIR` writes: a list of
+        (file name, bytes) - SVG charts, report.html, flame graphs. With
+        `directory`, also writes them there (created if missing)."""
+        req = service_pb2.GetComparisonOutputRequest(name=name, format="charts")
+        files = [(f.name, f.content) for f in self.comparisons.GetComparisonOutput(req, **self._kw()).files]
+        if directory is not None:
+            os.makedirs(directory, exist_ok=True)
+            for fname, content in files:
+                if not fname or "/" in fname or fname.startswith("."):
+                    raise ValueError("the server sent a chart named %r" % fname)
+                with open(os.path.join(directory, fname), "wb") as out:
+                    out.write(content)
+        return files
 
     def health_check(self, service=""):
         return self.health.Check(health_pb2.HealthCheckRequest(service=service), timeout=self.timeout).status

@@ -1,19 +1,16 @@
-#include "clients/cli/compare_plot.h"
+#include "compare/plot.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <filesystem>
 #include <optional>
-#include <system_error>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/report/flame_graph.h"
-#include "engine/util/file.h"
 
-namespace blklab::cli {
+namespace blklab::compare {
 namespace {
 
 constexpr int kWidth = 860;
@@ -490,10 +487,40 @@ std::string RowSlug(const PlotRow& row) {
   return out.empty() ? "row" : out;
 }
 
-absl::Status WritePlots(const std::string& dir, const PlotInput& in) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return absl::InvalidArgumentError(absl::StrCat("--plot=", dir, ": cannot create the directory: ", ec.message()));
+PlotInput PlotInputFor(const Comparison& c, const Results& res) {
+  PlotInput in;
+  in.title = absl::StrCat("blklab compare: host ", c.host_label, ", ", res.cells.size(), " cells");
+  in.table_text = Render(c, res, Format::kTable);
+  for (const Row& row : res.rows) {
+    const CellResult& first = res.results[CellIndex(c, row.point, row.variant, 0)];
+    PlotRow p;
+    p.label = c.variants[row.variant].name;
+    p.variant = c.variants[row.variant].name;
+    for (const Setting& s : PointSettings(c, row.point)) {
+      p.axes.emplace_back(AxisHeader(Axis{s.path, {}}), s.value);
+    }
+    if (const std::string point = PointLabel(c, row.point); !point.empty()) absl::StrAppend(&p.label, ", ", point);
+    p.iops = row.iops;
+    if (c.samples > 1) {
+      p.iops_min = row.iops_min;
+      p.iops_max = row.iops_max;
+    }
+    p.contention_pct = row.contention_pct;
+    p.usr_pct = first.usr_pct;
+    p.sys_pct = first.sys_pct;
+    p.clat_percentiles = first.clat_percentiles;
+    p.stalled = row.stalled;
+    p.stacks = first.stacks;
+    p.is_baseline = row.variant == 0;
+    for (size_t k = 0; k < res.rows.size(); ++k) {
+      if (res.rows[k].point == row.point && res.rows[k].variant == 0) p.baseline_row = static_cast<int>(k);
+    }
+    in.rows.push_back(std::move(p));
+  }
+  return in;
+}
+
+std::vector<std::pair<std::string, std::string>> PlotFiles(const PlotInput& in) {
   std::vector<std::pair<std::string, std::string>> files = {
       {"iops.svg", IopsSvg(in)},       {"contention.svg", ContentionSvg(in)}, {"cpu.svg", CpuSvg(in)},
       {"latency.svg", LatencySvg(in)}, {"report.html", ReportHtml(in)},
@@ -512,11 +539,7 @@ absl::Status WritePlots(const std::string& dir, const PlotInput& in) {
                                                    r.label + " against " + in.rows[r.baseline_row].label));
     }
   }
-  for (const auto& [name, text] : files) {
-    const std::string path = (std::filesystem::path(dir) / name).string();
-    if (absl::Status s = util::WriteStringToFile(path, text, "--plot"); !s.ok()) return s;
-  }
-  return absl::OkStatus();
+  return files;
 }
 
-}  // namespace blklab::cli
+}  // namespace blklab::compare

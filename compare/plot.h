@@ -1,7 +1,8 @@
-// clients/cli/compare_plot.h
+// compare/plot.h
 //
-// The pictures of `blklab compare --plot=DIR`: self-contained SVG charts of
-// a comparison's rows (one per point x variant) and one HTML report that
+// The pictures of a comparison (`blklab compare --plot=DIR`, and
+// ComparisonService's "charts" output): self-contained SVG charts of a
+// comparison's rows (one per point x variant) and one HTML report that
 // holds the table and the charts.
 //
 //   iops.svg        IOPS per row (bars; the samples' min-max as a whisker)
@@ -30,18 +31,18 @@
 //  every label is XML-escaped; a stalled row has no bar and says so.
 // Thread-safety: thread-compatible (pure functions).
 // Cost: O(rows x percentiles) text.
-#ifndef BLKLAB_CLIENTS_CLI_COMPARE_PLOT_H_
-#define BLKLAB_CLIENTS_CLI_COMPARE_PLOT_H_
+#ifndef BLKLAB_COMPARE_PLOT_H_
+#define BLKLAB_COMPARE_PLOT_H_
 
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "absl/status/status.h"
+#include "compare/compare.h"
 #include "engine/stats/kernel_report.h"
 
-namespace blklab::cli {
+namespace blklab::compare {
 
 struct PlotRow {
   std::string label;  // "variant, axis=value ..."
@@ -80,10 +81,15 @@ std::string ReportHtml(const PlotInput& in);
 // The file-name stem of a row ("before, iodepth=4" -> "before-iodepth-4").
 std::string RowSlug(const PlotRow& row);
 
-// Writes the five files into `dir` (created if missing). Errors name the
-// file.
-absl::Status WritePlots(const std::string& dir, const PlotInput& in);
+// What to draw of a summarised comparison: one row per (point, variant),
+// its figures from the row and from its first sample.
+PlotInput PlotInputFor(const Comparison& c, const Results& res);
 
-}  // namespace blklab::cli
+// Every file of the pictures, (file name, content), in a fixed order: the
+// four charts, report.html, the sweeps, the grid, then per row with stacks
+// its flame graph, folded stacks and differential flame graph.
+std::vector<std::pair<std::string, std::string>> PlotFiles(const PlotInput& in);
 
-#endif  // BLKLAB_CLIENTS_CLI_COMPARE_PLOT_H_
+}  // namespace blklab::compare
+
+#endif  // BLKLAB_COMPARE_PLOT_H_
