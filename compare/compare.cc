@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <map>
 #include <set>
@@ -12,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -338,6 +340,71 @@ absl::StatusOr<CellResult> StalledCell(const absl::Status& run_status) {
   return stalled;
 }
 
+namespace {
+
+// The log type of a fio log file name: PREFIX_TYPE.N.log or PREFIX_TYPE.log.
+std::string LogKind(const std::string& name) {
+  std::string stem = name;
+  if (absl::EndsWith(stem, ".log")) stem.resize(stem.size() - 4);
+  if (const size_t dot = stem.rfind('.'); dot != std::string::npos) {
+    const std::string n = stem.substr(dot + 1);
+    if (!n.empty() && std::all_of(n.begin(), n.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) stem.resize(dot);
+  }
+  const size_t underscore = stem.rfind('_');
+  return underscore == std::string::npos ? stem : stem.substr(underscore + 1);
+}
+
+// The averaged logs as series (CellResult::log_series).
+std::vector<CellResult::LogSeries> LogSeriesOf(const std::vector<stats::LogFile>& logs) {
+  static constexpr const char* kKinds[] = {"bw", "iops", "lat", "slat", "clat"};
+  std::vector<CellResult::LogSeries> out;
+  for (const char* kind : kKinds) {
+    std::map<int64_t, std::pair<double, int>> at;  // time -> (sum, lines)
+    for (const stats::LogFile& f : logs) {
+      if (LogKind(f.name) != kind) continue;
+      std::map<int64_t, std::pair<double, int>> mine;
+      bool averaged = true;
+      for (absl::string_view line : absl::StrSplit(f.contents, '\n', absl::SkipEmpty())) {
+        const std::vector<absl::string_view> fields = absl::StrSplit(line, ',');
+        int64_t t = 0, bs = -1;
+        double v = 0;
+        if (fields.size() < 4 || !absl::SimpleAtoi(absl::StripAsciiWhitespace(fields[0]), &t) ||
+            !absl::SimpleAtod(absl::StripAsciiWhitespace(fields[1]), &v) ||
+            !absl::SimpleAtoi(absl::StripAsciiWhitespace(fields[3]), &bs) || bs != 0) {
+          averaged = false;  // a per-IO log (its block size in BS) or not a log line
+          break;
+        }
+        mine[t].first += v;
+        ++mine[t].second;
+      }
+      if (!averaged) continue;
+      for (const auto& [t, sv] : mine) {
+        at[t].first += sv.first;
+        at[t].second += sv.second;
+      }
+    }
+    if (at.empty()) continue;
+    const bool sum = std::string(kind) == "bw" || std::string(kind) == "iops";
+    std::vector<std::pair<int64_t, double>> points;
+    for (const auto& [t, sv] : at) points.emplace_back(t, sum ? sv.first : sv.first / sv.second);
+    if (points.size() > CellResult::kMaxLogPoints) {
+      const size_t k = (points.size() + CellResult::kMaxLogPoints - 1) / CellResult::kMaxLogPoints;
+      std::vector<std::pair<int64_t, double>> merged;
+      for (size_t i = 0; i < points.size(); i += k) {
+        const size_t end = std::min(points.size(), i + k);
+        double total = 0;
+        for (size_t j = i; j < end; ++j) total += points[j].second;
+        merged.emplace_back(points[end - 1].first, total / static_cast<double>(end - i));
+      }
+      points = std::move(merged);
+    }
+    out.push_back(CellResult::LogSeries{kind, std::move(points)});
+  }
+  return out;
+}
+
+}  // namespace
+
 CellResult CellResultOf(const RunRequest& req, RunResult run) {
   const report::ReportInput report = BuildReport(req, run, WallClock{}, /*with_kernel_report=*/false);
   CellResult r;
@@ -370,12 +437,36 @@ CellResult CellResultOf(const RunRequest& req, RunResult run) {
     static constexpr double kPercents[] = {50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99};
     const std::vector<uint64_t> v = clat_all.Percentiles(kPercents);
     for (size_t i = 0; i < v.size(); ++i) r.clat_percentiles.emplace_back(kPercents[i], v[i]);
+    // fio's buckets nest in the quarter-power-of-two bins (below 128 ns a
+    // bucket is one value; above, a 64th of its power of two).
+    for (int i = 0; i < stats::LatencyHistogram::kNumBuckets; ++i) {
+      const uint64_t n = clat_all.count(i);
+      if (n == 0) continue;
+      const uint64_t v = std::max<uint64_t>(1, stats::LatencyHistogram::BucketValue(i));
+      const int msb = std::bit_width(v) - 1;
+      CellResult::HistogramBin bin;
+      if (msb < 2) {
+        bin.lower_ns = uint64_t{1} << msb;
+        bin.upper_ns = bin.lower_ns * 2;
+      } else {
+        const uint64_t quarter = uint64_t{1} << (msb - 2);
+        bin.lower_ns = v / quarter * quarter;
+        bin.upper_ns = bin.lower_ns + quarter;
+      }
+      if (!r.clat_histogram.empty() && r.clat_histogram.back().lower_ns == bin.lower_ns) {
+        r.clat_histogram.back().count += n;
+      } else {
+        bin.count = n;
+        r.clat_histogram.push_back(bin);
+      }
+    }
   }
   r.contention_pct = run.kernel.contention_pct;
   r.kernel_sys_pct = run.kernel.sys_pct;
   r.profile = std::move(run.kernel.profile);
   r.locks = std::move(run.kernel.locks);
   r.stacks = std::move(run.kernel.stacks);
+  r.log_series = LogSeriesOf(run.logs);
   return r;
 }
 

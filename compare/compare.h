@@ -111,6 +111,27 @@ struct CellResult {
   double clat_mean_ns = 0;
   // clat percentiles (p50 ... p99.99) over every job and direction.
   std::vector<std::pair<double, uint64_t>> clat_percentiles;
+  // The clat distribution over every job and direction: fio's buckets
+  // merged into four bins per power of two of nanoseconds (one each below
+  // 4 ns), ascending, empty bins left out. Bin b holds [lower_ns, upper_ns).
+  struct HistogramBin {
+    uint64_t lower_ns = 0;
+    uint64_t upper_ns = 0;
+    uint64_t count = 0;
+  };
+  std::vector<HistogramBin> clat_histogram;
+  // fio's averaged logs (write_bw_log / write_iops_log / write_lat_log with
+  // log_avg_msec) as time series, one per log type in the order bw, iops,
+  // lat, slat, clat: per window end (ms of the job's time) the sum over the
+  // cell's jobs and directions for bw (KiB/s) and iops, the mean for the
+  // latencies (ns). Per-IO logs (no log_avg_msec) are left out. At most
+  // kMaxLogPoints points (consecutive windows averaged beyond).
+  struct LogSeries {
+    std::string kind;  // "bw", "iops", "lat", "slat", "clat"
+    std::vector<std::pair<int64_t, double>> points;  // (time_ms, value)
+  };
+  static constexpr size_t kMaxLogPoints = 1000;
+  std::vector<LogSeries> log_series;
   uint64_t ios = 0;
   // Each report entry's IOPS (a job, or a group_reporting group), in order.
   std::vector<std::pair<std::string, double>> jobs;

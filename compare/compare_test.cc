@@ -101,6 +101,77 @@ TEST(Compare, ACellsResultDoesNotDependOnOrder) {
   EXPECT_NE(forward.find("\"iops\""), std::string::npos);
 }
 
+// The clat histogram holds every measured IO, in bins that agree with the
+// percentiles: the bin where the running share reaches P holds pP.
+TEST(Compare, TheLatencyHistogramAgreesWithThePercentiles) {
+  const Inputs in = MapInputs(&kFiles, &kVars);
+  absl::StatusOr<Comparison> c = ParseComparison({"specs/cmp.yaml"}, in, "default");
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<CellResult> r = RunCell(*c, Cells(*c)[0], in);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_FALSE(r->clat_histogram.empty());
+  uint64_t total = 0;
+  for (size_t i = 0; i < r->clat_histogram.size(); ++i) {
+    const CellResult::HistogramBin& b = r->clat_histogram[i];
+    EXPECT_GT(b.count, 0u);
+    EXPECT_LT(b.lower_ns, b.upper_ns);
+    if (i > 0) EXPECT_GE(b.lower_ns, r->clat_histogram[i - 1].upper_ns);
+    total += b.count;
+  }
+  for (const auto& [p, ns] : r->clat_percentiles) {
+    uint64_t below = 0;
+    for (const CellResult::HistogramBin& b : r->clat_histogram) {
+      if (ns >= b.lower_ns && ns < b.upper_ns) {
+        EXPECT_LT(static_cast<double>(below), p / 100.0 * static_cast<double>(total)) << "p" << p;
+        EXPECT_GE(static_cast<double>(below + b.count), p / 100.0 * static_cast<double>(total)) << "p" << p;
+      }
+      below += b.count;
+    }
+  }
+}
+
+// fio's averaged logs become the cell's time series: the iops log summed
+// over two jobs averages to the cell's IOPS, the clat log to its mean clat.
+TEST(Compare, AveragedLogsBecomeTimeSeries) {
+  const Inputs in = MapInputs(&kFiles, &kVars);
+  absl::StatusOr<Comparison> c = ParseComparison(
+      {"--host=nvme-8cpu", "--", "--name=t", "--ioengine=io_uring", "--direct=1", "--rw=randread", "--bs=4k",
+       "--iodepth=8", "--numjobs=2", "--runtime=100ms", "--time_based=1", "--write_iops_log=l", "--write_lat_log=l",
+       "--log_avg_msec=10"},
+      in, "default");
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<CellResult> r = RunCell(*c, Cells(*c)[0], in);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<std::string> kinds;
+  for (const CellResult::LogSeries& ls : r->log_series) kinds.push_back(ls.kind);
+  EXPECT_EQ(kinds, (std::vector<std::string>{"iops", "lat", "slat", "clat"}));
+  auto mean = [&](const std::string& kind) {
+    double sum = 0;
+    size_t n = 0;
+    for (const CellResult::LogSeries& ls : r->log_series) {
+      if (ls.kind != kind) continue;
+      EXPECT_GE(ls.points.size(), 9u) << kind;
+      EXPECT_LE(ls.points.size(), 11u) << kind;
+      for (const auto& [t, v] : ls.points) {
+        sum += v;
+        ++n;
+      }
+    }
+    return n == 0 ? 0.0 : sum / static_cast<double>(n);
+  };
+  EXPECT_NEAR(mean("iops"), r->iops, 0.05 * r->iops);
+  EXPECT_NEAR(mean("clat"), r->clat_mean_ns, 0.1 * r->clat_mean_ns);
+  // Per-IO logs (no log_avg_msec) are no time series.
+  absl::StatusOr<Comparison> per_io = ParseComparison(
+      {"--host=nvme-8cpu", "--", "--name=t", "--ioengine=io_uring", "--direct=1", "--rw=randread",
+       "--runtime=10ms", "--time_based=1", "--write_iops_log=l"},
+      in, "default");
+  ASSERT_TRUE(per_io.ok()) << per_io.status();
+  absl::StatusOr<CellResult> r2 = RunCell(*per_io, Cells(*per_io)[0], in);
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  EXPECT_TRUE(r2->log_series.empty());
+}
+
 TEST(Compare, CancelStopsACell) {
   const Inputs in = MapInputs(&kFiles, &kVars);
   absl::StatusOr<Comparison> c = ParseComparison({"specs/cmp.yaml"}, in, "default");

@@ -45,6 +45,13 @@ double NiceMax(double v) {
   return 10 * p;
 }
 
+// One legend entry: a short line in the series' colour and its label.
+std::string LegendLine(int x, int y, const char* colour, const std::string& label) {
+  return absl::StrFormat("<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"4\" fill=\"%s\"/>"
+                         "<text x=\"%d\" y=\"%d\">%s</text>\n",
+                         x, y, colour, x + 18, y + 6, Escape(label));
+}
+
 std::string FormatValue(double v, const std::string& unit) {
   if (unit == "IOPS") {
     if (v >= 1e6) return absl::StrFormat("%.2fM", v / 1e6);
@@ -221,11 +228,87 @@ std::string LatencySvg(const PlotInput& in) {
                                             "stroke-width=\"2\"><title>%s</title></polyline>\n",
                                             points, colour, Escape(r.label)));
     }
-    const int ly = y0 + 36 + i * 16;
-    absl::StrAppend(&out, absl::StrFormat("<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"4\" fill=\"%s\"/>"
-                                          "<text x=\"%d\" y=\"%d\">%s%s</text>\n",
-                                          x0, ly, colour, x0 + 18, ly + 6, Escape(r.label),
-                                          r.stalled ? " (stalled)" : r.clat_percentiles.empty() ? " (no samples)" : ""));
+    out += LegendLine(x0, y0 + 36 + i * 16, colour,
+                      r.label + (r.stalled ? " (stalled)" : r.clat_percentiles.empty() ? " (no samples)" : ""));
+  }
+  out += "</svg>\n";
+  return out;
+}
+
+std::string LatencyHistogramSvg(const PlotInput& in) {
+  // x: latency on a log scale (the bins' edges, four per power of two);
+  // y: the share of the row's IOs in each bin, as a step outline per row.
+  const int n = static_cast<int>(in.rows.size());
+  const int legend = n * 16 + 8;
+  const int plot_w = kWidth - 100 - 40, plot_h = 300;
+  const int x0 = 90, y0 = kTop + plot_h;
+  const int height = kTop + plot_h + 40 + legend;
+  uint64_t lo = 0, hi = 0;
+  double max_pct = 0;
+  for (const PlotRow& r : in.rows) {
+    if (r.stalled || r.clat_histogram.empty()) continue;
+    uint64_t total = 0;
+    for (const auto& b : r.clat_histogram) total += b.count;
+    for (const auto& b : r.clat_histogram) {
+      max_pct = std::max(max_pct, 100.0 * static_cast<double>(b.count) / static_cast<double>(total));
+    }
+    lo = lo == 0 ? r.clat_histogram.front().lower_ns : std::min(lo, r.clat_histogram.front().lower_ns);
+    hi = std::max(hi, r.clat_histogram.back().upper_ns);
+  }
+  std::string out = Header(kWidth, height, "Completion latency (clat) distribution per cell, % of IOs per bin");
+  if (lo == 0) {
+    out += "</svg>\n";
+    return out;
+  }
+  // The axis spans whole decades around the data.
+  double lg_lo = std::floor(std::log10(static_cast<double>(lo)));
+  double lg_hi = std::ceil(std::log10(static_cast<double>(hi)));
+  if (lg_hi <= lg_lo) lg_hi = lg_lo + 1;
+  max_pct = NiceMax(max_pct);
+  auto x_of = [&](uint64_t ns) {
+    const double f = (std::log10(static_cast<double>(ns)) - lg_lo) / (lg_hi - lg_lo);
+    return x0 + static_cast<int>(std::lround(plot_w * std::clamp(f, 0.0, 1.0)));
+  };
+  auto y_of = [&](double pct) { return y0 - static_cast<int>(std::lround(plot_h * std::clamp(pct / max_pct, 0.0, 1.0))); };
+  for (int i = 0; i <= 4; ++i) {
+    const int y = y0 - plot_h * i / 4;
+    absl::StrAppend(&out, absl::StrFormat("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>"
+                                          "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#555\">%s%%</text>\n",
+                                          x0, y, x0 + plot_w, y, x0 - 6, y + 4, absl::StrFormat("%.3g", max_pct * i / 4)));
+  }
+  static constexpr const char* kDecades[] = {"1 ns", "10 ns", "100 ns", "1 us", "10 us", "100 us",
+                                             "1 ms", "10 ms", "100 ms", "1 s",   "10 s",  "100 s"};
+  for (int d = static_cast<int>(lg_lo); d <= static_cast<int>(lg_hi) && d < 12; ++d) {
+    const int x = x_of(static_cast<uint64_t>(std::llround(std::pow(10.0, d))));
+    absl::StrAppend(&out, absl::StrFormat("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>"
+                                          "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#555\">%s</text>\n",
+                                          x, kTop, x, y0, x, y0 + 16, kDecades[d]));
+  }
+  for (int i = 0; i < n; ++i) {
+    const PlotRow& r = in.rows[static_cast<size_t>(i)];
+    const char* colour = kPalette[i % kPaletteSize];
+    if (!r.stalled && !r.clat_histogram.empty()) {
+      uint64_t total = 0;
+      for (const auto& b : r.clat_histogram) total += b.count;
+      std::string points = absl::StrCat(x_of(r.clat_histogram.front().lower_ns), ",", y0);
+      for (size_t k = 0; k < r.clat_histogram.size(); ++k) {
+        const auto& b = r.clat_histogram[k];
+        const int y = y_of(100.0 * static_cast<double>(b.count) / static_cast<double>(total));
+        absl::StrAppend(&points, " ", x_of(b.lower_ns), ",", y, " ", x_of(b.upper_ns), ",", y);
+        // Empty bins between two bins: back to zero.
+        if (k + 1 == r.clat_histogram.size() || r.clat_histogram[k + 1].lower_ns > b.upper_ns) {
+          absl::StrAppend(&points, " ", x_of(b.upper_ns), ",", y0);
+          if (k + 1 < r.clat_histogram.size()) {
+            absl::StrAppend(&points, " ", x_of(r.clat_histogram[k + 1].lower_ns), ",", y0);
+          }
+        }
+      }
+      absl::StrAppend(&out, absl::StrFormat("<polyline class=\"hist\" points=\"%s\" fill=\"none\" stroke=\"%s\" "
+                                            "stroke-width=\"2\"><title>%s (%d IOs)</title></polyline>\n",
+                                            points, colour, Escape(r.label), total));
+    }
+    out += LegendLine(x0, y0 + 36 + i * 16, colour,
+                      r.label + (r.stalled ? " (stalled)" : r.clat_histogram.empty() ? " (no samples)" : ""));
   }
   out += "</svg>\n";
   return out;
@@ -262,15 +345,16 @@ struct Series {
   std::vector<std::pair<double, double>> points;  // (x, y), in the matrix's order
 };
 
+// `over_time`: a linear x axis and no dot per point (many points).
 std::string LineChart(const std::string& title, const std::string& x_name, const std::string& y_unit,
-                      const std::vector<Series>& series, const std::vector<double>& xs) {
+                      const std::vector<Series>& series, const std::vector<double>& xs, bool over_time = false) {
   const int plot_w = kWidth - 100 - 40, plot_h = 300;
   const int x0 = 90, y0 = kTop + plot_h;
   const int legend = static_cast<int>(series.size()) * 16 + 8;
   const int height = kTop + plot_h + 40 + legend;
   double x_min = *std::min_element(xs.begin(), xs.end());
   double x_max = *std::max_element(xs.begin(), xs.end());
-  const bool log_x = x_min > 0 && x_max / x_min >= 8;
+  const bool log_x = !over_time && x_min > 0 && x_max / x_min >= 8;
   auto xv = [&](double x) { return log_x ? std::log2(x) : x; };
   double lo = xv(x_min), hi = xv(x_max);
   if (hi <= lo) hi = lo + 1;
@@ -305,12 +389,10 @@ std::string LineChart(const std::string& title, const std::string& x_name, const
                                           "stroke-width=\"2\"><title>%s</title></polyline>\n",
                                           points, colour, Escape(s.name)));
     for (const auto& [x, y] : s.points) {
+      if (over_time) break;
       absl::StrAppend(&out, absl::StrFormat("<circle cx=\"%d\" cy=\"%d\" r=\"3\" fill=\"%s\"/>\n", px(x), py(y), colour));
     }
-    const int ly = y0 + 44 + static_cast<int>(i) * 16;
-    absl::StrAppend(&out, absl::StrFormat("<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"4\" fill=\"%s\"/>"
-                                          "<text x=\"%d\" y=\"%d\">%s</text>\n",
-                                          x0, ly, colour, x0 + 18, ly + 6, Escape(s.name)));
+    out += LegendLine(x0, y0 + 44 + static_cast<int>(i) * 16, colour, s.name);
   }
   out += "</svg>\n";
   return out;
@@ -374,6 +456,37 @@ std::vector<std::pair<std::string, std::string>> SweepSvgs(const PlotInput& in) 
   return out;
 }
 
+
+std::vector<std::pair<std::string, std::string>> LogSvgs(const PlotInput& in) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const char* kind : {"bw", "iops", "lat", "slat", "clat"}) {
+    const bool latency = std::string(kind) != "bw" && std::string(kind) != "iops";
+    std::vector<Series> series;
+    double t_max = 0;
+    for (const PlotRow& r : in.rows) {
+      for (const CellResult::LogSeries& ls : r.log_series) {
+        if (ls.kind != kind || ls.points.empty()) continue;
+        Series s{r.label, {}};
+        for (const auto& [t, v] : ls.points) {
+          s.points.emplace_back(static_cast<double>(t) / 1000.0, latency ? v / 1000.0 : v);
+          t_max = std::max(t_max, static_cast<double>(t) / 1000.0);
+        }
+        series.push_back(std::move(s));
+      }
+    }
+    if (series.empty()) continue;
+    std::vector<double> xs;
+    for (int i = 0; i <= 4; ++i) xs.push_back(t_max * i / 4);
+    const std::string what = std::string(kind) == "bw"     ? "bandwidth (KiB/s)"
+                             : std::string(kind) == "iops" ? "IOPS"
+                                                           : std::string(kind) + " latency (us)";
+    out.emplace_back(absl::StrCat("log-", kind, ".svg"),
+                     LineChart(absl::StrCat("fio's ", kind, " log: ", what, " per log_avg_msec window, per cell"),
+                               "seconds of the job's time", latency ? "" : (std::string(kind) == "iops" ? "IOPS" : ""),
+                               series, xs, /*over_time=*/true));
+  }
+  return out;
+}
 
 std::string GridSvg(const PlotInput& in) {
   const std::vector<size_t> numeric = NumericAxes(in);
@@ -453,9 +566,12 @@ std::string ReportHtml(const PlotInput& in) {
       "pre{background:#f6f6f6;padding:12px;overflow-x:auto}svg{display:block;margin:16px 0}</style>\n"
       "</head>\n<body>\n<h1>" +
       Escape(in.title) + "</h1>\n<pre>" + Escape(in.table_text) + "</pre>\n";
-  for (const std::string& svg : {IopsSvg(in), ContentionSvg(in), CpuSvg(in), LatencySvg(in)}) out += svg;
+  for (const std::string& svg : {IopsSvg(in), ContentionSvg(in), CpuSvg(in), LatencySvg(in), LatencyHistogramSvg(in)}) {
+    out += svg;
+  }
   for (const auto& [name, svg] : SweepSvgs(in)) out += svg;
   out += GridSvg(in);
+  for (const auto& [name, svg] : LogSvgs(in)) out += svg;
   bool any = false;
   for (const PlotRow& r : in.rows) {
     if (r.stacks.empty()) continue;
@@ -509,6 +625,8 @@ PlotInput PlotInputFor(const Comparison& c, const Results& res) {
     p.usr_pct = first.usr_pct;
     p.sys_pct = first.sys_pct;
     p.clat_percentiles = first.clat_percentiles;
+    p.clat_histogram = first.clat_histogram;
+    p.log_series = first.log_series;
     p.stalled = row.stalled;
     p.stacks = first.stacks;
     p.is_baseline = row.variant == 0;
@@ -523,10 +641,12 @@ PlotInput PlotInputFor(const Comparison& c, const Results& res) {
 std::vector<std::pair<std::string, std::string>> PlotFiles(const PlotInput& in) {
   std::vector<std::pair<std::string, std::string>> files = {
       {"iops.svg", IopsSvg(in)},       {"contention.svg", ContentionSvg(in)}, {"cpu.svg", CpuSvg(in)},
-      {"latency.svg", LatencySvg(in)}, {"report.html", ReportHtml(in)},
+      {"latency.svg", LatencySvg(in)}, {"latency-histogram.svg", LatencyHistogramSvg(in)},
+      {"report.html", ReportHtml(in)},
   };
   for (auto& f : SweepSvgs(in)) files.push_back(std::move(f));
   if (std::string grid = GridSvg(in); !grid.empty()) files.emplace_back("grid.svg", std::move(grid));
+  for (auto& f : LogSvgs(in)) files.push_back(std::move(f));
   for (const PlotRow& r : in.rows) {
     if (r.stacks.empty()) continue;
     const std::string slug = RowSlug(r);

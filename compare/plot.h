@@ -10,6 +10,10 @@
 //   cpu.svg         fio's usr% and sys% per row (stacked bars)
 //   latency.svg     completion-latency percentiles per row (p50 ... p99.99,
 //                   on a "nines" axis), one curve per row
+//   latency-histogram.svg
+//                   the completion-latency distribution per row: the share
+//                   of its IOs per bin (four per power of two) on a log
+//                   latency axis, one step outline per row
 //   iops-vs-AXIS.svg, p99-vs-AXIS.svg
 //                   for a matrix whose first numeric axis (iodepth,
 //                   numjobs, bs with k/m suffixes...) is AXIS: IOPS and p99
@@ -18,6 +22,10 @@
 //                   queue-depth sweep of fio-plot and bench-fio
 //   grid.svg        for a matrix of exactly two numeric axes (iodepth x
 //                   numjobs): an IOPS heat map per variant
+//   log-KIND.svg    for jobs writing fio's averaged logs (write_bw_log,
+//                   write_iops_log, write_lat_log with log_avg_msec): each
+//                   row's series over the job's time, KIND bw, iops, lat,
+//                   slat or clat - fio-plot's time-series view
 //   report.html     the text table and every chart, no external files
 //                   (it links the flame graphs, which are large)
 //   flame-ROW.svg, ROW.folded
@@ -53,6 +61,10 @@ struct PlotRow {
   double usr_pct = 0, sys_pct = 0;  // fio's per-job usr / sys
   // (percentile, clat in ns) of the row's first sample, ascending.
   std::vector<std::pair<double, uint64_t>> clat_percentiles;
+  // The first sample's clat distribution (CellResult::clat_histogram).
+  std::vector<CellResult::HistogramBin> clat_histogram;
+  // The first sample's averaged fio logs (CellResult::log_series).
+  std::vector<CellResult::LogSeries> log_series;
   bool stalled = false;
   // CPU time by call stack of the row's first sample (flame graphs).
   std::vector<stats::StackRow> stacks;
@@ -71,11 +83,14 @@ std::string IopsSvg(const PlotInput& in);
 std::string ContentionSvg(const PlotInput& in);
 std::string CpuSvg(const PlotInput& in);
 std::string LatencySvg(const PlotInput& in);
+std::string LatencyHistogramSvg(const PlotInput& in);
 // The sweep charts, (file name, SVG); none without a numeric axis.
 std::vector<std::pair<std::string, std::string>> SweepSvgs(const PlotInput& in);
 // For a matrix of exactly two numeric axes (iodepth x numjobs): IOPS as a
 // heat map, one panel per variant; empty otherwise.
 std::string GridSvg(const PlotInput& in);
+// fio's averaged logs over time, (file name, SVG) per log type present.
+std::vector<std::pair<std::string, std::string>> LogSvgs(const PlotInput& in);
 // The HTML report embedding the table and every chart.
 std::string ReportHtml(const PlotInput& in);
 // The file-name stem of a row ("before, iodepth=4" -> "before-iodepth-4").
@@ -86,7 +101,7 @@ std::string RowSlug(const PlotRow& row);
 PlotInput PlotInputFor(const Comparison& c, const Results& res);
 
 // Every file of the pictures, (file name, content), in a fixed order: the
-// four charts, report.html, the sweeps, the grid, then per row with stacks
+// five charts, report.html, the sweeps, the grid, the logs, then per row with stacks
 // its flame graph, folded stacks and differential flame graph.
 std::vector<std::pair<std::string, std::string>> PlotFiles(const PlotInput& in);
 

@@ -131,9 +131,9 @@ TEST(ComparisonManager, RunsListsAndPagesLocally) {
   EXPECT_NE(table->text().find("blklab compare: host nvme-8cpu, 4 cells"), std::string::npos) << table->text();
   absl::StatusOr<v1::ComparisonOutput> charts = m.Output(names[3], "charts");
   ASSERT_TRUE(charts.ok()) << charts.status();
-  ASSERT_GE(charts->files_size(), 5);
+  ASSERT_GE(charts->files_size(), 6);
   EXPECT_EQ(charts->files(0).name(), "iops.svg");
-  EXPECT_EQ(charts->files(4).name(), "report.html");
+  EXPECT_EQ(charts->files(5).name(), "report.html");
   EXPECT_EQ(m.Output(names[3], "yaml").status().code(), absl::StatusCode::kInvalidArgument);
 }
 

@@ -725,6 +725,20 @@ v1::ComparisonCellResult CellResultToProto(const compare::CellResult& r) {
   for (const stats::ProfileRow& row : r.profile) ProfileRowToProto(row, p.add_profile());
   for (const stats::LockRow& row : r.locks) LockRowToProto(row, p.add_locks());
   p.set_stalled(r.stalled);
+  for (const compare::CellResult::HistogramBin& b : r.clat_histogram) {
+    v1::ComparisonCellResult::HistogramBin* h = p.add_clat_histogram();
+    h->set_lower_ns(b.lower_ns);
+    h->set_upper_ns(b.upper_ns);
+    h->set_count(b.count);
+  }
+  for (const compare::CellResult::LogSeries& ls : r.log_series) {
+    v1::ComparisonCellResult::LogSeries* o = p.add_log_series();
+    o->set_kind(ls.kind);
+    for (const auto& [t, v] : ls.points) {
+      o->add_time_ms(t);
+      o->add_value(v);
+    }
+  }
   for (const stats::StackRow& row : r.stacks) {
     v1::ComparisonCellResult::Stack* st = p.add_stacks();
     st->set_stack(row.stack);
@@ -758,6 +772,18 @@ absl::StatusOr<compare::CellResult> CellResultFromProto(const v1::ComparisonCell
   }
   for (const v1::LockRow& row : p.locks()) r.locks.push_back(LockRowFromProto(row));
   r.stalled = p.stalled();
+  for (const v1::ComparisonCellResult::HistogramBin& b : p.clat_histogram()) {
+    r.clat_histogram.push_back(compare::CellResult::HistogramBin{b.lower_ns(), b.upper_ns(), b.count()});
+  }
+  for (const v1::ComparisonCellResult::LogSeries& ls : p.log_series()) {
+    if (ls.time_ms_size() != ls.value_size()) {
+      return absl::InvalidArgumentError(absl::StrCat("log_series ", ls.kind(), ": ", ls.time_ms_size(), " times, ",
+                                                     ls.value_size(), " values"));
+    }
+    compare::CellResult::LogSeries out{ls.kind(), {}};
+    for (int i = 0; i < ls.time_ms_size(); ++i) out.points.emplace_back(ls.time_ms(i), ls.value(i));
+    r.log_series.push_back(std::move(out));
+  }
   for (const v1::ComparisonCellResult::Stack& st : p.stacks()) r.stacks.push_back(stats::StackRow{st.stack(), st.ns()});
   return r;
 }

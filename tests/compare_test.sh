@@ -196,13 +196,14 @@ fi
 
 # 8. --plot: well-formed SVGs with one bar per row (a stalled row has none
 # and says so), one latency curve per row that ran, and an HTML report that
-# holds the table and the four charts. Samples draw min-max whiskers (Poisson
+# holds the table and the charts (five, the sweeps, fio's bw log). Samples draw min-max whiskers (Poisson
 # arrivals: each sample's seed gives another count).
 if "$BLKLAB" compare "$SRC/examples/compare/rc3-shortcut-stall.yaml" --plot="$TMP/plot-stall" >/dev/null \
      2>"$TMP/plot.err" &&
    "$BLKLAB" compare --host=nvme-8cpu --samples=2 --variant 'none:devices.nvme0n1.queue.scheduler=none' \
      --matrix fio.iodepth=1,8 --plot="$TMP/plot" -- --name=t --ioengine=io_uring --direct=1 --rw=randread --bs=4k \
-     --rate_iops=20000 --rate_process=poisson --runtime=20ms --time_based=1 >"$TMP/plot.out" 2>>"$TMP/plot.err" &&
+     --rate_iops=20000 --rate_process=poisson --runtime=20ms --time_based=1 --write_bw_log=l --log_avg_msec=5 \
+     >"$TMP/plot.out" 2>>"$TMP/plot.err" &&
    python3 - "$TMP/plot" "$TMP/plot-stall" <<'EOF'
 import sys, xml.etree.ElementTree as ET
 NS = "{http://www.w3.org/2000/svg}"
@@ -221,7 +222,14 @@ for name in ("iops-vs-iodepth.svg", "p99-vs-iodepth.svg"):
     lines = [e for e in svg(d, name).iter(NS + "polyline") if e.get("class") == "series"]
     assert len(lines) == 2 and all(len(e.get("points").split()) == 2 for e in lines), name
 html = open(f"{d}/report.html").read()
-assert html.count("<svg ") == 6 and "<pre>" in html and "IOPS" in html
+assert html.count("<svg ") == 8 and "<pre>" in html and "IOPS" in html
+# fio's averaged bw log over time: one line per row, a point per 5 ms window.
+logs = [e for e in svg(d, "log-bw.svg").iter(NS + "polyline") if e.get("class") == "series"]
+assert len(logs) == 4 and all(3 <= len(e.get("points").split()) <= 5 for e in logs), [e.get("points") for e in logs]
+# The latency histogram: one outline per row, on a log axis with decades.
+hist = svg(d, "latency-histogram.svg")
+assert len([e for e in hist.iter(NS + "polyline") if e.get("class") == "hist"]) == 4
+assert any(e.text in ("1 us", "10 us", "100 us") for e in hist.iter(NS + "text"))
 # Flame graphs: one per row, a differential one per row of the variant, the
 # folded stacks; all linked from the report.
 import glob, os, re
@@ -255,7 +263,7 @@ NS = "{http://www.w3.org/2000/svg}"
 root = ET.parse(f"{sys.argv[1]}/grid.svg").getroot()
 cells = [e for e in root.iter(NS + "rect") if e.get("class") == "cell"]
 assert len(cells) == 4, len(cells)  # one variant (the baseline) x 2 iodepths x 2 numjobs
-assert open(f"{sys.argv[1]}/report.html").read().count("<svg ") == 7
+assert open(f"{sys.argv[1]}/report.html").read().count("<svg ") == 8
 EOF
 then
   pass "--plot: five files, one bar per row, whiskers for samples, stalled rows marked, a qd x numjobs grid, flame graphs"

@@ -123,14 +123,16 @@ def main():
     # fetches the same.
     plot_local, plot_remote = os.path.join(TMP, "plot-local"), os.path.join(TMP, "plot-remote")
     small = ["--host=nvme-8cpu", "--variant", "before:", "--variant", "none:devices.nvme0n1.queue.scheduler=none",
-             "--matrix", "fio.iodepth=1,4", "--"] + JOB + ["--runtime=50ms"]
+             "--matrix", "fio.iodepth=1,4", "--"] + JOB + ["--runtime=50ms", "--write_iops_log=l",
+                                                           "--log_avg_msec=5"]
     lp = blklab(["compare", "--plot=" + plot_local] + small)
     rp = blklab(["compare", "--plot=" + plot_remote] + small, server=a_addr)
     names = sorted(os.listdir(plot_local)) if lp.returncode == 0 else []
     same = (rp.returncode == 0 and lp.stdout == rp.stdout and names == sorted(os.listdir(plot_remote))
             and all(open(os.path.join(plot_local, n), "rb").read() == open(os.path.join(plot_remote, n), "rb").read()
                     for n in names))
-    check(same and "report.html" in names and any(n.startswith("flame-diff-") for n in names),
+    check(same and "report.html" in names and "log-iops.svg" in names and "latency-histogram.svg" in names
+          and any(n.startswith("flame-diff-") for n in names),
           "--plot through the server writes the in-process files byte for byte (%d files; %s)"
           % (len(names), (lp.stderr + rp.stderr)[-200:]))
     newest = client.list_comparisons().comparisons[0].name
