@@ -330,7 +330,7 @@ absl::StatusOr<CellResult> RunCell(const Comparison& c, const Cell& cell, const 
   BLKLAB_ASSIGN_OR_RETURN(const RunRequest req, PrepareCell(c, cell, inputs, limits));
   absl::StatusOr<RunResult> ran = RunFio(req, nullptr, cancel);
   if (!ran.ok()) return StalledCell(ran.status());
-  return CellResultOf(req, *std::move(ran));
+  return CellResultOf(req, *ran);
 }
 
 absl::StatusOr<CellResult> StalledCell(const absl::Status& run_status) {
@@ -405,7 +405,7 @@ std::vector<CellResult::LogSeries> LogSeriesOf(const std::vector<stats::LogFile>
 
 }  // namespace
 
-CellResult CellResultOf(const RunRequest& req, RunResult run) {
+CellResult CellResultOf(const RunRequest& req, const RunResult& run) {
   const report::ReportInput report = BuildReport(req, run, WallClock{}, /*with_kernel_report=*/false);
   CellResult r;
   double clat_sum = 0;
@@ -463,9 +463,9 @@ CellResult CellResultOf(const RunRequest& req, RunResult run) {
   }
   r.contention_pct = run.kernel.contention_pct;
   r.kernel_sys_pct = run.kernel.sys_pct;
-  r.profile = std::move(run.kernel.profile);
-  r.locks = std::move(run.kernel.locks);
-  r.stacks = std::move(run.kernel.stacks);
+  r.profile = run.kernel.profile;
+  r.locks = run.kernel.locks;
+  r.stacks = run.kernel.stacks;
   r.log_series = LogSeriesOf(run.logs);
   return r;
 }

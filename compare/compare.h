@@ -238,7 +238,7 @@ absl::StatusOr<CellResult> RunCell(const Comparison& c, const Cell& cell, const 
 // RunCell's two halves after RunFio, for a cell run elsewhere (a job of
 // blklabd): the figures of a finished run of `req`, and of a failed one (a
 // stall is a result; any other error is returned).
-CellResult CellResultOf(const RunRequest& req, RunResult run);
+CellResult CellResultOf(const RunRequest& req, const RunResult& run);
 absl::StatusOr<CellResult> StalledCell(const absl::Status& run_status);
 
 // Rows and changes from res.cells and res.results (one per cell).

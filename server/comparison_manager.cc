@@ -263,6 +263,7 @@ int ComparisonManager::TakeCell(Entry* e, bool fleet, bool wait, int* attempt, i
       v1::ComparisonCell& cell = e->cells[static_cast<size_t>(i)];
       cell.set_state(v1::ComparisonCell::RUNNING);
       cell.set_server(fleet ? config_.fleet : "local");
+      cell.clear_job();  // named once the new attempt is a job
       cell.set_attempts(cell.attempts() + 1);
       *attempt = cell.attempts();
       ++e->running;
@@ -364,11 +365,12 @@ void ComparisonManager::Worker(Entry* e, bool fleet) {
       // the cell waits for the next free worker (here or on the fleet).
       const bool retry = !r.ok() && !IsCellError(r.status()) && !e->cancel.load() && !shutdown_.load() &&
                          (absl::IsUnavailable(r.status()) || absl::IsResourceExhausted(r.status()));
-      if (retry) {
-        absl::MutexLock lock(&mu_);
-        changed_.WaitWithTimeout(&mu_, absl::Milliseconds(200));
-      }
       CellDone(e, i, std::move(r), retry);
+      // The queue is full (or closing): wait a while before the next try,
+      // here or by another worker (the cell shows the error meanwhile).
+      for (int step = 0; retry && step < 10 && !e->cancel.load() && !shutdown_.load(); ++step) {
+        absl::SleepFor(absl::Milliseconds(50));
+      }
       continue;
     }
     grpc::ClientContext ctx;
@@ -665,20 +667,26 @@ absl::StatusOr<v1::ComparisonOutput> ComparisonManager::Output(const std::string
   const bool charts = format == "charts";
   absl::StatusOr<compare::Format> f = compare::ParseFormat(format.empty() || charts ? "table" : format);
   if (!f.ok()) return absl::InvalidArgumentError("format: expected table, markdown, csv, json or charts, got " + format);
-  absl::MutexLock lock(&mu_);
-  auto it = comparisons_.find(name);
-  if (it == comparisons_.end()) return absl::NotFoundError(name + " not found");
-  const Entry& e = *it->second;
-  if (e.state != v1::Comparison::SUCCEEDED) {
-    return absl::FailedPreconditionError(name + " is " + v1::Comparison::State_Name(e.state) +
-                                         (e.error.empty() ? "" : ": " + e.error));
-  }
   v1::ComparisonOutput out;
-  if (!charts) {
-    out.set_text(compare::Render(e.comparison, e.results, *f));
-    return out;
+  std::optional<compare::PlotInput> plot;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = comparisons_.find(name);
+    if (it == comparisons_.end()) return absl::NotFoundError(name + " not found");
+    const Entry& e = *it->second;
+    if (e.state != v1::Comparison::SUCCEEDED) {
+      return absl::FailedPreconditionError(name + " is " + v1::Comparison::State_Name(e.state) +
+                                           (e.error.empty() ? "" : ": " + e.error));
+    }
+    if (!charts) {
+      out.set_text(compare::Render(e.comparison, e.results, *f));
+      return out;
+    }
+    // What to draw, copied: the drawing (flame graphs) happens outside the
+    // lock every comparison shares.
+    plot = compare::PlotInputFor(e.comparison, e.results);
   }
-  for (auto& [file, content] : compare::PlotFiles(compare::PlotInputFor(e.comparison, e.results))) {
+  for (auto& [file, content] : compare::PlotFiles(*plot)) {
     v1::ComparisonOutput::File* o = out.add_files();
     o->set_name(file);
     o->set_content(std::move(content));

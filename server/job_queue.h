@@ -6,7 +6,8 @@
 //  - admission: Submit stores a new job (QUEUED) and queues it, unless the
 //    bounded FIFO is full (max_queued_jobs); Restore re-queues, at start, the
 //    jobs the store holds as QUEUED or RUNNING (a crash or a shutdown
-//    interrupted them; determinism makes the re-run identical);
+//    interrupted them; determinism makes the re-run identical), except a
+//    comparison's cells, which end CANCELLED (comparisons live in memory);
 //  - the FIFO: Take hands the oldest queued job to a worker and marks it
 //    RUNNING in the store;
 //  - the active set: IsActive, Progress (live progress of a job), Cancel (a

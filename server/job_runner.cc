@@ -120,6 +120,9 @@ JobRecord JobRunner::FinalRecord(const ActiveJob& job, JobRecord record, StopRea
     auto result = std::make_shared<v1::JobResult>(BuildJobResult(prepared->request, *run, ReportClock(*prepared)));
     if (prepared->comparison_cell) {
       *result->mutable_comparison_cell() = CellResultToProto(compare::CellResultOf(prepared->request, *run));
+      // A cell keeps its averaged logs as series (comparison_cell), not
+      // fio's files, as `blklab compare` writes none.
+      result->clear_logs();
     }
     record.progress = JobProgress{run->virtual_ns, 1.0};
     bool keep = true;
@@ -179,6 +182,10 @@ absl::Status JobRunner::CheckResultSize(v1::JobResult& result, bool* keep) const
   int64_t rest = static_cast<int64_t>(result.ByteSizeLong());
   for (const v1::LogFile& f : result.logs()) rest -= static_cast<int64_t>(f.content().size());
   rest -= static_cast<int64_t>(result.stacks_folded().size());
+  // A cell's stacks too: the same stacks again, for its comparison's charts.
+  for (const v1::ComparisonCellResult::Stack& st : result.comparison_cell().stacks()) {
+    rest -= static_cast<int64_t>(st.ByteSizeLong());
+  }
   if (rest > limits_.max_result_bytes) {
     *keep = false;
     return absl::ResourceExhaustedError(absl::StrCat(status.ok() ? "" : absl::StrCat(status.message(), "; "),

@@ -53,7 +53,8 @@ class Client:
     """Thin wrapper over the generated stubs; every call takes a timeout."""
 
     def __init__(self, target, token=None, timeout=30.0):
-        self.channel = grpc.insecure_channel(target)
+        # Charts and results can exceed gRPC's default 4 MiB per message.
+        self.channel = grpc.insecure_channel(target, options=[("grpc.max_receive_message_length", 64 << 20)])
         self.metadata = [("authorization", "Bearer " + token)] if token else []
         self.timeout = timeout
         self.hosts = service_pb2_grpc.HostServiceStub(self.channel)
@@ -222,10 +223,11 @@ class Client:
         req = service_pb2.GetComparisonOutputRequest(name=name, format="charts")
         files = [(f.name, f.content) for f in self.comparisons.GetComparisonOutput(req, **self._kw()).files]
         if directory is not None:
-            os.makedirs(directory, exist_ok=True)
-            for fname, content in files:
+            for fname, _ in files:
                 if not fname or "/" in fname or fname.startswith("."):
                     raise ValueError("the server sent a chart named %r" % fname)
+            os.makedirs(directory, exist_ok=True)
+            for fname, content in files:
                 with open(os.path.join(directory, fname), "wb") as out:
                     out.write(content)
         return files
