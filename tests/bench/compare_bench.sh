@@ -33,6 +33,9 @@ start_server() {
   local dir=$1
   shift
   "$BLKLABD" --listen=127.0.0.1:0 --data_dir="$TMP/$dir" --metrics_listen= "$@" >/dev/null 2>"$TMP/$dir.log" &
+  # (called in a command substitution: the server is not a job of this
+  # shell, so the exit trap finds it by its pid file)
+  echo $! >"$TMP/$dir.pid"
   for _ in $(seq 200); do
     port=$(sed -n 's/.*event=listening .* port=\([0-9]*\).*/\1/p' "$TMP/$dir.log")
     if [ -n "$port" ]; then echo "$port"; return; fi
@@ -42,11 +45,11 @@ start_server() {
   exit 1
 }
 if [ -x "$BLKLABD" ]; then
+  trap 'kill $(cat "$TMP"/*.pid 2>/dev/null) 2>/dev/null; rm -rf "$TMP"' EXIT
   b=$(start_server b --compare_workers=1)
   c=$(start_server c --compare_workers=1)
   solo=$(start_server solo --compare_workers=2)
   a=$(start_server a --compare_workers=2 --fleet=127.0.0.1:$b,127.0.0.1:$c)
-  trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$TMP"' EXIT
   for cfg in "solo:$solo:one server, 2 workers" "fleet:$a:3-server loopback fleet (2 + 1 + 1 workers)"; do
     IFS=: read -r name port what <<<"$cfg"
     start=$(date +%s.%N)
