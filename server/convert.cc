@@ -360,8 +360,8 @@ absl::StatusOr<PreparedJob> PrepareComparisonCellJob(const v1::Job& job, const J
   // Each cell's job stores the bundle: it is held to a job's bundle limit.
   if (total > server.max_bundle_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("comparison_cell.bundle: ", total,
-                                                   " bytes of arguments, files and variables; a job's limit is ",
-                                                   server.max_bundle_bytes, " (blklabd --max_bundle_bytes)"));
+                                                   " bytes of arguments, files and variables; a job's bundle limit is ",
+                                                   server.max_bundle_bytes));
   }
   const compare::Inputs inputs = BundleInputs(&bundle);
   BLKLAB_ASSIGN_OR_RETURN(const compare::Comparison c, ParseComparisonBundle(bundle, inputs));
