@@ -53,7 +53,7 @@ using compare::Comparison;
 using compare::Results;
 using compare::Row;
 
-int Fail(const absl::Status& s) {
+int CompareFail(const absl::Status& s) {
   std::cerr << "blklab compare: " << s.message() << "\n";
   return 1;
 }
@@ -153,7 +153,7 @@ int RunCompareCommand(const std::vector<std::string>& args) {
   absl::StatusOr<CompareCommandLine> line = SplitCompareArgs(args);
   if (!line.ok()) {
     return compare::IsUsageError(line.status()) ? UsageError(std::string(line.status().message()))
-                                                : Fail(line.status());
+                                                : CompareFail(line.status());
   }
   if (line->help) {
     std::cout << kUsage;
@@ -163,22 +163,22 @@ int RunCompareCommand(const std::vector<std::string>& args) {
   absl::StatusOr<Comparison> parsed = compare::ParseComparison(line->comparison_args, inputs, DefaultHostArg());
   if (!parsed.ok()) {
     return compare::IsUsageError(parsed.status()) ? UsageError(std::string(parsed.status().message()))
-                                                  : Fail(parsed.status());
+                                                  : CompareFail(parsed.status());
   }
   Comparison& c = *parsed;
   if (line->dry_run) {
     absl::StatusOr<std::string> text = compare::DryRunText(c, inputs);
-    if (!text.ok()) return Fail(text.status());
+    if (!text.ok()) return CompareFail(text.status());
     std::cout << *text << std::flush;
     return 0;
   }
   Results res;
   res.cells = compare::Cells(c);
   c.collect_stacks = !line->plot_dir.empty();
-  if (absl::Status s = RunCells(c, inputs, line->jobs, res); !s.ok()) return Fail(s);
+  if (absl::Status s = RunCells(c, inputs, line->jobs, res); !s.ok()) return CompareFail(s);
   compare::Summarize(c, res);
   if (!line->plot_dir.empty()) {
-    if (absl::Status s = WritePlotFiles(line->plot_dir, compare::PlotFiles(compare::PlotInputFor(c, res))); !s.ok()) return Fail(s);
+    if (absl::Status s = WritePlotFiles(line->plot_dir, compare::PlotFiles(compare::PlotInputFor(c, res))); !s.ok()) return CompareFail(s);
   }
   std::cout << compare::Render(c, res, line->format) << std::flush;
   return std::cout ? 0 : 1;

@@ -37,7 +37,7 @@
 namespace blklab::cli {
 namespace {
 
-int Fail(const absl::Status& s) {
+int FioFail(const absl::Status& s) {
   std::cerr << "blklab fio: " << s.message() << "\n";
   return 1;
 }
@@ -234,18 +234,18 @@ report::OutputFormats SelectedFormats(const workload::FioInvocation& invocation)
 
 int PrintAutoHost(const std::vector<std::string>& fio_args) {
   absl::StatusOr<host::HostSpec> base = host::GetPreset(host::kDefaultPresetName);
-  if (!base.ok()) return Fail(base.status());
+  if (!base.ok()) return FioFail(base.status());
   absl::StatusOr<ParsedFio> parsed = ParseFio(fio_args, *base, LocalFileReader(), EnvironmentLookup());
-  if (!parsed.ok()) return Fail(parsed.status());
+  if (!parsed.ok()) return FioFail(parsed.status());
   absl::StatusOr<std::string> yaml = host::AutoHostYaml(JobTargets(parsed->jobs), SizelessFiles(parsed->jobs));
-  if (!yaml.ok()) return Fail(yaml.status());
+  if (!yaml.ok()) return FioFail(yaml.status());
   std::cout << *yaml;
   return 0;
 }
 
 int RunFioCommand(const std::vector<std::string>& all_args) {
   absl::StatusOr<BlklabOptions> options = SplitBlklabOptions(all_args, RunSite::kLocal);
-  if (!options.ok()) return Fail(options.status());
+  if (!options.ok()) return FioFail(options.status());
   // The host: --host= wins, then $BLKLAB_HOST (same values), then the
   // embedded default. fio job files cannot name a host.
   std::string host_arg = DefaultHostArg();
@@ -256,14 +256,14 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
 
   // The host: a preset name, or a spec file.
   absl::StatusOr<host::HostSpec> host = LoadHost(host_arg);
-  if (!host.ok()) return Fail(host.status());
+  if (!host.ok()) return FioFail(host.status());
 
   // Locally, job files come from disk and ${VAR} from the environment, as with fio.
   const workload::FileReader read_file = LocalFileReader();
   const workload::VarLookup lookup = EnvironmentLookup();
   // fio's informational options need no job.
   absl::StatusOr<workload::FioInvocation> pre = workload::ParseFioArgs(args);
-  if (!pre.ok()) return Fail(pre.status());
+  if (!pre.ok()) return FioFail(pre.status());
   if (pre->version) {
     std::cout << "fio-3.33\n";
     return 0;
@@ -275,23 +275,23 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   if (pre->cmdhelp.has_value() || pre->enghelp.has_value()) {
     absl::StatusOr<std::string> help =
         pre->cmdhelp.has_value() ? workload::CmdHelp(*pre->cmdhelp) : workload::EngHelp(*pre->enghelp);
-    if (!help.ok()) return Fail(help.status());
+    if (!help.ok()) return FioFail(help.status());
     std::cout << *help;
     return 0;
   }
   if (pre->showcmd) {
     absl::StatusOr<std::string> line =
         workload::ShowCmd(*pre, ParseOptionsFor(*pre, *host, read_file, lookup));
-    if (!line.ok()) return Fail(line.status());
+    if (!line.ok()) return FioFail(line.status());
     std::cout << *line;
     return 0;
   }
   absl::StatusOr<ParsedFio> parsed = ParseFio(args, *host, read_file, lookup);
-  if (!parsed.ok()) return Fail(parsed.status());
+  if (!parsed.ok()) return FioFail(parsed.status());
   if (IsAutoHost(host_arg)) {
     // The auto host has the default host's CPUs, so $ncpus parsed the same.
     host = AutoHostFor(parsed->jobs);
-    if (!host.ok()) return Fail(host.status());
+    if (!host.ok()) return FioFail(host.status());
   }
   const workload::FioInvocation& inv = parsed->invocation;
   for (const std::string& w : parsed->jobs.warnings) std::cerr << "blklab fio: warning: " << w << "\n";
@@ -304,7 +304,7 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   std::ofstream file;
   if (!inv.output.empty()) {
     file.open(inv.output, std::ios::binary | std::ios::trunc);
-    if (!file) return Fail(absl::InvalidArgumentError("--output: cannot write " + inv.output));
+    if (!file) return FioFail(absl::InvalidArgumentError("--output: cannot write " + inv.output));
   }
   std::ostream& out = inv.output.empty() ? std::cout : file;
 
@@ -378,20 +378,20 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   if (eta_printer.printed() && (!run.ok() || !formats.normal || !inv.output.empty())) {
     std::cout << "\n" << std::flush;
   }
-  if (!run.ok()) return Fail(run.status());
+  if (!run.ok()) return FioFail(run.status());
   // fio writes each job's logs when the job ends, before the final report.
-  if (absl::Status s = WriteLogFiles(run->logs); !s.ok()) return Fail(s);
+  if (absl::Status s = WriteLogFiles(run->logs); !s.ok()) return FioFail(s);
   if (!options->folded_file.empty()) {
     absl::Status s = util::WriteStringToFile(options->folded_file, report::FoldedStacks(run->kernel.stacks),
                                              "--folded file");
-    if (!s.ok()) return Fail(s);
+    if (!s.ok()) return FioFail(s);
   }
   if (!options->flame_file.empty()) {
     absl::Status s = util::WriteStringToFile(
         options->flame_file,
         report::FlameGraphSvg(run->kernel.stacks, absl::StrCat("blklab fio on ", req.host.name, ": simulated CPU time")),
         "--flame file");
-    if (!s.ok()) return Fail(s);
+    if (!s.ok()) return FioFail(s);
   }
 
   // What the jobs printed as they ran: fio's verify failures on stderr, and
@@ -409,7 +409,7 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   std::string text = report::WriteReport(input, formats);
   if (perf_top > 0) text += report::WritePerfTop(run->kernel, perf_top);
   out << text << std::flush;
-  if (!out) return Fail(absl::InvalidArgumentError("cannot write the report"));
+  if (!out) return FioFail(absl::InvalidArgumentError("cannot write the report"));
   return exit_code;
 }
 

@@ -22,7 +22,7 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 void OnSigint(int) { g_interrupted.store(true); }
 
-int Fail(const std::string& message) {
+int IoUringFail(const std::string& message) {
   std::cerr << "blklab io_uring: " << message << "\n";
   return 1;
 }
@@ -60,20 +60,20 @@ int RunIoUringCommand(const std::vector<std::string>& all_args) {
         uint32_t lo = 0, hi = 0;
         if (range.size() > 2 || !absl::SimpleAtoi(range[0], &lo) ||
             !absl::SimpleAtoi(range.back(), &hi) || hi < lo || hi - lo > 65536) {
-          return Fail("--cpus: not a CPU list: " + a.substr(7));
+          return IoUringFail("--cpus: not a CPU list: " + a.substr(7));
         }
         for (uint32_t cpu = lo; cpu <= hi; ++cpu) req.cpus.push_back(cpu);
       }
     } else if (absl::StartsWith(a, "--seed=")) {
-      if (!absl::SimpleAtoi(a.substr(7), &req.seed)) return Fail("--seed: not an unsigned integer: " + a.substr(7));
+      if (!absl::SimpleAtoi(a.substr(7), &req.seed)) return IoUringFail("--seed: not an unsigned integer: " + a.substr(7));
     } else if (absl::StartsWith(a, "--output-format=")) {
       format = a.substr(16);
-      if (format != "normal" && format != "json") return Fail("--output-format: normal or json, got " + format);
+      if (format != "normal" && format != "json") return IoUringFail("--output-format: normal or json, got " + format);
     } else if (a == "--perf-top") {
       perf_top = 25;
     } else if (absl::StartsWith(a, "--perf-top=")) {
       if (!absl::SimpleAtoi(a.substr(11), &perf_top) || perf_top <= 0) {
-        return Fail("--perf-top: not a positive integer: " + a.substr(11));
+        return IoUringFail("--perf-top: not a positive integer: " + a.substr(11));
       }
     } else {
       args.push_back(a);
@@ -90,7 +90,7 @@ int RunIoUringCommand(const std::vector<std::string>& all_args) {
     return parsed->exit_code;
   }
   absl::StatusOr<host::HostSpec> host = LoadHost(host_arg);
-  if (!host.ok()) return Fail(std::string(host.status().message()));
+  if (!host.ok()) return IoUringFail(std::string(host.status().message()));
   req.host = *host;
   req.spec = parsed->spec;
   const workload::TioUringSpec& spec = req.spec;
@@ -143,7 +143,7 @@ int RunIoUringCommand(const std::vector<std::string>& all_args) {
       std::cout << result.status().message() << "\n";
       return 0;
     }
-    return Fail(std::string(result.status().message()));
+    return IoUringFail(std::string(result.status().message()));
   }
   if (text) {
     std::cout << (result->interrupted ? "Exiting on signal\n" : "Exiting on timeout\n");

@@ -22,7 +22,7 @@ namespace blklab::cli {
 
 namespace {
 
-constexpr char kPrefix[] = "blklab compare";
+constexpr char kComparePrefix[] = "blklab compare";
 
 // Whether the arguments name their host (--host, --fleet, or a spec file
 // that must).
@@ -47,8 +47,8 @@ bool NamesHost(const std::vector<std::string>& args) {
 }
 
 // As the in-process command: usage errors exit 2 with the usage.
-int Fail(const absl::Status& s) {
-  std::cerr << kPrefix << ": " << s.message() << "\n";
+int RemoteCompareFail(const absl::Status& s) {
+  std::cerr << kComparePrefix << ": " << s.message() << "\n";
   if (compare::IsUsageError(s)) {
     std::cerr << CompareUsage();
     return kUsageExit;
@@ -86,7 +86,7 @@ int WriteCharts(RemoteClient& client, v1::ComparisonService::Stub& stub, const s
 
 int RunRemoteCompare(RemoteClient& client, const std::vector<std::string>& args) {
   absl::StatusOr<CompareCommandLine> line = SplitCompareArgs(args);
-  if (!line.ok()) return Fail(line.status());
+  if (!line.ok()) return RemoteCompareFail(line.status());
   if (line->help) {
     std::cout << CompareUsage();
     return 0;
@@ -108,10 +108,10 @@ int RunRemoteCompare(RemoteClient& client, const std::vector<std::string>& args)
   std::vector<std::string> comparison_args = line->comparison_args;
   if (!NamesHost(comparison_args)) comparison_args.insert(comparison_args.begin(), "--host=" + DefaultHostArg());
   absl::StatusOr<compare::Comparison> c = compare::ParseComparison(comparison_args, recording, DefaultHostArg());
-  if (!c.ok()) return Fail(c.status());
+  if (!c.ok()) return RemoteCompareFail(c.status());
   if (line->dry_run) {
     absl::StatusOr<std::string> text = compare::DryRunText(*c, recording);
-    if (!text.ok()) return Fail(text.status());
+    if (!text.ok()) return RemoteCompareFail(text.status());
     std::cout << *text << std::flush;
     return 0;
   }
@@ -119,7 +119,7 @@ int RunRemoteCompare(RemoteClient& client, const std::vector<std::string>& args)
   // a job file includes).
   for (const compare::Cell& cell : compare::Cells(*c)) {
     if (absl::Status s = compare::PrepareCell(*c, cell, recording).status(); !s.ok()) {
-      return Fail(absl::Status(s.code(), compare::CellLabel(*c, cell) + ": " + std::string(s.message())));
+      return RemoteCompareFail(absl::Status(s.code(), compare::CellLabel(*c, cell) + ": " + std::string(s.message())));
     }
   }
   for (const std::string& a : comparison_args) bundle.add_args(a);
@@ -134,7 +134,7 @@ int RunRemoteCompare(RemoteClient& client, const std::vector<std::string>& args)
   {
     std::unique_ptr<grpc::ClientContext> ctx = client.NewContext(120);
     const grpc::Status s = stub->CreateComparison(ctx.get(), create, &created);
-    if (!s.ok()) return ReportStatus(kPrefix, s);
+    if (!s.ok()) return ReportStatus(kComparePrefix, s);
   }
   TerminationSignals interrupt_handler;
   const bool progress = isatty(STDERR_FILENO) == 1;
@@ -145,7 +145,7 @@ int RunRemoteCompare(RemoteClient& client, const std::vector<std::string>& args)
     // then ends with it CANCELLED), a second stops waiting.
     InterruptWatcher interrupts(
         [&] {
-          std::cerr << "\n" << kPrefix << ": interrupted: cancelling " << created.name() << "\n";
+          std::cerr << "\n" << kComparePrefix << ": interrupted: cancelling " << created.name() << "\n";
           v1::CancelComparisonRequest req;
           req.set_name(created.name());
           v1::Comparison ignored;
@@ -161,17 +161,17 @@ int RunRemoteCompare(RemoteClient& client, const std::vector<std::string>& args)
     while (reader->Read(&snap)) {
       last = snap;
       if (progress) {
-        std::cerr << absl::StrFormat("\r%s: %d/%d cells (%s)", kPrefix, snap.cells_done(), snap.cell_count(),
+        std::cerr << absl::StrFormat("\r%s: %d/%d cells (%s)", kComparePrefix, snap.cells_done(), snap.cell_count(),
                                      created.name())
                   << std::flush;
       }
     }
     const grpc::Status s = reader->Finish();
     if (progress) std::cerr << "\n";
-    if (!s.ok()) return ReportStatus(kPrefix, s);
+    if (!s.ok()) return ReportStatus(kComparePrefix, s);
   }
   if (last.state() != v1::Comparison::SUCCEEDED) {
-    std::cerr << kPrefix << ": " << created.name() << " " << v1::Comparison::State_Name(last.state())
+    std::cerr << kComparePrefix << ": " << created.name() << " " << v1::Comparison::State_Name(last.state())
               << (last.error().empty() ? "" : ": " + last.error()) << "\n";
     return 1;
   }
@@ -180,12 +180,12 @@ int RunRemoteCompare(RemoteClient& client, const std::vector<std::string>& args)
   static const char* const kFormats[] = {"table", "markdown", "csv", "json"};
   get.set_format(kFormats[static_cast<int>(line->format)]);
   if (!line->plot_dir.empty()) {
-    if (const int rc = WriteCharts(client, *stub, created.name(), line->plot_dir, kPrefix); rc != 0) return rc;
+    if (const int rc = WriteCharts(client, *stub, created.name(), line->plot_dir, kComparePrefix); rc != 0) return rc;
   }
   v1::ComparisonOutput out;
   std::unique_ptr<grpc::ClientContext> ctx = client.NewContext(120);
   const grpc::Status s = stub->GetComparisonOutput(ctx.get(), get, &out);
-  if (!s.ok()) return ReportStatus(kPrefix, s);
+  if (!s.ok()) return ReportStatus(kComparePrefix, s);
   std::cout << out.text() << std::flush;
   return std::cout ? 0 : 1;
 }

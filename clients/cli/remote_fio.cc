@@ -40,10 +40,10 @@
 namespace blklab::cli {
 namespace {
 
-constexpr char kPrefix[] = "blklab fio";
+constexpr char kFioPrefix[] = "blklab fio";
 
 int Exit(grpc::StatusCode code, const std::string& message) {
-  std::cerr << kPrefix << ": " << message << "\n";
+  std::cerr << kFioPrefix << ": " << message << "\n";
   return static_cast<int>(code);
 }
 
@@ -503,7 +503,7 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
   if (parsed.ok()) {
     clones = parsed->jobs.clones.size();
     if (host_exact) {
-      for (const std::string& w : parsed->jobs.warnings) std::cerr << kPrefix << ": warning: " << w << "\n";
+      for (const std::string& w : parsed->jobs.warnings) std::cerr << kFioPrefix << ": warning: " << w << "\n";
     }
   }
   std::map<std::string, std::string> names;
@@ -543,11 +543,11 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
   {
     std::unique_ptr<grpc::ClientContext> ctx = client.NewContext(120);
     grpc::Status s = client.jobs().CreateJob(ctx.get(), create, &created);
-    if (!s.ok()) return ReportStatus(kPrefix, s);
+    if (!s.ok()) return ReportStatus(kFioPrefix, s);
   }
   if (parse_only) return 0;
   if (status_interval_ns > 0) {
-    std::cerr << kPrefix << ": note: --status-interval: the server returns the final report only\n";
+    std::cerr << kFioPrefix << ": note: --status-interval: the server returns the final report only\n";
   }
 
   const bool tty = isatty(STDOUT_FILENO) == 1;
@@ -557,8 +557,8 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
   v1::Job final_job;
   grpc::Status s = WatchToEnd(client, created.name(), show_progress ? &progress : nullptr, nullptr, &final_job);
   progress.Clear();
-  if (!s.ok()) return ReportStatus(kPrefix, s);
-  if (final_job.state() != v1::Job::SUCCEEDED) return JobExit(kPrefix, final_job);
+  if (!s.ok()) return ReportStatus(kFioPrefix, s);
+  if (final_job.state() != v1::Job::SUCCEEDED) return JobExit(kFioPrefix, final_job);
 
   // fio writes each job's logs before the final report.
   if (absl::Status ls = WriteResultLogs(client, final_job, UserLogPrefixes(all_args)); !ls.ok()) {

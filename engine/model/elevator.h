@@ -47,6 +47,10 @@ namespace blklab::model {
 
 class Hctx;
 
+// The largest request a scheduler's merge may build: max_sectors_kb's
+// default (BLK_DEF_MAX_SECTORS), which the model's queues keep.
+inline constexpr uint32_t kMaxMergeBytes = 512 * 1024;
+
 class Elevator {
  public:
   virtual ~Elevator() = default;

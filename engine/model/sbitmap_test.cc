@@ -14,8 +14,8 @@
 namespace blklab::model {
 namespace {
 
-struct Rig {
-  explicit Rig(host::Knobs knobs = {})
+struct SbitmapRig {
+  explicit SbitmapRig(host::Knobs knobs = {})
       : machine(std::vector<sim::CpuPlacement>(1), sim::MachineCosts{}), kernel(machine, costs, knobs) {}
   // Starts `body` as a thread on CPU 0 at time `at`.
   void Start(sim::Task body, sim::SimTime at) {
@@ -55,7 +55,7 @@ sim::Task FreeOneByOne(sim::Cpu& cpu, SbitmapQueue& bt, const std::vector<int>& 
 // 64 tags: wake_batch = clamp(64 / 8, 1, 8) = 8. With 8 sleepers on one
 // wait queue, frees 1..7 wake nobody; the 8th wakes all 8.
 TEST(SbitmapQueueTest, WaitersAreWokenInBatchesOfWakeBatch) {
-  Rig rig;
+  SbitmapRig rig;
   SbitmapQueue bt(rig.kernel, 64);
   ASSERT_EQ(bt.wake_batch(), 8u);
   sim::Cpu& cpu = rig.machine.cpu(0);
@@ -81,7 +81,7 @@ TEST(SbitmapQueueTest, DeferredClearKeepsTheBitBusyUntilFolded) {
     SCOPED_TRACE(deferred);
     host::Knobs knobs;
     knobs.sbitmap_deferred_clear = deferred;
-    Rig rig(knobs);
+    SbitmapRig rig(knobs);
     SbitmapQueue bt(rig.kernel, 64);
     sim::Cpu& cpu = rig.machine.cpu(0);
     std::vector<int> bits;

@@ -17,15 +17,6 @@ namespace {
 
 using internal::DirBlock;
 
-int Digits(uint64_t v) {
-  int d = 1;
-  while (v >= 10) {
-    v /= 10;
-    ++d;
-  }
-  return d;
-}
-
 bool Iec(int kb_base) { return kb_base != 1000; }
 NumUnit RateUnit(int unit_base) {
   return unit_base == 1 ? NumUnit::kBitsPerSec : NumUnit::kBytesPerSec;
@@ -102,7 +93,7 @@ void WritePercentiles(const char* name, const stats::LatencyHistogram& hist,
   }
   const uint64_t scaled_max = *std::max_element(values.begin(), values.end());
   const int precision = internal::PercentilePrecision(list);
-  const int width = std::max(5, Digits(scaled_max));
+  const int width = std::max(5, DecimalDigits(scaled_max));
   const int per_line = std::max(1, 73 / (precision + 10 + width));
   absl::StrAppend(out, "    ", name, " percentiles (", unit, "):\n     |");
   for (size_t i = 0; i < list.size(); ++i) {

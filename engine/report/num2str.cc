@@ -8,15 +8,6 @@ namespace blklab::report {
 
 namespace {
 
-int Digits(uint64_t v) {
-  int d = 1;
-  while (v >= 10) {
-    v /= 10;
-    ++d;
-  }
-  return d;
-}
-
 uint64_t Pow10(int n) {
   uint64_t p = 1;
   while (n-- > 0) p *= 10;
@@ -47,7 +38,7 @@ std::string Num2Str(uint64_t value, int max_digits, bool iec, NumUnit unit) {
   const uint64_t divisor = iec ? 1024 : 1000;
   uint64_t remainder = 0;
   int prefix = 0;
-  while (Digits(value) > max_digits && prefix < 6) {
+  while (DecimalDigits(value) > max_digits && prefix < 6) {
     remainder = value % divisor;
     value /= divisor;
     ++prefix;
@@ -55,7 +46,7 @@ std::string Num2Str(uint64_t value, int max_digits, bool iec, NumUnit unit) {
   const char* const* prefixes = iec ? kIec : kSi;
   if (prefix == 0) return absl::StrCat(value, suffix);
 
-  const int int_digits = Digits(value);
+  const int int_digits = DecimalDigits(value);
   const int spare = max_digits - int_digits;
   if (spare < 2) {
     if (remainder * 2 >= divisor) ++value;
@@ -71,6 +62,15 @@ std::string Num2Str(uint64_t value, int max_digits, bool iec, NumUnit unit) {
   }
   return absl::StrCat(value, ".", absl::StrFormat("%0*d", decimals, frac), prefixes[prefix],
                       suffix);
+}
+
+int DecimalDigits(uint64_t v) {
+  int d = 1;
+  while (v >= 10) {
+    v /= 10;
+    ++d;
+  }
+  return d;
 }
 
 }  // namespace blklab::report

@@ -26,6 +26,9 @@ enum class NumUnit {
 // `iec` selects 1024 and Ki/Mi/... prefixes, else 1000 and k/M/...
 std::string Num2Str(uint64_t value, int max_digits, bool iec, NumUnit unit);
 
+// How many decimal digits `v` prints with (1 for 0).
+int DecimalDigits(uint64_t v);
+
 }  // namespace blklab::report
 
 #endif  // BLKLAB_ENGINE_REPORT_NUM2STR_H_

@@ -14,7 +14,7 @@ namespace {
 using internal::LimitError;
 using internal::SyntaxError;
 
-constexpr absl::string_view kFormat = "JSON";
+constexpr absl::string_view kJsonFormat = "JSON";
 
 class JsonReader {
  public:
@@ -22,14 +22,14 @@ class JsonReader {
 
   absl::StatusOr<DocNode> Parse() {
     if (text_.size() > limits_.max_bytes) {
-      return LimitError(kFormat, SourcePos{1, 1},
+      return LimitError(kJsonFormat, SourcePos{1, 1},
                         absl::StrCat("document is ", text_.size(), " bytes, limit ", limits_.max_bytes));
     }
     pos_ = internal::BomLength(text_);
     line_start_ = pos_;
     size_t bad = internal::FindBadByte(text_);
     if (bad != absl::string_view::npos) {
-      return SyntaxError(kFormat, internal::PosOfOffset(text_, bad),
+      return SyntaxError(kJsonFormat, internal::PosOfOffset(text_, bad),
                          "invalid UTF-8 or control character");
     }
     SkipWhitespace();
@@ -47,7 +47,7 @@ class JsonReader {
     // Columns count bytes from the line start (strings hold no raw newlines).
     return SourcePos{line_, static_cast<int>(pos_ - line_start_) + 1};
   }
-  absl::Status Error(absl::string_view message) const { return SyntaxError(kFormat, Pos(), message); }
+  absl::Status Error(absl::string_view message) const { return SyntaxError(kJsonFormat, Pos(), message); }
 
   void SkipWhitespace() {
     while (!AtEnd()) {
@@ -64,7 +64,7 @@ class JsonReader {
 
   absl::Status CountNode() {
     if (++nodes_ > limits_.max_nodes) {
-      return LimitError(kFormat, Pos(), absl::StrCat("more than ", limits_.max_nodes, " nodes"));
+      return LimitError(kJsonFormat, Pos(), absl::StrCat("more than ", limits_.max_nodes, " nodes"));
     }
     return absl::OkStatus();
   }
@@ -78,7 +78,7 @@ class JsonReader {
       case '{':
       case '[':
         if (depth >= limits_.max_depth) {
-          return LimitError(kFormat, start, absl::StrCat("nesting deeper than ", limits_.max_depth));
+          return LimitError(kJsonFormat, start, absl::StrCat("nesting deeper than ", limits_.max_depth));
         }
         return c == '{' ? ParseObject(depth + 1) : ParseArray(depth + 1);
       case '"': {
@@ -239,7 +239,7 @@ class JsonReader {
       BLKLAB_ASSIGN_OR_RETURN(DocNode value, ParseValue(depth));
       std::string key_copy = key;
       if (!map.AddEntry(std::move(key), key_pos, std::move(value))) {
-        return SyntaxError(kFormat, key_pos, absl::StrCat("duplicate key \"", key_copy, "\""));
+        return SyntaxError(kJsonFormat, key_pos, absl::StrCat("duplicate key \"", key_copy, "\""));
       }
       SkipWhitespace();
       if (AtEnd()) return Error("unterminated object, expected ',' or '}'");

@@ -14,7 +14,7 @@ namespace {
 using internal::LimitError;
 using internal::SyntaxError;
 
-constexpr absl::string_view kFormat = "YAML";
+constexpr absl::string_view kYamlFormat = "YAML";
 
 bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 bool IsFlowIndicator(char c) { return c == ',' || c == '[' || c == ']' || c == '{' || c == '}'; }
@@ -83,13 +83,13 @@ class YamlReader {
 
   absl::StatusOr<DocNode> Parse() {
     if (text_.size() > limits_.max_bytes) {
-      return LimitError(kFormat, SourcePos{1, 1},
+      return LimitError(kYamlFormat, SourcePos{1, 1},
                         absl::StrCat("document is ", text_.size(), " bytes, limit ", limits_.max_bytes));
     }
     const size_t bom = internal::BomLength(text_);
     size_t bad = internal::FindBadByte(text_);
     if (bad != absl::string_view::npos) {
-      return SyntaxError(kFormat, internal::PosOfOffset(text_, bad), "invalid UTF-8 or control character");
+      return SyntaxError(kYamlFormat, internal::PosOfOffset(text_, bad), "invalid UTF-8 or control character");
     }
     BLKLAB_RETURN_IF_ERROR(SplitLines(bom));
 
@@ -144,7 +144,7 @@ class YamlReader {
       if (line.end > line.begin && text_[line.end - 1] == '\r') --line.end;
       for (size_t i = line.begin; i < line.end; ++i) {
         if (text_[i] == '\r') {
-          return SyntaxError(kFormat, SourcePos{static_cast<int>(lines_.size()) + 1, static_cast<int>(i - pos) + 1},
+          return SyntaxError(kYamlFormat, SourcePos{static_cast<int>(lines_.size()) + 1, static_cast<int>(i - pos) + 1},
                              "carriage return not followed by a line feed");
         }
       }
@@ -155,7 +155,7 @@ class YamlReader {
       while (j < line.end && IsBlank(text_[j])) ++j;
       line.blank = j == line.end || text_[j] == '#';
       if (!line.blank && i < line.end && text_[i] == '\t') {
-        return SyntaxError(kFormat, SourcePos{static_cast<int>(lines_.size()) + 1, line.indent + 1},
+        return SyntaxError(kYamlFormat, SourcePos{static_cast<int>(lines_.size()) + 1, line.indent + 1},
                            "tab in indentation (indent with spaces)");
       }
       lines_.push_back(line);
@@ -188,9 +188,9 @@ class YamlReader {
     return k < r.size() ? r[k] : '\0';
   }
   SourcePos Pos() const { return SourcePos{static_cast<int>(li_) + 1, static_cast<int>(col_) + 1}; }
-  absl::Status Error(absl::string_view message) const { return SyntaxError(kFormat, Pos(), message); }
+  absl::Status Error(absl::string_view message) const { return SyntaxError(kYamlFormat, Pos(), message); }
   absl::Status ErrorAt(size_t li, size_t col, absl::string_view message) const {
-    return SyntaxError(kFormat, SourcePos{static_cast<int>(li) + 1, static_cast<int>(col) + 1}, message);
+    return SyntaxError(kYamlFormat, SourcePos{static_cast<int>(li) + 1, static_cast<int>(col) + 1}, message);
   }
 
   bool IsMarker(size_t li, absl::string_view marker) const {
@@ -235,13 +235,13 @@ class YamlReader {
 
   absl::Status CountNode() {
     if (++nodes_ > limits_.max_nodes) {
-      return LimitError(kFormat, Pos(), absl::StrCat("more than ", limits_.max_nodes, " nodes"));
+      return LimitError(kYamlFormat, Pos(), absl::StrCat("more than ", limits_.max_nodes, " nodes"));
     }
     return absl::OkStatus();
   }
   absl::Status CheckDepth(int depth) const {
     if (depth > limits_.max_depth) {
-      return LimitError(kFormat, Pos(), absl::StrCat("nesting deeper than ", limits_.max_depth));
+      return LimitError(kYamlFormat, Pos(), absl::StrCat("nesting deeper than ", limits_.max_depth));
     }
     return absl::OkStatus();
   }
@@ -403,7 +403,7 @@ class YamlReader {
       }
       std::string key_copy = key;
       if (!map.AddEntry(std::move(key), key_pos, std::move(value))) {
-        return SyntaxError(kFormat, key_pos, absl::StrCat("duplicate key \"", key_copy, "\""));
+        return SyntaxError(kYamlFormat, key_pos, absl::StrCat("duplicate key \"", key_copy, "\""));
       }
       if (AtEndOfBlocks()) return map;
       const size_t ind = static_cast<size_t>(CurrentIndent());
@@ -441,7 +441,7 @@ class YamlReader {
       if (c == '#' && i > 0 && IsBlank(r[i - 1])) break;
       if (c == ':' && (i + 1 == r.size() || IsBlank(r[i + 1]) || (in_flow && IsFlowIndicator(r[i + 1])))) {
         if (in_flow) break;
-        return SyntaxError(kFormat, SourcePos{start.line, start.column + static_cast<int>(i)},
+        return SyntaxError(kYamlFormat, SourcePos{start.line, start.column + static_cast<int>(i)},
                            "mapping values are not allowed here (quote the string, or nest the mapping on "
                            "its own lines)");
       }
@@ -482,7 +482,7 @@ class YamlReader {
     size_t i = 1;
     while (true) {
       if (i >= r.size()) {
-        return SyntaxError(kFormat, start, "unterminated quoted scalar (multi-line quoted scalars are not supported)");
+        return SyntaxError(kYamlFormat, start, "unterminated quoted scalar (multi-line quoted scalars are not supported)");
       }
       const char c = r[i];
       if (q == '\'') {
@@ -509,7 +509,7 @@ class YamlReader {
         continue;
       }
       if (i + 1 >= r.size()) {
-        return SyntaxError(kFormat, start, "unterminated quoted scalar (line continuations are not supported)");
+        return SyntaxError(kYamlFormat, start, "unterminated quoted scalar (line continuations are not supported)");
       }
       const char e = r[i + 1];
       i += 2;
@@ -561,9 +561,9 @@ class YamlReader {
       if (AtLineEnd()) {
         ++li_;
         col_ = 0;
-        if (li_ >= lines_.size()) return SyntaxError(kFormat, open, "unterminated flow collection");
+        if (li_ >= lines_.size()) return SyntaxError(kYamlFormat, open, "unterminated flow collection");
         if (IsMarker(li_, "---") || IsMarker(li_, "...")) {
-          return SyntaxError(kFormat, open, "unterminated flow collection before a document marker");
+          return SyntaxError(kYamlFormat, open, "unterminated flow collection before a document marker");
         }
         continue;
       }
@@ -621,7 +621,7 @@ class YamlReader {
         const size_t key_col = col_;
         BLKLAB_RETURN_IF_ERROR(ParsePlain(/*in_flow=*/true).status());
         key = std::string(LineText(li_).substr(key_col, col_ - key_col));
-        if (key.empty()) return SyntaxError(kFormat, key_pos, "empty key");
+        if (key.empty()) return SyntaxError(kYamlFormat, key_pos, "empty key");
       }
       SkipSpaces();
       if (Peek() != ':') return Error("expected ':' after the key (a plain key needs a space after ':')");
@@ -636,7 +636,7 @@ class YamlReader {
       }
       std::string key_copy = key;
       if (!map.AddEntry(std::move(key), key_pos, std::move(value))) {
-        return SyntaxError(kFormat, key_pos, absl::StrCat("duplicate key \"", key_copy, "\""));
+        return SyntaxError(kYamlFormat, key_pos, absl::StrCat("duplicate key \"", key_copy, "\""));
       }
       BLKLAB_RETURN_IF_ERROR(SkipFlowSpace(open));
       if (Peek() == ',') {

@@ -113,14 +113,14 @@ TEST(YamlReaderTest, Positions) {
   EXPECT_EQ(a->Find("c")->pos().column, 6);
 }
 
-struct BadCase {
+struct YamlBadCase {
   const char* text;
   const char* message;
   const char* where;
 };
 
 TEST(YamlReaderTest, RejectsUnsupportedAndMalformed) {
-  const BadCase cases[] = {
+  const YamlBadCase cases[] = {
       {"a: &x 1\n", "anchors", "line 1, column 4"},
       {"a: *x\n", "aliases", "line 1, column 4"},
       {"a: !!str 1\n", "tags", "line 1, column 4"},
@@ -152,7 +152,7 @@ TEST(YamlReaderTest, RejectsUnsupportedAndMalformed) {
       {"a: \"\\ud800\"\n", "Unicode scalar", "line 1"},
       {": 1\n", "empty key", "line 1"},
   };
-  for (const BadCase& c : cases) {
+  for (const YamlBadCase& c : cases) {
     absl::StatusOr<DocNode> doc = ParseYaml(c.text);
     ASSERT_FALSE(doc.ok()) << "accepted: " << c.text;
     EXPECT_EQ(doc.status().code(), absl::StatusCode::kInvalidArgument) << c.text;

@@ -10,7 +10,6 @@
 namespace blklab::model {
 
 namespace {
-constexpr uint32_t kMaxMergeBytes = 512 * 1024;        // max_sectors_kb default
 constexpr int kServiceShift = 22;                      // WFQ_SERVICE_SHIFT
 constexpr uint64_t kDefaultMaxBudget = 16 * 1024;      // bfq_default_max_budget, sectors
 constexpr uint64_t kStatsMinBudgets = 194;             // bfq_stats_min_budgets

@@ -9,7 +9,6 @@
 namespace blklab::model {
 
 namespace {
-constexpr uint32_t kMaxMergeBytes = 512 * 1024;  // max_sectors_kb default
 constexpr int kKcqMapBits = 8;                   // sbitmap_init_node(..., ilog2(8))
 constexpr int kMergeScan = 8;                    // blk_bio_list_merge
 constexpr int kTotalLatency = 0, kIoLatency = 1;

@@ -9,7 +9,6 @@
 namespace blklab::model {
 
 namespace {
-constexpr uint32_t kMaxMergeBytes = 512 * 1024;  // max_sectors_kb default
 }  // namespace
 
 DeadlineConfig DeadlineConfig::From(const host::IoschedTunables& iosched, const host::Knobs& knobs) {
