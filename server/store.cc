@@ -197,6 +197,8 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& data_dir) 
                           "PRAGMA journal_size_limit=16777216;", kSchema, kSetApplicationId}) {
     if (absl::Status s = store->Exec(sql); !s.ok()) return s;
   }
+  Store* raw = store.get();
+  store->checkpointer_ = std::thread([raw] { raw->CheckpointLoop(); });
   return store;
 }
 
@@ -216,6 +218,11 @@ absl::StatusOr<std::string> Store::QueryText(const char* sql) {
 }
 
 Store::~Store() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (checkpointer_.joinable()) checkpointer_.join();
   absl::MutexLock lock(&mu_);
   for (auto& [sql, st] : statements_) sqlite3_finalize(st);
   sqlite3_close(db_);
@@ -236,6 +243,21 @@ absl::Status Store::Exec(const char* sql) {
     return absl::InternalError(absl::StrCat("store: ", msg));
   }
   return absl::OkStatus();
+}
+
+void Store::CheckpointLoop() {
+  absl::MutexLock lock(&mu_);
+  while (!stopping_) {
+    mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(kCheckpointIntervalMs));
+    if (!dirty_) continue;
+    dirty_ = false;
+    ResetStatements();
+    // A failed checkpoint loses nothing (the writes are committed in the
+    // WAL); the next write retries it.
+    int wal_frames = 0;
+    int checkpointed_frames = 0;
+    sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &wal_frames, &checkpointed_frames);
+  }
 }
 
 void Store::ResetStatements() {
@@ -275,6 +297,7 @@ absl::Status Store::CreateHost(const v1::Host& host) {
     if (absl::IsAlreadyExists(s)) return absl::AlreadyExistsError(host.name() + " already exists");
     return s;
   }
+  MarkDirty();
   return absl::OkStatus();
 }
 
@@ -313,6 +336,7 @@ absl::Status Store::UpdateHost(const v1::Host& host) {
   BindText(*st, 4, id);
   if (sqlite3_step(*st) != SQLITE_DONE) return Error("update host");
   if (sqlite3_changes(db_) == 0) return absl::NotFoundError(host.name() + " not found");
+  MarkDirty();
   return absl::OkStatus();
 }
 
@@ -323,6 +347,7 @@ absl::Status Store::DeleteHost(const std::string& id) {
   BindText(*st, 1, id);
   if (sqlite3_step(*st) != SQLITE_DONE) return Error("delete host");
   if (sqlite3_changes(db_) == 0) return absl::NotFoundError(absl::StrCat("hosts/", id, " not found"));
+  MarkDirty();
   return absl::OkStatus();
 }
 
@@ -360,6 +385,7 @@ absl::Status Store::InsertJob(const v1::Job& job) {
   sqlite3_bind_int64(*st, 6, TimestampMs(job.create_time()));
   BindBlob(*st, 7, copy.SerializeAsString());
   if (sqlite3_step(*st) != SQLITE_DONE) return Error("insert " + job.name());
+  MarkDirty();
   return absl::OkStatus();
 }
 
@@ -392,6 +418,9 @@ absl::Status Store::UpdateJob(const v1::Job& job) {
   }
   if (sqlite3_step(*st) != SQLITE_DONE) return Error("update " + job.name());
   if (sqlite3_changes(db_) == 0) return absl::NotFoundError(job.name() + " not found");
+  // Queued and running states are not checkpointed: a job found in either
+  // after a restart runs again.
+  if (job.state() != v1::Job::QUEUED && job.state() != v1::Job::RUNNING) MarkDirty();
   return absl::OkStatus();
 }
 
@@ -500,6 +529,7 @@ absl::Status Store::DeleteJob(const std::string& id) {
   BindText(*st, 1, id);
   if (sqlite3_step(*st) != SQLITE_DONE) return Error("delete job");
   if (sqlite3_changes(db_) == 0) return absl::NotFoundError(absl::StrCat("jobs/", id, " not found"));
+  MarkDirty();
   return absl::OkStatus();
 }
 

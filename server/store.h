@@ -12,7 +12,11 @@
 //
 // The database runs in WAL mode with synchronous=NORMAL; every write is one
 // transaction, so a crash leaves each job either as it was before or after a
-// write. Statements are prepared once and reused, and reset when each call
+// write. Each write a client could notice losing (a job created, ended or
+// deleted, a host written) is checkpointed by a background thread within
+// kCheckpointIntervalMs, so the database file alone holds all but the last
+// 100 ms of them: losing the -wal file after a crash loses at most those
+// and running jobs' progress (they run again). Statements are prepared once and reused, and reset when each call
 // ends, so no read transaction outlives its call and SQLite's automatic
 // checkpoints can restart the WAL (journal_size_limit then truncates it).
 //
@@ -25,7 +29,8 @@
 //
 // Invariants: a job row with state SUCCEEDED has its result columns set (the
 //   state and the result are written in the same statement).
-// Thread-safety: thread-safe; one connection serialised by an internal mutex.
+// Thread-safety: thread-safe; one connection serialised by an internal mutex,
+//   shared with the checkpointer thread.
 // Cost: each call is one or a few indexed SQLite statements; ListJobs and
 //   ListHosts read one page.
 #ifndef BLKLAB_SERVER_STORE_H_
@@ -36,6 +41,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -107,6 +113,10 @@ class Store {
   // Bytes of the database file and its write-ahead log.
   int64_t SizeBytes() const;
 
+  // The longest a job's creation, end or deletion, or a host write, stays in
+  // the write-ahead log only: after that the database file alone holds it.
+  static constexpr int64_t kCheckpointIntervalMs = 100;
+
  private:
   Store(sqlite3* db, std::string path) : path_(std::move(path)), db_(db) {}
   // Returns a cached prepared statement, reset and with bindings cleared.
@@ -127,6 +137,16 @@ class Store {
     Store* s_;
     absl::MutexLock lock_;
   };
+  // A write whose loss would show (a job created, ended or deleted; a host
+  // written) marks the store dirty; the checkpointer thread then copies the
+  // WAL into the database file within kCheckpointIntervalMs (a PASSIVE
+  // checkpoint: with this one connection and every statement reset, there
+  // is no reader to wait for). Batched, so the checkpoint's fsyncs cost one
+  // pause of the calls per interval at most, not one per write (checkpointing
+  // in each call cut CreateJob from ~1,800/s to 400/s on this VM).
+  void MarkDirty() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { dirty_ = true; }
+  // The checkpointer thread's loop, until the destructor says stop.
+  void CheckpointLoop();
   absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The first column of the first row of `sql` as text ("" when none).
   absl::StatusOr<std::string> QueryText(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -140,6 +160,9 @@ class Store {
   sqlite3* db_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, sqlite3_stmt*, std::less<>> statements_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> quarantine_ ABSL_GUARDED_BY(mu_);  // ids ReadJob found unparsable
+  bool dirty_ ABSL_GUARDED_BY(mu_) = false;     // a write since the last checkpoint
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // the destructor runs
+  std::thread checkpointer_;
 };
 
 }  // namespace blklab::server

@@ -5,9 +5,11 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 namespace blklab::server {
 namespace {
@@ -87,6 +89,67 @@ TEST(StoreTest, ReadsBetweenWritesDoNotHoldBackTheCheckpoint) {
   const auto wal = std::filesystem::file_size(dir + "/blklab.db-wal", ec);
   EXPECT_GT(db, 20u << 20) << "the results went to the WAL only";
   EXPECT_LT(wal, 20u << 20) << "WAL " << wal << " bytes against a database of " << db;
+}
+
+// A crash that also loses the -wal file (hostile-input finding: 169 of 300
+// acknowledged jobs gone, 109 back to QUEUED): every job created, ended or
+// deleted and every host written reaches the database file within
+// kCheckpointIntervalMs, so the file as it is on disk while the server runs
+// - copied here without its -wal - holds all of them. Only a running job's
+// state may be older (it runs again after a restart). The copy is retried
+// for up to 10 s (100 checkpoint intervals) on a loaded machine.
+TEST(StoreTest, TheDatabaseFileAloneHoldsEveryAcknowledgedWrite) {
+  const std::string dir = TempDir();
+  auto store = Store::Open(dir);
+  ASSERT_TRUE(store.ok()) << store.status();
+  v1::Host host;
+  host.set_name("hosts/h");
+  ASSERT_TRUE((*store)->CreateHost(host).ok());
+  auto result_of = [](int i) { return "{\"i\": " + std::to_string(i) + "}\n"; };
+  for (int i = 0; i < 60; ++i) {
+    const std::string id = "j" + std::to_string(i);
+    v1::Job j = MakeJob(id, v1::Job::QUEUED, "r" + std::to_string(i));
+    ASSERT_TRUE((*store)->InsertJob(j).ok());
+    if (i % 3 == 0) continue;  // stays queued
+    j.set_state(v1::Job::RUNNING);
+    ASSERT_TRUE((*store)->UpdateJob(j).ok());
+    if (i % 3 == 1) continue;  // stays running
+    j.set_state(v1::Job::SUCCEEDED);
+    j.mutable_result()->set_fio_json(result_of(i));
+    ASSERT_TRUE((*store)->UpdateJob(j).ok());
+  }
+  ASSERT_TRUE((*store)->DeleteJob("j2").ok());
+  std::error_code ec;
+  ASSERT_GT(std::filesystem::file_size(dir + "/blklab.db-wal", ec), 0u) << "the test needs a live WAL";
+  // What the database file alone says is missing ("" when nothing is).
+  auto missing_without_wal = [&]() -> std::string {
+    const std::string copy = TempDir();
+    std::filesystem::copy_file(dir + "/blklab.db", copy + "/blklab.db", ec);
+    if (ec) return "copy: " + ec.message();
+    auto lost_wal = Store::Open(copy);
+    if (!lost_wal.ok()) return std::string(lost_wal.status().message());
+    if (!(*lost_wal)->GetHost("h").ok()) return "hosts/h";
+    for (int i = 0; i < 60; ++i) {
+      const std::string id = "j" + std::to_string(i);
+      auto j = (*lost_wal)->GetJob(id, true);
+      if (i == 2) {
+        if (!absl::IsNotFound(j.status())) return "a deleted job came back: " + id;
+        continue;
+      }
+      if (!j.ok()) return id + ": " + std::string(j.status().message());
+      if (i % 3 == 2 && (j->state() != v1::Job::SUCCEEDED || j->result().fio_json() != result_of(i))) {
+        return id + "'s result";
+      }
+    }
+    return "";
+  };
+  std::string missing;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    missing = missing_without_wal();
+    if (missing.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(Store::kCheckpointIntervalMs));
+  }
+  EXPECT_EQ(missing, "") << "the database file alone still lacks it after 10 s";
 }
 
 // Opening refuses, naming the file, what would otherwise start silently
