@@ -16,9 +16,10 @@
 // deleted, a host written) is checkpointed by a background thread within
 // kCheckpointIntervalMs, so the database file alone holds all but the last
 // 100 ms of them: losing the -wal file after a crash loses at most those
-// and running jobs' progress (they run again). Statements are prepared once and reused, and reset when each call
-// ends, so no read transaction outlives its call and SQLite's automatic
-// checkpoints can restart the WAL (journal_size_limit then truncates it).
+// and running jobs' progress (they run again). Statements are prepared once
+// and reused, and reset when each call ends, so no read transaction outlives
+// its call and SQLite's automatic checkpoints can restart the WAL
+// (journal_size_limit then truncates it).
 //
 // Opening refuses, naming the file, a store that is empty (0 bytes), fails
 // SQLite's quick_check, or is another program's database (application_id).
@@ -143,7 +144,7 @@ class Store {
   // checkpoint: with this one connection and every statement reset, there
   // is no reader to wait for). Batched, so the checkpoint's fsyncs cost one
   // pause of the calls per interval at most, not one per write (checkpointing
-  // in each call cut CreateJob from ~1,800/s to 400/s on this VM).
+  // in each call cut CreateJob from about 1,000/s to 400/s on a 2-CPU VM).
   void MarkDirty() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { dirty_ = true; }
   // The checkpointer thread's loop, until the destructor says stop.
   void CheckpointLoop();
