@@ -40,6 +40,41 @@ TEST(SimulatorTest, DeliversInTimeThenSchedulingOrder) {
   EXPECT_EQ(sim.Now(), 30);
 }
 
+// The near and bulk heaps share one order: ties at one time go by
+// scheduling order whichever heap holds them, and a pseudo-random mix
+// delivers exactly as sorting on (time, scheduling order) would.
+TEST(SimulatorTest, BulkAndNearEventsShareOneOrder) {
+  Simulator sim;
+  Recorder r;
+  sim.ScheduleBulk(10, &r, 0, 1);
+  sim.Schedule(10, &r, 0, 2);
+  sim.ScheduleBulk(5, &r, 0, 3);
+  sim.Schedule(10, &r, 0, 4);
+  sim.ScheduleBulk(10, &r, 0, 5);
+  EXPECT_EQ(sim.pending_events(), 5u);
+  EXPECT_EQ(sim.NextEventTime(), 5);
+  EXPECT_EQ(sim.Run(), 5u);
+  EXPECT_EQ(r.seen, (std::vector<uint64_t>{3, 1, 2, 4, 5}));
+
+  Simulator mixed;
+  Recorder got;
+  std::vector<std::pair<SimTime, uint64_t>> want;
+  RngStream rng(11, 0);
+  for (uint64_t i = 0; i < 5000; ++i) {
+    const SimTime at = static_cast<SimTime>(rng.UniformBelow(300));
+    if (rng.UniformBelow(2) == 0) {
+      mixed.Schedule(at, &got, 0, i);
+    } else {
+      mixed.ScheduleBulk(at, &got, 0, i);
+    }
+    want.emplace_back(at, i);
+  }
+  std::stable_sort(want.begin(), want.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  EXPECT_EQ(mixed.Run(), 5000u);
+  ASSERT_EQ(got.seen.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got.seen[i], want[i].second) << i;
+}
+
 TEST(SimulatorTest, RunStopsAtUntil) {
   Simulator sim;
   Recorder r;
@@ -621,6 +656,23 @@ TEST(CacheLineTest, ReadMissServedByNearestSharer) {
   line.Write(m, 0, 0);
   EXPECT_EQ(line.Read(m, 1, 2), c.die_ns);  // from CPU 0, another CCX
   EXPECT_EQ(line.Read(m, 2, 2), c.llc_ns);  // from CPU 1, same CCX
+}
+
+// Sharers past CPU 63 live outside the inline word: the nearest copy and
+// the farthest invalidation still see them.
+TEST(CacheLineTest, SharersBeyondSixtyFourCpus) {
+  std::vector<CpuPlacement> p(130);
+  for (int i = 0; i < 130; ++i) p[i] = CpuPlacement{i, i / 8, i / 64, i / 128, i / 128};
+  MachineCosts c;
+  Machine m(p, c);
+  CacheLine line;
+  line.Write(m, 0, 0);
+  EXPECT_EQ(line.Read(m, 129, 2), c.socket_ns);  // from CPU 0, the other socket
+  EXPECT_EQ(line.Read(m, 128, 2), c.llc_ns);     // from CPU 129, same CCX
+  EXPECT_EQ(line.Read(m, 70, 2), c.die_ns);      // from CPU 0: same socket, other die
+  EXPECT_EQ(line.Write(m, 0, 5), 5 + c.socket_ns);  // the owner upgrades: farthest sharer invalidated
+  EXPECT_EQ(line.Read(m, 129, 2), c.socket_ns);
+  EXPECT_EQ(line.transfers(), 4u);
 }
 
 }  // namespace

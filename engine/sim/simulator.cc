@@ -5,51 +5,103 @@
 
 namespace blklab::sim {
 
-void Simulator::SiftUp(size_t i) {
-  Event e = heap_[i];
+namespace {
+// (at, seq) as one unsigned 128-bit number: at is never negative, so the
+// numeric order is the lexicographic one, and a compare is two
+// instructions the compiler can feed into conditional moves.
+using Key = unsigned __int128;
+inline Key KeyOf(const Event& e) {
+  return (static_cast<Key>(static_cast<uint64_t>(e.at)) << 64) | e.seq_kind;
+}
+}  // namespace
+
+void EventHeap::SiftUp(size_t i) {
+  const Event e = heap_[i];
+  const Key k = KeyOf(e);
   while (i > 0) {
-    size_t parent = (i - 1) / kArity;
-    if (!Before(e, heap_[parent])) break;
+    const size_t parent = (i - 1) / kArity;
+    if (k >= KeyOf(heap_[parent])) break;
     heap_[i] = heap_[parent];
     i = parent;
   }
   heap_[i] = e;
 }
 
-void Simulator::SiftDown(size_t i) {
+void EventHeap::SiftDown(size_t i) {
   const size_t n = heap_.size();
-  Event e = heap_[i];
+  const Event e = heap_[i];
+  const Key k = KeyOf(e);
   for (;;) {
     const size_t first = kArity * i + 1;
     if (first >= n) break;
     size_t child = first;
-    const size_t last = std::min(first + kArity, n);
-    for (size_t c = first + 1; c < last; ++c) {
-      if (Before(heap_[c], heap_[child])) child = c;
+    Key best = KeyOf(heap_[first]);
+    if (first + kArity <= n) {
+      // All four children: branch-free selection of the least.
+      for (size_t c = first + 1; c < first + kArity; ++c) {
+        const Key kc = KeyOf(heap_[c]);
+        const bool less = kc < best;
+        child = less ? c : child;
+        best = less ? kc : best;
+      }
+    } else {
+      for (size_t c = first + 1; c < n; ++c) {
+        const Key kc = KeyOf(heap_[c]);
+        if (kc < best) {
+          child = c;
+          best = kc;
+        }
+      }
     }
-    if (!Before(heap_[child], e)) break;
+    if (best >= k) break;
     heap_[i] = heap_[child];
     i = child;
   }
   heap_[i] = e;
 }
 
-Event Simulator::PopTop() {
-  Event top = heap_[0];
+Event EventHeap::TakeTop() {
+  const Event top = heap_[0];
+  hole_ = true;
+  // The earliest of what remains is one of the root's children.
+  SimTime next = kSimTimeNever;
+  const size_t last = std::min<size_t>(kArity + 1, heap_.size());
+  for (size_t c = 1; c < last; ++c) next = std::min(next, heap_[c].at);
+  top_at_ = next;
+  return top;
+}
+
+void EventHeap::CloseHole() {
+  if (!hole_) return;
+  hole_ = false;
   heap_[0] = heap_.back();
   heap_.pop_back();
-  if (!heap_.empty()) SiftDown(0);
-  return top;
+  if (heap_.empty()) {
+    top_at_ = kSimTimeNever;
+    return;
+  }
+  SiftDown(0);
+  top_at_ = heap_[0].at;
 }
 
 uint64_t Simulator::Run(SimTime until) {
   stop_ = false;
   uint64_t delivered = 0;
-  while (!stop_ && !heap_.empty() && heap_[0].at <= until) {
-    Event e = PopTop();
+  while (!stop_) {
+    // The earlier of the two tops in (at, seq) order.
+    EventHeap* h = &near_;
+    if (near_.empty()) {
+      if (bulk_.empty()) break;
+      h = &bulk_;
+    } else if (!bulk_.empty() && EventHeap::Before(bulk_.top(), near_.top())) {
+      h = &bulk_;
+    }
+    if (h->top().at > until) break;
+    const Event e = h->TakeTop();
     now_ = e.at;
     ++delivered;
     e.target->OnEvent(e.kind(), e.arg);
+    h->CloseHole();
   }
   events_delivered_ += delivered;
   return delivered;

@@ -32,7 +32,7 @@ void WorkQueue::Queue(Cpu* caller, WorkItem* item, int cpu, int64_t delay_ns, bo
         ++item->timer_gen_;
         item->timer_cpu_ = cpu;
         item->timer_expires_ = now + delay_ns;
-        machine_.sim().Schedule(item->timer_expires_, item, 0, item->timer_gen_);
+        machine_.sim().ScheduleBulk(item->timer_expires_, item, 0, item->timer_gen_);
       }
     }
     return;
@@ -43,7 +43,7 @@ void WorkQueue::Queue(Cpu* caller, WorkItem* item, int cpu, int64_t delay_ns, bo
     ++item->timer_gen_;
     item->timer_cpu_ = cpu;
     item->timer_expires_ = now + delay_ns;
-    machine_.sim().Schedule(item->timer_expires_, item, 0, item->timer_gen_);
+    machine_.sim().ScheduleBulk(item->timer_expires_, item, 0, item->timer_gen_);
     return;
   }
   Enqueue(caller, item, cpu, now);

@@ -64,7 +64,7 @@ void Nvme::RingSqDoorbell(sim::Cpu& cpu, NvmeQueue& nq) {
   while (!nq.unfetched.empty()) {
     Request* rq = nq.unfetched.pop_front();
     const sim::SimTime done = media_.Admit(cpu.now(), rq->op, rq->bytes);
-    sim.Schedule(done, &media_done_, 0, reinterpret_cast<uint64_t>(rq));
+    sim.ScheduleBulk(done, &media_done_, 0, reinterpret_cast<uint64_t>(rq));
   }
 }
 

@@ -34,7 +34,7 @@ ScsiMlqueue Hba::QueueCommand(sim::Cpu& cpu, ScsiDevice& sdev, Request* rq) {
   const sim::SimTime fw = firmware_.Admit(cpu.now(), rq->op, rq->bytes);
   const uint64_t stripe = (rq->sector << kSectorShift) / config_.stripe_bytes;
   const sim::SimTime done = drives_[stripe % drives_.size()].Admit(fw, rq->op, rq->bytes);
-  kernel_.machine().sim().Schedule(done, &fw_done_, 0, reinterpret_cast<uint64_t>(rq));
+  kernel_.machine().sim().ScheduleBulk(done, &fw_done_, 0, reinterpret_cast<uint64_t>(rq));
   return ScsiMlqueue::kOk;
 }
 
