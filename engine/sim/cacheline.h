@@ -13,7 +13,7 @@
 // Invariants: after Write(c), c is the only holder.
 // Thread-safety: thread-compatible. Callers Sync() before touching a line so
 //  accesses happen in global time order.
-// Cost: O(1) amortised; one bit per CPU of memory.
+// Cost: O(1) amortised; one bit per CPU of memory, inline up to 64 CPUs.
 #ifndef BLKLAB_ENGINE_SIM_CACHELINE_H_
 #define BLKLAB_ENGINE_SIM_CACHELINE_H_
 
@@ -68,50 +68,57 @@ class CacheLine {
   uint64_t transfers() const { return transfers_; }
 
  private:
-  int64_t FarthestSharer(const Machine& m, int cpu) const {
-    int64_t worst = 0;
-    for (size_t w = 0; w < sharers_.size(); ++w) {
-      for (uint64_t bits = sharers_[w]; bits != 0; bits &= bits - 1) {
-        const int other = static_cast<int>(w * 64 + __builtin_ctzll(bits));
-        if (other != cpu) worst = std::max(worst, m.TransferCost(cpu, other));
+  // Calls fn(cpu) for every CPU holding a copy.
+  template <typename Fn>
+  void ForEachSharer(Fn fn) const {
+    for (size_t w = 0; w <= more_sharers_.size(); ++w) {
+      for (uint64_t bits = SharerWord(w); bits != 0; bits &= bits - 1) {
+        fn(static_cast<int>(w * 64 + __builtin_ctzll(bits)));
       }
     }
+  }
+  int64_t FarthestSharer(const Machine& m, int cpu) const {
+    int64_t worst = 0;
+    ForEachSharer([&](int other) {
+      if (other != cpu) worst = std::max(worst, m.TransferCost(cpu, other));
+    });
     return worst;
   }
   // A read miss is served by the closest CPU holding a copy (a shared line
   // read by a CPU of the same CCX comes from there, not from the writer).
   int64_t NearestCopy(const Machine& m, int cpu) const {
     int64_t best = m.TransferCost(owner_, cpu);
-    for (size_t w = 0; w < sharers_.size() && best > 0; ++w) {
-      for (uint64_t bits = sharers_[w]; bits != 0; bits &= bits - 1) {
-        const int other = static_cast<int>(w * 64 + __builtin_ctzll(bits));
-        best = std::min(best, m.TransferCost(other, cpu));
-      }
-    }
+    ForEachSharer([&](int other) { best = std::min(best, m.TransferCost(other, cpu)); });
     return best;
   }
+  uint64_t SharerWord(size_t w) const { return w == 0 ? sharers_ : more_sharers_[w - 1]; }
   bool IsSharer(int cpu) const {
     const size_t w = static_cast<size_t>(cpu) >> 6;
-    return w < sharers_.size() && (sharers_[w] >> (cpu & 63)) & 1;
+    return w <= more_sharers_.size() && (SharerWord(w) >> (cpu & 63)) & 1;
   }
   void SetSharer(const Machine& m, int cpu) {
     const size_t w = static_cast<size_t>(cpu) >> 6;
-    if (w >= sharers_.size()) sharers_.resize((m.num_cpus() + 63) / 64, 0);
-    if (!((sharers_[w] >> (cpu & 63)) & 1)) {
-      sharers_[w] |= uint64_t{1} << (cpu & 63);
+    if (w > more_sharers_.size()) more_sharers_.resize((m.num_cpus() - 1) / 64, 0);
+    uint64_t& word = w == 0 ? sharers_ : more_sharers_[w - 1];
+    if (!((word >> (cpu & 63)) & 1)) {
+      word |= uint64_t{1} << (cpu & 63);
       ++nr_sharers_;
     }
   }
   void ClearSharers() {
     if (nr_sharers_ == 0) return;
-    for (uint64_t& w : sharers_) w = 0;
+    sharers_ = 0;
+    for (uint64_t& w : more_sharers_) w = 0;
     nr_sharers_ = 0;
   }
 
   int owner_ = -1;
   int nr_sharers_ = 0;
   uint64_t transfers_ = 0;
-  std::vector<uint64_t> sharers_;
+  // Holders of a copy, one bit per CPU: CPUs 0-63 inline (no pointer to
+  // chase on the hosts most runs use), the rest in more_sharers_.
+  uint64_t sharers_ = 0;
+  std::vector<uint64_t> more_sharers_;
 };
 
 // AccessCost prices a run of accesses by one CPU the way an out-of-order
