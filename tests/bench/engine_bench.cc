@@ -15,7 +15,15 @@
 // Each figure is the best of --repeats runs (default 3): the machines are
 // shared and noisy, and the best run is the one least disturbed.
 //
+// Big hosts (run from the repository's root, one run each: they take
+// tens of seconds): RC1's seed line (examples/jobs/64.fio on
+// rc1-mpi3mr-64vd, 128 libaio QD32 jobs on 64 LUNs, mq-deadline) for
+// --rc1_seconds of virtual time, and the same job on a 256-CPU variant
+// (127 hardware queues) for a fifth of that: wall and CPU seconds per
+// simulated second, events per IO, and the process's peak RSS after each.
+//
 // Usage: engine_bench [--virtual_seconds=S] [--repeats=N] [--no_fio]
+//                     [--rc1_seconds=S] [--no_rc1]
 #include <sys/resource.h>
 #include <time.h>
 
@@ -23,7 +31,10 @@
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/engine.h"
@@ -48,14 +59,15 @@ struct SimFigures {
 };
 
 // A preset name, or YAML host text (it has a newline).
-bool RunSim(const std::string& preset, const std::vector<std::string>& args, SimFigures* out) {
+bool RunSim(const std::string& preset, const std::vector<std::string>& args, SimFigures* out,
+            blklab::workload::FileReader read_file = nullptr) {
   auto host = preset.find('\n') != std::string::npos ? blklab::host::ParseHostSpec(preset)
                                                      : blklab::host::GetPreset(preset);
   if (!host.ok()) {
     std::fprintf(stderr, "preset %s: %s\n", preset.c_str(), std::string(host.status().message()).c_str());
     return false;
   }
-  auto parsed = blklab::ParseFio(args, *host, nullptr, nullptr);
+  auto parsed = blklab::ParseFio(args, *host, std::move(read_file), nullptr);
   if (!parsed.ok()) {
     std::fprintf(stderr, "parse: %s\n", std::string(parsed.status().message()).c_str());
     return false;
@@ -130,16 +142,52 @@ bool RunFioNull(const std::vector<std::string>& args, double seconds, double* io
   return true;
 }
 
+// Job files from the working directory.
+absl::StatusOr<std::string> ReadJobFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError("cannot open " + path + " (run from the repository's root)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+double PeakRssMiB() {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss / 1024.0;
+}
+
+// RC1's seed line on `host` (a preset name or YAML text) for `seconds` of
+// virtual time.
+bool RunRc1(const std::string& label, const std::string& host, double seconds) {
+  const std::vector<std::string> args = {
+      "examples/jobs/64.fio", "--rw=randread",  "--bs=4K",        "--iodepth=32", "--numjobs=2",
+      "--ioscheduler=mq-deadline", "--disk_util=0",
+      "--runtime=" + std::to_string(static_cast<int64_t>(seconds * 1000)) + "ms"};
+  SimFigures f;
+  if (!RunSim(host, args, &f, ReadJobFile)) return false;
+  const double simulated_s = f.ios / f.simulated_iops;
+  std::printf("%s: %.1f s wall and %.1f s CPU per simulated second (%.2f s simulated), %.2f events/IO, "
+              "%.0f simulated IOPS, peak RSS so far %.1f MiB\n",
+              label.c_str(), f.wall_s / simulated_s, f.cpu_s / simulated_s, simulated_s,
+              static_cast<double>(f.events) / f.ios, f.simulated_iops, PeakRssMiB());
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   double virtual_seconds = 2;
   bool with_fio = true;
   int repeats = 3;
+  double rc1_seconds = 1;
+  bool with_rc1 = true;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--virtual_seconds=", 18) == 0) virtual_seconds = std::atof(argv[i] + 18);
     if (std::strcmp(argv[i], "--no_fio") == 0) with_fio = false;
     if (std::strncmp(argv[i], "--repeats=", 10) == 0) repeats = std::max(1, std::atoi(argv[i] + 10));
+    if (std::strncmp(argv[i], "--rc1_seconds=", 14) == 0) rc1_seconds = std::atof(argv[i] + 14);
+    if (std::strcmp(argv[i], "--no_rc1") == 0) with_rc1 = false;
   }
   const std::string runtime = "--runtime=" + std::to_string(static_cast<int64_t>(virtual_seconds * 1000)) + "ms";
   struct Case {
@@ -186,6 +234,23 @@ int main(int argc, char** argv) {
       std::printf(" %16s %12s\n", "n/a", "n/a");
     }
   }
+  if (with_rc1) {
+    std::printf("\n");
+    if (!RunRc1("RC1 seed line (64 CPUs, 64 LUNs, 128 libaio QD32 jobs)", "rc1-mpi3mr-64vd", rc1_seconds)) return 1;
+    auto yaml = blklab::host::PresetYaml("rc1-mpi3mr-64vd");
+    if (!yaml.ok()) return 1;
+    std::string big(*yaml);
+    for (auto [from, to] : {std::pair<std::string, std::string>{"cpus: {count: 64,", "cpus: {count: 256,"},
+                            {"nr_hw_queues: 64", "nr_hw_queues: 127"}}) {
+      const size_t at = big.find(from);
+      if (at == std::string::npos) {
+        std::fprintf(stderr, "rc1-mpi3mr-64vd: no '%s' to change\n", from.c_str());
+        return 1;
+      }
+      big.replace(at, from.size(), to);
+    }
+    if (!RunRc1("The same on 256 CPUs, 127 hw queues", big, rc1_seconds / 5)) return 1;
+  }
   // A SCSI host: RC5's preset (scsi_debug, 8 LUNs on one shared tag set,
   // 8 CPUs, 4.14 switches), one libaio job per LUN at QD64.
   {
@@ -223,8 +288,6 @@ int main(int argc, char** argv) {
   std::printf("\nsim IO/s/core: simulated IOs per second of the simulating thread's CPU time.\n"
               "fio null IO/s/core: fio 3.33's null engine, IOPS / (usr+sys share of its job).\n"
               "Each figure is the best of %d runs.\n", repeats);
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  std::printf("peak RSS of this process: %.1f MiB\n", ru.ru_maxrss / 1024.0);
+  std::printf("peak RSS of this process: %.1f MiB\n", PeakRssMiB());
   return 0;
 }
