@@ -196,6 +196,13 @@ int Run() {
     Log("error", "store_open_failed", {{"data_dir", data_dir}, {"error", std::string(store.status().message())}});
     return 1;
   }
+  if ((*store)->opened_after_lost_wal()) {
+    Log("warn", "store_wal_lost",
+        {{"data_dir", data_dir},
+         {"error", absl::StrCat("the previous server did not close blklab.db and its -wal file is missing: "
+                                "writes acknowledged in the last ",
+                                Store::kCheckpointIntervalMs, " ms before it stopped may be lost")}});
+  }
   // Metrics: the job observer exists before the manager, the HTTP endpoint
   // after it (its gauges read the manager).
   const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);

@@ -158,6 +158,11 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& data_dir) 
           path, " is empty (0 bytes): a truncated store? Move it aside to start with an empty store."));
     }
   }
+  // Before SQLite opens the file (opening may create a -wal).
+  const bool had_wal = [&] {
+    std::error_code ec;
+    return std::filesystem::exists(path + "-wal", ec);
+  }();
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                       nullptr) != SQLITE_OK) {
@@ -197,6 +202,15 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& data_dir) 
                           "PRAGMA journal_size_limit=16777216;", kSchema, kSetApplicationId}) {
     if (absl::Status s = store->Exec(sql); !s.ok()) return s;
   }
+  // The open mark: still set from the previous server means it never
+  // closed the file; without its -wal its last writes may be gone. The
+  // mark goes into the database file now, so a -wal lost later is noticed
+  // too.
+  absl::StatusOr<std::string> mark = store->QueryText("PRAGMA user_version;");
+  if (!mark.ok()) return mark.status();
+  store->opened_after_lost_wal_ = *mark == absl::StrCat(kOpenMark) && !had_wal;
+  if (absl::Status s = store->Exec(absl::StrCat("PRAGMA user_version=", kOpenMark, ";").c_str()); !s.ok()) return s;
+  sqlite3_wal_checkpoint_v2(store->db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
   Store* raw = store.get();
   store->checkpointer_ = std::thread([raw] { raw->CheckpointLoop(); });
   return store;
@@ -225,6 +239,9 @@ Store::~Store() {
   if (checkpointer_.joinable()) checkpointer_.join();
   absl::MutexLock lock(&mu_);
   for (auto& [sql, st] : statements_) sqlite3_finalize(st);
+  // A clean close: the mark cleared, then SQLite's last-connection
+  // checkpoint copies it into the file and removes the -wal.
+  (void)Exec("PRAGMA user_version=0;");
   sqlite3_close(db_);
 }
 

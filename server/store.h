@@ -16,7 +16,8 @@
 // deleted, a host written) is checkpointed by a background thread within
 // kCheckpointIntervalMs, so the database file alone holds all but the last
 // 100 ms of them: losing the -wal file after a crash loses at most those
-// and running jobs' progress (they run again). Statements are prepared once
+// and running jobs' progress (they run again), and the next Open notices
+// (opened_after_lost_wal). Statements are prepared once
 // and reused, and reset when each call ends, so no read transaction outlives
 // its call and SQLite's automatic checkpoints can restart the WAL
 // (journal_size_limit then truncates it).
@@ -118,8 +119,18 @@ class Store {
   // the write-ahead log only: after that the database file alone holds it.
   static constexpr int64_t kCheckpointIntervalMs = 100;
 
+  // True when the previous server using this file did not close it (a
+  // crash, a kill -9, a lost machine) and its -wal file was gone when this
+  // one opened it: up to kCheckpointIntervalMs of acknowledged writes
+  // before that stop may be lost. Detected with a mark in the database
+  // header (PRAGMA user_version): set and checkpointed at open, cleared at
+  // a clean close, when SQLite also removes the -wal file. blklabd logs it.
+  bool opened_after_lost_wal() const { return opened_after_lost_wal_; }
+
  private:
   Store(sqlite3* db, std::string path) : path_(std::move(path)), db_(db) {}
+  // PRAGMA user_version while a server has the file open.
+  static constexpr int kOpenMark = 1;
   // Returns a cached prepared statement, reset and with bindings cleared.
   absl::StatusOr<sqlite3_stmt*> Prepare(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Resets every statement a call left mid-result. A statement stopped on a
@@ -164,6 +175,7 @@ class Store {
   bool dirty_ ABSL_GUARDED_BY(mu_) = false;     // a write since the last checkpoint
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // the destructor runs
   std::thread checkpointer_;
+  bool opened_after_lost_wal_ = false;
 };
 
 }  // namespace blklab::server

@@ -128,6 +128,7 @@ TEST(StoreTest, TheDatabaseFileAloneHoldsEveryAcknowledgedWrite) {
     if (ec) return "copy: " + ec.message();
     auto lost_wal = Store::Open(copy);
     if (!lost_wal.ok()) return std::string(lost_wal.status().message());
+    if (!(*lost_wal)->opened_after_lost_wal()) return "the lost -wal went unnoticed";
     if (!(*lost_wal)->GetHost("h").ok()) return "hosts/h";
     for (int i = 0; i < 60; ++i) {
       const std::string id = "j" + std::to_string(i);
@@ -150,6 +151,33 @@ TEST(StoreTest, TheDatabaseFileAloneHoldsEveryAcknowledgedWrite) {
     std::this_thread::sleep_for(std::chrono::milliseconds(Store::kCheckpointIntervalMs));
   }
   EXPECT_EQ(missing, "") << "the database file alone still lacks it after 10 s";
+}
+
+// The open mark tells a crash that kept its -wal (recovered, nothing lost)
+// and a clean close from a crash whose -wal is gone.
+TEST(StoreTest, ALostWalAfterACrashIsReportedAndACleanCloseIsNot) {
+  const std::string dir = TempDir();
+  {
+    auto store = Store::Open(dir);
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_FALSE((*store)->opened_after_lost_wal());  // a new file
+    ASSERT_TRUE((*store)->InsertJob(MakeJob("a", v1::Job::QUEUED, "r1")).ok());
+    // A crash with the -wal kept: the copy of both files.
+    const std::string crash = TempDir();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2 * Store::kCheckpointIntervalMs));
+    std::filesystem::copy_file(dir + "/blklab.db", crash + "/blklab.db");
+    std::filesystem::copy_file(dir + "/blklab.db-wal", crash + "/blklab.db-wal");
+    auto recovered = Store::Open(crash);
+    ASSERT_TRUE(recovered.ok()) << recovered.status();
+    EXPECT_FALSE((*recovered)->opened_after_lost_wal());
+    EXPECT_TRUE((*recovered)->GetJob("a", true).ok());
+  }
+  std::error_code ec;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/blklab.db-wal", ec)) << "a clean close removes the -wal";
+  auto reopened = Store::Open(dir);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_FALSE((*reopened)->opened_after_lost_wal()) << "a clean close is not a crash";
+  EXPECT_TRUE((*reopened)->GetJob("a", true).ok());
 }
 
 // Opening refuses, naming the file, what would otherwise start silently

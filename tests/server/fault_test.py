@@ -11,7 +11,8 @@ job (runs are deterministic and the report time is fixed).
 
 Then the store's damage matrix, end to end: a truncated database file and a
 corrupt row (the row is quarantined, the server starts) - and what blklabd
-says about each.
+says about each; and a kill -9 whose -wal file is then lost (the restart
+warns, event=store_wal_lost; a restart after a clean stop does not).
 
     fault_test.py BLKLABD SOURCE_DIR
 """
@@ -122,6 +123,7 @@ def kill_rounds():
     logs = "".join(open(os.path.join(TMP, f)).read() for f in os.listdir(TMP) if f.startswith("blklabd-"))
     requeued = logs.count("event=job_requeued")
     check("was=RUNNING" in logs, "some kill interrupted a running job (%d requeued at restarts)" % requeued)
+    check("event=store_wal_lost" not in logs, "restarts after a kill that kept the -wal report no loss")
     check(set(jobs) == set(expected), "every job is there once after the kills (%d of %d; extra %s)"
           % (len(set(jobs) & set(expected)), n, sorted(set(jobs) - set(expected))[:3]))
     bad = [name for name in sorted(acked) if name not in jobs or jobs[name].state != job_pb2.Job.SUCCEEDED]
@@ -168,9 +170,37 @@ def damage_matrix(data):
         check("blklab.db" in str(e), "a truncated store is refused, the file named: %s" % str(e)[-300:])
 
 
+def lost_wal():
+    """A kill -9 whose -wal is lost: the restart says so; a clean stop does not."""
+    data = os.path.join(TMP, "lostwal")
+    server, addr = H.start(data, "--workers=1")
+    c = Client(addr)
+    create(c, 0)
+    H.stop(server)  # SIGTERM: a clean close
+    server, addr = H.start(data, "--workers=1")
+    log_name = os.path.join(TMP, "blklabd-%d.log" % (len(H.procs) - 1))
+    check("store_wal_lost" not in open(log_name).read(), "a restart after a clean stop reports no loss")
+    c = Client(addr)
+    create(c, 1)
+    time.sleep(0.5)  # past the checkpoint interval: both creations are in the database file
+    server.kill()
+    server.wait(5)
+    os.remove(os.path.join(data, "blklab.db-wal"))
+    server, addr = H.start(data, "--workers=1")
+    log_name = os.path.join(TMP, "blklabd-%d.log" % (len(H.procs) - 1))
+    log = open(log_name).read()
+    check("event=store_wal_lost" in log and "-wal file is missing" in log,
+          "a restart after kill -9 and a lost -wal says so: %s" % [l for l in log.splitlines() if "wal" in l][:1])
+    c = Client(addr)
+    names = sorted(j.name for j in c.list_jobs(page_size=10).jobs)
+    check(names == ["jobs/j0", "jobs/j1"], "the checkpointed creations survived the lost -wal (%s)" % names)
+    H.stop(server)
+
+
 def main():
     data = kill_rounds()
     damage_matrix(data)
+    lost_wal()
 
 
 H.run_main(main)
