@@ -314,7 +314,9 @@ TEST(StoreTest, UnparsableRowsAreQuarantinedNotFatal) {
   auto again = (*store)->UnfinishedJobs();
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->size(), 1u);
-  auto failed = (*store)->ListJobs(JobFilter{.state = v1::Job::FAILED}, 0, 10, false);
+  JobFilter failed_only;
+  failed_only.state = v1::Job::FAILED;
+  auto failed = (*store)->ListJobs(failed_only, 0, 10, false);
   ASSERT_TRUE(failed.ok());
   EXPECT_EQ(failed->jobs.size(), 2u);
 }
