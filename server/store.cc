@@ -210,6 +210,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& data_dir) 
   if (!mark.ok()) return mark.status();
   store->opened_after_lost_wal_ = *mark == absl::StrCat(kOpenMark) && !had_wal;
   if (absl::Status s = store->Exec(absl::StrCat("PRAGMA user_version=", kOpenMark, ";").c_str()); !s.ok()) return s;
+  store->mark_set_ = true;
   sqlite3_wal_checkpoint_v2(store->db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
   Store* raw = store.get();
   store->checkpointer_ = std::thread([raw] { raw->CheckpointLoop(); });
@@ -240,8 +241,10 @@ Store::~Store() {
   absl::MutexLock lock(&mu_);
   for (auto& [sql, st] : statements_) sqlite3_finalize(st);
   // A clean close: the mark cleared, then SQLite's last-connection
-  // checkpoint copies it into the file and removes the -wal.
-  (void)Exec("PRAGMA user_version=0;");
+  // checkpoint copies it into the file and removes the -wal. Only a store
+  // that set the mark clears it: an Open that failed (a damaged or foreign
+  // file) writes nothing.
+  if (mark_set_) (void)Exec("PRAGMA user_version=0;");
   sqlite3_close(db_);
 }
 

@@ -125,6 +125,10 @@ class Store {
   // before that stop may be lost. Detected with a mark in the database
   // header (PRAGMA user_version): set and checkpointed at open, cleared at
   // a clean close, when SQLite also removes the -wal file. blklabd logs it.
+  // "May": another program that opened the file after the crash (the
+  // sqlite3 shell, a backup) recovered the -wal and removed it, which looks
+  // the same. Not detected: a power loss that keeps the -wal file but not
+  // its unsynced tail (synchronous=NORMAL).
   bool opened_after_lost_wal() const { return opened_after_lost_wal_; }
 
  private:
@@ -176,6 +180,7 @@ class Store {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // the destructor runs
   std::thread checkpointer_;
   bool opened_after_lost_wal_ = false;
+  bool mark_set_ = false;  // this store set the open mark (Open succeeded)
 };
 
 }  // namespace blklab::server

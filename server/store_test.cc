@@ -238,13 +238,23 @@ TEST(StoreTest, DamagedEmptyOrForeignFilesAreRefusedAtOpen) {
     const std::string dir = TempDir();
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open((dir + "/blklab.db").c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE photos(id INTEGER); INSERT INTO photos VALUES(1);", nullptr, nullptr,
-                           nullptr),
+    ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE photos(id INTEGER); INSERT INTO photos VALUES(1); PRAGMA user_version = 7;",
+                           nullptr, nullptr, nullptr),
               SQLITE_OK);
     sqlite3_close(db);
-    auto store = Store::Open(dir);
-    ASSERT_FALSE(store.ok());
-    EXPECT_NE(store.status().message().find("is not a blklab store"), std::string::npos) << store.status();
+    {
+      auto store = Store::Open(dir);
+      ASSERT_FALSE(store.ok());
+      EXPECT_NE(store.status().message().find("is not a blklab store"), std::string::npos) << store.status();
+    }
+    // Refused means untouched: its own user_version is still there.
+    ASSERT_EQ(sqlite3_open((dir + "/blklab.db").c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA user_version;", -1, &st, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    EXPECT_EQ(sqlite3_column_int(st, 0), 7);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
   }
   {
     // A store from before the mark (our tables, application_id 0) opens.

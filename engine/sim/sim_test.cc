@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstdint>
+#include <tuple>
 #include <vector>
 
 #include "engine/sim/cacheline.h"
@@ -73,6 +74,33 @@ TEST(SimulatorTest, BulkAndNearEventsShareOneOrder) {
   EXPECT_EQ(mixed.Run(), 5000u);
   ASSERT_EQ(got.seen.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got.seen[i], want[i].second) << i;
+}
+
+// While a handler runs, the event being delivered is out of the queue:
+// NextEventTime and pending_events see the rest, and events it schedules
+// into either heap keep the one order.
+TEST(SimulatorTest, HandlersSeeTheQueueWithoutTheirOwnEvent) {
+  struct Probe : EventHandler {
+    Simulator* sim = nullptr;
+    std::vector<std::tuple<uint64_t, SimTime, size_t>> seen;
+    void OnEvent(uint32_t, uint64_t arg) override {
+      seen.emplace_back(arg, sim->NextEventTime(), sim->pending_events());
+      if (arg == 1) {
+        sim->Schedule(12, this, 0, 4);
+        sim->ScheduleBulk(12, this, 0, 5);
+      }
+    }
+  };
+  Simulator sim;
+  Probe p;
+  p.sim = &sim;
+  sim.Schedule(10, &p, 0, 1);
+  sim.Schedule(20, &p, 0, 2);
+  sim.ScheduleBulk(15, &p, 0, 3);
+  EXPECT_EQ(sim.Run(), 5u);
+  const std::vector<std::tuple<uint64_t, SimTime, size_t>> want = {
+      {1, 15, 2}, {4, 12, 3}, {5, 15, 2}, {3, 20, 1}, {2, kSimTimeNever, 0}};
+  EXPECT_EQ(p.seen, want);
 }
 
 TEST(SimulatorTest, RunStopsAtUntil) {

@@ -6,12 +6,14 @@
 namespace blklab::sim {
 
 namespace {
-// (at, seq) as one unsigned 128-bit number: at is never negative, so the
-// numeric order is the lexicographic one, and a compare is two
-// instructions the compiler can feed into conditional moves.
+// (at, seq) as one unsigned 128-bit number whose numeric order is
+// Before's (the sign bit of `at` flipped, so even a negative time sorts as
+// a signed one would); a compare is two instructions the compiler can feed
+// into conditional moves.
 using Key = unsigned __int128;
 inline Key KeyOf(const Event& e) {
-  return (static_cast<Key>(static_cast<uint64_t>(e.at)) << 64) | e.seq_kind;
+  const uint64_t at = static_cast<uint64_t>(e.at) ^ (uint64_t{1} << 63);
+  return (static_cast<Key>(at) << 64) | e.seq_kind;
 }
 }  // namespace
 
@@ -85,6 +87,8 @@ void EventHeap::CloseHole() {
 }
 
 uint64_t Simulator::Run(SimTime until) {
+  BLKLAB_DCHECK(!in_run_);  // the delivered event's slot is a hole until its handler returns
+  in_run_ = true;
   stop_ = false;
   uint64_t delivered = 0;
   while (!stop_) {
@@ -104,6 +108,7 @@ uint64_t Simulator::Run(SimTime until) {
     h->CloseHole();
   }
   events_delivered_ += delivered;
+  in_run_ = false;
   return delivered;
 }
 

@@ -131,6 +131,7 @@ class Simulator {
 
   // Runs events until the queue is empty, Stop() is called, or the next event
   // is later than `until`. Returns the number of events delivered.
+  // REQUIRES: not called from an event handler (not re-entrant).
   uint64_t Run(SimTime until = kSimTimeNever);
 
   // Makes Run return after the current event.
@@ -161,6 +162,7 @@ class Simulator {
   uint64_t next_seq_ = 0;
   uint64_t events_delivered_ = 0;
   bool stop_ = false;
+  bool in_run_ = false;
   EventHeap near_;
   EventHeap bulk_;
 };
