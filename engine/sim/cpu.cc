@@ -336,8 +336,6 @@ void Cpu::EnableStacks(StackProfile* profile) {
   irq_slot_[1] = profile->NewSlot(0);
 }
 
-void Cpu::AddToStacks(FnId fn, int64_t ns) { stacks_->Add(stacks_->slot(StackSlot()), fn, ns); }
-
 StackProfile::Slot Cpu::StackSlot() {
   if (level_ != Level::kTask) return irq_slot_[level_ == Level::kHardirq ? 1 : 0];
   Thread* t = current_thread_;

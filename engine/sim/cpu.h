@@ -197,7 +197,7 @@ class Cpu final : public EventHandler {
     fn_ns_[static_cast<size_t>(fn) * kNumModes + mode] += ns;
     thread_ns_[mode] += ns;  // the running thread's rusage (a scratch array at irq level)
     now_ += ns;
-    if (stacks_ != nullptr) [[unlikely]] AddToStacks(fn, ns);
+    if (stacks_ != nullptr) [[unlikely]] stacks_->Add(stacks_->slot(StackSlot()), fn, ns);
   }
 
   // The stack slot of the running context (StackProfile), made on first
@@ -351,8 +351,6 @@ class Cpu final : public EventHandler {
   };
 
   void GrowAccounts(FnId fn);
-  // The call-stack share of a charge, out of line so that Charge inlines.
-  void AddToStacks(FnId fn, int64_t ns);
   // Points thread_ns_ at the running thread's counters when at task level.
   void UpdateThreadAccount() {
     level_mode_ = level_ == Level::kHardirq   ? static_cast<int>(Mode::kIrq)

@@ -5,18 +5,6 @@
 
 namespace blklab::sim {
 
-namespace {
-// (at, seq) as one unsigned 128-bit number whose numeric order is
-// Before's (the sign bit of `at` flipped, so even a negative time sorts as
-// a signed one would); a compare is two instructions the compiler can feed
-// into conditional moves.
-using Key = unsigned __int128;
-inline Key KeyOf(const Event& e) {
-  const uint64_t at = static_cast<uint64_t>(e.at) ^ (uint64_t{1} << 63);
-  return (static_cast<Key>(at) << 64) | e.seq_kind;
-}
-}  // namespace
-
 void EventHeap::SiftUp(size_t i) {
   const Event e = heap_[i];
   const Key k = KeyOf(e);

@@ -89,9 +89,16 @@ class EventHeap {
   void CloseHole();
   std::span<const Event> events() const { return std::span<const Event>(heap_).subspan(hole_ ? 1 : 0); }
 
-  static bool Before(const Event& a, const Event& b) {
-    return a.at < b.at || (a.at == b.at && a.seq_kind < b.seq_kind);
+  // (at, seq) as one unsigned 128-bit number in the same order (the sign
+  // bit of `at` flipped, so a negative time sorts as a signed one would);
+  // a compare is two instructions the compiler can feed into conditional
+  // moves.
+  using Key = unsigned __int128;
+  static Key KeyOf(const Event& e) {
+    const uint64_t at = static_cast<uint64_t>(e.at) ^ (uint64_t{1} << 63);
+    return (static_cast<Key>(at) << 64) | e.seq_kind;
   }
+  static bool Before(const Event& a, const Event& b) { return KeyOf(a) < KeyOf(b); }
 
  private:
   static constexpr size_t kArity = 4;

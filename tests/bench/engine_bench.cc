@@ -31,8 +31,6 @@
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +38,7 @@
 #include "engine/engine.h"
 #include "engine/host/presets.h"
 #include "engine/util/doc_node.h"
+#include "engine/util/file.h"
 #include "engine/util/json_reader.h"
 
 namespace {
@@ -142,15 +141,6 @@ bool RunFioNull(const std::vector<std::string>& args, double seconds, double* io
   return true;
 }
 
-// Job files from the working directory.
-absl::StatusOr<std::string> ReadJobFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError("cannot open " + path + " (run from the repository's root)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 double PeakRssMiB() {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
@@ -165,7 +155,7 @@ bool RunRc1(const std::string& label, const std::string& host, double seconds) {
       "--ioscheduler=mq-deadline", "--disk_util=0",
       "--runtime=" + std::to_string(static_cast<int64_t>(seconds * 1000)) + "ms"};
   SimFigures f;
-  if (!RunSim(host, args, &f, ReadJobFile)) return false;
+  if (!RunSim(host, args, &f, blklab::util::ReadFileToString)) return false;
   const double simulated_s = f.ios / f.simulated_iops;
   std::printf("%s: %.1f s wall and %.1f s CPU per simulated second (%.2f s simulated), %.2f events/IO, "
               "%.0f simulated IOPS, peak RSS so far %.1f MiB\n",
