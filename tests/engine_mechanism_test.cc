@@ -1225,6 +1225,44 @@ TEST(ScsiHba, Rc1TimeoutWalkPerHctxContendsOnTagsLock) {
   EXPECT_GT(RunIops(after), RunIops(before)) << "before: " << Describe(before) << "\nafter: " << Describe(after);
 }
 
+// mpi3mr's threaded ISR: one LUN, one submitter on CPU 1 (so hctx 1, whose
+// reply queue's vector is on CPU 1), 100 us drives.
+RunResult Mpi3mrRun(int lld, int iodepth) {
+  const host::HostSpec h =
+      HbaHost(2, "",
+              absl::StrCat("lld: ", lld,
+                           ", can_queue: 4096, nr_hw_queues: 2, virtual_drives: 1, cmd_per_lun: 1024, "
+                           "drive_latency_nsec: 100000, firmware_nsec: 1000"),
+              "none");
+  return MustRun(h, {"--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--direct=1", "--rw=randread",
+                     "--bs=4k", absl::StrCat("--iodepth=", iodepth), "--cpus_allowed=1", "--norandommap=1",
+                     "--runtime=20ms", "--time_based=1"});
+}
+
+// More than 8 commands pending on a reply queue: the ISR disables its vector
+// and wakes the queue's irq thread, which polls every 20 us (usleep_range(2,
+// 20) on 5.16: the sleeper's hrtimer fires at its hard expiry) and moves its
+// CPU between cpupri vectors at each wake-up and sleep. At 8 or fewer
+// pending, or with megaraid_sas, every batch of replies is an interrupt.
+TEST(ScsiHba, Mpi3mrPollsABusyReplyQueueFromItsIrqThread) {
+  const RunResult busy = Mpi3mrRun(1, 32);
+  const RunResult light = Mpi3mrRun(1, 8);
+  const RunResult megaraid = Mpi3mrRun(0, 32);
+  const host::CostTable c = host::CalibratedCostTable();
+  const double polls = static_cast<double>(ProfileNs(busy.kernel, "usleep_range_state")) / c.hrtimer_arm;
+  // 20 ms at one poll per 20 us plus the poll's own work.
+  EXPECT_GT(polls, 600) << Describe(busy);
+  EXPECT_LE(polls, 1000) << Describe(busy);
+  EXPECT_GT(ProfileNs(busy.kernel, "cpupri_set"), 0);
+  // The vector stays disabled while the thread polls: a few interrupts.
+  EXPECT_LT(CounterOf(busy.kernel, "hardirq") * 50, TotalIos(busy)) << Describe(busy);
+  for (const RunResult* r : {&light, &megaraid}) {
+    EXPECT_EQ(ProfileNs(r->kernel, "usleep_range_state"), 0) << Describe(*r);
+    EXPECT_EQ(ProfileNs(r->kernel, "cpupri_set"), 0);
+    EXPECT_GT(CounterOf(r->kernel, "hardirq") * 8, TotalIos(*r)) << Describe(*r);
+  }
+}
+
 // --- CPU placement --------------------------------------------------------
 
 // numa_cpu_nodes= (numactl -N) keeps a job's clones on that node's CPUs:

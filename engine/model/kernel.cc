@@ -70,6 +70,8 @@ Kernel::Kernel(sim::Machine& machine, const host::CostTable& costs, const host::
   fn.irq_exit_rcu = r.Intern("irq_exit_rcu");
   fn.blk_hctx_poll = r.Intern("blk_hctx_poll");
   fn.blk_mq_end_request_batch = r.Intern("blk_mq_end_request_batch");
+  fn.cpupri_set = r.Intern("cpupri_set");
+  cpupri_cpu_to_pri_lines_.resize((machine.num_cpus() + 15) / 16);
   fn.blk_mq_run_hw_queues = r.Intern("blk_mq_run_hw_queues");
   fn.blk_mq_run_work_fn = r.Intern("blk_mq_run_work_fn");
   fn.blk_mq_sched_dispatch_requests = r.Intern("blk_mq_sched_dispatch_requests");
@@ -77,5 +79,17 @@ Kernel::Kernel(sim::Machine& machine, const host::CostTable& costs, const host::
 }
 
 Kernel::~Kernel() = default;
+
+void Kernel::CpupriSet(sim::Cpu& cpu) {
+  // The old vector: cpumask_clear_cpu, atomic_dec; the new one:
+  // cpumask_set_cpu, atomic_inc; then cp->cpu_to_pri[cpu] = newpri.
+  int64_t ns = 0;
+  for (int v = 0; v < 2; ++v) {
+    ns += WriteLine(cpu, cpupri_mask_line_[v]);
+    ns += WriteLine(cpu, cpupri_count_line_[v]);
+  }
+  ns += WriteLine(cpu, cpupri_cpu_to_pri_lines_[static_cast<size_t>(cpu.id()) / 16]);
+  cpu.Charge(fn.cpupri_set, ns);
+}
 
 }  // namespace blklab::model

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -127,6 +128,16 @@ class Kernel {
   int64_t WriteLine(sim::Cpu& cpu, sim::CacheLine& line) {
     return line.Write(machine_, cpu.id(), costs_.line_read_hit);
   }
+  // cpupri_set(&rq->rd->cpupri, cpu, newpri), called when the highest
+  // real-time priority on `cpu`'s runqueue changes: the first RT task
+  // enqueued (a threaded interrupt handler woken), the last one dequeued
+  // (it sleeps). The CPU's bit moves between two priority vectors of the
+  // root domain that every CPU writes: each vector's count (an atomic) and
+  // mask (a cpumask bit), and the CPU's slot in cpu_to_pri (16 CPUs per
+  // line). Charges the five writes to `cpupri_set`; the function's own
+  // instructions are a few ns and not priced apart.
+  void CpupriSet(sim::Cpu& cpu);
+
   // A run of accesses by `cpu` priced with overlapping misses (AccessCost).
   sim::AccessCost Access(sim::Cpu& cpu) const { return sim::AccessCost(machine_, cpu.id(), costs_.line_read_hit); }
 
@@ -142,7 +153,7 @@ class Kernel {
         percpu_ref_get, rcu_read_lock, io_schedule, raw_spin_lock, raw_spin_lock_irqsave,
         native_queued_spin_lock_slowpath, blk_mq_sched_restart, blk_mq_get_tag,
         blk_mq_insert_request, blk_mq_try_issue_directly, hrtimer_start,
-        hrtimer_interrupt, irq_exit_rcu, blk_hctx_poll, blk_mq_end_request_batch,
+        hrtimer_interrupt, irq_exit_rcu, blk_hctx_poll, blk_mq_end_request_batch, cpupri_set,
         // Direct I/O to a regular file (job::FileDio).
         down_read, up_read, iomap_dio_rw,
         // Frames only (StackFrame): functions that are callers, charged nothing of their own.
@@ -156,6 +167,11 @@ class Kernel {
   int hz_;
   sim::WorkQueue kblockd_;
   std::unique_ptr<BlkCpuDone> cpu_done_;
+  // The root domain's cpupri: the CFS (CPUPRI_NORMAL) and one real-time
+  // vector, count and mask lines; cpu_to_pri, 16 CPUs per line.
+  sim::CacheLine cpupri_count_line_[2];
+  sim::CacheLine cpupri_mask_line_[2];
+  std::vector<sim::CacheLine> cpupri_cpu_to_pri_lines_;
   uint64_t counters_[static_cast<int>(Counter::kNumCounters)] = {};
   absl::Status failure_;
 };

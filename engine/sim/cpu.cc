@@ -7,7 +7,7 @@
 namespace blklab::sim {
 
 Thread::Thread(Machine& machine, std::string name, int cpu, int nice)
-    : machine_(machine), name_(std::move(name)), cpu_(cpu), nice_(nice) {
+    : machine_(machine), name_(std::move(name)), cpu_(cpu), prio_(kNiceZeroPrio + nice) {
   BLKLAB_CHECK(cpu >= 0 && cpu < machine.num_cpus());
   on_cpu_ = &machine.cpu(cpu);
 }
@@ -188,7 +188,7 @@ Task Cpu::KsoftirqdBody() {
 bool Cpu::need_resched() const {
   if (current_thread_ == nullptr) return false;
   for (const Thread* t : runqueue_) {
-    if (t->wakeup_preempts_ || t->nice_ < current_thread_->nice_) return true;
+    if ((t->wakeup_preempts_ && !current_thread_->rt()) || t->prio_ < current_thread_->prio_) return true;
   }
   return false;
 }
@@ -216,7 +216,7 @@ void Cpu::UpdatePreempt() {
   if (level_ < Level::kSoftirq && !softirq_pending_.empty() && in_ksoftirqd()) p = true;
   if (!p && level_ == Level::kTask && current_thread_ != nullptr) {
     for (const Thread* t : runqueue_) {
-      if (t->nice_ < current_thread_->nice_) {
+      if (t->prio_ < current_thread_->prio_) {
         p = true;
         break;
       }
@@ -427,8 +427,11 @@ void Cpu::Loop() {
         bool displaced = false;
         bool woken_preempts = false;
         for (Thread* t : runqueue_) {
-          displaced |= t->nice_ < current_thread_->nice_ || (slice_over && t->nice_ == current_thread_->nice_);
-          woken_preempts |= t->wakeup_preempts_ && preempt_point_;
+          // SCHED_FIFO has no time slice, and a woken CFS thread never
+          // pre-empts a real-time one.
+          displaced |= t->prio_ < current_thread_->prio_ ||
+                       (slice_over && t->prio_ == current_thread_->prio_ && !current_thread_->rt());
+          woken_preempts |= t->wakeup_preempts_ && preempt_point_ && !current_thread_->rt();
         }
         if (displaced) {
           ++current_thread_->context_switches_;  // nivcsw
@@ -457,11 +460,11 @@ void Cpu::Loop() {
           preempt_pending_ = false;
           return;
         }
-        // A pre-empting ksoftirqd first, then lowest nice, FIFO among equals.
+        // Real-time threads by priority, then a pre-empting ksoftirqd, then
+        // lowest nice; FIFO among equals.
         auto best = runqueue_.begin();
         for (auto it = runqueue_.begin(); it != runqueue_.end(); ++it) {
-          if ((*best)->wakeup_preempts_) break;
-          if ((*it)->wakeup_preempts_ || (*it)->nice_ < (*best)->nice_) best = it;
+          if ((*it)->PickRank() < (*best)->PickRank()) best = it;
         }
         Thread* next = *best;
         runqueue_.erase(best);

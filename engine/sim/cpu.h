@@ -25,6 +25,10 @@
 //  * now() never decreases; busy time + idle time = now() for every CPU.
 //  * At most one context per level is active; a higher level pre-empts a
 //    lower one only at Sync() points.
+//  * A SCHED_FIFO thread (Thread::set_sched_fifo: threaded interrupt
+//    handlers) runs before every CFS thread: woken, it takes the CPU at the
+//    running thread's next Sync (outside spinlocks), has no time slice and
+//    is pre-empted only by a higher real-time priority.
 //  * Threads of equal priority share a CPU in time slices of
 //    MachineCosts::sched_slice_ns (a CFS-like round robin); a lower nice
 //    value pre-empts at the next Sync; a woken thread that mostly sleeps
@@ -121,7 +125,14 @@ class Thread {
   Cpu& on_cpu() const { return *on_cpu_; }
   // Wake-ups that moved it to another CPU (perf's cpu-migrations).
   uint64_t migrations() const { return migrations_; }
-  int nice() const { return nice_; }
+  int nice() const { return prio_ - kNiceZeroPrio; }
+  // SCHED_FIFO at `rt_priority` (1..99; a threaded interrupt handler runs
+  // at 50): it takes the CPU from any CFS thread at that thread's next
+  // Sync (a CONFIG_PREEMPT kernel pre-empts at interrupt exit), has no
+  // time slice, and is never displaced by a woken CFS thread.
+  void set_sched_fifo(int rt_priority) { prio_ = kMaxRtPrio - 1 - rt_priority; }
+  // A real-time thread (the kernel's rt_prio(p->prio)).
+  bool rt() const { return prio_ < kMaxRtPrio; }
   State state() const { return state_; }
   bool sleeping() const { return state_ == State::kSleeping; }
   // A thread that mostly sleeps (ksoftirqd, fio's main and helper threads):
@@ -145,7 +156,15 @@ class Thread {
   std::string name_;
   int cpu_;
   Cpu* on_cpu_;
-  int nice_;
+  // The kernel's p->prio: 0..99 real-time (lower first), 100..139 CFS
+  // (120 + nice).
+  static constexpr int kMaxRtPrio = 100;
+  static constexpr int kNiceZeroPrio = 120;
+  int prio_;
+  // Order of choice when the CPU picks its next thread: real-time by
+  // priority, then a woken thread that pre-empts (ksoftirqd), then CFS by
+  // nice.
+  int PickRank() const { return rt() ? prio_ : wakeup_preempts_ ? kMaxRtPrio : prio_ + 1; }
   std::vector<int> cpus_allowed_;
   bool migrate_on_wake_ = false;  // asleep in SleepMigratable
   // Woken from SleepMigratable and waiting in a runqueue, not yet run:
@@ -377,6 +396,7 @@ class Cpu final : public EventHandler {
   // A woken thread that pre-empts at the next pre-emption point (ksoftirqd,
   // fio's main and helper threads) waits for the CPU.
   bool wakeup_preempt_waiting() const {
+    if (current_thread_ != nullptr && current_thread_->rt()) return false;
     for (const Thread* t : runqueue_) {
       if (t->wakeup_preempts_) return true;
     }

@@ -594,6 +594,56 @@ TEST(CpuTest, TaskContextSoftirqRunsInKsoftirqdAtAPreemptionPoint) {
   }
 }
 
+// A SCHED_FIFO thread (a threaded interrupt handler) woken while a nice -20
+// kworker runs takes the CPU at the kworker's next Sync, ahead of a woken
+// ksoftirqd, and a woken CFS thread never pre-empts it, not even at its
+// pre-emption points.
+TEST(CpuTest, ARealTimeThreadTakesTheCpuAndKeepsIt) {
+  MachineCosts c;
+  c.context_switch_ns = 500;
+  Machine m(Cpus(2), c);
+  FnId f = m.functions().Intern("work");
+  Thread hog(m, "kworker", 0, -20), rt(m, "irq/thread", 0), soft(m, "ksoftirqd", 0), waker(m, "waker", 1);
+  rt.set_sched_fifo(50);
+  soft.set_wakeup_preempts(true);
+  EXPECT_TRUE(rt.rt());
+  EXPECT_FALSE(hog.rt());
+  SimTime rt_start = -1, rt_end = -1, soft_at = -1, woken_at = -1;
+  auto rt_body = [&](Cpu& cpu) -> Task {
+    co_await cpu.Sleep();
+    rt_start = cpu.now();
+    for (int i = 0; i < 20; ++i) {
+      cpu.Charge(f, 1000);
+      co_await cpu.PreemptPoint();
+    }
+    rt_end = cpu.now();
+  };
+  auto soft_body = [&](Cpu& cpu) -> Task {
+    co_await cpu.Sleep();
+    soft_at = cpu.now();
+    cpu.Charge(f, 100);
+  };
+  auto waker_body = [&](Cpu& cpu) -> Task {
+    cpu.Charge(f, 10000);
+    co_await cpu.Sync();
+    woken_at = cpu.now();
+    soft.Wake(cpu.now());
+    rt.Wake(cpu.now());
+  };
+  rt.Start(rt_body(m.cpu(0)), 0);
+  soft.Start(soft_body(m.cpu(0)), 0);
+  hog.Start(Worker(m.cpu(0), f, 100, 1000), 0);
+  waker.Start(waker_body(m.cpu(1)), 0);
+  m.sim().Run();
+  EXPECT_EQ(rt.state(), Thread::State::kDone);
+  EXPECT_EQ(hog.state(), Thread::State::kDone);
+  EXPECT_GE(woken_at, 10000);
+  EXPECT_GE(rt_start, woken_at);
+  EXPECT_LE(rt_start, woken_at + 1000 + 500);  // the kworker's next step boundary, one switch
+  EXPECT_EQ(rt_end - rt_start, 20 * 1000);  // nobody ran in between
+  EXPECT_GE(soft_at, rt_end);
+}
+
 TEST(CpuTest, TickRunsPendingSoftirqsOnABusyCpu) {
   MachineCosts c;
   c.tick_period_ns = 1000000;

@@ -14,16 +14,40 @@
 //   * busy: with more than `fw_queue_depth` commands outstanding in the
 //     firmware (megaraid_sas fw_outstanding against max_fw_cmds),
 //     ->queuecommand answers SCSI_MLQUEUE_HOST_BUSY;
-//   * completion: the firmware posts a reply on the reply queue whose MSI-x
-//     vector is affine to the submitting CPU; one hardirq (the LLD's ISR)
-//     drains every reply posted so far, charging the per-reply processing,
-//     and calls scsi_done for each.
+//   * completion: the firmware posts a reply on a reply queue with its own
+//     MSI-x vector: megaraid_sas picks it by the submitting CPU
+//     (reply_map), mpi3mr by the request's hardware queue (one operational
+//     reply queue per hctx, its vector on the hctx's first CPU). One
+//     hardirq (the LLD's ISR) drains every reply posted so far, charging
+//     the per-reply processing, and calls scsi_done for each;
+//   * mpi3mr's threaded ISR (5.14+, "mpi3mr: add support of threaded isr"):
+//     the reply queue counts its pending commands (pend_ios, +1 at
+//     mpi3mr_op_request_post, -1 per reply processed); a post that finds
+//     more than MPI3MR_IRQ_POLL_TRIGGER_IOCOUNT (8) pending sets
+//     enable_irq_poll. An ISR that ends with enable_irq_poll set and commands
+//     still pending disables its vector (disable_irq_nosync) and wakes the
+//     vector's irq thread (SCHED_FIFO 50, on the vector's CPU), which polls
+//     the reply queue, sleeping usleep_range(2, 20) us between polls, until
+//     nothing is pending or it has handled can_queue (max_host_ios)
+//     replies; then it clears enable_irq_poll and re-enables the vector.
+//     Each wake-up and each sleep of the thread moves its CPU between the
+//     root domain's cpupri vectors (Kernel::CpupriSet, lines every CPU
+//     writes). The sleep is the hrtimer's hard expiry, 20 us: 5.16 gives a
+//     real-time sleeper its slack (the 2022 change that drops it for RT
+//     tasks is later), and no other hrtimer is assumed to expire inside the
+//     window (the 1 ms tick does ~2 % of the time; not modelled). While the
+//     vector is disabled the first reply still interrupts (lazy disable:
+//     handle_edge_irq masks the vector and marks it pending), and
+//     enable_irq resends that interrupt.
 //
-// Invariants: every command accepted by queuecommand completes exactly once.
+// Invariants: every command accepted by queuecommand completes exactly once;
+//  pend_ios counts the commands of a reply queue not yet processed; a
+//  disabled vector is re-enabled only by its irq thread.
 // Thread-safety: thread-compatible; part of one simulation.
 // Cost: CPU prices from the cost table (hba_queuecommand, hba_reply_per_cmd,
-//  hardirq_entry_exit); one simulator event per command plus one per reply
-//  interrupt.
+//  hardirq_entry_exit; for the irq thread hrtimer_arm, hrtimer_fire,
+//  try_to_wake_up, the context switches and cpupri's line transfers); one
+//  simulator event per command plus one per reply interrupt or poll.
 #ifndef BLKLAB_ENGINE_MODEL_DRIVERS_SCSI_HBA_H_
 #define BLKLAB_ENGINE_MODEL_DRIVERS_SCSI_HBA_H_
 
@@ -35,6 +59,7 @@
 #include "engine/model/drivers/scsi/scsi_host.h"
 #include "engine/model/kernel.h"
 #include "engine/model/media/service_stage.h"
+#include "engine/sim/timer.h"
 
 namespace blklab::model {
 
@@ -80,18 +105,53 @@ class Hba final : public ScsiLld {
    private:
     Hba* h_;
   };
+  // The hrtimer of the irq thread's usleep_range: hrtimer_wakeup.
+  class PollTimerIrq final : public sim::IrqHandler {
+   public:
+    explicit PollTimerIrq(Hba* h) : h_(h) {}
+    sim::Task Handle(sim::Cpu& cpu, uint64_t arg) override;
+
+   private:
+    Hba* h_;
+  };
+  // An operational reply queue and its MSI-x vector.
+  struct ReplyQueue {
+    RequestList posted;        // replies posted, not yet processed
+    int cpu = -1;              // the vector's CPU (-1: the submitter's)
+    bool irq_pending = false;  // an interrupt raised, not yet taken
+    // mpi3mr's threaded ISR.
+    uint32_t pend_ios = 0;
+    bool enable_irq_poll = false;
+    bool irq_disabled = false;  // disable_irq_nosync .. enable_irq
+    bool irq_replay = false;    // interrupted while disabled (IRQS_PENDING)
+    std::unique_ptr<sim::Thread> thread;
+    sim::HrTimer sleep_timer;
+  };
+
+  bool threaded_isr() const { return config_.lld == 1; }
+  // The reply queue of `rq` (and the CPU of its vector, set on first use).
+  int ReplyQueueOf(const Request* rq);
+  // Raises the vector's interrupt unless one is on its way.
+  void RaiseReplyIrq(int q);
+  // mpi3mr_process_op_reply_q: every reply posted so far; adds the count
+  // to *handled.
+  sim::Task ProcessReplyQueue(sim::Cpu& cpu, int q, uint32_t* handled);
+  // IRQ_WAKE_THREAD from the ISR on the vector's CPU.
+  void WakeIrqThread(sim::Cpu& cpu, int q);
+  // The irq thread: irq_thread_fn -> mpi3mr_isr_poll, then sleep.
+  sim::Task IrqThreadBody(int q);
 
   Kernel& kernel_;
   HbaConfig config_;
   ScsiHost host_;
   FirmwareDone fw_done_;
   ReplyIrq reply_irq_;
+  PollTimerIrq poll_timer_irq_;
   ServiceStage firmware_;
   std::vector<ServiceStage> drives_;
-  std::vector<RequestList> reply_queues_;  // per CPU: replies posted, not yet handled
-  std::vector<bool> reply_irq_pending_;
+  std::vector<ReplyQueue> reply_;  // megaraid_sas: per CPU; mpi3mr: per hctx
   uint32_t fw_outstanding_ = 0;
-  sim::FnId fn_queuecommand_, fn_isr_, fn_reply_;
+  sim::FnId fn_queuecommand_, fn_isr_, fn_reply_, fn_isr_poll_, fn_usleep_, fn_edge_irq_;
 };
 
 }  // namespace blklab::model
