@@ -117,6 +117,7 @@ sim::Task Hba::ReplyIrq::Handle(sim::Cpu& cpu, uint64_t arg) {
   ReplyQueue& r = h_->reply_[q];
   if (r.irq_disabled) {
     // handle_edge_irq on a disabled vector: mask it, mark it pending.
+    k.Count(Counter::k_hardirq);
     cpu.Charge(h_->fn_edge_irq_, k.costs().hardirq_entry_exit);
     co_await cpu.Sync();
     r.irq_pending = false;
