@@ -1157,7 +1157,7 @@ RunResult Rc1Run(bool shared_once) {
       2,
       absl::StrCat("tag_busy_iter_shared_once: ", shared_once ? "true" : "false",
                    ", dd_serialize_dispatch: false, dd_insert_side_lists: false, "
-                   "dd_skip_merge_if_contended: false"),
+                   "dd_skip_merge_if_contended: false, hrtimer_rt_no_slack: false"),
       "lld: 1, can_queue: 4096, nr_hw_queues: 128, virtual_drives: 8, cmd_per_lun: 1024, "
       "drive_latency_nsec: 10000000, firmware_nsec: 1000",
       "mq-deadline");
@@ -1227,9 +1227,9 @@ TEST(ScsiHba, Rc1TimeoutWalkPerHctxContendsOnTagsLock) {
 
 // mpi3mr's threaded ISR: one LUN, one submitter on CPU 1 (so hctx 1, whose
 // reply queue's vector is on CPU 1), 100 us drives.
-RunResult Mpi3mrRun(int lld, int iodepth) {
+RunResult Mpi3mrRun(int lld, int iodepth, bool rt_no_slack = false) {
   const host::HostSpec h =
-      HbaHost(2, "",
+      HbaHost(2, absl::StrCat("hrtimer_rt_no_slack: ", rt_no_slack ? "true" : "false"),
               absl::StrCat("lld: ", lld,
                            ", can_queue: 4096, nr_hw_queues: 2, virtual_drives: 1, cmd_per_lun: 1024, "
                            "drive_latency_nsec: 100000, firmware_nsec: 1000"),
@@ -1261,6 +1261,22 @@ TEST(ScsiHba, Mpi3mrPollsABusyReplyQueueFromItsIrqThread) {
     EXPECT_EQ(ProfileNs(r->kernel, "cpupri_set"), 0);
     EXPECT_GT(CounterOf(r->kernel, "hardirq") * 8, TotalIos(*r)) << Describe(*r);
   }
+}
+
+// Without slack for a real-time sleeper (6.3's hrtimer change) the same
+// usleep_range(2, 20) sleeps 2 us: the thread polls several times as often,
+// and each poll's wake-up, switches and cpupri writes cost CPU time per IO
+// (the 2024 report: "the new value of just 2us is too low").
+TEST(ScsiHba, Mpi3mrPollsEveryTwoMicrosecondsWithoutSlack) {
+  const RunResult slack = Mpi3mrRun(1, 32, false);
+  const RunResult no_slack = Mpi3mrRun(1, 32, true);
+  const host::CostTable c = host::CalibratedCostTable();
+  auto polls = [&](const RunResult& r) {
+    return static_cast<double>(ProfileNs(r.kernel, "usleep_range_state")) / c.hrtimer_arm;
+  };
+  EXPECT_GT(polls(no_slack), 3 * polls(slack)) << Describe(no_slack);
+  auto cpu_per_io = [](const RunResult& r) { return static_cast<double>(r.kernel.busy_ns) / TotalIos(r); };
+  EXPECT_GT(cpu_per_io(no_slack), 1.3 * cpu_per_io(slack)) << Describe(no_slack);
 }
 
 // --- CPU placement --------------------------------------------------------

@@ -183,6 +183,7 @@ std::map<std::string, KnobCase> Cases() {
       {"bio_alloc_cache", {NullYaml(true), kBatchedJob}},
       {"queue_rqs", {kNvmeYaml, kPolledJob}},
       {"io_uring_lazy_wake", {kNullTimerYaml, kBatchedJob}},
+      {"hrtimer_rt_no_slack", {kHbaWalkYaml, kHbaWalkJob}},
   };
 }
 

@@ -693,6 +693,11 @@ absl::Status ValidateHostSpec(const HostSpec& spec, const HostLimits& limits) {
       if (!IsPowerOfTwo(h->stripe_kb)) {
         return FieldError(Join(dpath, "stripe_kb"), absl::StrCat("must be a power of two, got ", h->stripe_kb));
       }
+      if (h->irq_poll_sleep_max_us < h->irq_poll_sleep_min_us) {
+        return FieldError(Join(dpath, "irq_poll_sleep_max_us"),
+                          absl::StrCat("must be at least irq_poll_sleep_min_us (", h->irq_poll_sleep_min_us, "), got ",
+                                       h->irq_poll_sleep_max_us));
+      }
     } else {
       const auto& s = std::get<ScsiDebugSpec>(d.driver);
       BLKLAB_RETURN_IF_ERROR(ValidateRanges(s, dpath));

@@ -101,6 +101,9 @@ namespace blklab::host {
   BOOL(batched_completion, true, 0, 0, "io_comp_batch / blk_mq_end_request_batch (5.16+)")            \
   BOOL(plug_cache_time, true, 0, 0, "timestamp cached in struct blk_plug (6.9)")                      \
   BOOL(bio_alloc_cache, true, 0, 0, "per-CPU bio cache for non-polled IO (5.16+)")                    \
+  BOOL(hrtimer_rt_no_slack, true, 0, 0,                                                               \
+       "schedule_hrtimeout_range gives a real-time sleeper no slack, so usleep_range(min, max) sleeps min " \
+       "(0c52310f2600: 6.3; stable 5.10/5.15/6.1, 2024); false: it sleeps to max (mpi3mr's irq thread)")          \
   BOOL(io_uring_lazy_wake, true, 0, 0,                                                                \
        "io_uring DEFER_TASKRUN rings (fio 3.33+): a completion wakes the waiter only once enough task work " \
        "is queued for its wait (IOU_F_TWQ_LAZY_WAKE, 6.5+); false: the first one wakes it")            \
@@ -209,7 +212,11 @@ namespace blklab::host {
   INT(sector_size, 512, 512, 4096, "logical block size, bytes (power of two)")                      \
   INT64(gb, 1000, 1, 1048576, "size of each virtual drive, GiB")                                      \
   INT(fw_queue_depth, 0, 0, 4096,                                                                   \
-      "commands the firmware takes at once; beyond it queuecommand answers HOST_BUSY (0 = can_queue)")
+      "commands the firmware takes at once; beyond it queuecommand answers HOST_BUSY (0 = can_queue)") \
+  INT(irq_poll_sleep_min_us, 2, 1, 100000,                                                          \
+      "mpi3mr: usleep_range min of the irq thread between polls, us (MPI3MR_IRQ_POLL_SLEEP: 2; 20 in 2024's fix)") \
+  INT(irq_poll_sleep_max_us, 20, 1, 1000000,                                                        \
+      "mpi3mr: usleep_range max, us (10 x MPI3MR_IRQ_POLL_SLEEP; 21 in 2024's fix)")
 
 // devices[].queue.iosched, /sys/block/X/queue/iosched: each scheduler's tunables, X(INT, INT64, BOOL)
 // lists; a spec may set only those of its queue's scheduler.

@@ -357,6 +357,10 @@ TEST(HostSpecTest, HbaErrorsNameTheField) {
   h = ParseHostSpec(prefix + "    hba: {stripe_kb: 48}\n");
   ASSERT_FALSE(h.ok());
   EXPECT_THAT(std::string(h.status().message()), HasSubstr("devices[0].hba.stripe_kb: must be a power of two"));
+  h = ParseHostSpec(prefix + "    hba: {irq_poll_sleep_min_us: 20, irq_poll_sleep_max_us: 10}\n");
+  ASSERT_FALSE(h.ok());
+  EXPECT_THAT(std::string(h.status().message()),
+              HasSubstr("devices[0].hba.irq_poll_sleep_max_us: must be at least irq_poll_sleep_min_us (20), got 10"));
   h = ParseHostSpec(prefix + "    hba: {raid_level: 5}\n");
   ASSERT_FALSE(h.ok());
   EXPECT_THAT(std::string(h.status().message()), HasSubstr("devices[0].hba.raid_level: unknown field"));

@@ -125,6 +125,8 @@ HbaConfig HbaConfigFrom(const host::HbaSpec& hba) {
   hc.drive_latency_nsec = hba.drive_latency_nsec;
   hc.stripe_bytes = static_cast<uint64_t>(hba.stripe_kb) << 10;
   hc.fw_queue_depth = static_cast<uint32_t>(hba.fw_queue_depth);
+  hc.irq_poll_sleep_min_ns = static_cast<int64_t>(hba.irq_poll_sleep_min_us) * 1000;
+  hc.irq_poll_sleep_max_ns = static_cast<int64_t>(hba.irq_poll_sleep_max_us) * 1000;
   return hc;
 }
 

@@ -10,9 +10,6 @@ namespace blklab::model {
 
 namespace {
 constexpr uint32_t kIrqPollTriggerIoCount = 8;  // MPI3MR_IRQ_POLL_TRIGGER_IOCOUNT
-// usleep_range(MPI3MR_IRQ_POLL_SLEEP, 10 * MPI3MR_IRQ_POLL_SLEEP), 2 us: the
-// sleeper's hrtimer fires at its hard expiry (see hba.h).
-constexpr int64_t kIrqPollSleepNs = 20 * 1000;
 constexpr int kIrqThreadRtPriority = 50;  // MAX_RT_PRIO / 2, setup_irq_thread
 }  // namespace
 
@@ -183,7 +180,11 @@ sim::Task Hba::IrqThreadBody(int q) {
         cpu.Charge(fn_usleep_, k.costs().hrtimer_arm);
         co_await cpu.Sync();
         k.CpupriSet(cpu);  // dequeue_task_rt
-        r.sleep_timer.Start(std::max(cpu.now(), sim.Now()) + kIrqPollSleepNs);
+        // A real-time sleeper's timer fires at min without slack, else at
+        // its hard expiry.
+        const int64_t sleep_ns =
+            k.knobs().hrtimer_rt_no_slack ? config_.irq_poll_sleep_min_ns : config_.irq_poll_sleep_max_ns;
+        r.sleep_timer.Start(std::max(cpu.now(), sim.Now()) + sleep_ns);
         co_await cpu.Sleep();
       } while (r.pend_ios > 0 && handled < config_.host.can_queue);
       co_await cpu.Sync();

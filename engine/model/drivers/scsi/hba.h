@@ -27,15 +27,18 @@
 //     enable_irq_poll. An ISR that ends with enable_irq_poll set and commands
 //     still pending disables its vector (disable_irq_nosync) and wakes the
 //     vector's irq thread (SCHED_FIFO 50, on the vector's CPU), which polls
-//     the reply queue, sleeping usleep_range(2, 20) us between polls, until
+//     the reply queue, sleeping usleep_range(2, 20) us between polls (5.14+;
+//     20-21 us in 2024's fix after the 6.3 slack change, later reverted), until
 //     nothing is pending or it has handled can_queue (max_host_ios)
 //     replies; then it clears enable_irq_poll and re-enables the vector.
 //     Each wake-up and each sleep of the thread moves its CPU between the
 //     root domain's cpupri vectors (Kernel::CpupriSet, lines every CPU
-//     writes). The sleep is the hrtimer's hard expiry, 20 us: 5.16 gives a
-//     real-time sleeper its slack (the 2022 change that drops it for RT
-//     tasks is later), and no other hrtimer is assumed to expire inside the
-//     window (the 1 ms tick does ~2 % of the time; not modelled). While the
+//     writes). The sleep: usleep_range(min, max) (`irq_poll_sleep_*`), whose
+//     hrtimer fires at min when the kernel gives a real-time sleeper no
+//     slack (knob hrtimer_rt_no_slack, 6.3+; stable 5.10/5.15/6.1 in 2024),
+//     else at its hard expiry, max (5.16 as released); no other hrtimer is assumed to expire
+//     inside the window (the 1 ms tick does ~2 % of the time with 2-20 us;
+//     not modelled). While the
 //     vector is disabled the first reply still interrupts (lazy disable:
 //     handle_edge_irq masks the vector and marks it pending), and
 //     enable_irq resends that interrupt.
@@ -73,6 +76,9 @@ struct HbaConfig {
   int64_t drive_latency_nsec = 80000;
   uint64_t stripe_bytes = 64 * 1024;
   uint32_t fw_queue_depth = 0;  // 0: never busy
+  // mpi3mr's usleep_range between polls of the irq thread.
+  int64_t irq_poll_sleep_min_ns = 2000;
+  int64_t irq_poll_sleep_max_ns = 20000;
 };
 
 class Hba final : public ScsiLld {
