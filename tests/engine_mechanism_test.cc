@@ -1227,11 +1227,11 @@ TEST(ScsiHba, Rc1TimeoutWalkPerHctxContendsOnTagsLock) {
 
 // mpi3mr's threaded ISR: one LUN, one submitter on CPU 1 (so hctx 1, whose
 // reply queue's vector is on CPU 1), 100 us drives.
-RunResult Mpi3mrRun(int lld, int iodepth, bool rt_no_slack = false) {
+RunResult Mpi3mrRun(int lld, int iodepth, bool rt_no_slack = false, int can_queue = 4096) {
   const host::HostSpec h =
       HbaHost(2, absl::StrCat("hrtimer_rt_no_slack: ", rt_no_slack ? "true" : "false"),
-              absl::StrCat("lld: ", lld,
-                           ", can_queue: 4096, nr_hw_queues: 2, virtual_drives: 1, cmd_per_lun: 1024, "
+              absl::StrCat("lld: ", lld, ", can_queue: ", can_queue,
+                           ", nr_hw_queues: 2, virtual_drives: 1, cmd_per_lun: 1024, "
                            "drive_latency_nsec: 100000, firmware_nsec: 1000"),
               "none");
   return MustRun(h, {"--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--direct=1", "--rw=randread",
@@ -1256,11 +1256,28 @@ TEST(ScsiHba, Mpi3mrPollsABusyReplyQueueFromItsIrqThread) {
   EXPECT_GT(ProfileNs(busy.kernel, "cpupri_set"), 0);
   // The vector stays disabled while the thread polls: a few interrupts.
   EXPECT_LT(CounterOf(busy.kernel, "hardirq") * 50, TotalIos(busy)) << Describe(busy);
+  // Nine in flight is one above the trigger: the thread polls.
+  const RunResult edge = Mpi3mrRun(1, 9);
+  EXPECT_GT(ProfileNs(edge.kernel, "usleep_range_state"), 0) << Describe(edge);
+  EXPECT_LT(CounterOf(edge.kernel, "hardirq") * 2, TotalIos(edge)) << Describe(edge);
   for (const RunResult* r : {&light, &megaraid}) {
     EXPECT_EQ(ProfileNs(r->kernel, "usleep_range_state"), 0) << Describe(*r);
     EXPECT_EQ(ProfileNs(r->kernel, "cpupri_set"), 0);
     EXPECT_GT(CounterOf(r->kernel, "hardirq") * 8, TotalIos(*r)) << Describe(*r);
   }
+}
+
+// The thread stops after can_queue replies (max_host_ios) even with commands
+// pending and re-enables the vector; a reply that came while it was
+// disabled is resent as an interrupt, whose ISR hands the queue back to the
+// thread. A small can_queue therefore means many more interrupts, each
+// ending a poll run, for the same polling.
+TEST(ScsiHba, Mpi3mrIrqThreadStopsAfterCanQueueRepliesAndTheVectorResends) {
+  const RunResult big = Mpi3mrRun(1, 32);
+  const RunResult small = Mpi3mrRun(1, 32, false, 16);
+  EXPECT_GT(ProfileNs(small.kernel, "usleep_range_state"), 0) << Describe(small);
+  EXPECT_GT(CounterOf(small.kernel, "hardirq"), 5 * CounterOf(big.kernel, "hardirq") + 50)
+      << Describe(small) << Describe(big);
 }
 
 // Without slack for a real-time sleeper (6.3's hrtimer change) the same

@@ -9,6 +9,7 @@ namespace blklab::sim {
 Thread::Thread(Machine& machine, std::string name, int cpu, int nice)
     : machine_(machine), name_(std::move(name)), cpu_(cpu), prio_(kNiceZeroPrio + nice) {
   BLKLAB_CHECK(cpu >= 0 && cpu < machine.num_cpus());
+  BLKLAB_CHECK(nice >= -20 && nice <= 19);
   on_cpu_ = &machine.cpu(cpu);
 }
 
@@ -425,23 +426,29 @@ void Cpu::Loop() {
         // the end of the time slice with an equal one waiting.
         const bool slice_over = now_ >= slice_end_;
         bool displaced = false;
-        bool woken_preempts = false;
+        bool keeps_place = false;
         for (Thread* t : runqueue_) {
           // SCHED_FIFO has no time slice, and a woken CFS thread never
-          // pre-empts a real-time one.
-          displaced |= t->prio_ < current_thread_->prio_ ||
-                       (slice_over && t->prio_ == current_thread_->prio_ && !current_thread_->rt());
-          woken_preempts |= t->wakeup_preempts_ && preempt_point_ && !current_thread_->rt();
+          // pre-empts a real-time one. A thread a real-time one pre-empts
+          // keeps its place: a CFS task its vruntime and deadline, a
+          // SCHED_FIFO task the head of its priority's list.
+          if (t->rt() && t->prio_ < current_thread_->prio_) {
+            keeps_place = true;
+          } else {
+            displaced |= (!t->rt() && t->prio_ < current_thread_->prio_) ||
+                         (slice_over && t->prio_ == current_thread_->prio_ && !current_thread_->rt());
+          }
+          keeps_place |= t->wakeup_preempts_ && preempt_point_ && !current_thread_->rt();
         }
         if (displaced) {
           ++current_thread_->context_switches_;  // nivcsw
           current_thread_->state_ = Thread::State::kRunnable;
           runqueue_.push_back(current_thread_);
           current_thread_ = nullptr;
-        } else if (woken_preempts) {
-          // A short-running woken thread takes the CPU; the task it
-          // pre-empted runs next with the rest of its slice (EEVDF keeps
-          // its deadline), not behind the other runnable ones.
+        } else if (keeps_place) {
+          // A real-time or short-running woken thread takes the CPU; the
+          // task it pre-empted runs next with the rest of its slice (EEVDF
+          // keeps its deadline), not behind the other runnable ones.
           ++current_thread_->context_switches_;  // nivcsw
           current_thread_->state_ = Thread::State::kRunnable;
           current_thread_->slice_left_ns_ = slice_end_ == kSimTimeNever ? 0 : slice_end_ - now_;

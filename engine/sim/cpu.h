@@ -29,7 +29,7 @@
 //    handlers) runs before every CFS thread: woken, it takes the CPU at the
 //    running thread's next Sync (outside spinlocks), has no time slice and
 //    is pre-empted only by a higher real-time priority.
-//  * Threads of equal priority share a CPU in time slices of
+//  * CFS threads of equal nice share a CPU in time slices of
 //    MachineCosts::sched_slice_ns (a CFS-like round robin); a lower nice
 //    value pre-empts at the next Sync; a woken thread that mostly sleeps
 //    (ksoftirqd, fio's main and helper threads: set_wakeup_preempts) takes
@@ -64,6 +64,7 @@
 #include "engine/sim/simulator.h"
 #include "engine/sim/task.h"
 #include "engine/sim/time.h"
+#include "engine/util/check.h"
 #include "engine/util/check.h"
 
 namespace blklab::sim {
@@ -130,7 +131,10 @@ class Thread {
   // at 50): it takes the CPU from any CFS thread at that thread's next
   // Sync (a CONFIG_PREEMPT kernel pre-empts at interrupt exit), has no
   // time slice, and is never displaced by a woken CFS thread.
-  void set_sched_fifo(int rt_priority) { prio_ = kMaxRtPrio - 1 - rt_priority; }
+  void set_sched_fifo(int rt_priority) {
+    BLKLAB_CHECK(rt_priority >= 1 && rt_priority < kMaxRtPrio);
+    prio_ = kMaxRtPrio - 1 - rt_priority;
+  }
   // A real-time thread (the kernel's rt_prio(p->prio)).
   bool rt() const { return prio_ < kMaxRtPrio; }
   State state() const { return state_; }
@@ -270,8 +274,9 @@ class Cpu final : public EventHandler {
   SyncAwaiter Sync() { return SyncAwaiter{this}; }
 
   // need_resched(): a runnable thread should take the CPU from the running
-  // one (a lower nice value, or a woken ksoftirqd or other mostly-sleeping
-  // thread).
+  // one (a higher real-time priority, a real-time thread over a CFS one, a
+  // lower nice value, or a woken ksoftirqd or other mostly-sleeping thread
+  // over a CFS one).
   bool need_resched() const;
   // Awaitable for the running thread at a voluntary pre-emption point (the
   // end of a system call, exit_to_user_mode; a kworker's cond_resched

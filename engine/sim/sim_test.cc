@@ -644,6 +644,51 @@ TEST(CpuTest, ARealTimeThreadTakesTheCpuAndKeepsIt) {
   EXPECT_GE(soft_at, rt_end);
 }
 
+// A CFS thread a real-time one pre-empts keeps its place: it runs again as
+// soon as the real-time thread sleeps, with the rest of its slice, before a
+// CFS thread of the same nice that was waiting for the CPU.
+TEST(CpuTest, AThreadPreemptedByARealTimeOneKeepsItsPlace) {
+  MachineCosts c;
+  c.context_switch_ns = 500;
+  c.sched_slice_ns = 1000000;
+  Machine m(Cpus(2), c);
+  FnId f = m.functions().Intern("work");
+  Thread first(m, "first", 0), second(m, "second", 0), rt(m, "irq/thread", 0), waker(m, "waker", 1);
+  rt.set_sched_fifo(50);
+  SimTime rt_end = -1, first_resumed = -1, second_start = -1;
+  auto first_body = [&](Cpu& cpu) -> Task {
+    for (int i = 0; i < 2000; ++i) {  // 2 ms: longer than its slice
+      cpu.Charge(f, 1000);
+      co_await cpu.Sync();
+      if (rt_end >= 0 && first_resumed < 0) first_resumed = cpu.now();
+    }
+  };
+  auto second_body = [&](Cpu& cpu) -> Task {
+    second_start = cpu.now();
+    cpu.Charge(f, 1000);
+    co_return;
+  };
+  auto rt_body = [&](Cpu& cpu) -> Task {
+    co_await cpu.Sleep();
+    cpu.Charge(f, 5000);
+    co_await cpu.Sync();
+    rt_end = cpu.now();
+  };
+  auto waker_body = [&](Cpu& cpu) -> Task {
+    cpu.Charge(f, 20000);
+    co_await cpu.Sync();
+    rt.Wake(cpu.now());
+  };
+  rt.Start(rt_body(m.cpu(0)), 0);
+  first.Start(first_body(m.cpu(0)), 0);
+  second.Start(second_body(m.cpu(0)), 0);
+  waker.Start(waker_body(m.cpu(1)), 0);
+  m.sim().Run();
+  ASSERT_GE(rt_end, 20000);
+  EXPECT_LE(first_resumed, rt_end + 1000 + 500);  // its next step, one switch
+  EXPECT_GE(second_start, 1000000);               // only when first's slice ends
+}
+
 TEST(CpuTest, TickRunsPendingSoftirqsOnABusyCpu) {
   MachineCosts c;
   c.tick_period_ns = 1000000;

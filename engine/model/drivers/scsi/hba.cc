@@ -186,6 +186,7 @@ sim::Task Hba::IrqThreadBody(int q) {
             k.knobs().hrtimer_rt_no_slack ? config_.irq_poll_sleep_min_ns : config_.irq_poll_sleep_max_ns;
         r.sleep_timer.Start(std::max(cpu.now(), sim.Now()) + sleep_ns);
         co_await cpu.Sleep();
+        co_await cpu.Sync();  // atomic_read(&pend_ios) at the wake-up
       } while (r.pend_ios > 0 && handled < config_.host.can_queue);
       co_await cpu.Sync();
       r.enable_irq_poll = false;

@@ -50,7 +50,8 @@
 // Cost: CPU prices from the cost table (hba_queuecommand, hba_reply_per_cmd,
 //  hardirq_entry_exit; for the irq thread hrtimer_arm, hrtimer_fire,
 //  try_to_wake_up, the context switches and cpupri's line transfers); one
-//  simulator event per command plus one per reply interrupt or poll.
+//  simulator event per command plus one per reply interrupt, and at least
+//  three per poll (the sleep timer, its interrupt, the thread's wake-up).
 #ifndef BLKLAB_ENGINE_MODEL_DRIVERS_SCSI_HBA_H_
 #define BLKLAB_ENGINE_MODEL_DRIVERS_SCSI_HBA_H_
 
