@@ -10,13 +10,40 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace blklab::server {
 namespace {
 
+// Directories made by TempDir, removed when the test program ends (after
+// every store in them is closed).
+std::vector<std::string>& TempDirs() {
+  static auto* dirs = new std::vector<std::string>;
+  return *dirs;
+}
+
+class RemoveTempDirs : public testing::Environment {
+ public:
+  void TearDown() override {
+    for (const std::string& d : TempDirs()) {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+    TempDirs().clear();
+  }
+};
+[[maybe_unused]] testing::Environment* const kRemoveTempDirs =
+    testing::AddGlobalTestEnvironment(new RemoveTempDirs);
+
 std::string TempDir() {
-  char tmpl[] = "/tmp/blklab_store_test.XXXXXX";
-  return mkdtemp(tmpl);
+  const std::string base = (std::filesystem::temp_directory_path() / "blklab_store_test.XXXXXX").string();
+  std::vector<char> tmpl(base.begin(), base.end());
+  tmpl.push_back('\0');
+  const char* made = mkdtemp(tmpl.data());
+  EXPECT_NE(made, nullptr) << "mkdtemp " << base;
+  std::string dir = made != nullptr ? made : "";
+  TempDirs().push_back(dir);
+  return dir;
 }
 
 v1::Job MakeJob(const std::string& id, v1::Job::State state, const std::string& rid = "") {
