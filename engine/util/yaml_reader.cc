@@ -349,7 +349,7 @@ class YamlReader {
 
   absl::StatusOr<std::string> ParseKey() {
     if (Peek() == '"' || Peek() == '\'') {
-      BLKLAB_ASSIGN_OR_RETURN(DocNode k, ParseQuoted());
+      BLKLAB_ASSIGN_OR_RETURN(DocNode k, ParseQuoted(/*multi_line=*/false));
       return k.text();
     }
     if (Peek() == '[' || Peek() == '{') return Error("flow collections as keys are not supported");
@@ -473,22 +473,34 @@ class YamlReader {
     return v;
   }
 
-  // A quoted scalar on one line; leaves the cursor after the closing quote.
-  absl::StatusOr<DocNode> ParseQuoted() {
+  // A quoted scalar; leaves the cursor after the closing quote. Unless it is
+  // a key it may span lines (YAML 1.2 flow folding): a line break and the
+  // blanks around it become one space, or one newline per empty line it
+  // spans; a double-quoted backslash before the break joins the lines.
+  absl::StatusOr<DocNode> ParseQuoted(bool multi_line = true) {
     const SourcePos start = Pos();
     const char q = Peek();
     absl::string_view r = Rest();
     std::string out;
+    size_t keep = 0;  // out up to its last character a fold does not trim
+    bool escaped_break = false;
     size_t i = 1;
     while (true) {
       if (i >= r.size()) {
-        return SyntaxError(kYamlFormat, start, "unterminated quoted scalar (multi-line quoted scalars are not supported)");
+        if (!multi_line) {
+          return SyntaxError(kYamlFormat, start, "unterminated quoted scalar (a quoted key must end on its line)");
+        }
+        BLKLAB_ASSIGN_OR_RETURN(r, FoldQuotedLineBreak(start, escaped_break, keep, &out, &i));
+        escaped_break = false;
+        keep = out.size();
+        continue;
       }
       const char c = r[i];
       if (q == '\'') {
         if (c == '\'') {
           if (i + 1 < r.size() && r[i + 1] == '\'') {
             out.push_back('\'');
+            keep = out.size();
             i += 2;
             continue;
           }
@@ -496,6 +508,7 @@ class YamlReader {
           break;
         }
         out.push_back(c);
+        if (!IsBlank(c)) keep = out.size();
         ++i;
         continue;
       }
@@ -505,11 +518,18 @@ class YamlReader {
       }
       if (c != '\\') {
         out.push_back(c);
+        if (!IsBlank(c)) keep = out.size();
         ++i;
         continue;
       }
       if (i + 1 >= r.size()) {
-        return SyntaxError(kYamlFormat, start, "unterminated quoted scalar (line continuations are not supported)");
+        if (!multi_line) {
+          return SyntaxError(kYamlFormat, start, "unterminated quoted scalar (a quoted key must end on its line)");
+        }
+        escaped_break = true;
+        keep = out.size();
+        i = r.size();
+        continue;
       }
       const char e = r[i + 1];
       i += 2;
@@ -550,9 +570,41 @@ class YamlReader {
         internal::AppendUtf8(cp, &out);
         i += static_cast<size_t>(hex);
       }
+      keep = out.size();
     }
     col_ += i;
     return DocNode::String(std::move(out), start);
+  }
+
+  // At the end of a line inside a quoted scalar: drops the blanks before the
+  // break (out beyond `keep`, unless the break was escaped), moves to the next line with text, appends
+  // the fold (one space, or a newline per empty line) and returns that
+  // line's text with *i after its leading blanks.
+  absl::StatusOr<absl::string_view> FoldQuotedLineBreak(SourcePos start, bool escaped_break, size_t keep,
+                                                        std::string* out, size_t* i) {
+    if (!escaped_break) out->resize(keep);
+    int empty_lines = 0;
+    while (true) {
+      ++li_;
+      col_ = 0;
+      if (li_ >= lines_.size()) return SyntaxError(kYamlFormat, start, "unterminated quoted scalar");
+      if (IsMarker(li_, "---") || IsMarker(li_, "...")) {
+        return SyntaxError(kYamlFormat, start, "unterminated quoted scalar before a document marker");
+      }
+      absl::string_view r = LineText(li_);
+      size_t k = 0;
+      while (k < r.size() && IsBlank(r[k])) ++k;
+      if (k < r.size()) {
+        *i = k;
+        if (empty_lines > 0) {
+          out->append(static_cast<size_t>(empty_lines), '\n');
+        } else if (!escaped_break) {
+          out->push_back(' ');
+        }
+        return r;
+      }
+      ++empty_lines;
+    }
   }
 
   // Skips whitespace, comments and line breaks inside a flow collection.
@@ -612,7 +664,7 @@ class YamlReader {
       const SourcePos key_pos = Pos();
       std::string key;
       if (Peek() == '"' || Peek() == '\'') {
-        BLKLAB_ASSIGN_OR_RETURN(DocNode k, ParseQuoted());
+        BLKLAB_ASSIGN_OR_RETURN(DocNode k, ParseQuoted(/*multi_line=*/false));
         key = k.text();
       } else {
         if (Peek() == '[' || Peek() == '{') return Error("flow collections as keys are not supported");

@@ -7,8 +7,11 @@
 //     level of their parent key;
 //   * flow mappings and sequences, possibly spanning lines:
 //     {a: 1, b: [x, y]}; JSON is accepted as flow style;
-//   * plain, 'single-quoted' and "double-quoted" scalars on one line (double
-//     quotes take the YAML escapes: \n \t \\ \" \xXX \uXXXX \UXXXXXXXX ...);
+//   * plain scalars on one line; 'single-quoted' and "double-quoted" scalars
+//     (double quotes take the YAML escapes: \n \t \\ \" \xXX \uXXXX
+//     \UXXXXXXXX ...), which may span lines as values (a break folds to a
+//     space, empty lines to newlines, a double-quoted "\" at the end of a
+//     line joins it to the next: what PyYAML's dump writes for long strings);
 //   * "#" comments, an optional "---" document start and "..." document end.
 // Plain scalars resolve by the YAML 1.2 core schema: null/~/empty -> null,
 // true/false (any case form the schema allows) -> bool, decimal ints and
@@ -17,8 +20,9 @@
 //
 // Rejected with a clear "YAML line L, column C: ..." InvalidArgument: anchors
 // (&), aliases (*), tags (!), directives (%), explicit keys (?), block scalars
-// (| and >), multi-line plain or quoted scalars, several documents, duplicate
-// keys, tabs in indentation, invalid UTF-8, control characters. ParseLimits
+// (| and >), multi-line plain scalars, quoted keys spanning lines, several
+// documents, duplicate keys, tabs in indentation, invalid UTF-8, control
+// characters. ParseLimits
 // bounds size, nesting depth and node count (ResourceExhausted).
 //
 // Thread-safety: stateless; safe to call concurrently.

@@ -90,6 +90,29 @@ TEST(YamlReaderTest, QuotedKeysAndDocumentEnd) {
   ExpectSameAsJson("\"a b\": 1\n'c': 2\n...\n# done\n", R"({"a b":1,"c":2})");
 }
 
+// Quoted values spanning lines fold as YAML 1.2 says (and as PyYAML's dump
+// writes long strings): a break and its surrounding blanks are one space,
+// each empty line a newline, an escaped break nothing; escaped blanks stay.
+TEST(YamlReaderTest, QuotedScalarsFoldAcrossLines) {
+  DocNode d = MustParse(
+      "a: \"one   \n   two\"\n"
+      "b: 'three\n\n  four'\n"
+      "c: \"five\\\n    six\"\n"
+      "d: \"tab\\t\n  end\"\n"
+      "e: [\"x\n  y\", 'z']\n"
+      "f:\n  - \"long # not a comment\n    line\"\n"
+      "g: 1\n");
+  EXPECT_EQ(d.Find("a")->text(), "one two");
+  EXPECT_EQ(d.Find("b")->text(), "three\nfour");
+  EXPECT_EQ(d.Find("c")->text(), "fivesix");
+  EXPECT_EQ(d.Find("d")->text(), "tab\t end");
+  EXPECT_EQ(d.Find("e")->items()[0].text(), "x y");
+  EXPECT_EQ(d.Find("e")->items()[1].text(), "z");
+  EXPECT_EQ(d.Find("f")->items()[0].text(), "long # not a comment line");
+  EXPECT_EQ(*d.Find("g")->AsInt64(), 1);
+  EXPECT_EQ(d.Find("g")->pos().line, 15);
+}
+
 TEST(YamlReaderTest, EmptyDocumentIsNull) {
   EXPECT_TRUE(MustParse("").is_null());
   EXPECT_TRUE(MustParse("# only a comment\n\n").is_null());
@@ -133,6 +156,11 @@ TEST(YamlReaderTest, RejectsUnsupportedAndMalformed) {
       {"a: 1\n  b: 2\n", "unexpected indentation", "line 2"},
       {"a: b: c\n", "mapping values are not allowed", "line 1, column 5"},
       {"a: 'abc\n", "unterminated quoted", "line 1, column 4"},
+      {"a: 'abc\n\nb: 1\n", "unterminated quoted", "line 1, column 4"},
+      {"a: \"abc\n---\nb\"\n", "before a document marker", "line 1, column 4"},
+      {"\"a\n b\": 1\n", "unexpected text", "line 2"},
+      {"a: {'b\n c': 1}\n", "a quoted key must end on its line", "line 1, column 5"},
+      {"a: \"x\n  \\q\"\n", "invalid escape", "line 2, column 3"},
       {"a: \"x\\q\"\n", "invalid escape", "line 1"},
       {"a: [1, 2\n", "unterminated flow", "line 1, column 4"},
       {"a: [1, 2}\n", "expected ',' or ']'", "line 1, column 9"},
