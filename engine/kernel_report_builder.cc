@@ -120,6 +120,10 @@ absl::Status BuildKernelReportFor(const std::string& host_name, Simulation& s, s
   uint64_t migrations = 0;
   for (const auto& clone : s.clones) migrations += clone->thread().migrations();
   if (migrations > 0) k.counters.push_back(stats::CounterRow{"cpu_migrations", migrations});
+  // perf stat -a's context-switches: every CPU's thread-to-thread switches.
+  uint64_t switches = 0;
+  for (int c = 0; c < m.num_cpus(); ++c) switches += m.cpu(c).context_switches();
+  if (switches > 0) k.counters.push_back(stats::CounterRow{"context_switches", switches});
   if (s.page_cache != nullptr) {
     const model::PageCacheStats& pc = s.page_cache->stats();
     stats::PageCacheRow row;

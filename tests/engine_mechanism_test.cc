@@ -247,6 +247,31 @@ TEST(CpuBoundSingleCore, LibaioQd1EqualsInverseCostSum) {
                   per_io});
 }
 
+// blk_mq_submit_bio outside a plug (libaio submits one IO per io_submit, and
+// aio plugs only above two) inserts into the scheduler and runs the queue
+// asynchronously: the kblockd worker (nice -20) is woken, takes the CPU from
+// fio, dispatches, and sleeps again: two context switches per IO, which
+// direct issue without a scheduler does not pay. perf stat's
+// context-switches counter shows it.
+TEST(CpuBoundSingleCore, LibaioIntoMqDeadlineCostsAKblockdRoundTripPerIo) {
+  auto run = [](const std::string& scheduler) {
+    return MustRun(Preset("null-1cpu"),
+                   {"--name=t", "--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=1",
+                    "--runtime=20ms", "--time_based=1", absl::StrCat("--ioscheduler=", scheduler)});
+  };
+  const RunResult dd = run("mq-deadline");
+  const RunResult none = run("none");
+  const double dd_per_io =
+      static_cast<double>(CounterOf(dd.kernel, "context_switches")) / static_cast<double>(TotalIos(dd));
+  const double none_per_io =
+      static_cast<double>(CounterOf(none.kernel, "context_switches")) / static_cast<double>(TotalIos(none));
+  EXPECT_NEAR(dd_per_io, 2.0, 0.05) << Describe(dd);
+  EXPECT_EQ(CounterOf(dd.kernel, "run_hw_queue_async"), TotalIos(dd)) << Describe(dd);
+  EXPECT_LT(none_per_io, 0.01) << Describe(none);
+  EXPECT_GT(ProfileNs(dd.kernel, "__schedule"), 0);
+  EXPECT_GT(TotalIos(none), 2 * TotalIos(dd));
+}
+
 // --- depth one CPU cannot use buys nothing ---------------------------------
 
 std::vector<std::string> IoUringRandRead(int iodepth, const std::string& runtime = "300ms") {

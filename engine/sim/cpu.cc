@@ -486,7 +486,10 @@ void Cpu::Loop() {
         next->slice_left_ns_ = 0;
         slice_end_ = runqueue_.empty() ? kSimTimeNever : now_ + slice;
         UpdateThreadAccount();
-        if (next != last_thread_) Charge(fn_schedule_, machine_.costs().context_switch_ns);
+        if (next != last_thread_) {
+          Charge(fn_schedule_, machine_.costs().context_switch_ns);
+          ++context_switches_;
+        }
         last_thread_ = next;
         next->state_ = Thread::State::kRunning;
       }

@@ -350,6 +350,10 @@ class Cpu final : public EventHandler {
   // Derived from the per-function table (not kept per charge).
   int64_t mode_ns(Mode m) const;
   int64_t busy_ns() const { return now_ - idle_ns_; }
+  // Switches from one thread to another on this CPU, each priced as
+  // context_switch (perf stat's context-switches; a thread that sleeps and
+  // is the next to run again, across idle, does not count).
+  uint64_t context_switches() const { return context_switches_; }
   // ns charged to (fn, mode); 0 if never charged.
   int64_t fn_ns(FnId fn, Mode m) const {
     const size_t slot = static_cast<size_t>(fn) * kNumModes + static_cast<int>(m);
@@ -475,6 +479,7 @@ class Cpu final : public EventHandler {
   int64_t* thread_ns_ = scratch_ns_;
   int64_t scratch_ns_[kNumModes] = {};
   int64_t idle_ns_ = 0;
+  uint64_t context_switches_ = 0;
 
   int lock_depth_ = 0;     // spinlocks held by the running context (no pre-emption while > 0)
   int irq_off_depth_ = 0;  // of which irqs-off (spin_lock_irqsave) locks
