@@ -268,8 +268,11 @@ absl::Status Store::Exec(const char* sql) {
 void Store::CheckpointLoop() {
   absl::MutexLock lock(&mu_);
   while (!stopping_) {
+    // Idle until a write marks the store dirty; then the writes of the next
+    // interval share one checkpoint.
+    mu_.Await(absl::Condition(this, &Store::DirtyOrStopping));
+    if (stopping_) break;
     mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(kCheckpointIntervalMs));
-    if (!dirty_) continue;
     dirty_ = false;
     ResetStatements();
     // A failed checkpoint loses nothing (the writes are committed in the

@@ -161,6 +161,9 @@ class Store {
   // pause of the calls per interval at most, not one per write (checkpointing
   // in each call cut CreateJob from about 1,000/s to 400/s on a 2-CPU VM).
   void MarkDirty() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { dirty_ = true; }
+  // The checkpointer's wake-up condition: nothing wakes it while the store
+  // is idle.
+  bool DirtyOrStopping() const ABSL_SHARED_LOCKS_REQUIRED(mu_) { return dirty_ || stopping_; }
   // The checkpointer thread's loop, until the destructor says stop.
   void CheckpointLoop();
   absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
