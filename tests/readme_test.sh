@@ -5,7 +5,8 @@
 # as a newcomer would after `./scripts/install` (registered as ctest
 # readme.commands). `./build/` in a command means BUILD_DIR. Each block must
 # exit 0; blocks that `cd` run in a subshell, the others share variables
-# ($B). HOME is a temporary directory (the server's data, the install).
+# ($B). HOME is a temporary directory (the server's data, the install), and
+# so is TMPDIR (the fleet servers' `mktemp -d` data directories).
 # Three commands are not run as written, and say so:
 #  - ./scripts/test: it is the suite running this test;
 #  - ./scripts/demo: run with DEMO_SKIP_BUILD=1 (this build) and
@@ -26,7 +27,8 @@ SRC=$(cd "${2:?usage: readme_test.sh BUILD_DIR SOURCE_DIR}" && pwd)
 checks_begin readme
 
 export HOME="$TMP/home"
-mkdir -p "$HOME"
+export TMPDIR="$TMP/tmp"
+mkdir -p "$HOME" "$TMPDIR"
 cd "$SRC" || exit 1
 # Files the README's commands write into the working directory.
 cleanup() {
