@@ -467,6 +467,75 @@ TEST(WorkQueueTest, DelayedWorkRunsAfterDelay) {
   EXPECT_GE(m.cpu(0).now(), 3000000);
 }
 
+// A work item that keeps its worker busy for 1 ms (a timeout walk).
+struct HogWork : WorkItem {
+  FnId fn;
+  Task Run(Cpu& cpu) override {
+    for (int i = 0; i < 1000; ++i) {
+      cpu.Charge(fn, 1000);
+      co_await cpu.Sync();
+    }
+  }
+};
+
+struct WhereWork : WorkItem {
+  int cpu_ran = -1;
+  SimTime ran_at = -1;
+  Task Run(Cpu& cpu) override {
+    cpu_ran = cpu.id();
+    ran_at = cpu.now();
+    co_return;
+  }
+};
+
+// mod_delayed_work_on takes a pending item back from the list where it
+// waits behind a busy worker and queues it on the CPU it names (blk-mq's
+// kblockd_mod_delayed_work_on with blk_mq_hctx_next_cpu's next CPU);
+// queue_work_on leaves it where it is.
+TEST(WorkQueueTest, ModifyMovesAPendingItemToTheNamedCpu) {
+  for (bool modify : {false, true}) {
+    Machine m(Cpus(2), MachineCosts{});
+    WorkQueue wq(m, "kblockd", WorkQueueCosts{});
+    HogWork hog;
+    hog.fn = m.functions().Intern("blk_mq_timeout_work");
+    WhereWork w;
+    auto kicker = [&](Cpu& cpu) -> Task {
+      wq.Queue(&cpu, &hog, 0, 0);
+      wq.Queue(&cpu, &w, 0, 0, modify);
+      cpu.Charge(hog.fn, 10000);
+      co_await cpu.Sync();
+      wq.Queue(&cpu, &w, 1, 0, modify);
+      co_await cpu.Sync();
+    };
+    Thread t(m, "fio", 1);
+    t.Start(kicker(m.cpu(1)), 0);
+    m.sim().Run();
+    if (modify) {
+      EXPECT_EQ(w.cpu_ran, 1);
+      EXPECT_LT(w.ran_at, 1000000);
+    } else {
+      EXPECT_EQ(w.cpu_ran, 0);
+      EXPECT_GE(w.ran_at, 1000000);
+    }
+  }
+}
+
+// A delay given to mod_delayed_work_on postpones an item that was ready.
+TEST(WorkQueueTest, ModifyWithADelayPostponesAReadyItem) {
+  Machine m(Cpus(1), MachineCosts{});
+  WorkQueue wq(m, "kblockd", WorkQueueCosts{});
+  WhereWork w;
+  auto kicker = [&](Cpu& cpu) -> Task {
+    wq.Queue(&cpu, &w, 0, 0, /*modify=*/true);
+    wq.Queue(&cpu, &w, 0, 3000000, /*modify=*/true);
+    co_await cpu.Sync();
+  };
+  Thread t(m, "fio", 0);
+  t.Start(kicker(m.cpu(0)), 0);
+  m.sim().Run();
+  EXPECT_GE(w.ran_at, 3000000);
+}
+
 // One hold of `lock` for `hold_ns` (split in 1 us steps), starting at once.
 Task HoldOnce(Cpu& cpu, SpinLock& lock, FnId f, int64_t hold_ns) {
   co_await lock.Lock(cpu);

@@ -1,5 +1,6 @@
 #include "engine/sim/workqueue.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace blklab::sim {
@@ -22,20 +23,18 @@ void WorkQueue::Queue(Cpu* caller, WorkItem* item, int cpu, int64_t delay_ns, bo
   const SimTime now = caller != nullptr ? caller->now() : machine_.sim().Now();
   item->wq_ = this;
   if (item->pending_) {
-    // Already queued: collapse. A pending delayed item may have its timer moved.
-    if (modify && item->timer_armed_) {
-      if (delay_ns == 0) {
-        item->timer_armed_ = false;
-        ++item->timer_gen_;
-        Enqueue(caller, item, cpu, now);
-      } else {
-        ++item->timer_gen_;
-        item->timer_cpu_ = cpu;
-        item->timer_expires_ = now + delay_ns;
-        machine_.sim().ScheduleBulk(item->timer_expires_, item, 0, item->timer_gen_);
-      }
+    // queue_work_on: already pending, nothing to do.
+    if (!modify) return;
+    // mod_delayed_work_on: take it back (its timer, or its place on a
+    // CPU's list) and queue it again below.
+    if (item->timer_armed_) {
+      item->timer_armed_ = false;
+      ++item->timer_gen_;
+    } else if (item->queued_cpu_ >= 0) {
+      std::deque<WorkItem*>& items = per_cpu_[item->queued_cpu_].items;
+      items.erase(std::find(items.begin(), items.end(), item));
+      item->queued_cpu_ = -1;
     }
-    return;
   }
   item->pending_ = true;
   if (delay_ns > 0) {
@@ -52,6 +51,7 @@ void WorkQueue::Queue(Cpu* caller, WorkItem* item, int cpu, int64_t delay_ns, bo
 void WorkQueue::Enqueue(Cpu* caller, WorkItem* item, int cpu, SimTime at) {
   PerCpu& pc = per_cpu_[cpu];
   pc.items.push_back(item);
+  item->queued_cpu_ = cpu;
   if (!pc.started) {
     pc.started = true;
     pc.worker = std::make_unique<Thread>(machine_, "kworker/" + std::to_string(cpu) + ":1H", cpu,
@@ -73,6 +73,7 @@ Task WorkQueue::WorkerLoop(int cpu_id) {
       WorkItem* item = pc.items.front();
       pc.items.pop_front();
       item->pending_ = false;
+      item->queued_cpu_ = -1;
       ++runs_;
       co_await item->Run(cpu);
       co_await cpu.PreemptPoint();  // process_one_work's cond_resched

@@ -1,10 +1,14 @@
 // engine/sim/workqueue.h
 //
 // WorkQueue models kblockd: a WQ_HIGHPRI per-CPU workqueue with one kworker
-// thread (nice -20) per CPU (KERNEL_MODEL.md §1.5). QueueWork on a work item
-// that is already pending does nothing, so many kicks collapse into one run
-// (kblockd_mod_delayed_work_on). A delayed queueing arms a timer; modifying
-// the delay of a pending delayed item moves its timer.
+// thread (nice -20) per CPU (KERNEL_MODEL.md §1.5). Queueing a work item that
+// is already pending does nothing (queue_work_on), so many kicks collapse into
+// one run. Modifying it (mod_delayed_work_on, which
+// kblockd_mod_delayed_work_on is) takes a pending item back wherever it is,
+// on a CPU's list or behind a timer (try_to_grab_pending), and queues it
+// again with the new CPU and delay: a run waiting behind a busy worker moves
+// to the CPU the caller names, at the tail of that CPU's list, and a delay
+// postpones even an item that was ready to run.
 //
 // Invariants: an item is queued on at most one CPU at a time; an item whose
 //  run is in progress may be queued again (it will run again).
@@ -39,6 +43,7 @@ class WorkItem : public EventHandler {
   friend class WorkQueue;
   WorkQueue* wq_ = nullptr;
   bool pending_ = false;       // queued or timer armed
+  int queued_cpu_ = -1;        // the CPU whose list holds it, or -1
   bool timer_armed_ = false;
   int timer_cpu_ = 0;
   uint64_t timer_gen_ = 0;
