@@ -13,7 +13,8 @@
 // Invariants: an item is queued on at most one CPU at a time; an item whose
 //  run is in progress may be queued again (it will run again).
 // Thread-safety: thread-compatible.
-// Cost: O(1) per queueing; a wake-up of the kworker if it sleeps.
+// Cost: O(1) per queueing, plus a scan of the CPU's (short) list when a
+//  pending item is modified; a wake-up of the kworker if it sleeps.
 #ifndef BLKLAB_ENGINE_SIM_WORKQUEUE_H_
 #define BLKLAB_ENGINE_SIM_WORKQUEUE_H_
 
