@@ -817,8 +817,9 @@ TEST(MqDeadline, Rc4FixesLowerContention) {
 }
 
 // dd->lock's sections cost what the previous holder left behind: with
-// every CPU taking turns (before), each acquisition changes holder and pulls
-// many of the section's lines (tree nodes, hash buckets, FIFO neighbours,
+// every CPU taking turns (before), most acquisitions change holder (a few
+// come in a row from one kworker: a run_work queued while it runs stays on
+// that CPU) and pull many of the section's lines (tree nodes, hash buckets, FIFO neighbours,
 // the per-priority stats) from other CPUs; with one dispatcher at a time and
 // inserts on side lists (after), most acquisitions keep the holder and its
 // warm lines, so a request costs fewer transfers and less time under it.
@@ -832,7 +833,7 @@ TEST(MqDeadline, SectionsPayForTheLinesThePreviousHolderWrote) {
   auto per_acq = [](uint64_t v, const stats::LockRow* l) {
     return static_cast<double>(v) / static_cast<double>(l->acquisitions);
   };
-  EXPECT_GT(per_acq(b->holder_changes, b), 0.9) << Describe(before);
+  EXPECT_GT(per_acq(b->holder_changes, b), 0.75) << Describe(before);
   EXPECT_LT(per_acq(a->holder_changes, a), 0.5) << Describe(after);
   // Per request (after takes the lock about once per request, before about
   // three times): far fewer lines move, and far less time is spent holding.

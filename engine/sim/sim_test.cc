@@ -536,6 +536,51 @@ TEST(WorkQueueTest, ModifyWithADelayPostponesAReadyItem) {
   EXPECT_GE(w.ran_at, 3000000);
 }
 
+// A work item that records each run's CPU and span, and queues itself on
+// the other CPU while its first run is still in progress.
+struct ReentrantWork : WorkItem {
+  WorkQueue* wq = nullptr;
+  FnId fn;
+  struct Span {
+    int cpu;
+    SimTime start, end;
+  };
+  std::vector<Span> spans;
+  Task Run(Cpu& cpu) override {
+    Span span{cpu.id(), cpu.now(), 0};
+    for (int i = 0; i < 100; ++i) {
+      cpu.Charge(fn, 1000);
+      co_await cpu.Sync();
+      if (spans.empty() && i == 10) wq->Queue(&cpu, this, 1 - cpu.id(), 0, /*modify=*/true);
+    }
+    span.end = cpu.now();
+    spans.push_back(span);
+  }
+};
+
+// __queue_work's non-reentrancy: queued while it runs on CPU 0, the item
+// runs again on CPU 0 after that run ends, not at once on the CPU named
+// (two kworkers would otherwise run one hctx's run_work side by side).
+TEST(WorkQueueTest, AnItemQueuedWhileItRunsRunsAgainWhereItRuns) {
+  Machine m(Cpus(2), MachineCosts{});
+  WorkQueue wq(m, "kblockd", WorkQueueCosts{});
+  ReentrantWork w;
+  w.wq = &wq;
+  w.fn = m.functions().Intern("blk_mq_run_work_fn");
+  auto kicker = [&](Cpu& cpu) -> Task {
+    wq.Queue(&cpu, &w, 0, 0);
+    co_await cpu.Sync();
+  };
+  Thread t(m, "fio", 0);
+  t.Start(kicker(m.cpu(0)), 0);
+  m.sim().Run();
+  ASSERT_EQ(w.spans.size(), 2u);
+  EXPECT_EQ(w.spans[0].cpu, 0);
+  EXPECT_EQ(w.spans[1].cpu, 0);
+  EXPECT_GE(w.spans[1].start, w.spans[0].end);
+  EXPECT_EQ(wq.reentry_redirects(), 1u);
+}
+
 // One hold of `lock` for `hold_ns` (split in 1 us steps), starting at once.
 Task HoldOnce(Cpu& cpu, SpinLock& lock, FnId f, int64_t hold_ns) {
   co_await lock.Lock(cpu);

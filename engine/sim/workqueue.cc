@@ -49,6 +49,12 @@ void WorkQueue::Queue(Cpu* caller, WorkItem* item, int cpu, int64_t delay_ns, bo
 }
 
 void WorkQueue::Enqueue(Cpu* caller, WorkItem* item, int cpu, SimTime at) {
+  // __queue_work: a work item still running on some CPU's pool is queued
+  // there, so that it never runs twice at once.
+  if (item->running_cpu_ >= 0 && item->running_cpu_ != cpu) {
+    cpu = item->running_cpu_;
+    ++reentry_redirects_;
+  }
   PerCpu& pc = per_cpu_[cpu];
   pc.items.push_back(item);
   item->queued_cpu_ = cpu;
@@ -75,7 +81,9 @@ Task WorkQueue::WorkerLoop(int cpu_id) {
       item->pending_ = false;
       item->queued_cpu_ = -1;
       ++runs_;
+      item->running_cpu_ = cpu_id;
       co_await item->Run(cpu);
+      item->running_cpu_ = -1;
       co_await cpu.PreemptPoint();  // process_one_work's cond_resched
     }
     co_await cpu.Sleep();

@@ -8,10 +8,14 @@
 // on a CPU's list or behind a timer (try_to_grab_pending), and queues it
 // again with the new CPU and delay: a run waiting behind a busy worker moves
 // to the CPU the caller names, at the tail of that CPU's list, and a delay
-// postpones even an item that was ready to run.
+// postpones even an item that was ready to run. Work items are
+// non-reentrant, as in __queue_work: an item queued (or whose timer fires)
+// while its run is in progress goes to the list of the CPU running it,
+// whatever CPU the caller named, and runs there after the current run.
 //
 // Invariants: an item is queued on at most one CPU at a time; an item whose
-//  run is in progress may be queued again (it will run again).
+//  run is in progress may be queued again (it will run again, on the same
+//  CPU, after this run): no two runs of one item overlap.
 // Thread-safety: thread-compatible.
 // Cost: O(1) per queueing, plus a scan of the CPU's (short) list when a
 //  pending item is modified; a wake-up of the kworker if it sleeps.
@@ -45,6 +49,7 @@ class WorkItem : public EventHandler {
   WorkQueue* wq_ = nullptr;
   bool pending_ = false;       // queued or timer armed
   int queued_cpu_ = -1;        // the CPU whose list holds it, or -1
+  int running_cpu_ = -1;       // the CPU whose worker is running it, or -1
   bool timer_armed_ = false;
   int timer_cpu_ = 0;
   uint64_t timer_gen_ = 0;
@@ -69,6 +74,9 @@ class WorkQueue {
   void Queue(Cpu* caller, WorkItem* item, int cpu, int64_t delay_ns, bool modify = false);
 
   uint64_t runs() const { return runs_; }
+  // Queueings sent to the CPU already running the item instead of the one
+  // named (find_worker_executing_work).
+  uint64_t reentry_redirects() const { return reentry_redirects_; }
 
  private:
   friend class WorkItem;
@@ -87,6 +95,7 @@ class WorkQueue {
   FnId fn_wake_;
   std::vector<PerCpu> per_cpu_;
   uint64_t runs_ = 0;
+  uint64_t reentry_redirects_ = 0;
 };
 
 }  // namespace blklab::sim
