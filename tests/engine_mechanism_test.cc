@@ -800,6 +800,23 @@ TEST(MqDeadline, ManySubmittersContendOnDdLockAndLoseToNone) {
   EXPECT_LT(RunIops(dd), RunIops(none)) << "none: " << Describe(none) << "\ndd: " << Describe(dd);
 }
 
+// kernel.config.PREEMPT: a completion raised as BLOCK_SOFTIRQ from the
+// dispatching task (null_blk irqmode=1, one hardware queue, same LLC) wakes
+// ksoftirqd; with full pre-emption it takes the CPU at once (a switch there
+// and back per raise), with PREEMPT_VOLUNTARY at the task's syscall exit.
+TEST(Preemption, FullPreemptionSwitchesToKsoftirqdAtTheRaise) {
+  const host::HostSpec voluntary = DeadlineHost(16, true);
+  host::HostSpec full = voluntary;
+  full.kernel.config.PREEMPT = true;
+  const RunResult v = MustRun(voluntary, ManySubmitters(16));
+  const RunResult f = MustRun(full, ManySubmitters(16));
+  auto switches_per_io = [](const RunResult& r) {
+    return static_cast<double>(CounterOf(r.kernel, "context_switches")) / static_cast<double>(TotalIos(r));
+  };
+  EXPECT_GT(switches_per_io(f), 1.3 * switches_per_io(v)) << "voluntary: " << Describe(v) << "\nfull: " << Describe(f);
+  EXPECT_GT(CounterOf(f.kernel, "block_softirq"), 0u);
+}
+
 // The 6.9 fixes (one dispatcher, side-list inserts, merge trylock) lower
 // the contention on dd->lock (direction only).
 TEST(MqDeadline, Rc4FixesLowerContention) {

@@ -66,7 +66,10 @@ namespace blklab::host {
   BOOL(BLK_DEV_THROTTLING, true, 0, 0, "blk-throttle (depends on BLK_CGROUP)")                      \
   BOOL(BLK_CGROUP_IOCOST, true, 0, 0, "io.cost controller, inactive unless configured (BLK_CGROUP)") \
   BOOL(BLK_WBT, true, 0, 0, "writeback throttling (rq_qos)")                                        \
-  BOOL(BLK_DEBUG_FS, true, 0, 0, "blk-mq debugfs")
+  BOOL(BLK_DEBUG_FS, true, 0, 0, "blk-mq debugfs")                                                  \
+  BOOL(PREEMPT, false, 0, 0,                                                                         \
+       "full kernel pre-emption: a woken ksoftirqd takes the CPU at once outside spinlocks "          \
+       "(false: PREEMPT_VOLUNTARY, at the next voluntary pre-emption point)")
 
 // knobs: model switches, one per mechanism a kernel patch changed. Defaults
 // are what a 6.9+ kernel does.

@@ -73,6 +73,12 @@ struct MachineCosts {
   int64_t smt_busy_permille = 1000;
   int64_t smt_spin_permille = 1000;
   int64_t tick_ns = 0;               // CPU time of one tick interrupt
+  // CONFIG_PREEMPT (full kernel pre-emption): a woken thread that pre-empts
+  // (ksoftirqd, fio's main and helper threads) takes the CPU at the running
+  // task's next Sync outside spinlocks (preempt_enable, an interrupt's
+  // return), not only at its voluntary pre-emption points
+  // (PREEMPT_VOLUNTARY, false).
+  bool full_preemption = false;
 };
 
 class Machine {

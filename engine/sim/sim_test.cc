@@ -708,6 +708,35 @@ TEST(CpuTest, TaskContextSoftirqRunsInKsoftirqdAtAPreemptionPoint) {
   }
 }
 
+// With CONFIG_PREEMPT the woken ksoftirqd does not wait for a pre-emption
+// point: it takes the CPU at the task's next Sync (blk_mq_raise_softirq's
+// preempt_enable), then the task resumes.
+TEST(CpuTest, FullPreemptionRunsATaskContextSoftirqAtOnce) {
+  for (bool full : {false, true}) {
+    SCOPED_TRACE(full ? "CONFIG_PREEMPT" : "PREEMPT_VOLUNTARY");
+    MachineCosts c;
+    c.context_switch_ns = 500;
+    c.full_preemption = full;
+    Machine m(Cpus(1), c);
+    FnId f = m.functions().Intern("work");
+    RaiseFromTask h;
+    bool woke = false;
+    Thread t(m, "fio", 0);
+    t.Start(RaiseThenWork(m.cpu(0), &h, f, /*preempt_point=*/false, &woke), 0);
+    m.sim().Run();
+    EXPECT_TRUE(woke);
+    ASSERT_EQ(h.runs, 1);
+    if (full) {
+      // The task's first switch-in (500), 1 us of work to its next Sync, the
+      // switch to ksoftirqd (500); three switches with the one back.
+      EXPECT_EQ(h.at, 500 + 1000 + 500);
+      EXPECT_EQ(m.cpu(0).fn_ns(m.functions().Intern("__schedule"), Mode::kSys), 3 * 500);
+    } else {
+      EXPECT_GE(h.at, 20000);
+    }
+  }
+}
+
 // A SCHED_FIFO thread (a threaded interrupt handler) woken while a nice -20
 // kworker runs takes the CPU at the kworker's next Sync, ahead of a woken
 // ksoftirqd, and a woken CFS thread never pre-empts it, not even at its
