@@ -523,9 +523,7 @@ class YamlReader {
         continue;
       }
       if (i + 1 >= r.size()) {
-        if (!multi_line) {
-          return SyntaxError(kYamlFormat, start, "unterminated quoted scalar (a quoted key must end on its line)");
-        }
+        // An escaped line break: the check at the top refuses it in a key.
         escaped_break = true;
         keep = out.size();
         i = r.size();
@@ -577,9 +575,9 @@ class YamlReader {
   }
 
   // At the end of a line inside a quoted scalar: drops the blanks before the
-  // break (out beyond `keep`, unless the break was escaped), moves to the next line with text, appends
-  // the fold (one space, or a newline per empty line) and returns that
-  // line's text with *i after its leading blanks.
+  // break (out beyond `keep`, unless the break was escaped), moves to the
+  // next line with text, appends the fold (one space, or a newline per empty
+  // line) and returns that line's text with *i after its leading blanks.
   absl::StatusOr<absl::string_view> FoldQuotedLineBreak(SourcePos start, bool escaped_break, size_t keep,
                                                         std::string* out, size_t* i) {
     if (!escaped_break) out->resize(keep);
