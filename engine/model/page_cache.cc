@@ -393,14 +393,18 @@ NowaitRead PageCache::CheckRead(sim::Cpu& cpu, AddressSpace& m, uint64_t pos, ui
   const uint64_t last = (pos + bytes - 1) >> kPageShift;
   for (uint64_t idx = pos >> kPageShift; idx <= last && idx < eof; ++idx) {
     cpu.Charge(fn_filemap_read_, c.page_cache_lookup);
-    const uint32_t p = Find(m, idx);
-    if (p == kNone) return NowaitRead::kAgain;
-    if ((pages_[p].flags & kUptodate) == 0) {
-      slots_[pages_[p].io]->async_waiters.push_back(waiter);
-      return NowaitRead::kQueued;
-    }
+    if (const NowaitRead r = NowaitPage(Find(m, idx), waiter); r != NowaitRead::kDone) return r;
   }
   CopyOut(cpu, m, pos, bytes);
+  return NowaitRead::kDone;
+}
+
+NowaitRead PageCache::NowaitPage(uint32_t p, PageWaiter* waiter) {
+  if (p == kNone) return NowaitRead::kAgain;
+  if ((pages_[p].flags & kUptodate) == 0) {
+    slots_[pages_[p].io]->async_waiters.push_back(waiter);
+    return NowaitRead::kQueued;
+  }
   return NowaitRead::kDone;
 }
 
@@ -426,16 +430,8 @@ sim::Task PageCache::ReadNowait(sim::Cpu& cpu, FileRaState& ra, AddressSpace& m,
       co_await cpu.Sync();
       p = Find(m, idx);
     }
-    if (p == kNone) {
-      *result = NowaitRead::kAgain;
-      break;
-    }
-    if ((pages_[p].flags & kUptodate) == 0) {
-      // __folio_lock_async: queue the waiter, return -EIOCBQUEUED.
-      slots_[pages_[p].io]->async_waiters.push_back(waiter);
-      *result = NowaitRead::kQueued;
-      break;
-    }
+    *result = NowaitPage(p, waiter);
+    if (*result != NowaitRead::kDone) break;
   }
   ra.prev_index = last;
   if (*result == NowaitRead::kDone) CopyOut(cpu, m, pos, bytes);

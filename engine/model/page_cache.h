@@ -313,6 +313,9 @@ class PageCache final : public BioOwner {
   // The copy of [pos, pos + bytes) out of up-to-date pages: accesses, the
   // LRU, copy_page_to_iter.
   void CopyOut(sim::Cpu& cpu, AddressSpace& m, uint64_t pos, uint32_t bytes);
+  // One page of a non-blocking read: absent (kAgain), under I/O (`waiter`
+  // queued on it, kQueued: __folio_lock_async) or up to date (kDone).
+  NowaitRead NowaitPage(uint32_t p, PageWaiter* waiter);
   // One cached page `p` (index `idx`) of a read of [pos, pos + bytes):
   // marked accessed, its part copied to the user.
   void CopyPage(sim::Cpu& cpu, uint32_t p, uint64_t idx, uint64_t pos, uint32_t bytes);
