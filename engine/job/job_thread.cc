@@ -596,7 +596,8 @@ bool JobThread::SyncDue(const IoU* u) const {
 
 sim::Task JobThread::FileSync(int file, bool due) {
   // fio's sync io_u: DDIR_DATASYNC for an fdatasync= sync, else DDIR_SYNC.
-  const char* ddir = due && spec_.fsync_blocks == 0 && spec_.fdatasync_blocks > 0 ? "datasync" : "sync";
+  const bool datasync = due && spec_.fsync_blocks == 0 && spec_.fdatasync_blocks > 0;
+  const char* ddir = datasync ? "datasync" : "sync";
   const size_t first = file >= 0 ? static_cast<size_t>(file) : 0;
   const size_t end = file >= 0 ? first + 1 : config_.files.size();
   for (size_t f = first; f < end; ++f) {
@@ -616,7 +617,7 @@ sim::Task JobThread::FileSync(int file, bool due) {
       }
     }
     co_await cpu().PreemptPoint();
-    if (collector_.started()) collector_.RecordSync(cpu().now() - start, ddir[0] == 'd');
+    if (collector_.started()) collector_.RecordSync(cpu().now() - start, datasync);
   }
   last_was_sync_ = true;
 }
