@@ -216,7 +216,10 @@ void Cpu::UpdatePreempt() {
   if (level_ < Level::kHardirq && !hardirq_pending_.empty()) p = true;
   if (level_ < Level::kSoftirq && !softirq_pending_.empty() && in_ksoftirqd()) p = true;
   if (!p && level_ == Level::kTask && current_thread_ != nullptr) {
-    const bool full = machine_.costs().full_preemption && !current_thread_->rt();
+    // Full pre-emption: a woken mostly-sleeping thread (ksoftirqd) takes the
+    // CPU from any CFS task that is not one itself.
+    const bool full =
+        machine_.costs().full_preemption && !current_thread_->rt() && !current_thread_->wakeup_preempts_;
     for (const Thread* t : runqueue_) {
       if (t->prio_ < current_thread_->prio_ || (full && t->wakeup_preempts_)) {
         p = true;
@@ -439,8 +442,9 @@ void Cpu::Loop() {
             displaced |= (!t->rt() && t->prio_ < current_thread_->prio_) ||
                          (slice_over && t->prio_ == current_thread_->prio_ && !current_thread_->rt());
           }
-          keeps_place |= t->wakeup_preempts_ && (preempt_point_ || machine_.costs().full_preemption) &&
-                         !current_thread_->rt();
+          keeps_place |= t->wakeup_preempts_ && !current_thread_->rt() &&
+                         (preempt_point_ ||
+                          (machine_.costs().full_preemption && !current_thread_->wakeup_preempts_));
         }
         if (displaced) {
           ++current_thread_->context_switches_;  // nivcsw
