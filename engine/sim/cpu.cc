@@ -186,6 +186,11 @@ Task Cpu::KsoftirqdBody() {
   }
 }
 
+bool Cpu::PreemptsAtOnce(const Thread& t) const {
+  return machine_.costs().full_preemption && t.wakeup_preempts_ && !current_thread_->rt() &&
+         !current_thread_->wakeup_preempts_;
+}
+
 bool Cpu::need_resched() const {
   if (current_thread_ == nullptr) return false;
   for (const Thread* t : runqueue_) {
@@ -216,12 +221,8 @@ void Cpu::UpdatePreempt() {
   if (level_ < Level::kHardirq && !hardirq_pending_.empty()) p = true;
   if (level_ < Level::kSoftirq && !softirq_pending_.empty() && in_ksoftirqd()) p = true;
   if (!p && level_ == Level::kTask && current_thread_ != nullptr) {
-    // Full pre-emption: a woken mostly-sleeping thread (ksoftirqd) takes the
-    // CPU from any CFS task that is not one itself.
-    const bool full =
-        machine_.costs().full_preemption && !current_thread_->rt() && !current_thread_->wakeup_preempts_;
     for (const Thread* t : runqueue_) {
-      if (t->prio_ < current_thread_->prio_ || (full && t->wakeup_preempts_)) {
+      if (t->prio_ < current_thread_->prio_ || PreemptsAtOnce(*t)) {
         p = true;
         break;
       }
@@ -442,9 +443,7 @@ void Cpu::Loop() {
             displaced |= (!t->rt() && t->prio_ < current_thread_->prio_) ||
                          (slice_over && t->prio_ == current_thread_->prio_ && !current_thread_->rt());
           }
-          keeps_place |= t->wakeup_preempts_ && !current_thread_->rt() &&
-                         (preempt_point_ ||
-                          (machine_.costs().full_preemption && !current_thread_->wakeup_preempts_));
+          keeps_place |= (t->wakeup_preempts_ && preempt_point_ && !current_thread_->rt()) || PreemptsAtOnce(*t);
         }
         if (displaced) {
           ++current_thread_->context_switches_;  // nivcsw
