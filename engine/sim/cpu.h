@@ -278,11 +278,6 @@ class Cpu final : public EventHandler {
   // lower nice value, or a woken ksoftirqd or other mostly-sleeping thread
   // over a CFS one).
   bool need_resched() const;
-  // Full pre-emption (MachineCosts::full_preemption): woken `t`, a mostly
-  // sleeping thread (ksoftirqd), takes the CPU at the running task's next
-  // step outside spinlocks, if that task is a CFS one and not one itself.
-  // REQUIRES: a current thread.
-  bool PreemptsAtOnce(const Thread& t) const;
   // Awaitable for the running thread at a voluntary pre-emption point (the
   // end of a system call, exit_to_user_mode; a kworker's cond_resched
   // between work items): a woken ksoftirqd (or another mostly-sleeping
@@ -416,6 +411,11 @@ class Cpu final : public EventHandler {
     }
     return false;
   }
+  // Full pre-emption (MachineCosts::full_preemption): woken `t`, a mostly
+  // sleeping thread (ksoftirqd), takes the CPU at the running task's next
+  // step outside spinlocks, if that task is a CFS one and not one itself.
+  // REQUIRES: a current thread.
+  bool PreemptsAtOnce(const Thread& t) const;
   // An interrupt runs on top of the spinning context.
   bool IrqOnTopOfSpin() const;
   // Charges the spin from spin_since_ to now_ + (t - now_) at the spinner's level.

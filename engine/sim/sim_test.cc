@@ -436,6 +436,15 @@ struct CountingWork : WorkItem {
   }
 };
 
+// Runs `kicker` as fio's thread on CPU `cpu` until the simulation ends (the
+// lambda outlives its coroutine: the caller keeps it).
+template <typename Kicker>
+void RunKicker(Machine& m, int cpu, Kicker& kicker) {
+  Thread t(m, "fio", cpu);
+  t.Start(kicker(m.cpu(cpu)), 0);
+  m.sim().Run();
+}
+
 TEST(WorkQueueTest, PendingItemsCollapse) {
   Machine m(Cpus(1), MachineCosts{});
   WorkQueue wq(m, "kblockd", WorkQueueCosts{});
@@ -445,9 +454,7 @@ TEST(WorkQueueTest, PendingItemsCollapse) {
     for (int i = 0; i < 5; ++i) wq.Queue(&cpu, &w, 0, 0);
     co_await cpu.Sync();
   };
-  Thread t(m, "fio", 0);
-  t.Start(kicker(m.cpu(0)), 0);
-  m.sim().Run();
+  RunKicker(m, 0, kicker);
   EXPECT_EQ(w.runs, 1);
 }
 
@@ -460,9 +467,7 @@ TEST(WorkQueueTest, DelayedWorkRunsAfterDelay) {
     wq.Queue(&cpu, &w, 0, 3000000);
     co_await cpu.Sync();
   };
-  Thread t(m, "fio", 0);
-  t.Start(kicker(m.cpu(0)), 0);
-  m.sim().Run();
+  RunKicker(m, 0, kicker);
   EXPECT_EQ(w.runs, 1);
   EXPECT_GE(m.cpu(0).now(), 3000000);
 }
@@ -507,9 +512,7 @@ TEST(WorkQueueTest, ModifyMovesAPendingItemToTheNamedCpu) {
       wq.Queue(&cpu, &w, 1, 0, modify);
       co_await cpu.Sync();
     };
-    Thread t(m, "fio", 1);
-    t.Start(kicker(m.cpu(1)), 0);
-    m.sim().Run();
+    RunKicker(m, 1, kicker);
     if (modify) {
       EXPECT_EQ(w.cpu_ran, 1);
       EXPECT_LT(w.ran_at, 1000000);
@@ -530,9 +533,7 @@ TEST(WorkQueueTest, ModifyWithADelayPostponesAReadyItem) {
     wq.Queue(&cpu, &w, 0, 3000000, /*modify=*/true);
     co_await cpu.Sync();
   };
-  Thread t(m, "fio", 0);
-  t.Start(kicker(m.cpu(0)), 0);
-  m.sim().Run();
+  RunKicker(m, 0, kicker);
   EXPECT_GE(w.ran_at, 3000000);
 }
 
@@ -571,9 +572,7 @@ TEST(WorkQueueTest, AnItemQueuedWhileItRunsRunsAgainWhereItRuns) {
     wq.Queue(&cpu, &w, 0, 0);
     co_await cpu.Sync();
   };
-  Thread t(m, "fio", 0);
-  t.Start(kicker(m.cpu(0)), 0);
-  m.sim().Run();
+  RunKicker(m, 0, kicker);
   ASSERT_EQ(w.spans.size(), 2u);
   EXPECT_EQ(w.spans[0].cpu, 0);
   EXPECT_EQ(w.spans[1].cpu, 0);
