@@ -50,6 +50,7 @@
 #include "engine/model/kernel.h"
 #include "engine/model/request.h"
 #include "engine/sim/cpu.h"
+#include "engine/sim/pool_allocator.h"
 #include "engine/sim/rng.h"
 #include "engine/stats/job_log.h"
 #include "engine/stats/job_stats.h"
@@ -323,7 +324,7 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   bool check_numberio_ = false;  // verify_header's numberio check applies
   std::vector<VerifyPiece> pieces_;
   std::vector<int32_t> free_pieces_;
-  std::deque<int32_t> hist_list_;                 // io_hist_list
+  sim::PooledDeque<int32_t> hist_list_;           // io_hist_list
   absl::btree_map<std::pair<uint32_t, uint64_t>, int32_t> hist_tree_;  // io_hist_tree, by file and offset
   uint64_t hist_len_ = 0;                         // td->io_hist_len
   uint64_t verify_batch_ = 0;                     // td->verify_batch

@@ -9,7 +9,9 @@
 namespace blklab::model {
 
 BlkCpuDone::BlkCpuDone(Kernel& kernel)
-    : kernel_(kernel), done_(kernel.machine().num_cpus()), softirq_(this), ipi_(this) {}
+    : kernel_(kernel), done_(kernel.machine().num_cpus()),
+      spare_(kernel.machine().num_cpus()),
+      softirq_(this), ipi_(this) {}
 
 void BlkCpuDone::RaiseSoftirq(sim::Cpu& cpu, Request* rq) {
   const auto& c = kernel_.costs();
@@ -49,12 +51,14 @@ sim::Task BlkCpuDone::DoneSoftirq::Handle(sim::Cpu& cpu, uint64_t) {
   cpu.Charge(k.fn.blk_done_softirq, k.costs().softirq_entry_exit);
   co_await cpu.Sync();
   // llist_del_all: the requests queued so far; later ones raise again.
-  std::vector<Request*> list;
+  std::vector<Request*> list = std::move(d_->spare_[cpu.id()]);
   list.swap(d_->done_[cpu.id()]);
   for (Request* rq : list) {
     co_await cpu.Sync();
     rq->q->MqOpsComplete(cpu, rq);
   }
+  list.clear();
+  d_->spare_[cpu.id()] = std::move(list);
 }
 
 }  // namespace blklab::model

@@ -28,6 +28,7 @@
 #include "engine/model/kernel.h"
 #include "engine/sim/cacheline.h"
 #include "engine/sim/cpu.h"
+#include "engine/sim/pool_allocator.h"
 #include "engine/sim/waitqueue.h"
 
 namespace blklab::model {
@@ -110,7 +111,7 @@ class SbitmapQueue {
   struct WaitState {
     int wait_cnt = 0;
     sim::WaitQueue wait;
-    std::deque<SbqWaiter*> entries;  // non-exclusive entries with a wake function
+    sim::PooledDeque<SbqWaiter*> entries;  // non-exclusive entries with a wake function
     sim::CacheLine line;
   };
   int FindInWord(Word& w, uint32_t hint, uint32_t shallow_depth = 0) const;

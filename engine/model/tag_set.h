@@ -27,6 +27,7 @@
 #include "engine/model/kernel.h"
 #include "engine/model/request.h"
 #include "engine/model/sbitmap.h"
+#include "engine/sim/pool_allocator.h"
 #include "engine/sim/spinlock.h"
 
 namespace blklab::model {
@@ -60,7 +61,7 @@ class Tags {
   int active_queues = 0;
   sim::CacheLine active_queues_line;
   // blk_mq_dispatch_wake: hctxs waiting on this tag space for a driver tag.
-  std::deque<Hctx*> dispatch_waiters;
+  sim::PooledDeque<Hctx*> dispatch_waiters;
 
  private:
   uint32_t nr_tags_;

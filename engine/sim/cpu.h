@@ -61,6 +61,7 @@
 #include <vector>
 
 #include "engine/sim/machine.h"
+#include "engine/sim/pool_allocator.h"
 #include "engine/sim/simulator.h"
 #include "engine/sim/task.h"
 #include "engine/sim/time.h"
@@ -459,14 +460,14 @@ class Cpu final : public EventHandler {
 
   IrqContext hardirq_;
   IrqContext softirq_;
-  std::deque<IrqWork> hardirq_pending_;
-  std::deque<IrqWork> softirq_pending_;
+  PooledDeque<IrqWork> hardirq_pending_;
+  PooledDeque<IrqWork> softirq_pending_;
   std::vector<IrqWork> hardirq_arrivals_;  // indexed by event arg
   std::vector<uint32_t> free_arrival_slots_;
 
   Thread* current_thread_ = nullptr;
   std::unique_ptr<Thread> ksoftirqd_;  // created at the first task-context raise
-  std::deque<Thread*> runqueue_;
+  PooledDeque<Thread*> runqueue_;
   int incoming_wakes_ = 0;  // kWake events scheduled and not yet taken
 
   std::vector<int64_t> fn_ns_;

@@ -32,6 +32,7 @@
 
 #include "engine/sim/cacheline.h"
 #include "engine/sim/cpu.h"
+#include "engine/sim/pool_allocator.h"
 #include "engine/sim/task.h"
 
 namespace blklab::sim {
@@ -128,7 +129,7 @@ class SpinLock {
   int last_holder_ = -1;
   SimTime acquired_at_ = 0;
   uint64_t transfers_at_acquire_ = 0;
-  std::deque<Waiter> waiters_;
+  PooledDeque<Waiter> waiters_;
   LockStats stats_;
 };
 

@@ -33,7 +33,8 @@
 
 namespace blklab::sim {
 
-// Thread-local pool of coroutine frames in 64-byte size classes.
+// Thread-local pool of coroutine frames (and, through PoolAllocator, of
+// container nodes) in 64-byte size classes.
 class FramePool {
  public:
   static void* Allocate(size_t size);

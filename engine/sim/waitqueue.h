@@ -14,6 +14,7 @@
 #include <deque>
 
 #include "engine/sim/cpu.h"
+#include "engine/sim/pool_allocator.h"
 
 namespace blklab::sim {
 
@@ -60,7 +61,7 @@ class WaitQueue {
   size_t size() const { return waiters_.size(); }
 
  private:
-  std::deque<Thread*> waiters_;
+  PooledDeque<Thread*> waiters_;
 };
 
 }  // namespace blklab::sim

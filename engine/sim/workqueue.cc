@@ -31,7 +31,7 @@ void WorkQueue::Queue(Cpu* caller, WorkItem* item, int cpu, int64_t delay_ns, bo
       item->timer_armed_ = false;
       ++item->timer_gen_;
     } else if (item->queued_cpu_ >= 0) {
-      std::deque<WorkItem*>& items = per_cpu_[item->queued_cpu_].items;
+      PooledDeque<WorkItem*>& items = per_cpu_[item->queued_cpu_].items;
       items.erase(std::find(items.begin(), items.end(), item));
       item->queued_cpu_ = -1;
     }

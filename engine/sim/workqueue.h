@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "engine/sim/cpu.h"
+#include "engine/sim/pool_allocator.h"
 #include "engine/sim/task.h"
 
 namespace blklab::sim {
@@ -82,7 +83,7 @@ class WorkQueue {
   friend class WorkItem;
   struct PerCpu {
     std::unique_ptr<Thread> worker;
-    std::deque<WorkItem*> items;
+    PooledDeque<WorkItem*> items;
     bool started = false;
   };
   Task WorkerLoop(int cpu);

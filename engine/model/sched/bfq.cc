@@ -1003,7 +1003,7 @@ void BfqSched::CompletedRequest(sim::Cpu& cpu, Request* rq, sim::SimTime now) {
 sim::Task BfqSched::DoneIrq(sim::Cpu& cpu) {
   sim::StackFrame frame(cpu, fn_completed_);
   co_await cpu.Sync();
-  std::deque<Done>& pending = deferred_done_[cpu.id()];
+  sim::PooledDeque<Done>& pending = deferred_done_[cpu.id()];
   if (pending.empty()) co_return;
   const Done d = pending.front();
   pending.pop_front();

@@ -102,6 +102,7 @@
 #include "engine/model/kernel.h"
 #include "engine/model/request.h"
 #include "engine/sim/cacheline.h"
+#include "engine/sim/pool_allocator.h"
 #include "engine/sim/spinlock.h"
 #include "engine/sim/task.h"
 #include "engine/sim/timer.h"
@@ -183,8 +184,8 @@ class BfqSched final : public Elevator {
   };
   // struct bfq_service_tree.
   struct ServiceTree {
-    std::set<std::pair<uint64_t, uint64_t>> active;  // (finish, id)
-    std::set<std::pair<uint64_t, uint64_t>> idle;    // (finish, id)
+    sim::PooledSet<std::pair<uint64_t, uint64_t>> active;  // (finish, id)
+    sim::PooledSet<std::pair<uint64_t, uint64_t>> idle;    // (finish, id)
     std::map<uint64_t, Entity*> by_id;
     uint64_t vtime = 0;
     uint64_t wsum = 0;
@@ -200,9 +201,9 @@ class BfqSched final : public Elevator {
     uint64_t key = 0;  // ioc << 16 | blkcg
     Entity entity;
     int orig_weight = 40;
-    std::set<std::pair<uint64_t, uint64_t>> sort;  // (sector, seq)
-    std::set<std::pair<int64_t, uint64_t>> fifo;   // (fifo_time, seq)
-    std::map<uint64_t, Request*> rqs;               // seq -> request
+    sim::PooledSet<std::pair<uint64_t, uint64_t>> sort;  // (sector, seq)
+    sim::PooledSet<std::pair<int64_t, uint64_t>> fifo;   // (fifo_time, seq)
+    sim::PooledMap<uint64_t, Request*> rqs;               // seq -> request
     uint32_t dispatched = 0;
     uint64_t max_budget = 0;
     uint64_t last_position = 0;
@@ -310,7 +311,7 @@ class BfqSched final : public Elevator {
   Group root_;
   uint64_t next_id_ = 1;
   uint64_t next_seq_ = 1;
-  std::map<std::pair<uint64_t, uint64_t>, Request*> hash_;  // (end sector, seq): back merges
+  sim::PooledMap<std::pair<uint64_t, uint64_t>, Request*> hash_;  // (end sector, seq): back merges
   Request* last_merge_ = nullptr;
   Queue* in_service_ = nullptr;
   sim::SimTime now_ = 0;          // the current operation's time
@@ -344,7 +345,7 @@ class BfqSched final : public Elevator {
   sim::Task DoneIrq(sim::Cpu& cpu);
   Irq idle_irq_{this, &BfqSched::IdleTimerIrq};
   Irq done_irq_{this, &BfqSched::DoneIrq};
-  std::vector<std::deque<Done>> deferred_done_;  // per CPU
+  std::vector<sim::PooledDeque<Done>> deferred_done_;  // per CPU
   sim::HrTimer idle_timer_;
   Queue* idle_queue_ = nullptr;
   BfqStats stats_;

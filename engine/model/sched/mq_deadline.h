@@ -86,6 +86,7 @@
 #include "engine/model/request.h"
 #include "engine/model/sched/sort_tree.h"
 #include "engine/sim/cacheline.h"
+#include "engine/sim/pool_allocator.h"
 #include "engine/sim/spinlock.h"
 #include "engine/sim/task.h"
 
@@ -155,7 +156,7 @@ class DeadlineSched final : public Elevator {
   // struct dd_per_prio, and the lines its heads and stats live on.
   struct PerPrio {
     SortTree sort[2];
-    std::map<FifoKey, Request*> fifo[2];
+    sim::PooledMap<FifoKey, Request*> fifo[2];
     uint64_t latest_pos[2] = {0, 0};  // next expected sector per direction
     uint64_t inserted = 0;
     uint64_t completed = 0;
@@ -232,7 +233,7 @@ class DeadlineSched final : public Elevator {
   sim::CacheLine run_state_line_;  // dd->run_state (DD_DISPATCHING)
   sim::CacheLine side_list_line_;  // at_tail list head
   std::array<PerPrio, kPrios> prio_;
-  std::map<SortKey, Request*> hash_;  // (end sector, seq): back-merge lookup
+  sim::PooledMap<SortKey, Request*> hash_;  // (end sector, seq): back-merge lookup
   std::array<std::vector<Request*>, kHashBuckets> buckets_;  // chain order: back = first
   Request* last_merge_ = nullptr;
   RequestList side_list_;
