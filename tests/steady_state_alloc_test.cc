@@ -111,6 +111,11 @@ TEST(SteadyStateAllocTest, TheLongerRunAllocatesAlmostNothingPerIo) {
        {"--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k",
         "--iodepth=64", "--numjobs=2", "--norandommap", "--time_based"},
        "10ms", "40ms"},
+      {"RC1's HBA: libaio through mpi3mr's shared host tags, reply queues polled by irq threads",
+       "rc1-mpi3mr-64vd",
+       {"--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k",
+        "--iodepth=32", "--numjobs=16", "--norandommap", "--time_based"},
+       "10ms", "40ms"},
   };
   for (const Scenario& s : scenarios) {
     SCOPED_TRACE(s.name);
