@@ -147,7 +147,7 @@ enum class CostSource { kSrc, kDerived, kGuess };
   X(busy_iter_per_bit, 40, kGuess, "bt_iter per busy tag: rqs[] read, rq->ref get/put, callback")  \
   X(timeout_timer_fire, 300, kGuess, "q->timeout timer expiry (blk_rq_timed_out_timer) in irq")  \
   X(complete_request_local, 10, kGuess, "blk_mq_complete_request, completed locally")           \
-  X(raise_softirq, 100, kGuess, "blk_mq_complete_request raising BLOCK_SOFTIRQ")                \
+  X(raise_softirq, 100, kGuess, "raise_softirq(BLOCK_SOFTIRQ), blk_cpu_done was empty")         \
   X(ipi_send, 150, kGuess, "smp_call_function_single_async, sender side")                       \
   X(ipi_receive, 800, kGuess, "IPI receive: hardirq + BLOCK_SOFTIRQ on the target")             \
   X(ipi_delivery_latency, 1000, kGuess, "IPI wire latency from send to the target's hardirq")   \

@@ -11,22 +11,29 @@ namespace blklab::model {
 BlkCpuDone::BlkCpuDone(Kernel& kernel)
     : kernel_(kernel), done_(kernel.machine().num_cpus()),
       spare_(kernel.machine().num_cpus()),
+      lines_(static_cast<size_t>(kernel.machine().num_cpus())),
       softirq_(this), ipi_(this) {}
 
 void BlkCpuDone::RaiseSoftirq(sim::Cpu& cpu, Request* rq) {
   const auto& c = kernel_.costs();
-  cpu.Charge(kernel_.fn.blk_mq_raise_softirq, c.raise_softirq);
+  // llist_add on this CPU's blk_cpu_done; raise_softirq only if it was empty.
+  cpu.Charge(kernel_.fn.blk_mq_raise_softirq,
+             lines_[static_cast<size_t>(cpu.id())].Write(kernel_.machine(), cpu.id(), c.atomic_local));
   std::vector<Request*>& list = done_[cpu.id()];
   list.push_back(rq);
   if (list.size() > 1) return;  // a BLOCK_SOFTIRQ run is already pending
+  cpu.Charge(kernel_.fn.blk_mq_raise_softirq, c.raise_softirq);
   if (cpu.RaiseSoftirq(&softirq_, 0)) cpu.Charge(kernel_.fn.try_to_wake_up, c.try_to_wake_up);
 }
 
 void BlkCpuDone::SendIpi(sim::Cpu& cpu, Request* rq, int target) {
+  const auto& c = kernel_.costs();
+  // llist_add on the submitter's blk_cpu_done, whose line comes over.
+  cpu.Charge(kernel_.fn.blk_mq_complete_request,
+             lines_[static_cast<size_t>(target)].Write(kernel_.machine(), cpu.id(), c.atomic_local));
   std::vector<Request*>& list = done_[target];
   list.push_back(rq);
   if (list.size() > 1) return;  // the target's softirq (or its IPI) is on the way
-  const auto& c = kernel_.costs();
   cpu.Charge(kernel_.fn.smp_call_function_single_async, c.ipi_send);
   kernel_.Count(Counter::k_ipi);
   kernel_.machine().cpu(target).RaiseHardirq(cpu.now() + c.ipi_delivery_latency, &ipi_, 0);
@@ -51,6 +58,8 @@ sim::Task BlkCpuDone::DoneSoftirq::Handle(sim::Cpu& cpu, uint64_t) {
   cpu.Charge(k.fn.blk_done_softirq, k.costs().softirq_entry_exit);
   co_await cpu.Sync();
   // llist_del_all: the requests queued so far; later ones raise again.
+  cpu.Charge(k.fn.blk_done_softirq,
+             d_->lines_[static_cast<size_t>(cpu.id())].Write(k.machine(), cpu.id(), k.costs().atomic_local));
   std::vector<Request*> list = std::move(d_->spare_[cpu.id()]);
   list.swap(d_->done_[cpu.id()]);
   for (Request* rq : list) {

@@ -11,14 +11,17 @@
 //     IPI (smp_call_function_single_async on the per-CPU csd, 6.5+) only
 //     when that list was empty; the IPI raises BLOCK_SOFTIRQ on its target,
 //     which runs at the IPI's irq exit.
-// So a burst of completions for one CPU costs one IPI and one softirq run.
+// So a burst of completions for one CPU costs one IPI and one softirq run;
+// each request pays the llist_add, an atomic on the list head's line, which
+// comes over from the CPU that last added to or emptied that list.
 //
 // Invariants: a request is on at most one list; a list is non-empty only
 //  while a BLOCK_SOFTIRQ run (or the IPI that raises it) is pending on its
 //  CPU.
 // Thread-safety: thread-compatible; part of one simulation.
-// Cost: O(1) per request; the prices are the cost table's raise_softirq,
-//  ipi_send, ipi_delivery_latency, ipi_receive and softirq_entry_exit.
+// Cost: O(1) per request; the prices are the cost table's atomic_local (and
+//  the line's transfer) per request, raise_softirq, ipi_send,
+//  ipi_delivery_latency, ipi_receive and softirq_entry_exit per batch.
 #ifndef BLKLAB_ENGINE_MODEL_BLK_SOFTIRQ_H_
 #define BLKLAB_ENGINE_MODEL_BLK_SOFTIRQ_H_
 
@@ -26,6 +29,7 @@
 #include <vector>
 
 #include "engine/model/request.h"
+#include "engine/sim/cacheline.h"
 #include "engine/sim/cpu.h"
 #include "engine/sim/task.h"
 
@@ -67,6 +71,9 @@ class BlkCpuDone {
   // Per CPU, the buffer a BLOCK_SOFTIRQ run took last, empty: the next run
   // swaps it in, so neither list allocates in steady state.
   std::vector<std::vector<Request*>> spare_;
+  // Per CPU, the line of its blk_cpu_done head: llist_add by whoever
+  // completes to it, llist_del_all by its softirq.
+  std::vector<sim::CacheLine> lines_;
   DoneSoftirq softirq_;
   CompletionIpi ipi_;
 };
