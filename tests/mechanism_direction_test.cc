@@ -25,6 +25,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/engine.h"
+#include "engine/host/cost_table.h"
 #include "engine/host/host_spec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -136,6 +137,21 @@ TEST(RqAffinity, CompletionsGoHomeByIpi) {
   const double ipi2 = static_cast<double>(CounterOf(same_cpu.kernel, "ipi")) / TotalIos(same_cpu);
   EXPECT_GT(ipi2, ipi1) << Describe(same_cpu);
   EXPECT_GT(ProfileNs(same_cpu.kernel, "generic_smp_call_function_single_interrupt"), 0);
+}
+
+// blk_mq_raise_softirq: every completion adds itself to its CPU's
+// blk_cpu_done list (an llist_add), but only the one that finds the list
+// empty raises BLOCK_SOFTIRQ; one softirq run then completes the batch. With
+// rq_affinity=0 and one hw queue every completion goes that way here.
+TEST(RqAffinity, BlockSoftirqIsRaisedOncePerBatch) {
+  const RunResult r = AffinityRun(0);
+  const double ios = static_cast<double>(TotalIos(r));
+  const double runs = static_cast<double>(CounterOf(r.kernel, "block_softirq"));
+  ASSERT_GT(ios, 1000) << Describe(r);
+  EXPECT_LT(runs, 0.8 * ios) << "completions per BLOCK_SOFTIRQ run: " << ios / runs << "\n" << Describe(r);
+  // The raise's price is paid per batch: well under raise_softirq per IO.
+  const double raise_ns = static_cast<double>(host::CalibratedCostTable().raise_softirq);
+  EXPECT_LT(static_cast<double>(ProfileNs(r.kernel, "blk_mq_raise_softirq")), 0.8 * raise_ns * ios) << Describe(r);
 }
 
 // --- io_uring lazy wake ----------------------------------------------------------
