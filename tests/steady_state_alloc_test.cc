@@ -24,7 +24,9 @@
 #include "engine/host/presets.h"
 #include "gtest/gtest.h"
 
-// The replacements below pair malloc with free by design.
+// The replacements below (every form: plain, array, aligned, nothrow, so
+// that no allocation reaches the default one and comes back to ours, or the
+// reverse) pair malloc with free by design.
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 
 namespace {
@@ -44,6 +46,19 @@ void* operator new(size_t size, std::align_val_t align) {
   throw std::bad_alloc();
 }
 void* operator new[](size_t size, std::align_val_t align) { return ::operator new(size, align); }
+void* operator new(size_t size, const std::nothrow_t&) noexcept {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(size == 0 ? 1 : size);
+}
+void* operator new[](size_t size, const std::nothrow_t& nt) noexcept { return ::operator new(size, nt); }
+void* operator new(size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  const size_t a = static_cast<size_t>(align);
+  return std::aligned_alloc(a, (size + a - 1) / a * a);
+}
+void* operator new[](size_t size, std::align_val_t align, const std::nothrow_t& nt) noexcept {
+  return ::operator new(size, align, nt);
+}
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
@@ -52,6 +67,10 @@ void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
 void operator delete(void* p, size_t, std::align_val_t) noexcept { std::free(p); }
 void operator delete[](void* p, size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace blklab {
 namespace {
