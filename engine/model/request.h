@@ -100,6 +100,7 @@ struct Request {
   Request* rb_left = nullptr;         // scheduler sort tree (rb_node)
   Request* rb_right = nullptr;
   Request* rb_parent = nullptr;
+  bool rb_red = false;                // the rb_node's colour
   uint64_t driver_data = 0;           // driver's per-command index
   // The cachelines of struct request that the block layer writes (state,
   // flags, queuelist, rb_node, hash, fifo_time, ref), modelled as one line:

@@ -167,7 +167,7 @@ sim::Task DeadlineSched::BioMerge(sim::Cpu& cpu, Hctx*, Bio* bio, Request** merg
     if (rq != nullptr && rq->sector == end && rq->op == bio->op && rq->ioprio_class == bio->ioprio_class &&
         rq->bytes + bio->bytes <= kMaxMergeBytes) {
       // dd_request_merged: the request moves in the sort tree.
-      p.sort[dir].Erase(rq, NodeWriter(ac, p));
+      p.sort[dir].Erase(rq, NodeReader(ac), NodeWriter(ac, p));
       bio->bi_next = rq->bio;
       rq->bio = bio;
       rq->sector = bio->sector;
@@ -366,7 +366,7 @@ void DeadlineSched::Remove(sim::AccessCost& ac, Request* rq) {
   auto next = std::next(it);
   ac.Store(next == p.fifo[dir].end() ? *p.fifo_line : next->second->line);
   p.fifo[dir].erase(it);
-  p.sort[dir].Erase(rq, NodeWriter(ac, p));
+  p.sort[dir].Erase(rq, NodeReader(ac), NodeWriter(ac, p));
   hash_.erase(SortKey{EndSector(rq), rq->sched_seq});
   HashDel(ac, rq);
   if (last_merge_ == rq) {

@@ -207,7 +207,11 @@ class DeadlineSched final : public Elevator {
   // Pricing of sort-tree node visits (dd_rb_node + a dependent load) and
   // link writes (a store to the node's line, or to the root in L1 for null).
   auto NodeReader(sim::AccessCost& ac) {
-    return [this, &ac](Request* n) {
+    return [this, &ac](Request* n, SortTree::Visit visit) {
+      if (visit == SortTree::Visit::kColour) {
+        ac.LoadIndependent(n->line);
+        return;
+      }
       ac.Work(kernel_.costs().dd_rb_node);
       ac.Load(n->line);
     };

@@ -1,24 +1,28 @@
 // engine/model/sched/sort_tree.h
 //
 // SortTree is a scheduler's sector-sorted tree of requests (the elv_rb_*
-// helpers over `rq->rb_node` in block/elevator.c): a binary search tree
-// linked through the requests themselves, so that a descent visits real
-// nodes whose cachelines (Request::line) were written by other CPUs, and an
-// insert or erase rewrites only the nodes around it. It is a treap (heap
-// order on a hash of the insertion sequence): expected depth about
-// 1.4 log2(n), at most two rotations per update on average, and a shape that
-// stays put where nothing changes — the properties of the kernel's rb-tree
-// that matter for which lines a descent meets. The priority hash is a fixed
-// function, so the shape is deterministic.
+// helpers over `rq->rb_node` in block/elevator.c): a red-black tree, balanced
+// as lib/rbtree.c balances it, linked through the requests themselves, so that
+// a descent visits real nodes whose cachelines (Request::line) were written by
+// other CPUs, and an insert or erase rewrites only the nodes the kernel's
+// rb_insert_color / rb_erase rewrite (the parent link, recoloured and rotated
+// nodes, the successor moved into an erased node's place).
 //
-// Every operation reports the nodes it reads (`read(rq)`) and writes
-// (`write(rq)`), so the caller can price them; a null write target means the
-// root pointer (rb_root, in the caller's own structure).
+// Every operation reports the nodes it reads and writes, so the caller can
+// price them: `read(rq, Visit::kDescend)` for a node on a pointer chase (a
+// descent, the successor search), whose next step waits for the load;
+// `read(rq, Visit::kColour)` for the uncle and nephew colours the rebalancing
+// checks, loads whose only use is a predicted branch, so they overlap the
+// work that follows (the sibling is a chase: its links lead to the nephews); `write(rq)` for a node whose links or colour
+// change (a null target means the root pointer, rb_root, in the caller's own
+// structure).
 //
-// Invariants: in-order traversal is sorted by (sector, sched_seq); each node
-//  has a higher or equal priority than its children.
+// Invariants: in-order traversal is sorted by (sector, sched_seq); the root is
+//  black, no red node has a red child, and every path from a node to its
+//  leaves passes the same number of black nodes, so no leaf is deeper than
+//  2 log2(n + 1) and an average descent visits about log2(n) nodes.
 // Thread-safety: thread-compatible.
-// Cost: O(depth) per operation; no allocation.
+// Cost: O(log n) per operation; no allocation.
 #ifndef BLKLAB_ENGINE_MODEL_SCHED_SORT_TREE_H_
 #define BLKLAB_ENGINE_MODEL_SCHED_SORT_TREE_H_
 
@@ -34,6 +38,7 @@ namespace blklab::model {
 class SortTree {
  public:
   using Key = std::pair<uint64_t, uint64_t>;  // (sector, sched_seq)
+  enum class Visit { kDescend, kColour };
 
   static Key KeyOf(const Request* rq) { return Key{rq->sector, rq->sched_seq}; }
 
@@ -46,7 +51,7 @@ class SortTree {
   Request* LowerBound(Key key, Read&& read) const {
     Request* best = nullptr;
     for (Request* n = root_; n != nullptr;) {
-      read(n);
+      read(n, Visit::kDescend);
       if (KeyOf(n) < key) {
         n = n->rb_right;
       } else {
@@ -57,63 +62,181 @@ class SortTree {
     return best;
   }
 
-  // elv_rb_add: descend, link under the last node visited, rebalance.
+  // elv_rb_add: descend, link a red leaf under the last node visited, then
+  // rb_insert_color.
   template <typename Read, typename Write>
   void Insert(Request* rq, Read&& read, Write&& write) {
     rq->rb_left = rq->rb_right = nullptr;
     const Key key = KeyOf(rq);
     Request* parent = nullptr;
+    int dir = 0;
     for (Request* n = root_; n != nullptr;) {
-      read(n);
+      read(n, Visit::kDescend);
       parent = n;
-      n = KeyOf(n) < key ? n->rb_right : n->rb_left;
+      dir = KeyOf(n) < key ? 1 : 0;
+      n = Child(n, dir);
     }
     rq->rb_parent = parent;
-    write(parent);  // the parent's child link (or the root)
+    rq->rb_red = true;
+    write(parent);  // rb_link_node: the parent's child link (or the root)
     if (parent == nullptr) {
       root_ = rq;
-    } else if (KeyOf(parent) < key) {
-      parent->rb_right = rq;
     } else {
-      parent->rb_left = rq;
+      Child(parent, dir) = rq;
     }
     ++size_;
-    while (rq->rb_parent != nullptr && Priority(rq) > Priority(rq->rb_parent)) Rotate(rq, write);
+    InsertColor(rq, read, write);
   }
 
-  // elv_rb_del: rotate the node down to a leaf, then unlink it.
-  template <typename Write>
-  void Erase(Request* rq, Write&& write) {
-    for (;;) {
-      Request* child = nullptr;
-      if (rq->rb_left != nullptr && rq->rb_right != nullptr) {
-        child = Priority(rq->rb_left) > Priority(rq->rb_right) ? rq->rb_left : rq->rb_right;
-      } else {
-        child = rq->rb_left != nullptr ? rq->rb_left : rq->rb_right;
+  // elv_rb_del: rb_erase, with its successor splice and rebalancing.
+  template <typename Read, typename Write>
+  void Erase(Request* rq, Read&& read, Write&& write) {
+    Request* const left = rq->rb_left;
+    Request* const right = rq->rb_right;
+    Request* rebalance = nullptr;
+    if (left == nullptr || right == nullptr) {
+      // At most one child: a lone child is red under a black node and
+      // takes its place in black.
+      Request* only = left != nullptr ? left : right;
+      Replace(rq, only, write);
+      if (only != nullptr) {
+        only->rb_red = false;
+        write(only);
+      } else if (!rq->rb_red) {
+        rebalance = rq->rb_parent;
       }
-      if (child == nullptr) break;
-      if (rq->rb_left == nullptr || rq->rb_right == nullptr) {
-        // One child: splice it into the parent's link.
-        Replace(rq, child, write);
-        write(child);
-        rq->rb_left = rq->rb_right = rq->rb_parent = nullptr;
-        --size_;
-        return;
+    } else {
+      // Two children: the leftmost node of the right subtree takes rq's
+      // place and colour.
+      Request* succ = right;
+      read(succ, Visit::kDescend);
+      while (succ->rb_left != nullptr) {
+        succ = succ->rb_left;
+        read(succ, Visit::kDescend);
       }
-      Rotate(child, write);
+      Request* const child2 = succ->rb_right;
+      Request* parent = succ;
+      if (succ != right) {
+        parent = succ->rb_parent;
+        parent->rb_left = child2;
+        write(parent);
+        succ->rb_right = right;
+        right->rb_parent = succ;
+        write(right);
+      }
+      succ->rb_left = left;
+      left->rb_parent = succ;
+      write(left);
+      Replace(rq, succ, write);
+      write(succ);
+      const bool succ_was_red = succ->rb_red;
+      succ->rb_red = rq->rb_red;
+      if (child2 != nullptr) {
+        child2->rb_parent = parent;
+        child2->rb_red = false;
+        write(child2);
+      } else if (!succ_was_red) {
+        rebalance = parent;
+      }
     }
-    Replace(rq, nullptr, write);
-    rq->rb_parent = nullptr;
+    rq->rb_left = rq->rb_right = rq->rb_parent = nullptr;
+    rq->rb_red = false;
     --size_;
+    if (rebalance != nullptr) EraseColor(rebalance, read, write);
   }
+
+  // The root, for inspection (tests walk the tree to check its invariants).
+  const Request* root() const { return root_; }
 
  private:
-  // A fixed mix of the insertion sequence (splitmix64's finaliser).
-  static uint64_t Priority(const Request* rq) {
-    uint64_t z = rq->sched_seq + 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+  static Request*& Child(Request* n, int dir) { return dir == 0 ? n->rb_left : n->rb_right; }
+  static bool IsRed(const Request* n) { return n != nullptr && n->rb_red; }
+
+  // rb_insert_color: while the new red node has a red parent, recolour
+  // (red uncle) or rotate once or twice (black uncle).
+  template <typename Read, typename Write>
+  void InsertColor(Request* node, Read&& read, Write&& write) {
+    for (;;) {
+      Request* parent = node->rb_parent;
+      if (parent == nullptr) {
+        node->rb_red = false;
+        write(node);
+        return;
+      }
+      if (!parent->rb_red) return;
+      Request* gparent = parent->rb_parent;  // a red node is never the root
+      const int pdir = gparent->rb_left == parent ? 0 : 1;
+      Request* uncle = Child(gparent, 1 - pdir);
+      if (uncle != nullptr) read(uncle, Visit::kColour);
+      if (IsRed(uncle)) {
+        uncle->rb_red = false;
+        parent->rb_red = false;
+        gparent->rb_red = true;
+        write(uncle);
+        write(parent);
+        write(gparent);
+        node = gparent;
+        continue;
+      }
+      if (Child(parent, 1 - pdir) == node) {
+        // The inner grandchild: rotate it above its parent first.
+        Rotate(node, write);
+        parent = node;
+      }
+      Rotate(parent, write);
+      parent->rb_red = false;
+      gparent->rb_red = true;
+      return;
+    }
+  }
+
+  // rb_erase's ____rb_erase_color: `parent` lost a black node on one side
+  // (`node`, null at first, is the side that is one black short).
+  template <typename Read, typename Write>
+  void EraseColor(Request* parent, Read&& read, Write&& write) {
+    Request* node = nullptr;
+    for (;;) {
+      // A null node is on the side whose link is null (the sibling cannot
+      // be null: it carries the black height the node's side lost).
+      const int dir = parent->rb_right == node ? 1 : 0;
+      Request* sibling = Child(parent, 1 - dir);
+      read(sibling, Visit::kDescend);
+      if (sibling->rb_red) {
+        Rotate(sibling, write);
+        sibling->rb_red = false;
+        parent->rb_red = true;
+        sibling = Child(parent, 1 - dir);
+        read(sibling, Visit::kDescend);
+      }
+      Request* far = Child(sibling, 1 - dir);
+      Request* near = Child(sibling, dir);
+      if (far != nullptr) read(far, Visit::kColour);
+      if (!IsRed(far)) {
+        if (near != nullptr) read(near, Visit::kColour);
+        if (!IsRed(near)) {
+          sibling->rb_red = true;
+          write(sibling);
+          if (parent->rb_red) {
+            parent->rb_red = false;
+            write(parent);
+            return;
+          }
+          node = parent;
+          parent = node->rb_parent;
+          if (parent == nullptr) return;
+          continue;
+        }
+        Rotate(near, write);
+        far = sibling;
+        sibling = near;
+      }
+      Rotate(sibling, write);
+      sibling->rb_red = parent->rb_red;
+      parent->rb_red = false;
+      far->rb_red = false;
+      write(far);
+      return;
+    }
   }
 
   // Puts `with` (may be null) where `rq` hangs from its parent.
