@@ -221,8 +221,12 @@ void Cpu::UpdatePreempt() {
   if (level_ < Level::kHardirq && !hardirq_pending_.empty()) p = true;
   if (level_ < Level::kSoftirq && !softirq_pending_.empty() && in_ksoftirqd()) p = true;
   if (!p && level_ == Level::kTask && current_thread_ != nullptr) {
+    // A higher priority, or (PreemptsAtOnce) a wake-up pre-empting at once.
+    const int prio = current_thread_->prio_;
+    const bool wakeups_preempt = machine_.costs().full_preemption && !current_thread_->rt() &&
+                                 !current_thread_->wakeup_preempts_;
     for (const Thread* t : runqueue_) {
-      if (t->prio_ < current_thread_->prio_ || PreemptsAtOnce(*t)) {
+      if (t->prio_ < prio || (wakeups_preempt && t->wakeup_preempts_)) {
         p = true;
         break;
       }

@@ -248,15 +248,21 @@ class Cpu final : public EventHandler {
 
   // Spinlock bookkeeping: no pre-emption of the running context while a
   // lock is held; no hardirqs while an irqs-off lock (spin_lock_irqsave) is.
+  // (Only the interrupt mask feeds irq_pending_ / preempt_pending_; the lock
+  // depth is read directly by CanRunInline.)
   void EnterLock(bool irqs_off) {
     ++lock_depth_;
-    if (irqs_off) ++irq_off_depth_;
-    UpdatePreempt();
+    if (irqs_off) {
+      ++irq_off_depth_;
+      UpdatePreempt();
+    }
   }
   void ExitLock(bool irqs_off) {
     --lock_depth_;
-    if (irqs_off) --irq_off_depth_;
-    UpdatePreempt();
+    if (irqs_off) {
+      --irq_off_depth_;
+      UpdatePreempt();
+    }
   }
   // True while a context of this CPU spins on a lock (the running one is
   // then an interrupt on top of it).
