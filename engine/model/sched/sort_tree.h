@@ -13,9 +13,9 @@
 // descent, the successor search), whose next step waits for the load;
 // `read(rq, Visit::kColour)` for the uncle and nephew colours the rebalancing
 // checks, loads whose only use is a predicted branch, so they overlap the
-// work that follows (the sibling is a chase: its links lead to the nephews); `write(rq)` for a node whose links or colour
-// change (a null target means the root pointer, rb_root, in the caller's own
-// structure).
+// work that follows (the sibling is a chase: its links lead to the nephews);
+// `write(rq)` for a node whose links or colour change (a null target means
+// the root pointer, rb_root, in the caller's own structure).
 //
 // Invariants: in-order traversal is sorted by (sector, sched_seq); the root is
 //  black, no red node has a red child, and every path from a node to its
