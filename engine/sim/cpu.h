@@ -248,8 +248,8 @@ class Cpu final : public EventHandler {
 
   // Spinlock bookkeeping: no pre-emption of the running context while a
   // lock is held; no hardirqs while an irqs-off lock (spin_lock_irqsave) is.
-  // (Only the interrupt mask feeds irq_pending_ / preempt_pending_; the lock
-  // depth is read directly by CanRunInline.)
+  // (The lock depth feeds neither irq_pending_ nor preempt_pending_:
+  // CanRunInline reads it directly. The interrupt mask feeds irq_pending_.)
   void EnterLock(bool irqs_off) {
     ++lock_depth_;
     if (irqs_off) {
