@@ -122,13 +122,16 @@ class CacheLine {
 };
 
 // AccessCost prices a run of accesses by one CPU the way an out-of-order
-// x86 core (TSO) exposes their misses: a load that depends on the previous
-// one (a pointer chase) waits for it; independent loads overlap, so a batch
-// of them costs its slowest miss; plain stores retire into the store buffer
-// and their misses overlap with everything after them, but a later atomic
-// (lock-prefixed RMW) or the end of the run (a spin_unlock's release store
-// becomes visible only after them) waits for the slowest. Hits cost `hit_ns`
-// each. Use one per critical section or per step; Take() returns the total.
+// x86 core (TSO) exposes their latencies: a load that depends on the
+// previous one (a pointer chase) waits for it, hit (`hit_ns`, the load-to-use
+// latency on the chain) or miss; independent loads overlap, so a batch of
+// them costs its slowest access, at least one hit; plain stores retire into
+// the store buffer, a hit costs nothing on the critical path and misses
+// overlap with everything after them, but a later atomic (lock-prefixed RMW)
+// or the end of the run (a spin_unlock's release store becomes visible only
+// after them) waits for the slowest. The instructions that issue the
+// accesses are the section's Work(). Use one per critical section or per
+// step; Take() returns the total.
 //
 // Thread-safety: thread-compatible. Cost: O(1) per access plus CacheLine's.
 class AccessCost {
@@ -142,16 +145,16 @@ class AccessCost {
     FlushLoads();
     serial_ += line.Read(m_, cpu_, hit_);
   }
-  // A load independent of the other pending independent loads.
+  // A load independent of the other pending independent loads: the batch
+  // costs its slowest member when the next dependent access or Take()
+  // settles it.
   void LoadIndependent(CacheLine& line) {
     const int64_t c = line.Read(m_, cpu_, hit_);
-    serial_ += hit_;
-    loads_ = std::max(loads_, c - hit_);
+    loads_ = std::max(loads_, c);
   }
-  // A plain store (through the store buffer).
+  // A plain store (through the store buffer): only a miss costs, overlapped.
   void Store(CacheLine& line) {
     const int64_t c = line.Write(m_, cpu_, hit_);
-    serial_ += hit_;
     stores_ = std::max(stores_, c - hit_);
   }
   // A locked RMW: drains the store buffer, then owns the line.
@@ -176,7 +179,7 @@ class AccessCost {
   int cpu_;
   int64_t hit_;
   int64_t serial_ = 0;
-  int64_t loads_ = 0;   // slowest pending independent load miss
+  int64_t loads_ = 0;   // slowest pending independent load (hit or miss)
   int64_t stores_ = 0;  // slowest pending store miss
 };
 

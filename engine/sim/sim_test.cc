@@ -899,17 +899,37 @@ TEST(AccessCostTest, LoadsChainStoresOverlapAtomicsDrain) {
   AccessCost parallel(m, 0, 2);
   parallel.LoadIndependent(a);
   parallel.LoadIndependent(b);
-  EXPECT_EQ(parallel.Take(), c.die_ns + 2);  // one miss's latency, one more issue
+  EXPECT_EQ(parallel.Take(), c.die_ns);  // one miss's latency
   AccessCost stores(m, 0, 2);
   stores.Store(d);
   stores.Store(e);
   stores.Work(10);
-  EXPECT_EQ(stores.Take(), c.die_ns + 2 * 2 + 10);
+  EXPECT_EQ(stores.Take(), c.die_ns + 10);  // the misses overlap the work
   for (CacheLine* l : {&d, &e}) l->Write(m, 1, 0);
   AccessCost atomic(m, 0, 2);
   atomic.Store(d);
   atomic.Atomic(e, 8);
-  EXPECT_EQ(atomic.Take(), 2 + c.die_ns + (8 + c.die_ns));
+  EXPECT_EQ(atomic.Take(), c.die_ns + (8 + c.die_ns));
+}
+
+// Hits are latency only on a dependent chain: a pointer chase pays one hit
+// per step, independent loads one hit for the batch, stores none.
+TEST(AccessCostTest, HitsCostOnlyOnTheDependentChain) {
+  std::vector<CpuPlacement> p = {{0, 0, 0, 0, 0}, {1, 1, 1, 0, 0}};
+  MachineCosts c;
+  Machine m(p, c);
+  std::vector<CacheLine> lines(5);
+  for (CacheLine& l : lines) l.Write(m, 0, 0);  // CPU 0 owns them all
+  AccessCost chain(m, 0, 2);
+  for (CacheLine& l : lines) chain.Load(l);
+  EXPECT_EQ(chain.Take(), 5 * 2);
+  AccessCost batch(m, 0, 2);
+  for (CacheLine& l : lines) batch.LoadIndependent(l);
+  EXPECT_EQ(batch.Take(), 2);
+  AccessCost stores(m, 0, 2);
+  for (CacheLine& l : lines) stores.Store(l);
+  stores.Work(7);
+  EXPECT_EQ(stores.Take(), 7);
 }
 
 // A read miss comes from the nearest copy, not from the last writer.
