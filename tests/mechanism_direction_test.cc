@@ -190,6 +190,30 @@ TEST(IoUringLazyWake, OneWakeUpPerBatchReaped) {
   EXPECT_GT(eager_wakes, 2 * lazy_wakes) << Describe(eager);
 }
 
+// --- cpus.speed_permille --------------------------------------------------------
+// One CPU, null_blk completing inline: the run is pure core work, so a core
+// twice as fast does about twice the IOs; the machine's latencies (here none
+// matter) would not scale.
+RunResult SpeedRun(int speed_permille) {
+  const host::HostSpec h = HostFromYaml(absl::StrCat(
+      "name: speed\n"
+      "cpus: {count: 1, speed_permille: ", speed_permille, "}\n"
+      "devices:\n"
+      "  - name: nullb0\n"
+      "    null_blk: {irqmode: 0, submit_queues: 1}\n"
+      "    queue: {scheduler: none}\n"));
+  return MustRun(h, {"--name=t", "--ioengine=psync", "--direct=1", "--rw=randread", "--bs=4k", "--runtime=2ms",
+                     "--time_based"});
+}
+
+TEST(CoreSpeed, AFasterCoreDoesProportionallyMoreCoreBoundIo) {
+  const RunResult base = SpeedRun(1000);
+  const RunResult fast = SpeedRun(2000);
+  const double ratio = static_cast<double>(TotalIos(fast)) / static_cast<double>(TotalIos(base));
+  EXPECT_GT(ratio, 1.8) << Describe(base) << Describe(fast);
+  EXPECT_LT(ratio, 2.1) << Describe(base) << Describe(fast);
+}
+
 // --- RC2's patches, each alone ---------------------------------------------------
 // A 5.15-era kernel (no timestamp cache in the plug), BLK_CGROUP on.
 

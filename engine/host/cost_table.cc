@@ -1,5 +1,6 @@
 #include "engine/host/cost_table.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <string>
@@ -66,6 +67,27 @@ absl::Status SetCost(CostTable& table, std::string_view name, int64_t value_ns) 
     }
   }
   return absl::InvalidArgumentError(absl::StrCat("costs.", std::string(name), ": unknown cost table entry"));
+}
+
+bool CostScalesWithCoreSpeed(std::string_view name) {
+  static constexpr std::string_view kMachineRows[] = {
+      "line_transfer_smt", "line_transfer_llc", "line_transfer_die",     "line_transfer_socket",
+      "ipi_delivery_latency", "smt_busy_permille", "smt_spin_permille", "lock_handoff_permille",
+  };
+  for (std::string_view row : kMachineRows) {
+    if (row == name) return false;
+  }
+  return true;
+}
+
+void ScaleForCoreSpeed(CostTable& table, int64_t speed_permille) {
+  if (speed_permille == 1000 || speed_permille <= 0) return;
+  for (const CostEntryInfo& e : kEntries) {
+    if (!CostScalesWithCoreSpeed(e.name)) continue;
+    int64_t& v = table.*(e.field);
+    if (v == 0) continue;
+    v = std::max<int64_t>(1, (v * 1000 + speed_permille / 2) / speed_permille);
+  }
 }
 
 std::string_view CostSourceTag(CostSource source) {

@@ -2,9 +2,15 @@
 //
 // CostTable is the one table of CPU costs that prices every simulated kernel
 // and user-space step (KERNEL_MODEL.md §4.2). Each entry has a kernel-style
-// name, a default in nanoseconds for an x86 core at about 4-5 GHz, and a source
-// tag: kSrc (a published number), kDerived (worked out from one) or kGuess.
-// Hosts may override entries by name (host spec `costs:` map).
+// name, a default in nanoseconds for the reference core, and a source tag:
+// kSrc (a published number), kDerived (worked out from one) or kGuess. The
+// reference core is the one the fast path is fitted on (CALIBRATION.md step
+// 1: RC2's Ryzen 9 5950X, Zen 3 at up to 4.9 GHz). A host whose cores run
+// the same instructions faster or slower says so in cpus.speed_permille, and
+// every row that is core work scales by 1000 / speed_permille
+// (ScaleForCoreSpeed); the rows that are the machine's own latencies or
+// ratios do not (CostScalesWithCoreSpeed). Hosts may then override entries
+// by name (host spec `costs:` map), in ns measured on that host.
 //
 // Calibration rule (KERNEL_MODEL.md §4.3, CALIBRATION.md): constants are
 // fitted once against the calibration numbers of REFERENCE_CASES.md and never
@@ -208,6 +214,18 @@ std::span<const CostGroupInfo> CostGroups();
 // The base defaults with every group's multiplier applied. Hosts start from
 // it; their `costs:` entries override single rows.
 const CostTable& CalibratedCostTable();
+
+// False for the rows that are not instructions run by a core: cacheline
+// transfer latencies (set per machine from core-to-core measurements), the
+// IPI's delivery latency, and the per-mille ratios (SMT slowdowns, the lock
+// hand-off factor). True for every other row.
+bool CostScalesWithCoreSpeed(std::string_view name);
+
+// Divides every row that scales by speed_permille / 1000, rounding to the
+// nearest ns and keeping a non-zero row at >= 1 ns: a core that runs the
+// same kernel code 1.29x as fast as the reference takes 1/1.29 of each
+// row's time. speed_permille must be > 0; 1000 leaves the table unchanged.
+void ScaleForCoreSpeed(CostTable& table, int64_t speed_permille);
 
 // Sets entry `name` to `value_ns`. InvalidArgument names the entry when it is
 // unknown or the value is negative.

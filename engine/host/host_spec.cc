@@ -943,6 +943,7 @@ std::string HostSpecToJson(const HostSpec& spec, int indent) { return util::Writ
 
 absl::StatusOr<CostTable> BuildCostTable(const HostSpec& spec) {
   CostTable table = CalibratedCostTable();
+  ScaleForCoreSpeed(table, spec.cpus.speed_permille);
   for (const auto& [name, value] : spec.costs) BLKLAB_RETURN_IF_ERROR(SetCost(table, name, value));
   return table;
 }

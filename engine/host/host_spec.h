@@ -56,7 +56,10 @@ namespace blklab::host {
   INT(cores_per_ccx, 0, 0, 1024, "physical cores sharing one LLC (a CCX); 0 = the whole socket")    \
   INT(ccx_per_die, 1, 1, 64, "LLC groups per die (CCD); dies matter for reporting only")            \
   INT(sockets, 1, 1, 16, "sockets")                                                                 \
-  INT(numa_nodes_per_socket, 1, 1, 16, "NUMA nodes per socket (NPS); splits a socket's cores evenly")
+  INT(numa_nodes_per_socket, 1, 1, 16, "NUMA nodes per socket (NPS); splits a socket's cores evenly") \
+  INT(speed_permille, 1000, 100, 10000,                                                             \
+      "how fast a core runs kernel and fio code, per mille of the cost table's reference core "     \
+      "(a Ryzen 9 5950X); core-work rows cost 1000/speed_permille of their value (cost_table.h)")
 
 // kernel.config: Kconfig options of the block layer. Defaults are a typical
 // distribution 6.x config. Options that depend on BLK_CGROUP are forced off
@@ -476,8 +479,9 @@ absl::StatusOr<HostSpec> HostSpecFromDoc(const util::DocNode& doc, const HostLim
 util::DocNode HostSpecToDoc(const HostSpec& spec);
 std::string HostSpecToJson(const HostSpec& spec, int indent = 2);
 
-// The calibrated cost table (CalibratedCostTable) with spec.costs applied
-// (SetCost).
+// The calibrated cost table (CalibratedCostTable), its core-work rows scaled
+// to cpus.speed_permille (ScaleForCoreSpeed), then spec.costs applied
+// (SetCost: a host's own rows are in its own ns and are not scaled).
 absl::StatusOr<CostTable> BuildCostTable(const HostSpec& spec);
 
 }  // namespace blklab::host

@@ -236,6 +236,28 @@ TEST(HostSpecTest, CostOverrides) {
   EXPECT_EQ(table->line_transfer_llc, CostTable().line_transfer_llc);
 }
 
+// cpus.speed_permille: core work scales, the machine's latencies and ratios
+// do not, and a host's own rows are taken as given.
+TEST(HostSpecTest, CoreSpeedScalesCoreWorkOnly) {
+  const CostTable base = CalibratedCostTable();
+  HostSpec spec = MustParse(std::string(kMinimal) + "cpus: {count: 1, speed_permille: 1250}\n" +
+                            "costs:\n  ktime_get_ns: 25\n");
+  absl::StatusOr<CostTable> table = BuildCostTable(spec);
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_EQ(table->context_switch, (base.context_switch * 1000 + 625) / 1250);
+  EXPECT_EQ(table->try_to_wake_up, (base.try_to_wake_up * 1000 + 625) / 1250);
+  EXPECT_LT(table->syscall_entry_exit, base.syscall_entry_exit);
+  EXPECT_GE(table->rcu_read_section, 1);  // a 1 ns row stays priced
+  EXPECT_EQ(table->ktime_get_ns, 25);     // the host's own figure
+  EXPECT_EQ(table->line_transfer_die, base.line_transfer_die);
+  EXPECT_EQ(table->ipi_delivery_latency, base.ipi_delivery_latency);
+  EXPECT_EQ(table->smt_spin_permille, base.smt_spin_permille);
+  EXPECT_EQ(table->lock_handoff_permille, base.lock_handoff_permille);
+  absl::StatusOr<HostSpec> bad = ParseHostSpec(std::string(kMinimal) + "cpus: {count: 1, speed_permille: 0}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("speed_permille"), std::string::npos) << bad.status();
+}
+
 TEST(HostSpecTest, FilesystemsDecodeValidateAndRoundTrip) {
   const std::string base = "name: h\ndevices:\n  - name: nvme0n1\n    nvme: {}\n";
   absl::StatusOr<HostSpec> h = ParseHostSpec(
