@@ -184,6 +184,9 @@ TEST(ComparisonManager, CancelStopsTheCellsJob) {
   while (job.empty()) {
     absl::StatusOr<v1::Comparison> now = m.WaitChange(c->name(), &version, absl::Now() + absl::Seconds(60));
     ASSERT_TRUE(now.ok()) << now.status();
+    // A comparison that ends before its cell became a job never will.
+    ASSERT_NE(now->state(), v1::Comparison::FAILED) << now->error();
+    ASSERT_NE(now->state(), v1::Comparison::SUCCEEDED);
     job = now->cells(0).job();
   }
   ASSERT_TRUE(m.Cancel(c->name()).ok());
