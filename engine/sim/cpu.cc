@@ -77,7 +77,7 @@ void Cpu::ArmTick() {
   if (period <= 0 || tick_armed_) return;
   tick_armed_ = true;
   const SimTime base = std::max(now_, machine_.sim().Now());
-  RaiseHardirq((base / period + 1) * period, &tick_, 0);
+  RaiseHardirq((base / period + 1) * period, &tick_, 0, /*timer=*/true);
 }
 
 Task Cpu::TickHandler::Handle(Cpu& cpu, uint64_t) {
@@ -145,7 +145,7 @@ void Cpu::ChargeSpinUntil(SimTime t) {
   spin_since_ = now_;
 }
 
-void Cpu::RaiseHardirq(SimTime at, IrqHandler* handler, uint64_t arg) {
+void Cpu::RaiseHardirq(SimTime at, IrqHandler* handler, uint64_t arg, bool timer) {
   uint32_t slot;
   if (!free_arrival_slots_.empty()) {
     slot = free_arrival_slots_.back();
@@ -155,7 +155,11 @@ void Cpu::RaiseHardirq(SimTime at, IrqHandler* handler, uint64_t arg) {
     slot = static_cast<uint32_t>(hardirq_arrivals_.size());
     hardirq_arrivals_.push_back(IrqWork{handler, arg});
   }
-  machine_.sim().Schedule(at, this, kHardirqArrive, slot);
+  if (timer) {
+    machine_.sim().ScheduleBulk(at, this, kHardirqArrive, slot);
+  } else {
+    machine_.sim().Schedule(at, this, kHardirqArrive, slot);
+  }
 }
 
 bool Cpu::RaiseSoftirq(IrqHandler* handler, uint64_t arg) {

@@ -340,7 +340,10 @@ class Cpu final : public EventHandler {
   void ResumeAfterSpin(SimTime at);
 
   // Queues a hardirq on this CPU arriving at `at` (>= simulator now).
-  void RaiseHardirq(SimTime at, IrqHandler* handler, uint64_t arg);
+  // `timer`: the arrival is a timer's, scheduled well ahead of its time
+  // (the scheduler tick), and waits in the simulator's bulk heap; the
+  // order of events is the same either way.
+  void RaiseHardirq(SimTime at, IrqHandler* handler, uint64_t arg, bool timer = false);
   // Marks a softirq pending on this CPU (raise_softirq, called from code
   // running on it). Raised in a hardirq or softirq, it runs at that
   // interrupt's exit. Raised from task context, it wakes this CPU's

@@ -9,9 +9,9 @@
 // own events (a context resumed at its local time, a wake-up, an interrupt
 // arriving), a few per CPU and most of the traffic; the bulk heap
 // (ScheduleBulk) holds device completions, one per IO in flight, and
-// delayed-work timers, whose every re-arm leaves the earlier event stale
-// in the heap until its time: thousands on a big host, each pushed and
-// popped once, a few per cent of the pops. Both draw sequence numbers from
+// timers (delayed work, hrtimers, the scheduler tick), whose every re-arm
+// leaves the earlier event stale in the heap until its time: thousands on
+// a big host, each pushed and popped once, a few per cent of the pops. Both draw sequence numbers from
 // one counter and Run takes the earlier of the two tops, so the order is
 // the same as one heap's; the CPUs' frequent pops sift through a heap of
 // tens of events instead of thousands.

@@ -8,7 +8,9 @@
 //
 // Invariants: at most one pending expiry is live at a time.
 // Thread-safety: thread-compatible.
-// Cost: Start is one event-queue insertion.
+// Cost: Start is one insertion into the simulator's bulk heap (timers are
+//  armed long before they fire, or re-armed before they do: they would
+//  deepen the heap the CPUs' own events sift through).
 #ifndef BLKLAB_ENGINE_SIM_TIMER_H_
 #define BLKLAB_ENGINE_SIM_TIMER_H_
 
@@ -33,7 +35,7 @@ class HrTimer final : public EventHandler {
     ++gen_;
     pending_ = true;
     expires_ = expires;
-    machine_->sim().Schedule(expires, this, 0, gen_);
+    machine_->sim().ScheduleBulk(expires, this, 0, gen_);
   }
   void Cancel() {
     ++gen_;
