@@ -1651,11 +1651,11 @@ TEST(Bfq, GroupIdlingCostsThroughputOnAFastDrive) {
 
 // bfqd->lock: every request takes it four times (merge probe, insert,
 // dispatch, completion) with interrupts off. Uncontended, its locked time
-// per request is well above mq-deadline's (bfq-iosched.rst: 1.9 us vs 0.7 us,
-// 2.7 times; the model gives 4.0 with the mq-deadline bodies fitted to RC4 at
-// 0.500 and bfq's rows derived from the ratio before that fit, a disagreement
-// the README reports: the test asserts the direction only); with 16
-// submitters on one drive it is contended.
+// per request is 2.7 times mq-deadline's, the ratio bfq-iosched.rst measured
+// (1.9 us vs 0.7 us) from which bfq's four cost rows are derived against the
+// fitted mq-deadline bodies: a consistency check of that derivation (it
+// fails when dd_sections is refitted and bfq's rows are not re-derived),
+// not a prediction. With 16 submitters on one drive the lock is contended.
 TEST(Bfq, OneLockForEverythingAndItsContention) {
   auto job = [](int numjobs) {
     return std::vector<std::string>{"--name=t", "--filename=/dev/nvme0n1", "--ioengine=io_uring", "--direct=1", "--rw=randread",
@@ -1670,7 +1670,7 @@ TEST(Bfq, OneLockForEverythingAndItsContention) {
       static_cast<double>(LockOf(dd.kernel, "nvme0n1:dd->lock").hold_ns + LockOf(dd.kernel, "nvme0n1:dd->insert_lock").hold_ns) /
       static_cast<double>(TotalIos(dd));
   EXPECT_NEAR(static_cast<double>(bl.acquisitions) / static_cast<double>(TotalIos(bfq)), 4.0, 0.2) << Describe(bfq);
-  EXPECT_GT(bfq_hold / dd_hold, 1.5) << bfq_hold << " vs " << dd_hold;
+  EXPECT_NEAR(bfq_hold / dd_hold, 2.7, 0.2) << bfq_hold << " ns vs " << dd_hold << " ns per request";
   const RunResult many = MustRun(BfqHost("bfq"), job(16));
   const stats::LockRow ml = LockOf(many.kernel, "nvme0n1:bfqd->lock");
   EXPECT_GT(static_cast<double>(ml.contended) / static_cast<double>(ml.acquisitions), 0.2) << Describe(many);
