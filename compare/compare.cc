@@ -25,6 +25,8 @@
 #include "engine/host/presets.h"
 #include "engine/util/doc_node.h"
 #include "engine/util/status_macros.h"
+#include "engine/workload/t_io_uring.h"
+#include "engine/workload/value_syntax.h"
 
 namespace blklab::compare {
 namespace {
@@ -61,6 +63,8 @@ absl::StatusOr<DocNode> LoadHostDoc(const std::string& host_arg, const std::stri
 }
 
 bool IsFioPath(const std::string& path) { return absl::StartsWith(path, "fio."); }
+
+const char* ToolName(Tool tool) { return tool == Tool::kIoUring ? "io_uring" : "fio"; }
 
 namespace {
 
@@ -144,16 +148,21 @@ absl::Status ReadSpecFile(const std::string& path, const Inputs& inputs, Compari
     } else if (e.key == "fleet") {
       BLKLAB_ASSIGN_OR_RETURN(std::string f, ScalarText(v, where("fleet", v)));
       *fleet_arg = f.empty() || f[0] == '/' || base_dir->empty() ? f : *base_dir + "/" + f;
-    } else if (e.key == "fio") {
+    } else if (e.key == "fio" || e.key == "io_uring") {
+      const Tool tool = e.key == "fio" ? Tool::kFio : Tool::kIoUring;
+      if (!c->tool_args.empty() && c->tool != tool) {
+        return absl::InvalidArgumentError(where(e.key, v) + ": give fio or io_uring arguments, not both");
+      }
+      c->tool = tool;
       if (v.is_string()) {
-        for (absl::string_view a : absl::StrSplit(v.text(), ' ', absl::SkipEmpty())) c->fio_args.emplace_back(a);
+        for (absl::string_view a : absl::StrSplit(v.text(), ' ', absl::SkipEmpty())) c->tool_args.emplace_back(a);
       } else if (v.is_list()) {
         for (const DocNode& a : v.items()) {
-          BLKLAB_ASSIGN_OR_RETURN(std::string s, ScalarText(a, where("fio", a)));
-          c->fio_args.push_back(std::move(s));
+          BLKLAB_ASSIGN_OR_RETURN(std::string s, ScalarText(a, where(e.key, a)));
+          c->tool_args.push_back(std::move(s));
         }
       } else {
-        return absl::InvalidArgumentError(where("fio", v) + ": expected a list of arguments or one string");
+        return absl::InvalidArgumentError(where(e.key, v) + ": expected a list of arguments or one string");
       }
     } else if (e.key == "baseline") {
       BLKLAB_ASSIGN_OR_RETURN(c->baseline, ScalarText(v, where("baseline", v)));
@@ -203,22 +212,24 @@ absl::Status ReadSpecFile(const std::string& path, const Inputs& inputs, Compari
     } else {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ":", util::FormatPos(e.key_pos), ": unknown field '", e.key,
-                       "' (fields: host or fleet, fio, seed, samples, baseline, variants, matrix)"));
+                       "' (fields: host or fleet, fio or io_uring, seed, samples, baseline, variants, matrix)"));
     }
   }
   // Job files (positional arguments, not the value of a preceding option
   // written without '=') are read relative to the spec file.
-  for (size_t i = 0; i < c->fio_args.size() && !base_dir->empty(); ++i) {
-    std::string& a = c->fio_args[i];
+  for (size_t i = 0; c->tool == Tool::kFio && i < c->tool_args.size() && !base_dir->empty(); ++i) {
+    std::string& a = c->tool_args[i];
     const bool value_of_previous =
-        i > 0 && absl::StartsWith(c->fio_args[i - 1], "-") && !absl::StrContains(c->fio_args[i - 1], "=");
+        i > 0 && absl::StartsWith(c->tool_args[i - 1], "-") && !absl::StrContains(c->tool_args[i - 1], "=");
     if (a.empty() || a[0] == '-' || a[0] == '/' || value_of_previous) continue;
     a = *base_dir + "/" + a;
   }
   if (host_arg->empty() == fleet_arg->empty()) {
     return absl::InvalidArgumentError(path + ": give a host or a fleet (an inventory file), not both or neither");
   }
-  if (c->fio_args.empty()) return absl::InvalidArgumentError(path + ": no fio arguments (fio: [...])");
+  if (c->tool_args.empty()) {
+    return absl::InvalidArgumentError(path + ": no tool arguments (fio: [...] or io_uring: [...])");
+  }
   return absl::OkStatus();
 }
 
@@ -287,13 +298,15 @@ size_t NumPoints(const Comparison& c) {
 uint64_t CellRandseed(const Comparison& c, int sample) { return sample == 0 ? 0 : c.seed + static_cast<uint64_t>(sample); }
 
 
-// The host and jobs of one cell, checked (ValidateRun) but not run.
-absl::StatusOr<RunRequest> PrepareCell(const Comparison& c, const Cell& cell, const Inputs& inputs,
-                                       const CellLimits& limits) {
+namespace {
+
+// The host of one cell (the point's and the variant's host settings on the
+// baseline host), and its fio.OPTION settings as option lines.
+absl::StatusOr<host::HostSpec> CellHost(const Comparison& c, const Cell& cell,
+                                        std::vector<workload::OptionLine>* fio_overrides) {
   std::vector<Setting> settings = PointSettings(c, cell.point);
   for (const Setting& s : c.variants[cell.variant].settings) settings.push_back(s);
   std::vector<host::HostOverride> host_overrides;
-  std::vector<workload::OptionLine> fio_overrides;
   const DocNode* host_doc = &c.host_doc;
   for (const Setting& s : settings) {
     if (s.path == kFleetAxis && !c.fleet.empty()) {
@@ -301,18 +314,72 @@ absl::StatusOr<RunRequest> PrepareCell(const Comparison& c, const Cell& cell, co
         if (name == s.value) host_doc = &doc;
       }
     } else if (IsFioPath(s.path)) {
-      fio_overrides.push_back(workload::OptionLine{s.path.substr(4), s.value, "<compare>", 0});
+      fio_overrides->push_back(workload::OptionLine{s.path.substr(4), s.value, "<compare>", 0});
     } else {
       host_overrides.push_back(host::HostOverride{s.path, s.value});
     }
   }
+  return host::ApplyHostOverrides(*host_doc, host_overrides);
+}
+
+// t/io_uring's command line of an io_uring comparison: `--cpus=LIST` (the
+// submitters' CPUs, as `blklab io_uring` takes it), then the tool's own.
+struct IoUringToolArgs {
+  workload::TioUringSpec spec;
+  std::vector<uint32_t> cpus;
+};
+absl::StatusOr<IoUringToolArgs> ParseIoUringToolArgs(const std::vector<std::string>& args) {
+  IoUringToolArgs out;
+  std::vector<std::string> tool;
+  for (const std::string& a : args) {
+    if (absl::StartsWith(a, "--cpus=")) {
+      absl::StatusOr<std::vector<uint32_t>> cpus = workload::ParseCpuList(a.substr(7));
+      if (!cpus.ok() || cpus->empty()) return absl::InvalidArgumentError("io_uring --cpus: not a CPU list: " + a.substr(7));
+      out.cpus = *std::move(cpus);
+    } else if (absl::StartsWith(a, "--")) {
+      return absl::InvalidArgumentError("io_uring: unknown option '" + a +
+                                        "' (a comparison takes --cpus=LIST and t/io_uring's own options)");
+    } else {
+      tool.push_back(a);
+    }
+  }
+  // The tool's complaint is the first line of what it prints; its usage follows.
+  auto first_line = [](absl::string_view text) {
+    return std::string(absl::StripAsciiWhitespace(text.substr(0, text.find('\n'))));
+  };
+  absl::StatusOr<workload::TioUringArgs> parsed = workload::ParseTioUringArgs(tool);
+  if (!parsed.ok()) return absl::InvalidArgumentError("io_uring: " + first_line(parsed.status().message()));
+  if (parsed->show_usage) {
+    const std::string complaint = first_line(parsed->stderr_text);
+    return absl::InvalidArgumentError("io_uring: " +
+                                      (complaint.empty() ? std::string("the arguments ask for t/io_uring's usage") : complaint));
+  }
+  if (parsed->spec.files.empty()) return absl::InvalidArgumentError("io_uring: no device (t/io_uring's file arguments)");
+  out.spec = parsed->spec;
+  if (out.spec.runtime_s < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "io_uring -r", out.spec.runtime_s, ": a comparison needs -r2 or more (t/io_uring prints every second but ",
+        "the last; -r0 runs until interrupted)"));
+  }
+  return out;
+}
+
+}  // namespace
+
+// The host and jobs of one cell, checked (ValidateRun) but not run.
+absl::StatusOr<RunRequest> PrepareCell(const Comparison& c, const Cell& cell, const Inputs& inputs,
+                                       const CellLimits& limits) {
+  if (c.tool != Tool::kFio) {
+    return absl::FailedPreconditionError("an io_uring comparison's cells run t/io_uring (PrepareIoUringCell)");
+  }
+  std::vector<workload::OptionLine> fio_overrides;
+  BLKLAB_ASSIGN_OR_RETURN(host::HostSpec host, CellHost(c, cell, &fio_overrides));
   if (cell.sample > 0) {
     fio_overrides.push_back(
         workload::OptionLine{"randseed", absl::StrCat(CellRandseed(c, cell.sample)), "<compare>", 0});
   }
-  BLKLAB_ASSIGN_OR_RETURN(host::HostSpec host, host::ApplyHostOverrides(*host_doc, host_overrides));
   BLKLAB_ASSIGN_OR_RETURN(ParsedFio parsed,
-                          ParseFio(c.fio_args, host, inputs.read_file, inputs.lookup_var, fio_overrides));
+                          ParseFio(c.tool_args, host, inputs.read_file, inputs.lookup_var, fio_overrides));
   RunRequest req;
   req.host = std::move(host);
   req.jobs = std::move(parsed.jobs);
@@ -325,8 +392,57 @@ absl::StatusOr<RunRequest> PrepareCell(const Comparison& c, const Cell& cell, co
 }
 
 
+absl::StatusOr<IoUringRunRequest> PrepareIoUringCell(const Comparison& c, const Cell& cell,
+                                                     const CellLimits& limits) {
+  if (c.tool != Tool::kIoUring) return absl::FailedPreconditionError("not an io_uring comparison");
+  std::vector<workload::OptionLine> fio_overrides;
+  BLKLAB_ASSIGN_OR_RETURN(host::HostSpec host, CellHost(c, cell, &fio_overrides));
+  if (!fio_overrides.empty()) {
+    return absl::InvalidArgumentError("fio." + fio_overrides[0].name + ": fio options do not apply to t/io_uring");
+  }
+  BLKLAB_ASSIGN_OR_RETURN(IoUringToolArgs args, ParseIoUringToolArgs(c.tool_args));
+  IoUringRunRequest req;
+  req.host = std::move(host);
+  req.spec = std::move(args.spec);
+  req.cpus = std::move(args.cpus);
+  // Samples after the first draw their offsets from another stream.
+  req.seed = c.seed + static_cast<uint64_t>(cell.sample);
+  req.limits = limits.run;
+  BLKLAB_RETURN_IF_ERROR(host::ValidateHostSpec(req.host, limits.host));
+  return req;
+}
+
+CellResult CellResultOfIoUring(const IoUringRunRequest& req, const IoUringResult& run) {
+  CellResult r;
+  r.iops = TioUringMeanIops(run, req.spec);
+  r.dir_iops[0] = r.iops;  // t/io_uring reads
+  r.bw_bytes = static_cast<uint64_t>(r.iops * static_cast<double>(req.spec.bs));
+  r.ios = run.kernel.total_ios;
+  r.sys_pct = run.kernel.sys_pct;
+  r.kernel_sys_pct = run.kernel.sys_pct;
+  r.contention_pct = run.kernel.contention_pct;
+  r.jobs.emplace_back("t/io_uring", r.iops);
+  stats::LatencyHistogram lat;
+  for (const stats::LatencyHistogram& h : run.latency) lat.Merge(h);
+  if (lat.total() > 0) {
+    static constexpr double kPercents[] = {50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99};
+    const std::vector<uint64_t> v = lat.Percentiles(kPercents);
+    for (size_t i = 0; i < v.size(); ++i) r.clat_percentiles.emplace_back(kPercents[i], v[i]);
+  }
+  r.profile = run.kernel.profile;
+  r.locks = run.kernel.locks;
+  return r;
+}
+
 absl::StatusOr<CellResult> RunCell(const Comparison& c, const Cell& cell, const Inputs& inputs,
                                    const std::atomic<bool>* cancel, const CellLimits& limits) {
+  if (c.tool == Tool::kIoUring) {
+    BLKLAB_ASSIGN_OR_RETURN(const IoUringRunRequest req, PrepareIoUringCell(c, cell, limits));
+    absl::StatusOr<IoUringResult> ran = RunIoUring(req, nullptr, nullptr, cancel);
+    if (!ran.ok()) return StalledCell(ran.status());
+    if (ran->interrupted) return absl::CancelledError("cancelled");
+    return CellResultOfIoUring(req, *ran);
+  }
   BLKLAB_ASSIGN_OR_RETURN(const RunRequest req, PrepareCell(c, cell, inputs, limits));
   absl::StatusOr<RunResult> ran = RunFio(req, nullptr, cancel);
   if (!ran.ok()) return StalledCell(ran.status());
@@ -681,8 +797,8 @@ std::string ChangesText(const Comparison& c, const Results& res) {
 std::string Header(const Comparison& c, const Results& res) {
   return absl::StrCat("blklab compare: host ", c.host_label, ", ", res.cells.size(), " cells (",
                       NumPoints(c), c.axes.empty() ? " point" : " points", " x ", c.variants.size(), " variants x ",
-                      c.samples, c.samples == 1 ? " sample" : " samples", "), seed ", c.seed, "\nfio: ",
-                      absl::StrJoin(c.fio_args, " "), "\n");
+                      c.samples, c.samples == 1 ? " sample" : " samples", "), seed ", c.seed, "\n",
+                      ToolName(c.tool), ": ", absl::StrJoin(c.tool_args, " "), "\n");
 }
 
 std::string VariantsText(const Comparison& c) {
@@ -744,8 +860,8 @@ std::string WriteTable(const Comparison& c, const Results& res) {
 
 std::string WriteMarkdown(const Comparison& c, const Results& res) {
   const std::vector<std::vector<std::string>> t = TableCells(c, res);
-  std::string out = "`blklab compare` on host `" + c.host_label + "`, seed " + absl::StrCat(c.seed) + ": `fio " +
-                    absl::StrJoin(c.fio_args, " ") + "`\n\n";
+  std::string out = "`blklab compare` on host `" + c.host_label + "`, seed " + absl::StrCat(c.seed) + ": `" + ToolName(c.tool) + " " +
+                    absl::StrJoin(c.tool_args, " ") + "`\n\n";
   for (const Variant& v : c.variants) {
     std::vector<std::string> s;
     for (const Setting& x : v.settings) s.push_back("`" + x.path + "=" + x.value + "`");
@@ -814,9 +930,10 @@ std::string WriteJsonOut(const Comparison& c, const Results& res) {
   root.AddEntry("host", {}, DocNode::String(c.host_label));
   root.AddEntry("seed", {}, DocNode::Int(static_cast<int64_t>(c.seed)));
   root.AddEntry("samples", {}, DocNode::Int(c.samples));
-  DocNode fio = DocNode::List();
-  for (const std::string& a : c.fio_args) fio.Append(DocNode::String(a));
-  root.AddEntry("fio_args", {}, std::move(fio));
+  root.AddEntry("tool", {}, DocNode::String(ToolName(c.tool)));
+  DocNode tool_args = DocNode::List();
+  for (const std::string& a : c.tool_args) tool_args.Append(DocNode::String(a));
+  root.AddEntry(absl::StrCat(ToolName(c.tool), "_args"), {}, std::move(tool_args));
   DocNode variants = DocNode::List();
   for (const Variant& v : c.variants) {
     DocNode vd = DocNode::Map();
@@ -958,12 +1075,12 @@ absl::StatusOr<Comparison> ParseComparison(const std::vector<std::string>& args,
   std::string fleet_arg;
   std::string base_dir;
   std::string spec_file;
-  bool have_seed = false, have_samples = false;
+  bool have_seed = false, have_samples = false, have_tool = false;
   bool fio_part = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (fio_part) {
-      c.fio_args.push_back(a);
+      c.tool_args.push_back(a);
       continue;
     }
     auto value_of = [&](const std::string& flag, std::string* out) { return FlagValue(args, i, flag, out); };
@@ -986,6 +1103,11 @@ absl::StatusOr<Comparison> ParseComparison(const std::vector<std::string>& args,
       if (!m.ok()) return m.status();
       BLKLAB_ASSIGN_OR_RETURN(Axis axis, ParseAxis(v));
       c.axes.push_back(std::move(axis));
+    } else if (m = value_of("--tool", &v); !m.ok() || *m) {
+      if (!m.ok()) return m.status();
+      if (v != "fio" && v != "io_uring") return UsageError("--tool: fio or io_uring, got '" + v + "'");
+      c.tool = v == "fio" ? Tool::kFio : Tool::kIoUring;
+      have_tool = true;
     } else if (m = value_of("--baseline", &v); !m.ok() || *m) {
       if (!m.ok()) return m.status();
       c.baseline = v;
@@ -1008,15 +1130,15 @@ absl::StatusOr<Comparison> ParseComparison(const std::vector<std::string>& args,
     }
   }
   if (!spec_file.empty()) {
-    if (!host_arg.empty() || !fleet_arg.empty() || !c.variants.empty() || !c.axes.empty() || !c.fio_args.empty() ||
-        have_seed || have_samples || !c.baseline.empty()) {
+    if (!host_arg.empty() || !fleet_arg.empty() || !c.variants.empty() || !c.axes.empty() || !c.tool_args.empty() ||
+        have_seed || have_samples || have_tool || !c.baseline.empty()) {
       return UsageError(
-          "a spec file holds the host, variants, matrix, seed, samples and fio arguments: "
+          "a spec file holds the host, variants, matrix, seed, samples and the tool's arguments: "
           "only --jobs, --format, --plot and --dry-run go with it");
     }
     BLKLAB_RETURN_IF_ERROR(ReadSpecFile(spec_file, inputs, &c, &host_arg, &fleet_arg, &base_dir));
   } else {
-    if (c.fio_args.empty()) return UsageError("no fio arguments (after --)");
+    if (c.tool_args.empty()) return UsageError(absl::StrCat("no ", ToolName(c.tool), " arguments (after --)"));
     if (!host_arg.empty() && !fleet_arg.empty()) return UsageError("--host and --fleet: give one");
     if (host_arg.empty() && fleet_arg.empty()) host_arg = default_host_arg;
   }
@@ -1047,6 +1169,19 @@ absl::StatusOr<Comparison> ParseComparison(const std::vector<std::string>& args,
   std::set<std::string> names;
   for (const Variant& v : c.variants) {
     if (!names.insert(v.name).second) return absl::InvalidArgumentError("variant '" + v.name + "' given twice");
+  }
+  if (c.tool == Tool::kIoUring) {
+    BLKLAB_RETURN_IF_ERROR(ParseIoUringToolArgs(c.tool_args).status());
+    std::vector<const Setting*> settings;
+    for (const Variant& v : c.variants) {
+      for (const Setting& s : v.settings) settings.push_back(&s);
+    }
+    for (const Axis& a : c.axes) {
+      if (IsFioPath(a.path)) return absl::InvalidArgumentError(a.path + ": fio options do not apply to t/io_uring");
+    }
+    for (const Setting* s : settings) {
+      if (IsFioPath(s->path)) return absl::InvalidArgumentError(s->path + ": fio options do not apply to t/io_uring");
+    }
   }
 
   if (c.fleet.empty()) {
@@ -1112,6 +1247,13 @@ absl::StatusOr<std::string> DryRunText(const Comparison& c, const Inputs& inputs
   res.cells = Cells(c);
   std::string out = Header(c, res) + VariantsText(c);
   for (const Cell& cell : res.cells) {
+    if (c.tool == Tool::kIoUring) {
+      absl::StatusOr<IoUringRunRequest> req = PrepareIoUringCell(c, cell);
+      if (!req.ok()) return absl::Status(req.status().code(), CellLabel(c, cell) + ": " + std::string(req.status().message()));
+      absl::StrAppend(&out, CellLabel(c, cell), ": t/io_uring, ", req->spec.nthreads, " submitter",
+                      req->spec.nthreads == 1 ? "" : "s", " on ", req->host.name, ", seed ", req->seed, "\n");
+      continue;
+    }
     absl::StatusOr<RunRequest> req = PrepareCell(c, cell, inputs);
     if (!req.ok()) return absl::Status(req.status().code(), CellLabel(c, cell) + ": " + std::string(req.status().message()));
     absl::StrAppend(&out, CellLabel(c, cell), ": ", req->jobs.clones.size(), " fio threads on ", req->host.name,

@@ -13,10 +13,19 @@
 // local flags (--jobs, --format, --plot, --dry-run):
 //   --host=PRESET|FILE | --fleet=INVENTORY   --variant NAME:PATH=V[,PATH=V...]
 //   --matrix PATH=V1,V2,...   --samples=N   --seed=N   --baseline=NAME
-//   -- FIO-ARGS...
-// or one spec file (YAML: host or fleet, fio, seed, samples, baseline,
-// variants, matrix). PATH is a host-spec path (knobs.dd_serialize_dispatch,
-// devices.nullb0.queue.scheduler, cpus.count) or fio.OPTION.
+//   [--tool=fio|io_uring] -- ARGS...
+// or one spec file (YAML: host or fleet, fio or io_uring, seed, samples,
+// baseline, variants, matrix). PATH is a host-spec path
+// (knobs.dd_serialize_dispatch, devices.nullb0.queue.scheduler, cpus.count)
+// or fio.OPTION.
+//
+// The tool: fio (its job arguments), or fio's t/io_uring as `blklab
+// io_uring` runs it (its command line, with `--cpus=LIST` for taskset's
+// mask; -rN with N >= 2, as the tool prints every second but the last).
+// An io_uring cell's IOPS is the mean of the printed seconds, its "sys" the
+// kernel's share (sys, irq, softirq) of the time of the CPUs that did any
+// work, as t/io_uring reports none; fio.OPTION settings do not apply.
+// blklabd runs fio cells only and refuses an io_uring comparison by name.
 //
 // Cells: (point of the axes' product, variant, sample), point-major. A
 // cell's run depends only on the comparison and the cell's identity: its
@@ -79,6 +88,10 @@ struct Axis {
 // The axis a fleet inventory adds: its values are host type names.
 inline constexpr char kFleetAxis[] = "host";
 
+enum class Tool { kFio, kIoUring };
+// "fio", "io_uring".
+const char* ToolName(Tool tool);
+
 struct Comparison {
   util::DocNode host_doc;  // as written
   // A fleet inventory (--fleet / fleet:): host type names and their host
@@ -86,7 +99,8 @@ struct Comparison {
   std::vector<std::pair<std::string, util::DocNode>> fleet;
   std::string baseline;  // the baseline variant's name (empty: the default rule)
   std::string host_label;
-  std::vector<std::string> fio_args;
+  Tool tool = Tool::kFio;
+  std::vector<std::string> tool_args;  // fio's arguments, or t/io_uring's
   std::vector<Variant> variants;  // [0] is the baseline
   std::vector<Axis> axes;
   int samples = 1;
@@ -229,6 +243,12 @@ struct CellLimits {
 // limits.host, ValidateRun) but not run.
 absl::StatusOr<RunRequest> PrepareCell(const Comparison& c, const Cell& cell, const Inputs& inputs,
                                        const CellLimits& limits = {});
+
+// An io_uring comparison's cell (Tool::kIoUring), checked but not run.
+absl::StatusOr<IoUringRunRequest> PrepareIoUringCell(const Comparison& c, const Cell& cell,
+                                                     const CellLimits& limits = {});
+// The figures of a finished t/io_uring run of `req`.
+CellResult CellResultOfIoUring(const IoUringRunRequest& req, const IoUringResult& run);
 
 // Runs one cell. A run the engine ends because simulated I/O could never
 // finish is a result (CellResult::stalled), not an error; a run stopped by

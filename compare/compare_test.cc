@@ -48,8 +48,8 @@ TEST(Compare, ParsesASpecThroughItsInputs) {
   EXPECT_EQ(c->variants[1].name, "none");
   EXPECT_EQ(Cells(*c).size(), 4u);  // 2 points x 2 variants
   // Job files are read relative to the spec.
-  ASSERT_EQ(c->fio_args.size(), 1u);
-  EXPECT_EQ(c->fio_args[0], "specs/job.fio");
+  ASSERT_EQ(c->tool_args.size(), 1u);
+  EXPECT_EQ(c->tool_args[0], "specs/job.fio");
 }
 
 TEST(Compare, ErrorsNameWhatIsWrong) {
@@ -77,6 +77,80 @@ TEST(Compare, ErrorsNameWhatIsWrong) {
   EXPECT_TRUE(IsUsageError(ParseComparison({"--bogus", "--", "--name=t"}, in, "default").status()));
   EXPECT_TRUE(IsUsageError(ParseComparison({"--seed"}, in, "default").status()));
   EXPECT_FALSE(IsUsageError(ParseComparison({"--samples=0", "--", "--name=t"}, in, "default").status()));
+}
+
+// t/io_uring as the tool: RC2's comparison. CONFIG_BLK_CGROUP costs a
+// polled core IOPS, and the cgroup association shows in the profile only
+// where it is on.
+std::vector<std::string> IoUringComparison(const std::vector<std::string>& tool) {
+  std::vector<std::string> args = {"--host=rc2-io_uring-core", "--tool=io_uring", "--variant",
+                                   "shaved:kernel.config.BLK_DEV_THROTTLING=false,kernel.config.BLK_CGROUP=false",
+                                   "--variant", "blk_cgroup:", "--baseline=shaved", "--"};
+  args.insert(args.end(), tool.begin(), tool.end());
+  return args;
+}
+
+double ProfileShare(const CellResult& r, const std::string& fn) {
+  int64_t total = 0, mine = 0;
+  for (const stats::ProfileRow& p : r.profile) {
+    total += p.self_ns;
+    if (p.function == fn) mine += p.self_ns;
+  }
+  return total == 0 ? 0 : static_cast<double>(mine) / static_cast<double>(total);
+}
+
+TEST(Compare, RunsTIoUringAsTheTool) {
+  const Inputs in = MapInputs(&kFiles, &kVars);
+  absl::StatusOr<Comparison> c = ParseComparison(
+      IoUringComparison({"--cpus=0", "-b512", "-d128", "-s32", "-c32", "-p1", "-B1", "-F1", "-n1", "-r2",
+                         "/dev/nvme0n1", "/dev/nvme1n1"}),
+      in, "default");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->tool, Tool::kIoUring);
+  ASSERT_EQ(Cells(*c).size(), 2u);
+  absl::StatusOr<CellResult> shaved = RunCell(*c, Cells(*c)[0], in);
+  absl::StatusOr<CellResult> cgroup = RunCell(*c, Cells(*c)[1], in);
+  ASSERT_TRUE(shaved.ok()) << shaved.status();
+  ASSERT_TRUE(cgroup.ok()) << cgroup.status();
+  EXPECT_GT(cgroup->iops, 0);
+  EXPECT_GT(shaved->iops, 1.1 * cgroup->iops);
+  EXPECT_EQ(ProfileShare(*shaved, "bio_associate_blkg"), 0);
+  EXPECT_GT(ProfileShare(*cgroup, "bio_associate_blkg"), 0.02);
+  Results res;
+  res.cells = Cells(*c);
+  res.results = {*shaved, *cgroup};
+  Summarize(*c, res);
+  const std::string table = Render(*c, res, Format::kTable);
+  EXPECT_NE(table.find("io_uring: --cpus=0 -b512"), std::string::npos) << table;
+  EXPECT_NE(Render(*c, res, Format::kJson).find("\"io_uring_args\""), std::string::npos);
+  absl::StatusOr<std::string> dry = DryRunText(*c, in);
+  ASSERT_TRUE(dry.ok()) << dry.status();
+  EXPECT_NE(dry->find("t/io_uring, 1 submitter on rc2-io_uring-core"), std::string::npos) << *dry;
+}
+
+TEST(Compare, AnIoUringComparisonRefusesWhatItCannotRun) {
+  const Inputs in = MapInputs(&kFiles, &kVars);
+  auto error = [&in](const std::vector<std::string>& args) {
+    return std::string(ParseComparison(args, in, "default").status().message());
+  };
+  // t/io_uring prints every second but the last: -r1 would report nothing,
+  // -r0 never ends.
+  EXPECT_NE(error(IoUringComparison({"-r1", "/dev/nvme0n1"})).find("-r2 or more"), std::string::npos);
+  EXPECT_NE(error(IoUringComparison({"-r0", "/dev/nvme0n1"})).find("-r2 or more"), std::string::npos);
+  EXPECT_NE(error(IoUringComparison({"--bs=4k", "-r2", "/dev/nvme0n1"})).find("unknown option '--bs=4k'"),
+            std::string::npos);
+  EXPECT_NE(error(IoUringComparison({"--cpus=x", "-r2", "/dev/nvme0n1"})).find("--cpus"), std::string::npos);
+  EXPECT_NE(error(IoUringComparison({"-r2"})).find("io_uring: No files specified"), std::string::npos);
+  EXPECT_EQ(error(IoUringComparison({"-r2"})).find("IO Depth"), std::string::npos);  // not the usage
+  std::vector<std::string> with_fio = IoUringComparison({"-r2", "/dev/nvme0n1"});
+  with_fio.insert(with_fio.begin(), {"--matrix", "fio.iodepth=1,2"});
+  EXPECT_NE(error(with_fio).find("fio.iodepth: fio options do not apply to t/io_uring"), std::string::npos);
+  EXPECT_TRUE(IsUsageError(ParseComparison({"--tool=spdk", "--", "-r2"}, in, "default").status()));
+  // A spec gives one tool.
+  const std::map<std::string, std::string> both = {
+      {"both.yaml", "host: default\nfio: [--name=t]\nio_uring: [-r2, /dev/nvme0n1]\n"}};
+  const absl::Status s = ParseComparison({"both.yaml"}, MapInputs(&both, &kVars), "default").status();
+  EXPECT_NE(s.message().find("not both"), std::string::npos) << s;
 }
 
 TEST(Compare, ACellsResultDoesNotDependOnOrder) {

@@ -271,6 +271,13 @@ struct IoUringResult {
 // Called after each simulated second (t/io_uring's per-second line).
 using IoUringSecondFn = std::function<void(const IoUringSecond&)>;
 
+// The seconds t/io_uring prints: every one but the last of -rN (the tool
+// stops before printing it), every one of a run until interrupted (-r0).
+size_t TioUringPrintedSeconds(const IoUringResult& result, const workload::TioUringSpec& spec);
+// The mean IOPS over those seconds (`blklab io_uring`'s "iops"); 0 when
+// none was printed (-r1).
+double TioUringMeanIops(const IoUringResult& result, const workload::TioUringSpec& spec);
+
 // Runs -r seconds (or, with -r0, until `cancel` is set: the result then
 // says interrupted). InvalidArgument / Unimplemented name what is wrong:
 // a file that is not a device of the host, a mode blklab does not model;

@@ -170,4 +170,17 @@ absl::StatusOr<IoUringResult> RunIoUring(const IoUringRunRequest& req, const std
   return result;
 }
 
+size_t TioUringPrintedSeconds(const IoUringResult& result, const workload::TioUringSpec& spec) {
+  const size_t n = result.seconds.size();
+  if (spec.runtime_s <= 0) return n;
+  return std::min(n, static_cast<size_t>(spec.runtime_s - 1));
+}
+
+double TioUringMeanIops(const IoUringResult& result, const workload::TioUringSpec& spec) {
+  const size_t shown = TioUringPrintedSeconds(result, spec);
+  uint64_t sum = 0;
+  for (size_t i = 0; i < shown; ++i) sum += result.seconds[i].done;
+  return shown > 0 ? static_cast<double>(sum) / static_cast<double>(shown) : 0.0;
+}
+
 }  // namespace blklab

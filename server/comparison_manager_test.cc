@@ -215,6 +215,12 @@ TEST(ComparisonManager, RefusesWhatItCannotRun) {
   absl::StatusOr<compare::CellResult> out_of_range = m3.RunCellHere(Bundle("1ms"), 99, "comparisons/x", nullptr);
   EXPECT_EQ(out_of_range.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(IsCellError(out_of_range.status()));
+  // Cells are the queue's fio jobs: a t/io_uring comparison is refused by name.
+  v1::ComparisonBundle tio;
+  for (const char* a : {"--host=rc2-io_uring-core", "--tool=io_uring", "--", "-r2", "/dev/nvme0n1"}) tio.add_args(a);
+  const absl::Status refused = m3.Create(tio, "").status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnimplemented) << refused;
+  EXPECT_NE(refused.message().find("blklabd runs fio comparisons only"), std::string::npos) << refused;
 }
 
 // A cell that reaches the server's per-job limits fails as the cell's own

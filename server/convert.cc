@@ -674,6 +674,12 @@ absl::StatusOr<compare::Comparison> ParseComparisonBundle(const v1::ComparisonBu
   BLKLAB_ASSIGN_OR_RETURN(compare::Comparison c,
                           compare::ParseComparison({bundle.args().begin(), bundle.args().end()}, inputs,
                                                    std::string(host::kDefaultPresetName)));
+  if (c.tool != compare::Tool::kFio) {
+    // A cell is a job of the server's queue, and its jobs run fio.
+    return absl::UnimplementedError(absl::StrCat(
+        "tool ", compare::ToolName(c.tool),
+        ": blklabd runs fio comparisons only; run t/io_uring comparisons with `blklab compare` locally"));
+  }
   c.collect_stacks = bundle.collect_stacks();
   return c;
 }

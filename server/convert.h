@@ -115,7 +115,8 @@ v1::JobResult BuildJobResult(const RunRequest& request, const RunResult& run,
 compare::Inputs BundleInputs(const v1::ComparisonBundle* bundle);
 // The comparison a bundle describes, as `blklab compare` parses its
 // arguments (the default host: the "default" preset), with the bundle's
-// collect_stacks. `inputs` reads the bundle (BundleInputs).
+// collect_stacks. `inputs` reads the bundle (BundleInputs). UNIMPLEMENTED
+// for a t/io_uring comparison: cells run as the queue's fio jobs.
 absl::StatusOr<compare::Comparison> ParseComparisonBundle(const v1::ComparisonBundle& bundle,
                                                           const compare::Inputs& inputs);
 // Bytes of its arguments, files and variables (names included): what the

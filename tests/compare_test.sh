@@ -163,6 +163,16 @@ expect_error "unknown device" "no item 'sdz'" --host=rc4-desktop-7950x \
 expect_error "bad fio overlay" "iodepth" --host=nvme-8cpu --variant 'x:fio.iodepth=lots' -- "${JOB[@]}"
 expect_error "no fio arguments" "no fio arguments" --host=nvme-8cpu
 expect_error "unknown baseline" "baseline 'zz'" --host=nvme-8cpu --baseline=zz -- "${JOB[@]}"
+expect_error "t/io_uring -r1" "needs -r2 or more" --host=rc2-io_uring-core --tool=io_uring -- -r1 /dev/nvme0n1
+# blklabd runs fio cells only: the client refuses before it connects.
+if "$BLKLAB" --server 127.0.0.1:1 compare --host=rc2-io_uring-core --tool=io_uring -- -r2 /dev/nvme0n1 \
+     >"$TMP/e.out" 2>"$TMP/e.err"; then
+  fail "remote t/io_uring comparison: accepted"
+elif grep -q -- "blklabd runs fio comparisons only" "$TMP/e.err"; then
+  pass "remote t/io_uring comparison: $(head -1 "$TMP/e.err")"
+else
+  fail "remote t/io_uring comparison: $(cat "$TMP/e.err")"
+fi
 printf 'host: nvme-8cpu\nfio: [--name=t]\nvariant: {}\n' >"$TMP/bad.yaml"
 expect_error "unknown spec field" "unknown field 'variant'" "$TMP/bad.yaml"
 

@@ -39,13 +39,16 @@ constexpr char kUsage[] =
     "usage: blklab compare --host=PRESET|FILE|--fleet=INVENTORY [--variant NAME:PATH=VALUE[,PATH=VALUE...]]...\n"
     "           [--matrix PATH=V1,V2,...]... [--samples=N] [--seed=N] [--jobs=N]\n"
     "           [--format=table|markdown|csv|json] [--plot=DIR] -- FIO-ARGS...\n"
-    "           [--baseline=NAME] [--dry-run]\n"
+    "           [--baseline=NAME] [--dry-run] [--tool=fio|io_uring]\n"
     "       blklab compare SPEC.yaml [--jobs=N] [--format=table|markdown|csv|json] [--plot=DIR] [--dry-run]\n"
     "  --plot=DIR  also write iops.svg, contention.svg, cpu.svg, latency.svg and report.html there,\n"
     "              and per row a flame graph of the simulated kernel (flame-ROW.svg, ROW.folded) and,\n"
     "              for each variant, a differential one against the baseline (flame-diff-ROW.svg)\n"
     "  --fleet=F   run on every host type of the inventory F (hosts: {TYPE: PRESET|FILE}) and rank\n"
-    "              the host types by each variant's IOPS change\n";
+    "              the host types by each variant's IOPS change\n"
+    "  --tool=io_uring  the arguments after -- are fio's t/io_uring's (as `blklab io_uring` takes them,\n"
+    "              with --cpus=LIST and -r2 or more; in a spec: io_uring: [...] instead of fio: [...]);\n"
+    "              local only: blklabd runs fio comparisons\n";
 
 using compare::Cell;
 using compare::CellResult;

@@ -15,6 +15,7 @@
 #include "engine/report/report.h"
 #include "engine/report/t_io_uring_writer.h"
 #include "engine/workload/t_io_uring.h"
+#include "engine/workload/value_syntax.h"
 
 namespace blklab::cli {
 namespace {
@@ -55,15 +56,9 @@ int RunIoUringCommand(const std::vector<std::string>& all_args) {
     if (absl::StartsWith(a, "--host=")) {
       host_arg = a.substr(7);
     } else if (absl::StartsWith(a, "--cpus=")) {
-      for (absl::string_view c : absl::StrSplit(a.substr(7), ',', absl::SkipEmpty())) {
-        std::vector<std::string> range = absl::StrSplit(c, '-');
-        uint32_t lo = 0, hi = 0;
-        if (range.size() > 2 || !absl::SimpleAtoi(range[0], &lo) ||
-            !absl::SimpleAtoi(range.back(), &hi) || hi < lo || hi - lo > 65536) {
-          return IoUringFail("--cpus: not a CPU list: " + a.substr(7));
-        }
-        for (uint32_t cpu = lo; cpu <= hi; ++cpu) req.cpus.push_back(cpu);
-      }
+      absl::StatusOr<std::vector<uint32_t>> cpus = workload::ParseCpuList(a.substr(7));
+      if (!cpus.ok() || cpus->empty()) return IoUringFail("--cpus: not a CPU list: " + a.substr(7));
+      req.cpus = *std::move(cpus);
     } else if (absl::StartsWith(a, "--seed=")) {
       if (!absl::SimpleAtoi(a.substr(7), &req.seed)) return IoUringFail("--seed: not an unsigned integer: " + a.substr(7));
     } else if (absl::StartsWith(a, "--output-format=")) {
@@ -157,12 +152,9 @@ int RunIoUringCommand(const std::vector<std::string>& all_args) {
     if (perf_top > 0) std::cout << report::WritePerfTop(result->kernel, perf_top);
     return 0;
   }
-  uint64_t sum = 0;
-  const size_t shown = std::min(printed, result->seconds.size());
-  for (size_t i = 0; i < shown; ++i) sum += result->seconds[i].done;
   report::Json root = report::Json::Object();
   root.Add("tool", "t/io_uring");
-  root.AddDouble("iops", shown > 0 ? static_cast<double>(sum) / static_cast<double>(shown) : 0.0);
+  root.AddDouble("iops", TioUringMeanIops(*result, spec));
   root.AddUint("max_iops", max_iops);
   root.AddInt("bs", spec.bs);
   root.AddInt("depth", spec.depth);

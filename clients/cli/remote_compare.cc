@@ -109,6 +109,11 @@ int RunRemoteCompare(RemoteClient& client, const std::vector<std::string>& args)
   if (!NamesHost(comparison_args)) comparison_args.insert(comparison_args.begin(), "--host=" + DefaultHostArg());
   absl::StatusOr<compare::Comparison> c = compare::ParseComparison(comparison_args, recording, DefaultHostArg());
   if (!c.ok()) return RemoteCompareFail(c.status());
+  if (c->tool != compare::Tool::kFio) {
+    // What the server would refuse is refused here, before anything is sent.
+    return RemoteCompareFail(absl::UnimplementedError(
+        "blklabd runs fio comparisons only; run t/io_uring comparisons without --server"));
+  }
   if (line->dry_run) {
     absl::StatusOr<std::string> text = compare::DryRunText(*c, recording);
     if (!text.ok()) return RemoteCompareFail(text.status());
