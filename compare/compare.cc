@@ -404,6 +404,7 @@ absl::StatusOr<IoUringRunRequest> PrepareIoUringCell(const Comparison& c, const 
   IoUringRunRequest req;
   req.host = std::move(host);
   req.spec = std::move(args.spec);
+  workload::TioUringApplyAioLimits(req.spec);  // as the tool does at startup (what it says is not a figure)
   req.cpus = std::move(args.cpus);
   // Samples after the first draw their offsets from another stream.
   req.seed = c.seed + static_cast<uint64_t>(cell.sample);

@@ -126,6 +126,14 @@ TEST(Compare, RunsTIoUringAsTheTool) {
   absl::StatusOr<std::string> dry = DryRunText(*c, in);
   ASSERT_TRUE(dry.ok()) << dry.status();
   EXPECT_NE(dry->find("t/io_uring, 1 submitter on rc2-io_uring-core"), std::string::npos) << *dry;
+  // The aio mode drops what aio cannot do, as the tool (and `blklab io_uring`) does.
+  absl::StatusOr<Comparison> aio = ParseComparison(IoUringComparison({"-a1", "-p1", "-B1", "-F1", "-r2", "/dev/nvme0n1"}), in, "default");
+  ASSERT_TRUE(aio.ok()) << aio.status();
+  absl::StatusOr<IoUringRunRequest> aio_req = PrepareIoUringCell(*aio, Cells(*aio)[0]);
+  ASSERT_TRUE(aio_req.ok()) << aio_req.status();
+  EXPECT_FALSE(aio_req->spec.polled);
+  EXPECT_FALSE(aio_req->spec.fixedbufs);
+  EXPECT_FALSE(aio_req->spec.register_files);
 }
 
 TEST(Compare, AnIoUringComparisonRefusesWhatItCannotRun) {

@@ -92,12 +92,7 @@ int RunIoUringCommand(const std::vector<std::string>& all_args) {
   const bool text = format == "normal";
 
   // The aio mode turns off what aio cannot do, and says so.
-  if (spec.aio) {
-    if (spec.polled) std::cerr << "aio does not support polled IO\n";
-    if (spec.nop) std::cerr << "aio does not support polled IO\n";
-    if (spec.fixedbufs || spec.register_files) std::cerr << "aio does not support registered files or buffers\n";
-    req.spec.polled = req.spec.nop = req.spec.fixedbufs = req.spec.register_files = false;
-  }
+  std::cerr << workload::TioUringApplyAioLimits(req.spec);
 
   g_interrupted.store(false);
   std::signal(SIGINT, OnSigint);

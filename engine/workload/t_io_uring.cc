@@ -114,6 +114,16 @@ std::vector<std::vector<int>> TioUringThreadFiles(const TioUringSpec& spec) {
   return out;
 }
 
+std::string TioUringApplyAioLimits(TioUringSpec& spec) {
+  if (!spec.aio) return "";
+  std::string said;
+  if (spec.polled) said += "aio does not support polled IO\n";
+  if (spec.nop) said += "aio does not support polled IO\n";
+  if (spec.fixedbufs || spec.register_files) said += "aio does not support registered files or buffers\n";
+  spec.polled = spec.nop = spec.fixedbufs = spec.register_files = false;
+  return said;
+}
+
 absl::StatusOr<TioUringArgs> ParseTioUringArgs(const std::vector<std::string>& args) {
   TioUringArgs out;
   TioUringSpec& s = out.spec;

@@ -60,6 +60,11 @@ struct TioUringArgs {
 // specified"), with the usage appended as the tool prints it.
 absl::StatusOr<TioUringArgs> ParseTioUringArgs(const std::vector<std::string>& args);
 
+// The aio mode (-a1) turns off what aio cannot do, as the tool does at
+// startup: polled IO, no-op requests, registered files and buffers. Returns
+// the lines the tool prints to stderr for what it turned off.
+std::string TioUringApplyAioLimits(TioUringSpec& spec);
+
 // The files of each submitter thread (indices into spec.files), as the tool
 // deals them: nthreads / nfiles threads per file, the remainder to the first
 // files, round robin from a running index, at most 16 files a thread.
