@@ -397,7 +397,7 @@ absl::StatusOr<IoUringRunRequest> PrepareIoUringCell(const Comparison& c, const 
   if (c.tool != Tool::kIoUring) return absl::FailedPreconditionError("not an io_uring comparison");
   std::vector<workload::OptionLine> fio_overrides;
   BLKLAB_ASSIGN_OR_RETURN(host::HostSpec host, CellHost(c, cell, &fio_overrides));
-  if (!fio_overrides.empty()) {
+  if (!fio_overrides.empty()) {  // ParseComparison refuses these; a Comparison built in code may not have been
     return absl::InvalidArgumentError("fio." + fio_overrides[0].name + ": fio options do not apply to t/io_uring");
   }
   BLKLAB_ASSIGN_OR_RETURN(IoUringToolArgs args, ParseIoUringToolArgs(c.tool_args));
@@ -413,6 +413,42 @@ absl::StatusOr<IoUringRunRequest> PrepareIoUringCell(const Comparison& c, const 
   return req;
 }
 
+namespace {
+
+// A cell's completion-latency percentiles and fio-style histogram bins.
+void FillClat(const stats::LatencyHistogram& lat, CellResult* cell) {
+  if (lat.total() == 0) return;
+  CellResult& r = *cell;
+  static constexpr double kPercents[] = {50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99};
+  const std::vector<uint64_t> v = lat.Percentiles(kPercents);
+  for (size_t i = 0; i < v.size(); ++i) r.clat_percentiles.emplace_back(kPercents[i], v[i]);
+  // fio's buckets nest in the quarter-power-of-two bins (below 128 ns a
+  // bucket is one value; above, a 64th of its power of two).
+  for (int i = 0; i < stats::LatencyHistogram::kNumBuckets; ++i) {
+    const uint64_t n = lat.count(i);
+    if (n == 0) continue;
+    const uint64_t v = std::max<uint64_t>(1, stats::LatencyHistogram::BucketValue(i));
+    const int msb = std::bit_width(v) - 1;
+    CellResult::HistogramBin bin;
+    if (msb < 2) {
+      bin.lower_ns = uint64_t{1} << msb;
+      bin.upper_ns = bin.lower_ns * 2;
+    } else {
+      const uint64_t quarter = uint64_t{1} << (msb - 2);
+      bin.lower_ns = v / quarter * quarter;
+      bin.upper_ns = bin.lower_ns + quarter;
+    }
+    if (!r.clat_histogram.empty() && r.clat_histogram.back().lower_ns == bin.lower_ns) {
+      r.clat_histogram.back().count += n;
+    } else {
+      bin.count = n;
+      r.clat_histogram.push_back(bin);
+    }
+  }
+}
+
+}  // namespace
+
 CellResult CellResultOfIoUring(const IoUringRunRequest& req, const IoUringResult& run) {
   CellResult r;
   r.iops = TioUringMeanIops(run, req.spec);
@@ -425,11 +461,7 @@ CellResult CellResultOfIoUring(const IoUringRunRequest& req, const IoUringResult
   r.jobs.emplace_back("t/io_uring", r.iops);
   stats::LatencyHistogram lat;
   for (const stats::LatencyHistogram& h : run.latency) lat.Merge(h);
-  if (lat.total() > 0) {
-    static constexpr double kPercents[] = {50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99};
-    const std::vector<uint64_t> v = lat.Percentiles(kPercents);
-    for (size_t i = 0; i < v.size(); ++i) r.clat_percentiles.emplace_back(kPercents[i], v[i]);
-  }
+  FillClat(lat, &r);
   r.profile = run.kernel.profile;
   r.locks = run.kernel.locks;
   return r;
@@ -550,34 +582,7 @@ CellResult CellResultOf(const RunRequest& req, const RunResult& run) {
     r.sys_pct /= static_cast<double>(report.entries.size());
   }
   r.clat_mean_ns = clat_n == 0 ? 0 : clat_sum / static_cast<double>(clat_n);
-  if (clat_all.total() > 0) {
-    static constexpr double kPercents[] = {50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99};
-    const std::vector<uint64_t> v = clat_all.Percentiles(kPercents);
-    for (size_t i = 0; i < v.size(); ++i) r.clat_percentiles.emplace_back(kPercents[i], v[i]);
-    // fio's buckets nest in the quarter-power-of-two bins (below 128 ns a
-    // bucket is one value; above, a 64th of its power of two).
-    for (int i = 0; i < stats::LatencyHistogram::kNumBuckets; ++i) {
-      const uint64_t n = clat_all.count(i);
-      if (n == 0) continue;
-      const uint64_t v = std::max<uint64_t>(1, stats::LatencyHistogram::BucketValue(i));
-      const int msb = std::bit_width(v) - 1;
-      CellResult::HistogramBin bin;
-      if (msb < 2) {
-        bin.lower_ns = uint64_t{1} << msb;
-        bin.upper_ns = bin.lower_ns * 2;
-      } else {
-        const uint64_t quarter = uint64_t{1} << (msb - 2);
-        bin.lower_ns = v / quarter * quarter;
-        bin.upper_ns = bin.lower_ns + quarter;
-      }
-      if (!r.clat_histogram.empty() && r.clat_histogram.back().lower_ns == bin.lower_ns) {
-        r.clat_histogram.back().count += n;
-      } else {
-        bin.count = n;
-        r.clat_histogram.push_back(bin);
-      }
-    }
-  }
+  FillClat(clat_all, &r);
   r.contention_pct = run.kernel.contention_pct;
   r.kernel_sys_pct = run.kernel.sys_pct;
   r.profile = run.kernel.profile;
@@ -1173,15 +1178,13 @@ absl::StatusOr<Comparison> ParseComparison(const std::vector<std::string>& args,
   }
   if (c.tool == Tool::kIoUring) {
     BLKLAB_RETURN_IF_ERROR(ParseIoUringToolArgs(c.tool_args).status());
-    std::vector<const Setting*> settings;
-    for (const Variant& v : c.variants) {
-      for (const Setting& s : v.settings) settings.push_back(&s);
-    }
     for (const Axis& a : c.axes) {
       if (IsFioPath(a.path)) return absl::InvalidArgumentError(a.path + ": fio options do not apply to t/io_uring");
     }
-    for (const Setting* s : settings) {
-      if (IsFioPath(s->path)) return absl::InvalidArgumentError(s->path + ": fio options do not apply to t/io_uring");
+    for (const Variant& v : c.variants) {
+      for (const Setting& s : v.settings) {
+        if (IsFioPath(s.path)) return absl::InvalidArgumentError(s.path + ": fio options do not apply to t/io_uring");
+      }
     }
   }
 

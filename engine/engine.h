@@ -271,8 +271,11 @@ struct IoUringResult {
 // Called after each simulated second (t/io_uring's per-second line).
 using IoUringSecondFn = std::function<void(const IoUringSecond&)>;
 
-// The seconds t/io_uring prints: every one but the last of -rN (the tool
-// stops before printing it), every one of a run until interrupted (-r0).
+// Whether t/io_uring prints its second `index` (from 0): every one but the
+// last of -rN (the tool stops before printing it), every one of a run until
+// interrupted (-r0).
+bool TioUringPrintsSecond(size_t index, const workload::TioUringSpec& spec);
+// How many of the run's seconds it printed.
 size_t TioUringPrintedSeconds(const IoUringResult& result, const workload::TioUringSpec& spec);
 // The mean IOPS over those seconds (`blklab io_uring`'s "iops"); 0 when
 // none was printed (-r1).

@@ -170,10 +170,14 @@ absl::StatusOr<IoUringResult> RunIoUring(const IoUringRunRequest& req, const std
   return result;
 }
 
+bool TioUringPrintsSecond(size_t index, const workload::TioUringSpec& spec) {
+  return spec.runtime_s <= 0 || index + 1 < static_cast<size_t>(spec.runtime_s);
+}
+
 size_t TioUringPrintedSeconds(const IoUringResult& result, const workload::TioUringSpec& spec) {
-  const size_t n = result.seconds.size();
-  if (spec.runtime_s <= 0) return n;
-  return std::min(n, static_cast<size_t>(spec.runtime_s - 1));
+  size_t n = 0;
+  while (n < result.seconds.size() && TioUringPrintsSecond(n, spec)) ++n;
+  return n;
 }
 
 double TioUringMeanIops(const IoUringResult& result, const workload::TioUringSpec& spec) {

@@ -98,12 +98,11 @@ int RunIoUringCommand(const std::vector<std::string>& all_args) {
   std::signal(SIGINT, OnSigint);
   const std::string engine = spec.aio ? "aio" : spec.use_sync ? "preadv2" : "io_uring";
   uint64_t max_iops = 0;
-  size_t printed = 0;
+  size_t seconds = 0;
   // The per-second lines print as the seconds complete; the tool's last
   // second (-rN) is never printed.
   auto on_second = [&](const IoUringSecond& s) {
-    if (spec.runtime_s > 0 && static_cast<int>(printed) + 1 >= spec.runtime_s) return;
-    ++printed;
+    if (!TioUringPrintsSecond(seconds++, spec)) return;
     max_iops = std::max<uint64_t>(max_iops, s.done);
     if (!text) return;
     std::cout << report::TioUringSecondLine({s.done, s.calls, s.reaps}, spec.bs, spec.nop);

@@ -77,7 +77,7 @@ void Cpu::ArmTick() {
   if (period <= 0 || tick_armed_) return;
   tick_armed_ = true;
   const SimTime base = std::max(now_, machine_.sim().Now());
-  RaiseHardirq((base / period + 1) * period, &tick_, 0, /*timer=*/true);
+  RaiseTimerHardirq((base / period + 1) * period, &tick_, 0);
 }
 
 Task Cpu::TickHandler::Handle(Cpu& cpu, uint64_t) {
@@ -145,21 +145,23 @@ void Cpu::ChargeSpinUntil(SimTime t) {
   spin_since_ = now_;
 }
 
-void Cpu::RaiseHardirq(SimTime at, IrqHandler* handler, uint64_t arg, bool timer) {
-  uint32_t slot;
-  if (!free_arrival_slots_.empty()) {
-    slot = free_arrival_slots_.back();
-    free_arrival_slots_.pop_back();
-    hardirq_arrivals_[slot] = IrqWork{handler, arg};
-  } else {
-    slot = static_cast<uint32_t>(hardirq_arrivals_.size());
+uint32_t Cpu::HardirqArrivalSlot(IrqHandler* handler, uint64_t arg) {
+  if (free_arrival_slots_.empty()) {
     hardirq_arrivals_.push_back(IrqWork{handler, arg});
+    return static_cast<uint32_t>(hardirq_arrivals_.size() - 1);
   }
-  if (timer) {
-    machine_.sim().ScheduleBulk(at, this, kHardirqArrive, slot);
-  } else {
-    machine_.sim().Schedule(at, this, kHardirqArrive, slot);
-  }
+  const uint32_t slot = free_arrival_slots_.back();
+  free_arrival_slots_.pop_back();
+  hardirq_arrivals_[slot] = IrqWork{handler, arg};
+  return slot;
+}
+
+void Cpu::RaiseHardirq(SimTime at, IrqHandler* handler, uint64_t arg) {
+  machine_.sim().Schedule(at, this, kHardirqArrive, HardirqArrivalSlot(handler, arg));
+}
+
+void Cpu::RaiseTimerHardirq(SimTime at, IrqHandler* handler, uint64_t arg) {
+  machine_.sim().ScheduleBulk(at, this, kHardirqArrive, HardirqArrivalSlot(handler, arg));
 }
 
 bool Cpu::RaiseSoftirq(IrqHandler* handler, uint64_t arg) {

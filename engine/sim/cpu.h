@@ -340,10 +340,11 @@ class Cpu final : public EventHandler {
   void ResumeAfterSpin(SimTime at);
 
   // Queues a hardirq on this CPU arriving at `at` (>= simulator now).
-  // `timer`: the arrival is a timer's, scheduled well ahead of its time
-  // (the scheduler tick), and waits in the simulator's bulk heap; the
-  // order of events is the same either way.
-  void RaiseHardirq(SimTime at, IrqHandler* handler, uint64_t arg, bool timer = false);
+  void RaiseHardirq(SimTime at, IrqHandler* handler, uint64_t arg);
+  // The same for a timer's interrupt scheduled well ahead of its time (the
+  // scheduler tick): it waits in the simulator's bulk heap; the order of
+  // events is the same either way.
+  void RaiseTimerHardirq(SimTime at, IrqHandler* handler, uint64_t arg);
   // Marks a softirq pending on this CPU (raise_softirq, called from code
   // running on it). Raised in a hardirq or softirq, it runs at that
   // interrupt's exit. Raised from task context, it wakes this CPU's
@@ -389,6 +390,8 @@ class Cpu final : public EventHandler {
   };
 
   void GrowAccounts(FnId fn);
+  // Stores a hardirq arrival; the slot is the arrival event's argument.
+  uint32_t HardirqArrivalSlot(IrqHandler* handler, uint64_t arg);
   // Points thread_ns_ at the running thread's counters when at task level.
   void UpdateThreadAccount() {
     level_mode_ = level_ == Level::kHardirq   ? static_cast<int>(Mode::kIrq)
