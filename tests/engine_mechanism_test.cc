@@ -917,6 +917,37 @@ TEST(MqDeadline, RealTimeFirstAndAgingLetsBestEffortThrough) {
   EXPECT_GT(ios(aged, 0), ios(aged, 1));
 }
 
+// blk_mq_delay_run_hw_queues after a dispatch that found nothing (another
+// hctx's run took the request) re-runs every hctx of the queue before 5.13;
+// since, a scheduler that ignores hardware queues (mq-deadline) re-runs only
+// the calling CPU's hctx (blk_mq_get_sq_hctx). Eight hctxs race on one
+// mq-deadline without DD_DISPATCHING (5.16, RC1's kernel).
+RunResult SqHctxRun(bool own_hctx, const std::string& sched = "mq-deadline") {
+  const std::string yaml = absl::StrCat(
+      "name: sq-hctx\n"
+      "cpus: {count: 8}\n"
+      "kernel: {hz: 1000}\n"
+      "knobs: {dd_serialize_dispatch: false, dd_insert_side_lists: false, dd_skip_merge_if_contended: false, "
+      "sq_sched_runs_own_hctx: ", own_hctx ? "true" : "false", "}\n"
+      "devices:\n"
+      "  - name: nullb0\n"
+      "    null_blk: {submit_queues: 8, poll_queues: 0, irqmode: 1}\n"
+      "    queue: {scheduler: ", sched, "}\n");
+  absl::StatusOr<host::HostSpec> h = host::ParseHostSpec(yaml);
+  EXPECT_TRUE(h.ok()) << h.status() << "\n" << yaml;
+  return MustRun(h.ok() ? *h : host::HostSpec{}, ManySubmitters(8));
+}
+
+TEST(MqDeadline, DelayedRerunsOnlyTheCallersHctxSince513) {
+  const RunResult all = SqHctxRun(false);
+  const RunResult own = SqHctxRun(true);
+  const uint64_t all_delayed = CounterOf(all.kernel, "run_hw_queue_delayed");
+  const uint64_t own_delayed = CounterOf(own.kernel, "run_hw_queue_delayed");
+  // Each empty dispatch delays up to 8 hctxs before, one after.
+  EXPECT_GT(all_delayed, 100u) << Describe(all);
+  EXPECT_LT(4 * own_delayed, all_delayed) << Describe(own) << "\n" << Describe(all);
+}
+
 // --- SCSI HBA with host-wide shared tags (RC3, RC1) ------------------------
 
 host::HostSpec HbaHost(int cpus, const std::string& knobs, const std::string& hba,

@@ -61,21 +61,29 @@ const std::vector<std::string> kPolledJob = {
     "--name=t", "--ioengine=io_uring", "--direct=1", "--hipri=1", "--rw=randread", "--bs=512", "--iodepth=32",
     "--iodepth_batch_submit=8", "--iodepth_batch_complete_min=8", "--runtime=5ms", "--time_based"};
 
-// Eight CPUs submitting to one mq-deadline queue (RC4's shape, small).
-std::string DeadlineYaml(const std::string& knobs) {
+// Eight CPUs submitting to one mq-deadline queue (RC4's shape, small), of
+// one hw queue or `submit_queues`.
+std::string DeadlineYaml(const std::string& knobs, int submit_queues = 1) {
   return absl::StrCat(
       "name: knob-dd\n"
       "cpus: {count: 8}\n"
       "knobs: {", knobs, "}\n"
       "devices:\n"
       "  - name: nullb0\n"
-      "    null_blk: {irqmode: 1, submit_queues: 1, poll_queues: 0}\n"
+      "    null_blk: {irqmode: 1, submit_queues: ", submit_queues, ", poll_queues: 0}\n"
       "    queue: {scheduler: mq-deadline}\n");
 }
 const std::vector<std::string> kDeadlineJob = {
     "--name=t", "--ioengine=io_uring", "--direct=1", "--rw=randread", "--bs=512", "--iodepth=4",
     "--iodepth_batch_submit=4", "--iodepth_batch_complete=4", "--numjobs=8",
     "--cpus_allowed_policy=split", "--runtime=5ms", "--time_based"};
+
+// Eight hctxs racing on one 5.16-style mq-deadline: dispatches that find
+// nothing and delay the queue's re-runs.
+const std::vector<std::string> kSqHctxJob = {
+    "--name=t", "--ioengine=io_uring", "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=8",
+    "--iodepth_batch_submit=4", "--iodepth_batch_complete_min=1", "--norandommap=1", "--numjobs=8",
+    "--cpus_allowed_policy=split", "--cpus_allowed=0-7", "--runtime=20ms", "--time_based"};
 
 // A SCSI host with host-wide tags and 4 LUNs, slow enough for 7 s of
 // virtual time (one timeout walk per queue, about 6 s in); mq-deadline.
@@ -166,6 +174,9 @@ std::map<std::string, KnobCase> Cases() {
       {"dd_insert_buckets", {DeadlineYaml("dd_insert_side_lists: false"), kDeadlineJob}},
       {"dd_insert_side_lists", {DeadlineYaml(""), kDeadlineJob}},
       {"dd_skip_merge_if_contended", {DeadlineYaml(""), kDeadlineJob}},
+      {"sq_sched_runs_own_hctx",
+       {DeadlineYaml("dd_serialize_dispatch: false, dd_insert_side_lists: false, dd_skip_merge_if_contended: false", 8),
+        kSqHctxJob}},
       {"restart_walks_shared_tag_queues", {kSdebugSharedYaml, kSdebugSharedJob}},
       {"scsi_budget_idle_delay_run", {kSdebugTsfYaml, kSdebugTsfJob}},
       {"blk_mq_budget_contention_rerun", {kSdebugTsfYaml, kSdebugTsfJob}},

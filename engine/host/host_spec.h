@@ -95,6 +95,9 @@ namespace blklab::host {
   BOOL(dd_insert_buckets, false, 0, 0, "RC4: Jens's per-CPU insertion buckets (not merged)")           \
   BOOL(dd_insert_side_lists, true, 0, 0, "RC4: Bart's insert side lists drained by the dispatcher (6.9)") \
   BOOL(dd_skip_merge_if_contended, true, 0, 0, "RC4: dd_bio_merge trylocks and skips when busy (6.9)") \
+  BOOL(sq_sched_runs_own_hctx, true, 0, 0,                                                           \
+       "blk_mq_run_hw_queues and blk_mq_delay_run_hw_queues under a scheduler that ignores hw queues "   \
+       "(mq-deadline, bfq) run only the calling CPU's hctx and those with requests on hctx->dispatch (5.13+)") \
   BOOL(restart_walks_shared_tag_queues, false, 0, 0,                                                  \
        "RC5: blk_mq_sched_restart walks every queue on a shared tag set (4.14)")                       \
   BOOL(scsi_budget_idle_delay_run, true, 0, 0,                                                        \

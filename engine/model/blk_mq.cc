@@ -616,9 +616,28 @@ void RequestQueue::RunHwQueuesAsync(sim::Cpu& cpu) {
   // blk_mq_run_hw_queues(q, true). RC3's rejected shortcut returns early
   // when the queue has no elevator (and strands parked requests).
   if (kernel_.knobs().skip_run_queues_without_elevator && !elevator_) return;
+  const Hctx* sq = SqHctx(&cpu);
   for (auto& h : hctxs_) {
-    if (!h->stopped()) h->RunAsync(cpu);
+    if (RunsWith(*h, sq)) h->RunAsync(cpu);
   }
+}
+
+Hctx* RequestQueue::SqHctx(sim::Cpu* cpu) {
+  // blk_mq_get_sq_hctx (5.13+): a scheduler that ignores hardware queues
+  // dispatches from the calling CPU's hctx; running the others would only
+  // contend on its lock and bounce its lines.
+  if (cpu == nullptr || !elevator_ || elevator_->mq_aware() || !kernel_.knobs().sq_sched_runs_own_hctx) {
+    return nullptr;
+  }
+  Hctx* h = MapQueue(cpu->id());
+  return h->stopped() ? nullptr : h;
+}
+
+bool RequestQueue::RunsWith(const Hctx& h, const Hctx* sq) {
+  // blk_mq_run_hw_queues' filter: not stopped, and either no preferred
+  // hctx, the preferred one, or one holding requests that bypassed the
+  // scheduler on hctx->dispatch.
+  return !h.stopped() && (sq == nullptr || sq == &h || h.dispatch_len() > 0);
 }
 
 void RequestQueue::RequeueRequest(sim::Cpu& cpu, Request* rq) {
@@ -647,16 +666,18 @@ sim::Task RequestQueue::RequeueWork::Run(sim::Cpu& cpu) {
 sim::Task RequestQueue::RunHwQueues(sim::Cpu& cpu) {
   sim::StackFrame frame(cpu, kernel_.fn.blk_mq_run_hw_queues);
   if (kernel_.knobs().skip_run_queues_without_elevator && !elevator_) co_return;
+  const Hctx* sq = SqHctx(&cpu);
   for (auto& h : hctxs_) {
-    if (!h->stopped()) co_await h->Run(cpu);
+    if (RunsWith(*h, sq)) co_await h->Run(cpu);
   }
 }
 
 void RequestQueue::DelayRunHwQueues(sim::Cpu* cpu, int64_t delay_ns) {
-  // blk_mq_delay_run_hw_queues: a hctx whose run work is already pending
-  // keeps its pending delay.
+  // blk_mq_delay_run_hw_queues: blk_mq_run_hw_queues' filter; a hctx whose
+  // run work is already pending keeps its pending delay.
+  const Hctx* sq = SqHctx(cpu);
   for (auto& h : hctxs_) {
-    if (h->stopped() || h->run_work_pending()) continue;
+    if (!RunsWith(*h, sq) || h->run_work_pending()) continue;
     h->DelayRun(cpu, delay_ns);
   }
 }

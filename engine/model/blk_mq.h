@@ -146,6 +146,9 @@ class RequestQueue {
   void RunHwQueuesAsync(sim::Cpu& cpu);                   // blk_mq_run_hw_queues(q, true)
   sim::Task RunHwQueues(sim::Cpu& cpu);                   // blk_mq_run_hw_queues(q, false)
   void DelayRunHwQueues(sim::Cpu* cpu, int64_t delay_ns);  // blk_mq_delay_run_hw_queues
+  // blk_mq_get_sq_hctx: the hctx of `cpu` when the scheduler ignores
+  // hardware queues (knob sq_sched_runs_own_hctx), else null (run them all).
+  Hctx* SqHctx(sim::Cpu* cpu);
   void StopHwQueues();                                     // blk_mq_stop_hw_queues
   void StartStoppedHwQueues(sim::Cpu* cpu);                // blk_mq_start_stopped_hw_queues(q, true)
 
@@ -201,6 +204,8 @@ class RequestQueue {
   uint32_t nr_active_requests() const { return shared_usage_.nr_active; }
 
  private:
+  // Whether blk_mq_run_hw_queues runs `h` given the preferred hctx `sq`.
+  static bool RunsWith(const Hctx& h, const Hctx* sq);
   Hctx* MapQueue(int cpu, bool polled = false) { return ctxs_[cpu]->hctx(polled); }
   bool NeedTimestamp() const { return config_.sysfs.iostats || elevator_ != nullptr; }
   // The tags a request is allocated from: the scheduler's, else the driver's.

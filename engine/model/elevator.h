@@ -78,6 +78,9 @@ class Elevator {
 
   // Requests inside the scheduler (inserted, not yet dispatched).
   virtual size_t queued() const = 0;
+  // ELEVATOR_F_MQ_AWARE: dispatches per hardware queue (kyber), so every
+  // hctx is run; mq-deadline and bfq dispatch from the caller's hctx.
+  virtual bool mq_aware() const { return false; }
 };
 
 // What elevator_init / elevator_switch hand a scheduler's init_sched.

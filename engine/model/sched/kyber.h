@@ -120,6 +120,7 @@ class KyberSched final : public Elevator {
   void CompletedRequest(sim::Cpu& cpu, Request* rq, sim::SimTime now) override;
   void FinishRequest(sim::Cpu& cpu, Request* rq) override;
   size_t queued() const override { return queued_; }
+  bool mq_aware() const override { return true; }  // ELEVATOR_F_MQ_AWARE
 
   // The token depth of `domain` now, and the tokens it has in use.
   uint32_t domain_depth(int domain) const { return tokens_[domain]->depth(); }
