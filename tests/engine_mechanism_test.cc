@@ -1393,6 +1393,30 @@ TEST(CpuPlacement, NumaCpuNodesRestrictsClonesToTheNode) {
   EXPECT_THAT(bad.result.status().message(), HasSubstr("numa_cpu_nodes names node 2"));
 }
 
+// Periodic load balancing. Two LLCs of two CPUs; job a may run on CPUs 0-1
+// only, job b anywhere, and fork balancing starts b's two clones on CPUs 0
+// and 1 too. Wake-up placement looks inside the LLC only and an idle CPU
+// pulls only cache-cold threads, so b would stay stacked behind a on the
+// saturated CPUs 0-1 while 2-3 idle; the overloaded CPUs' ticks move b's
+// woken clones to the idle LLC (nohz idle balancing).
+TEST(CpuPlacement, PeriodicBalancingMovesStackedThreadsToIdleCpus) {
+  absl::StatusOr<host::HostSpec> h = host::ParseHostSpec(
+      "name: lb\ncpus: {count: 4, cores_per_ccx: 2}\nkernel: {hz: 1000}\ndevices:\n  - name: nullb0\n"
+      "    null_blk: {irqmode: 2, completion_nsec: 2000, submit_queues: 4}\n    queue: {scheduler: none}\n");
+  ASSERT_TRUE(h.ok()) << h.status();
+  const RunResult r = MustRun(*h, {"--filename=/dev/nullb0", "--ioengine=psync", "--direct=1", "--rw=randread",
+                                   "--bs=4k", "--runtime=100ms", "--time_based=1",
+                                   "--name=a", "--numjobs=4", "--cpus_allowed=0-1",
+                                   "--name=b", "--numjobs=2"});
+  ASSERT_EQ(r.clones.size(), 6u);
+  auto ios = [&r](size_t i) { return r.clones[i].result.dir(stats::Dir::kRead).total_ios; };
+  // b's clones ran on their own CPUs: each did more than any of a's four,
+  // which share two CPUs.
+  EXPECT_GT(ios(4), ios(0) * 5 / 4) << Describe(r);
+  EXPECT_GT(ios(5), ios(0) * 5 / 4) << Describe(r);
+  EXPECT_GT(CounterOf(r.kernel, "cpu_migrations"), 0u);
+}
+
 // Regressions of model bugs found by these tests.
 //
 // Two io_uring IOPOLL submitters on two CPUs sharing one poll queue: each

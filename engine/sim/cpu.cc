@@ -18,8 +18,18 @@ void Thread::Start(Task root, SimTime at) {
   root_ = std::move(root);
   resume_ = root_.handle();
   state_ = State::kRunnable;
+  homed_ = cpus_allowed_.size() > 1 && !rt() ? 1 : 0;
+  on_cpu_->homed_threads_ += homed_;
   ++on_cpu_->incoming_wakes_;
   machine_.sim().Schedule(at, on_cpu_, Cpu::kWake, reinterpret_cast<uintptr_t>(this));
+}
+
+void Thread::MoveTo(int cpu) {
+  on_cpu_->homed_threads_ -= homed_;
+  cpu_ = cpu;
+  on_cpu_ = &machine_.cpu(cpu);
+  on_cpu_->homed_threads_ += homed_;
+  ++migrations_;
 }
 
 int Thread::SelectWakeCpu() const {
@@ -50,11 +60,7 @@ void Thread::Wake(SimTime at) {
     migrate_on_wake_ = false;
     movable_ = true;
     const int target = SelectWakeCpu();
-    if (target != cpu_) {
-      cpu_ = target;
-      on_cpu_ = &machine_.cpu(target);
-      ++migrations_;
-    }
+    if (target != cpu_) MoveTo(target);
   }
   ++on_cpu_->incoming_wakes_;
   machine_.sim().Schedule(at, on_cpu_, Cpu::kWake, reinterpret_cast<uintptr_t>(this));
@@ -83,6 +89,10 @@ void Cpu::ArmTick() {
 Task Cpu::TickHandler::Handle(Cpu& cpu, uint64_t) {
   cpu.Charge(cpu.fn_tick_, cpu.machine_.costs().tick_ns);
   cpu.tick_armed_ = false;
+  if (cpu.now_ >= cpu.next_balance_ && cpu.HasMovableThread()) {
+    co_await cpu.Sync();  // reads other CPUs' idle state
+    cpu.PushWokenThread();
+  }
   // NOHZ: a CPU with nothing to run stops ticking until it is busy again.
   if (cpu.current_thread_ != nullptr || !cpu.runqueue_.empty() || cpu.spinning_ || cpu.softirq_.active) {
     cpu.ArmTick();
@@ -279,15 +289,58 @@ bool Cpu::PullWokenThread() {
         victim.UpdatePreempt();
         t->movable_ = false;
         --machine_.queued_movable();
-        t->cpu_ = id_;
-        t->on_cpu_ = this;
-        ++t->migrations_;
+        t->MoveTo(id_);
         runqueue_.push_back(t);
         return true;
       }
     }
   }
   return false;
+}
+
+bool Cpu::HasMovableThread() const {
+  for (const Thread* t : runqueue_) {
+    if (t->movable_ && t->cpus_allowed_.size() > 1) return true;
+  }
+  return false;
+}
+
+void Cpu::PushWokenThread() {
+  const int n = machine_.num_cpus();
+  const int llc = machine_.placement(id_).llc;
+  int llc_weight = 0;
+  for (int c = 0; c < n; ++c) llc_weight += machine_.placement(c).llc == llc ? 1 : 0;
+  // sd->min_interval: the domain's weight in milliseconds (LLC, then the
+  // machine).
+  next_balance_ = now_ + int64_t{llc_weight} * kNsPerMs;
+  const bool far = now_ >= next_far_balance_;
+  if (far) next_far_balance_ = now_ + int64_t{n} * kNsPerMs;
+  for (int pass = 0; pass < (far ? 2 : 1); ++pass) {
+    for (int i = 1; i < n; ++i) {
+      const int c = (id_ + i) % n;
+      if ((machine_.placement(c).llc == llc) != (pass == 0)) continue;
+      Cpu& idle = machine_.cpu(c);
+      // The imbalance test, by the threads that live on each CPU (their
+      // load stays with the CPU through short sleeps): moving one must
+      // leave this CPU no lighter than the other.
+      if (!idle.available_idle() || homed_threads_ < idle.homed_threads_ + 2) continue;
+      for (auto it = runqueue_.begin(); it != runqueue_.end(); ++it) {
+        Thread* t = *it;
+        if (!t->movable_ || std::find(t->cpus_allowed_.begin(), t->cpus_allowed_.end(), c) == t->cpus_allowed_.end()) {
+          continue;
+        }
+        runqueue_.erase(it);
+        if (runqueue_.empty()) slice_end_ = kSimTimeNever;
+        UpdatePreempt();
+        t->movable_ = false;
+        --machine_.queued_movable();
+        t->MoveTo(c);
+        ++idle.incoming_wakes_;
+        machine_.sim().Schedule(std::max(now_, machine_.sim().Now()), &idle, kWake, reinterpret_cast<uintptr_t>(t));
+        return;
+      }
+    }
+  }
 }
 
 void Cpu::ArriveHardirq(IrqWork w) {
@@ -535,6 +588,8 @@ void Cpu::Loop() {
     }
     if (run_level == Level::kTask && current_thread_->root_.done()) {
       current_thread_->state_ = Thread::State::kDone;
+      homed_threads_ -= current_thread_->homed_;
+      current_thread_->homed_ = 0;
       current_thread_ = nullptr;
       continue;
     }

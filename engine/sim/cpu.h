@@ -97,8 +97,10 @@ enum class SuspendReason : uint8_t { kNone, kYield, kSpin, kSleep };
 // stays); the code it runs re-reads on_cpu() after such a sleep. Sleeps
 // inside kernel paths (Cpu::Sleep) wake on the same CPU. A CPU about to go
 // idle pulls such a woken thread that waits on a busy CPU before it has run
-// there, once it is cache cold (newidle balancing, Cpu::PullWokenThread). Periodic load balancing
-// is not modelled: a thread pre-empted while running never moves.
+// there, once it is cache cold (newidle balancing, Cpu::PullWokenThread);
+// an overloaded CPU's tick pushes such a thread to an idle CPU, hot or not,
+// once per balance interval (periodic balancing, Cpu::PushWokenThread). A
+// thread pre-empted while running never moves (its code holds its CPU).
 class Thread {
  public:
   enum class State : uint8_t { kNew, kRunnable, kRunning, kSleeping, kDone };
@@ -156,6 +158,8 @@ class Thread {
   int64_t mode_ns_[kNumModes] = {};
   // select_task_rq at a wake-up from SleepMigratable.
   int SelectWakeCpu() const;
+  // Moves the thread's home to `cpu` (a migration).
+  void MoveTo(int cpu);
 
   Machine& machine_;
   std::string name_;
@@ -177,6 +181,9 @@ class Thread {
   bool movable_ = false;
   SimTime last_ran_ = 0;  // when it last left a CPU (task_hot's exec_start)
   uint64_t migrations_ = 0;
+  // 1 while started, not done, fair-class and allowed several CPUs: it
+  // counts in its CPU's homed_threads_ (the load balancer's weight).
+  int homed_ = 0;
   State state_ = State::kNew;
   Task root_;
   std::coroutine_handle<> resume_;
@@ -449,6 +456,16 @@ class Cpu final : public EventHandler {
   // machine). True if it did. Not modelled: avg_idle's gate, the balance's
   // own CPU time.
   bool PullWokenThread();
+  // Periodic load balancing, reduced to what an overloaded CPU's tick
+  // starts (nohz_balancer_kick, then the idle CPU's rebalance_domains):
+  // at most once per sched domain interval (sd->min_interval: the LLC's
+  // CPU count in ms, the machine's for other LLCs), a woken thread waiting
+  // here moves to an idle CPU it may run on, nearest first. Unlike newidle
+  // balancing it takes cache-hot threads: the kernel's periodic balance
+  // does once it has failed cache_nice_tries times. Not modelled: the load
+  // (weights, utilisation) behind the imbalance test, the balance's CPU time.
+  bool HasMovableThread() const;
+  void PushWokenThread();
   void UpdatePreempt();
 
   Machine& machine_;
@@ -514,6 +531,9 @@ class Cpu final : public EventHandler {
   int64_t smt_spin_permille_ = 1000;
   TickHandler tick_{this};
   bool tick_armed_ = false;
+  int homed_threads_ = 0;         // migratable threads living here (Thread::homed_)
+  SimTime next_balance_ = 0;      // periodic balance within the LLC
+  SimTime next_far_balance_ = 0;  // and across LLCs
 };
 
 // Opens a frame for kernel function `fn` on the running context of `cpu`
