@@ -284,18 +284,23 @@ bool Cpu::PullWokenThread() {
             std::find(t->cpus_allowed_.begin(), t->cpus_allowed_.end(), id_) == t->cpus_allowed_.end()) {
           continue;
         }
-        victim.runqueue_.erase(it);
-        if (victim.runqueue_.empty()) victim.slice_end_ = kSimTimeNever;
-        victim.UpdatePreempt();
-        t->movable_ = false;
-        --machine_.queued_movable();
-        t->MoveTo(id_);
+        victim.TakeWokenThread(it, id_);
         runqueue_.push_back(t);
         return true;
       }
     }
   }
   return false;
+}
+
+void Cpu::TakeWokenThread(PooledDeque<Thread*>::iterator it, int to) {
+  Thread* t = *it;
+  runqueue_.erase(it);
+  if (runqueue_.empty()) slice_end_ = kSimTimeNever;
+  UpdatePreempt();
+  t->movable_ = false;
+  --machine_.queued_movable();
+  t->MoveTo(to);
 }
 
 bool Cpu::HasMovableThread() const {
@@ -329,12 +334,7 @@ void Cpu::PushWokenThread() {
         if (!t->movable_ || std::find(t->cpus_allowed_.begin(), t->cpus_allowed_.end(), c) == t->cpus_allowed_.end()) {
           continue;
         }
-        runqueue_.erase(it);
-        if (runqueue_.empty()) slice_end_ = kSimTimeNever;
-        UpdatePreempt();
-        t->movable_ = false;
-        --machine_.queued_movable();
-        t->MoveTo(c);
+        TakeWokenThread(it, c);
         ++idle.incoming_wakes_;
         machine_.sim().Schedule(std::max(now_, machine_.sim().Now()), &idle, kWake, reinterpret_cast<uintptr_t>(t));
         return;

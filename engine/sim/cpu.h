@@ -465,6 +465,9 @@ class Cpu final : public EventHandler {
   // does once it has failed cache_nice_tries times. Not modelled: the load
   // (weights, utilisation) behind the imbalance test, the balance's CPU time.
   bool HasMovableThread() const;
+  // Takes the movable woken thread at `it` off this runqueue and homes it
+  // on CPU `to` (the caller queues it there).
+  void TakeWokenThread(PooledDeque<Thread*>::iterator it, int to);
   void PushWokenThread();
   void UpdatePreempt();
 
