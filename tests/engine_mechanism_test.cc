@@ -922,7 +922,7 @@ TEST(MqDeadline, RealTimeFirstAndAgingLetsBestEffortThrough) {
 // since, a scheduler that ignores hardware queues (mq-deadline) re-runs only
 // the calling CPU's hctx (blk_mq_get_sq_hctx). Eight hctxs race on one
 // mq-deadline without DD_DISPATCHING (5.16, RC1's kernel).
-RunResult SqHctxRun(bool own_hctx, const std::string& sched = "mq-deadline") {
+RunResult SqHctxRun(bool own_hctx) {
   const std::string yaml = absl::StrCat(
       "name: sq-hctx\n"
       "cpus: {count: 8}\n"
@@ -932,7 +932,7 @@ RunResult SqHctxRun(bool own_hctx, const std::string& sched = "mq-deadline") {
       "devices:\n"
       "  - name: nullb0\n"
       "    null_blk: {submit_queues: 8, poll_queues: 0, irqmode: 1}\n"
-      "    queue: {scheduler: ", sched, "}\n");
+      "    queue: {scheduler: mq-deadline}\n");
   absl::StatusOr<host::HostSpec> h = host::ParseHostSpec(yaml);
   EXPECT_TRUE(h.ok()) << h.status() << "\n" << yaml;
   return MustRun(h.ok() ? *h : host::HostSpec{}, ManySubmitters(8));
@@ -964,6 +964,32 @@ host::HostSpec HbaHost(int cpus, const std::string& knobs, const std::string& hb
   absl::StatusOr<host::HostSpec> h = host::ParseHostSpec(yaml);
   EXPECT_TRUE(h.ok()) << h.status() << "\n" << yaml;
   return h.ok() ? *h : host::HostSpec{};
+}
+
+// kyber keeps per-hctx queues (ELEVATOR_F_MQ_AWARE), so blk_mq_has_sqsched()
+// is false for it and sq_sched_runs_own_hctx changes nothing: a SCSI
+// completion that runs the queue (here the pre-5.x run-everything rule) still
+// runs all four hctxs, where mq-deadline runs only the caller's.
+RunResult SqHctxHbaRun(bool own_hctx, const std::string& sched) {
+  const host::HostSpec h = HbaHost(
+      4,
+      absl::StrCat("run_all_hw_queues_on_completion: true, sq_sched_runs_own_hctx: ", own_hctx ? "true" : "false"),
+      "nr_hw_queues: 4, can_queue: 256, drives: 4, drive_latency_nsec: 20000, firmware_nsec: 2000", sched);
+  return MustRun(h, {"--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--direct=1", "--rw=randread",
+                     "--bs=4k", "--iodepth=16", "--numjobs=4", "--cpus_allowed_policy=split", "--cpus_allowed=0-3",
+                     "--norandommap=1", "--runtime=20ms", "--time_based=1"});
+}
+
+TEST(Kyber, MqAwareSchedulerRunsEveryHctxRegardless) {
+  const RunResult kyber_all = SqHctxHbaRun(false, "kyber");
+  const RunResult kyber_own = SqHctxHbaRun(true, "kyber");
+  const RunResult dd_own = SqHctxHbaRun(true, "mq-deadline");
+  const auto runs_per_io = [](const RunResult& r) {
+    return static_cast<double>(CounterOf(r.kernel, "run_hw_queue")) / static_cast<double>(TotalIos(r));
+  };
+  EXPECT_EQ(Describe(kyber_own), Describe(kyber_all));
+  EXPECT_GT(runs_per_io(kyber_own), 4.0) << Describe(kyber_own);  // 5.0
+  EXPECT_LT(runs_per_io(dd_own), 3.0) << Describe(dd_own);  // 2.0
 }
 
 // RC3: one RAID-0 volume, one submitter at QD128, scheduler none.

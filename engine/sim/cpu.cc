@@ -313,11 +313,9 @@ bool Cpu::HasMovableThread() const {
 void Cpu::PushWokenThread() {
   const int n = machine_.num_cpus();
   const int llc = machine_.placement(id_).llc;
-  int llc_weight = 0;
-  for (int c = 0; c < n; ++c) llc_weight += machine_.placement(c).llc == llc ? 1 : 0;
   // sd->min_interval: the domain's weight in milliseconds (LLC, then the
   // machine).
-  next_balance_ = now_ + int64_t{llc_weight} * kNsPerMs;
+  next_balance_ = now_ + int64_t{machine_.llc_weight(id_)} * kNsPerMs;
   const bool far = now_ >= next_far_balance_;
   if (far) next_far_balance_ = now_ + int64_t{n} * kNsPerMs;
   for (int pass = 0; pass < (far ? 2 : 1); ++pass) {

@@ -18,6 +18,10 @@ FnId FunctionRegistry::Intern(const std::string& name, bool user) {
 
 Machine::Machine(std::vector<CpuPlacement> placement, MachineCosts costs)
     : placement_(std::move(placement)), costs_(costs), transfers_by_cpu_(placement_.size(), 0) {
+  llc_weight_.assign(placement_.size(), 0);
+  for (const CpuPlacement& a : placement_) {
+    for (size_t j = 0; j < placement_.size(); ++j) llc_weight_[j] += a.llc == placement_[j].llc ? 1 : 0;
+  }
   cpus_.reserve(placement_.size());
   for (int i = 0; i < static_cast<int>(placement_.size()); ++i) {
     cpus_.push_back(std::make_unique<Cpu>(*this, i));

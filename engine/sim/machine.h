@@ -97,6 +97,8 @@ class Machine {
   Cpu& cpu(int id) { return *cpus_[id]; }
   const Cpu& cpu(int id) const { return *cpus_[id]; }
   const CpuPlacement& placement(int id) const { return placement_[id]; }
+  // CPUs sharing `id`'s last-level cache (the LLC sched domain's weight).
+  int llc_weight(int id) const { return llc_weight_[id]; }
   const MachineCosts& costs() const { return costs_; }
 
   // Call stacks (StackProfile): off unless enabled, before the run starts.
@@ -136,6 +138,7 @@ class Machine {
   Simulator sim_;
   FunctionRegistry functions_;
   std::vector<CpuPlacement> placement_;
+  std::vector<int> llc_weight_;  // by CPU, from placement_
   MachineCosts costs_;
   // Before cpus_: coroutines the CPUs own may close StackFrames when they
   // are destroyed.
