@@ -271,6 +271,12 @@ class Cpu final : public EventHandler {
       UpdatePreempt();
     }
   }
+  // preempt_disable() / preempt_enable() around a spinlock's attempt:
+  // spin_lock() disables pre-emption before it tries the lock, so the Sync
+  // that orders the attempt is no pre-emption point (a woken thread waits
+  // for the unlock).
+  void PreemptDisable() { ++lock_depth_; }
+  void PreemptEnable() { --lock_depth_; }
   // True while a context of this CPU spins on a lock (the running one is
   // then an interrupt on top of it).
   bool spinning() const { return spinning_; }

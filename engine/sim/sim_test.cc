@@ -736,6 +736,41 @@ TEST(CpuTest, FullPreemptionRunsATaskContextSoftirqAtOnce) {
   }
 }
 
+// spin_lock() disables pre-emption before it tries the lock: under
+// CONFIG_PREEMPT a ksoftirqd woken just before (a state bit set between,
+// like DD_DISPATCHING) takes the CPU after the unlock, never at the Sync
+// that orders the attempt.
+TEST(CpuTest, NoPreemptionBetweenSpinLockAndItsAttempt) {
+  MachineCosts c;
+  c.context_switch_ns = 500;
+  c.full_preemption = true;
+  Machine m(Cpus(1), c);
+  FnId f = m.functions().Intern("work");
+  SpinLock lock(m, "l", SpinLockKind::kSpinLock, m.functions().Intern("_raw_spin_lock"),
+                m.functions().Intern("native_queued_spin_lock_slowpath"), SpinLockCosts{});
+  RaiseFromTask h;
+  SimTime unlocked_at = -1;
+  auto body = [&](Cpu& cpu) -> Task {
+    co_await cpu.Sync();
+    EXPECT_TRUE(cpu.RaiseSoftirq(&h, 0));
+    co_await lock.Lock(cpu);
+    EXPECT_EQ(h.runs, 0);  // not pre-empted on the way in
+    cpu.Charge(f, 1000);
+    co_await cpu.Sync();
+    lock.Unlock(cpu);
+    unlocked_at = cpu.now();
+    cpu.Charge(f, 1000);
+    co_await cpu.Sync();  // the first pre-emption point: ksoftirqd runs
+    cpu.Charge(f, 1000);
+  };
+  Thread t(m, "fio", 0);
+  t.Start(body(m.cpu(0)), 0);
+  m.sim().Run();
+  ASSERT_EQ(h.runs, 1);
+  EXPECT_GT(h.at, unlocked_at);
+  EXPECT_LT(h.at, unlocked_at + 2000);
+}
+
 // A SCHED_FIFO thread (a threaded interrupt handler) woken while a nice -20
 // kworker runs takes the CPU at the kworker's next Sync, ahead of a woken
 // ksoftirqd, and a woken CFS thread never pre-empts it, not even at its

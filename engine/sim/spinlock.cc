@@ -27,6 +27,8 @@ void SpinLock::Acquired(Cpu& cpu) {
 
 Task SpinLock::Lock(Cpu& cpu) {
   StackFrame frame(cpu, fast_fn_);  // the slowpath shows under _raw_spin_lock*, as in perf
+  // preempt_disable() comes first; Acquired takes the count the holder keeps.
+  cpu.PreemptDisable();
   co_await cpu.Sync();
   // An interrupt taking a lock its CPU's interrupted context holds would
   // spin forever (the kernel's reason for spin_lock_irqsave).
@@ -34,6 +36,7 @@ Task SpinLock::Lock(Cpu& cpu) {
   if (holder_ < 0 && waiters_.empty()) {
     cpu.Charge(fast_fn_, lock_line_->Write(machine_, cpu.id(), costs_.uncontended_ns));
     Acquired(cpu);
+    cpu.PreemptEnable();
     co_return;
   }
   ++stats_.contended;
@@ -53,6 +56,7 @@ Task SpinLock::Lock(Cpu& cpu) {
     if (kind_ == SpinLockKind::kSpinLockIrqsave || cpu.irqs_disabled()) stats_.wait_irqs_off_ns += cpu.now() - since;
     cpu.Charge(fast_fn_, lock_line_->Write(machine_, cpu.id(), costs_.uncontended_ns));
     Acquired(cpu);
+    cpu.PreemptEnable();
     co_return;
   }
   co_await SpinAwaiter{this, &cpu};
@@ -61,6 +65,7 @@ Task SpinLock::Lock(Cpu& cpu) {
   if (kind_ == SpinLockKind::kSpinLockIrqsave || cpu.irqs_disabled()) stats_.wait_irqs_off_ns += cpu.now() - since;
   lock_line_->Write(machine_, cpu.id(), 0);  // the handoff already paid for the move
   Acquired(cpu);
+  cpu.PreemptEnable();
 }
 
 bool SpinLock::TryLock(Cpu& cpu) {
