@@ -197,7 +197,9 @@ TEST(Compare, TheLatencyHistogramAgreesWithThePercentiles) {
     const CellResult::HistogramBin& b = r->clat_histogram[i];
     EXPECT_GT(b.count, 0u);
     EXPECT_LT(b.lower_ns, b.upper_ns);
-    if (i > 0) EXPECT_GE(b.lower_ns, r->clat_histogram[i - 1].upper_ns);
+    if (i > 0) {
+      EXPECT_GE(b.lower_ns, r->clat_histogram[i - 1].upper_ns);
+    }
     total += b.count;
   }
   for (const auto& [p, ns] : r->clat_percentiles) {

@@ -72,7 +72,10 @@ namespace blklab::host {
   BOOL(BLK_DEBUG_FS, true, 0, 0, "blk-mq debugfs")                                                  \
   BOOL(PREEMPT, false, 0, 0,                                                                         \
        "full kernel pre-emption: a woken ksoftirqd takes the CPU at once outside spinlocks "          \
-       "(false: PREEMPT_VOLUNTARY, at the next voluntary pre-emption point)")
+       "(false: PREEMPT_VOLUNTARY, at the next voluntary pre-emption point)")                       \
+  BOOL(IRQ_TIME_ACCOUNTING, true, 0, 0,                                                             \
+       "fine-grained irq time accounting: hardirq and softirq time is not charged to the task it "   \
+       "interrupted (false, Kconfig's default: a task's rusage, fio's sys, includes it)")
 
 // knobs: model switches, one per mechanism a kernel patch changed. Defaults
 // are what a 6.9+ kernel does.

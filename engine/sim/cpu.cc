@@ -66,7 +66,8 @@ void Thread::Wake(SimTime at) {
   machine_.sim().Schedule(at, on_cpu_, Cpu::kWake, reinterpret_cast<uintptr_t>(this));
 }
 
-Cpu::Cpu(Machine& machine, int id) : machine_(machine), id_(id) {
+Cpu::Cpu(Machine& machine, int id)
+    : machine_(machine), id_(id), irq_time_in_task_(machine.costs().irq_time_in_task) {
   fn_schedule_ = machine.functions().Intern("__schedule");
   fn_tick_ = machine.functions().Intern("tick_sched_timer");
 }

@@ -149,9 +149,11 @@ class Thread {
   // Times it left a CPU: to sleep (nvcsw) or pre-empted (nivcsw), as
   // getrusage counts them (fio's ctx).
   uint64_t context_switches() const { return context_switches_; }
-  // CPU time this thread used in user and kernel mode (its rusage).
+  // CPU time this thread used in user and kernel mode (its rusage; kernel
+  // mode includes the interrupts that ran on top of it when the CPU counts
+  // them so, MachineCosts::irq_time_in_task).
   int64_t user_ns() const { return mode_ns_[0]; }
-  int64_t sys_ns() const { return mode_ns_[1]; }
+  int64_t sys_ns() const { return mode_ns_[1] + mode_ns_[2] + mode_ns_[3]; }
 
  private:
   friend class Cpu;
@@ -405,13 +407,16 @@ class Cpu final : public EventHandler {
   void GrowAccounts(FnId fn);
   // Stores a hardirq arrival; the slot is the arrival event's argument.
   uint32_t HardirqArrivalSlot(IrqHandler* handler, uint64_t arg);
-  // Points thread_ns_ at the running thread's counters when at task level.
+  // Points thread_ns_ at the running thread's counters when at task level,
+  // and at irq level too when interrupts count as the interrupted task's
+  // time (MachineCosts::irq_time_in_task).
   void UpdateThreadAccount() {
     level_mode_ = level_ == Level::kHardirq   ? static_cast<int>(Mode::kIrq)
                   : level_ == Level::kSoftirq ? static_cast<int>(Mode::kSoftirq)
                                               : static_cast<int>(Mode::kSys);
-    thread_ns_ = level_ == Level::kTask && current_thread_ != nullptr ? current_thread_->mode_ns_
-                                                                      : scratch_ns_;
+    thread_ns_ = current_thread_ != nullptr && (level_ == Level::kTask || irq_time_in_task_)
+                     ? current_thread_->mode_ns_
+                     : scratch_ns_;
   }
   void Suspend(std::coroutine_handle<> h, SuspendReason reason);
   // The scheduler tick's hardirq.
@@ -538,6 +543,7 @@ class Cpu final : public EventHandler {
   Cpu* smt_sibling_ = nullptr;
   int64_t smt_busy_permille_ = 1000;
   int64_t smt_spin_permille_ = 1000;
+  const bool irq_time_in_task_;
   TickHandler tick_{this};
   bool tick_armed_ = false;
   int homed_threads_ = 0;         // migratable threads living here (Thread::homed_)

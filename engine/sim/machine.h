@@ -79,6 +79,11 @@ struct MachineCosts {
   // return), not only at its voluntary pre-emption points
   // (PREEMPT_VOLUNTARY, false).
   bool full_preemption = false;
+  // !CONFIG_IRQ_TIME_ACCOUNTING: hardirq and softirq time taken on top of a
+  // task counts as that task's system time in its rusage (tick accounting
+  // charges an interrupted tick to the task; sum_exec_runtime includes the
+  // interrupt). The per-function profile and the CPU modes are unchanged.
+  bool irq_time_in_task = false;
 };
 
 class Machine {
