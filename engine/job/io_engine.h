@@ -291,7 +291,9 @@ sim::Task SubmitBatch(IoContext& ctx, std::vector<IoU*>& batch, sim::FnId syscal
   after();
   const sim::SimTime now = ctx.cpu().now();
   for (IoU* u : batch) u->issue_time = now;
-  co_await ctx.cpu().PreemptPoint();  // exit_to_user_mode: need_resched honoured
+  // exit_to_user_mode: need_resched honoured; pre-empted here, the thread
+  // may be balanced to another CPU (nothing below uses the old one).
+  co_await ctx.cpu().PreemptPointMigratable();
 }
 
 }  // namespace blklab::job

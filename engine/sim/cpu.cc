@@ -299,14 +299,16 @@ void Cpu::TakeWokenThread(PooledDeque<Thread*>::iterator it, int to) {
   runqueue_.erase(it);
   if (runqueue_.empty()) slice_end_ = kSimTimeNever;
   UpdatePreempt();
-  t->movable_ = false;
-  --machine_.queued_movable();
+  if (t->movable_) {
+    t->movable_ = false;
+    --machine_.queued_movable();
+  }
   t->MoveTo(to);
 }
 
 bool Cpu::HasMovableThread() const {
   for (const Thread* t : runqueue_) {
-    if (t->movable_ && t->cpus_allowed_.size() > 1) return true;
+    if ((t->movable_ || t->at_user_boundary_) && t->cpus_allowed_.size() > 1) return true;
   }
   return false;
 }
@@ -330,7 +332,8 @@ void Cpu::PushWokenThread() {
       if (!idle.available_idle() || homed_threads_ < idle.homed_threads_ + 2) continue;
       for (auto it = runqueue_.begin(); it != runqueue_.end(); ++it) {
         Thread* t = *it;
-        if (!t->movable_ || std::find(t->cpus_allowed_.begin(), t->cpus_allowed_.end(), c) == t->cpus_allowed_.end()) {
+        if (!(t->movable_ || t->at_user_boundary_) ||
+            std::find(t->cpus_allowed_.begin(), t->cpus_allowed_.end(), c) == t->cpus_allowed_.end()) {
           continue;
         }
         TakeWokenThread(it, c);

@@ -98,9 +98,11 @@ enum class SuspendReason : uint8_t { kNone, kYield, kSpin, kSleep };
 // inside kernel paths (Cpu::Sleep) wake on the same CPU. A CPU about to go
 // idle pulls such a woken thread that waits on a busy CPU before it has run
 // there, once it is cache cold (newidle balancing, Cpu::PullWokenThread);
-// an overloaded CPU's tick pushes such a thread to an idle CPU, hot or not,
-// once per balance interval (periodic balancing, Cpu::PushWokenThread). A
-// thread pre-empted while running never moves (its code holds its CPU).
+// an overloaded CPU's tick pushes such a thread, or one pre-empted at its
+// return to user space (Cpu::PreemptPointMigratable), to an idle CPU, hot or
+// not, once per balance interval (periodic balancing,
+// Cpu::PushWokenThread). A thread pre-empted inside the kernel never moves
+// (its code holds its CPU).
 class Thread {
  public:
   enum class State : uint8_t { kNew, kRunnable, kRunning, kSleeping, kDone };
@@ -181,6 +183,9 @@ class Thread {
   // Woken from SleepMigratable and waiting in a runqueue, not yet run:
   // counted in Machine::queued_movable, may be pulled by an idle CPU.
   bool movable_ = false;
+  // Suspended at the return to user space (Cpu::PreemptPointMigratable)
+  // and waiting there, pre-empted: the periodic balance may move it.
+  bool at_user_boundary_ = false;
   SimTime last_ran_ = 0;  // when it last left a CPU (task_hot's exec_start)
   uint64_t migrations_ = 0;
   // 1 while started, not done, fair-class and allowed several CPUs: it
@@ -314,6 +319,26 @@ class Cpu final : public EventHandler {
     void await_resume() const {}
   };
   PreemptPointAwaiter PreemptPoint() { return PreemptPointAwaiter{this}; }
+  // The same at the return to user space (exit_to_user_mode) of a thread
+  // that may run on other CPUs: pre-empted there it holds no kernel state,
+  // so the periodic load balance may move it to another CPU while it waits
+  // (as can_migrate_task moves any queued task); the caller re-reads
+  // Thread::on_cpu() after it.
+  struct PreemptPointMigratableAwaiter {
+    Cpu* cpu;
+    Thread* thread = nullptr;
+    bool await_ready() const { return !cpu->wakeup_preempt_waiting() && cpu->CanRunInline(); }
+    void await_suspend(std::coroutine_handle<> h) {
+      thread = cpu->current_thread_;
+      thread->at_user_boundary_ = thread->cpus_allowed_.size() > 1;
+      cpu->preempt_point_ = true;
+      cpu->Suspend(h, SuspendReason::kYield);
+    }
+    void await_resume() const {
+      if (thread != nullptr) thread->at_user_boundary_ = false;
+    }
+  };
+  PreemptPointMigratableAwaiter PreemptPointMigratable() { return PreemptPointMigratableAwaiter{this}; }
 
   // Awaitable for the running thread: sleep until Thread::Wake.
   // REQUIRES: level() == kTask.
@@ -471,12 +496,13 @@ class Cpu final : public EventHandler {
   // starts (nohz_balancer_kick, then the idle CPU's rebalance_domains):
   // at most once per sched domain interval (sd->min_interval: the LLC's
   // CPU count in ms, the machine's for other LLCs), a woken thread waiting
-  // here moves to an idle CPU it may run on, nearest first. Unlike newidle
+  // here, or one pre-empted at its return to user space, moves to an idle
+  // CPU it may run on, nearest first. Unlike newidle
   // balancing it takes cache-hot threads: the kernel's periodic balance
   // does once it has failed cache_nice_tries times. Not modelled: the load
   // (weights, utilisation) behind the imbalance test, the balance's CPU time.
   bool HasMovableThread() const;
-  // Takes the movable woken thread at `it` off this runqueue and homes it
+  // Takes the movable queued thread at `it` off this runqueue and homes it
   // on CPU `to` (the caller queues it there).
   void TakeWokenThread(PooledDeque<Thread*>::iterator it, int to);
   void PushWokenThread();
