@@ -1462,15 +1462,22 @@ TEST(CpuPlacement, NumaCpuNodesRestrictsClonesToTheNode) {
 // pulls only cache-cold threads, so b would stay stacked behind a on the
 // saturated CPUs 0-1 while 2-3 idle; the overloaded CPUs' ticks move b's
 // woken clones to the idle LLC (nohz idle balancing).
-TEST(CpuPlacement, PeriodicBalancingMovesStackedThreadsToIdleCpus) {
-  absl::StatusOr<host::HostSpec> h = host::ParseHostSpec(
+// Two LLCs of two CPUs, null_blk as given; job a (4 clones) pinned to CPUs
+// 0-1, job b (2 clones) free, with `engine` options before the jobs.
+RunResult StackedJobsRun(const std::string& null_blk, const std::vector<std::string>& engine) {
+  absl::StatusOr<host::HostSpec> h = host::ParseHostSpec(absl::StrCat(
       "name: lb\ncpus: {count: 4, cores_per_ccx: 2}\nkernel: {hz: 1000}\ndevices:\n  - name: nullb0\n"
-      "    null_blk: {irqmode: 2, completion_nsec: 2000, submit_queues: 4}\n    queue: {scheduler: none}\n");
-  ASSERT_TRUE(h.ok()) << h.status();
-  const RunResult r = MustRun(*h, {"--filename=/dev/nullb0", "--ioengine=psync", "--direct=1", "--rw=randread",
-                                   "--bs=4k", "--runtime=100ms", "--time_based=1",
-                                   "--name=a", "--numjobs=4", "--cpus_allowed=0-1",
-                                   "--name=b", "--numjobs=2"});
+      "    null_blk: {", null_blk, ", submit_queues: 4}\n    queue: {scheduler: none}\n"));
+  EXPECT_TRUE(h.ok()) << h.status();
+  std::vector<std::string> args = {"--filename=/dev/nullb0", "--direct=1", "--rw=randread", "--bs=4k",
+                                   "--runtime=100ms", "--time_based=1"};
+  args.insert(args.end(), engine.begin(), engine.end());
+  for (const char* a : {"--name=a", "--numjobs=4", "--cpus_allowed=0-1", "--name=b", "--numjobs=2"}) args.push_back(a);
+  return MustRun(h.ok() ? *h : host::HostSpec{}, args);
+}
+
+TEST(CpuPlacement, PeriodicBalancingMovesStackedThreadsToIdleCpus) {
+  const RunResult r = StackedJobsRun("irqmode: 2, completion_nsec: 2000", {"--ioengine=psync"});
   ASSERT_EQ(r.clones.size(), 6u);
   auto ios = [&r](size_t i) { return r.clones[i].result.dir(stats::Dir::kRead).total_ios; };
   // b's clones ran on their own CPUs: each did more than any of a's four,
@@ -1488,14 +1495,7 @@ TEST(CpuPlacement, PeriodicBalancingMovesStackedThreadsToIdleCpus) {
 // queued task. Left where fork balancing put them they would do a third
 // of a CPU's work each, like a's clones.
 TEST(CpuPlacement, PeriodicBalancingMovesThreadsThatNeverSleep) {
-  absl::StatusOr<host::HostSpec> h = host::ParseHostSpec(
-      "name: lb\ncpus: {count: 4, cores_per_ccx: 2}\nkernel: {hz: 1000}\ndevices:\n  - name: nullb0\n"
-      "    null_blk: {irqmode: 0, submit_queues: 4}\n    queue: {scheduler: none}\n");
-  ASSERT_TRUE(h.ok()) << h.status();
-  const RunResult r = MustRun(*h, {"--filename=/dev/nullb0", "--ioengine=libaio", "--direct=1", "--rw=randread",
-                                   "--bs=4k", "--iodepth=8", "--runtime=100ms", "--time_based=1",
-                                   "--name=a", "--numjobs=4", "--cpus_allowed=0-1",
-                                   "--name=b", "--numjobs=2"});
+  const RunResult r = StackedJobsRun("irqmode: 0", {"--ioengine=libaio", "--iodepth=8"});
   ASSERT_EQ(r.clones.size(), 6u);
   // CPUs 2 and 3 did a share of the work (without the move they stay idle:
   // 216 K IOs in all against about 300 K).
