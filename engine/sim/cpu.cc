@@ -90,9 +90,24 @@ void Cpu::ArmTick() {
 Task Cpu::TickHandler::Handle(Cpu& cpu, uint64_t) {
   cpu.Charge(cpu.fn_tick_, cpu.machine_.costs().tick_ns);
   cpu.tick_armed_ = false;
-  if (cpu.now_ >= cpu.next_balance_ && cpu.HasMovableThread()) {
-    co_await cpu.Sync();  // reads other CPUs' idle state
-    cpu.PushWokenThread();
+  // nohz_balancer_kick: a CPU with threads waiting balances once per
+  // interval, counted in jiffies from the tick's own time. The interval
+  // restarts when the balance runs: when a thread may move, and when every
+  // waiting thread is pinned (the kernel's balance runs and finds all
+  // pinned). A waiting thread the kernel could move but the model holds
+  // (pre-empted inside kernel code, its coroutine on this CPU) leaves the
+  // interval open: the next tick tries again.
+  const int64_t period = cpu.machine_.costs().tick_period_ns;
+  const SimTime jiffy = cpu.now_ - cpu.now_ % period;
+  if (jiffy >= cpu.next_balance_ && !cpu.runqueue_.empty()) {
+    const SimTime next = jiffy + int64_t{cpu.machine_.llc_weight(cpu.id_)} * kNsPerMs;
+    if (cpu.HasMovableThread()) {
+      cpu.next_balance_ = next;
+      co_await cpu.Sync();  // reads other CPUs' idle state
+      cpu.PushQueuedThread(jiffy);
+    } else if (!cpu.HasMigratableThread()) {
+      cpu.next_balance_ = next;
+    }
   }
   // NOHZ: a CPU with nothing to run stops ticking until it is busy again.
   if (cpu.current_thread_ != nullptr || !cpu.runqueue_.empty() || cpu.spinning_ || cpu.softirq_.active) {
@@ -267,7 +282,7 @@ void Cpu::Kick(SimTime at) {
   machine_.sim().Schedule(at, this, kRun, run_gen_);
 }
 
-bool Cpu::PullWokenThread() {
+bool Cpu::PullQueuedThread() {
   if (machine_.queued_movable() == 0) return false;
   const int n = machine_.num_cpus();
   const int llc = machine_.placement(id_).llc;
@@ -285,8 +300,8 @@ bool Cpu::PullWokenThread() {
             std::find(t->cpus_allowed_.begin(), t->cpus_allowed_.end(), id_) == t->cpus_allowed_.end()) {
           continue;
         }
-        victim.TakeWokenThread(it, id_);
-        runqueue_.push_back(t);
+        victim.TakeQueuedThread(it, id_);
+        QueueThread(t, /*front=*/false);
         return true;
       }
     }
@@ -294,33 +309,50 @@ bool Cpu::PullWokenThread() {
   return false;
 }
 
-void Cpu::TakeWokenThread(PooledDeque<Thread*>::iterator it, int to) {
+void Cpu::TakeQueuedThread(PooledDeque<Thread*>::iterator it, int to) {
   Thread* t = *it;
-  runqueue_.erase(it);
+  DequeueThread(it);
   if (runqueue_.empty()) slice_end_ = kSimTimeNever;
   UpdatePreempt();
-  if (t->movable_) {
-    t->movable_ = false;
-    --machine_.queued_movable();
-  }
+  t->movable_ = false;
   t->MoveTo(to);
 }
 
-bool Cpu::HasMovableThread() const {
+void Cpu::QueueThread(Thread* t, bool front) {
+  if (front) {
+    runqueue_.push_front(t);
+  } else {
+    runqueue_.push_back(t);
+  }
+  if (t->movable_) ++machine_.queued_movable();
+}
+
+void Cpu::DequeueThread(PooledDeque<Thread*>::iterator it) {
+  if ((*it)->movable_) --machine_.queued_movable();
+  runqueue_.erase(it);
+}
+
+bool Cpu::HasMigratableThread() const {
   for (const Thread* t : runqueue_) {
-    if ((t->movable_ || t->at_user_boundary_) && t->cpus_allowed_.size() > 1) return true;
+    if (t->cpus_allowed_.size() > 1) return true;
   }
   return false;
 }
 
-void Cpu::PushWokenThread() {
+bool Cpu::HasMovableThread() const {
+  for (const Thread* t : runqueue_) {
+    if (t->movable_while_queued() && t->cpus_allowed_.size() > 1) return true;
+  }
+  return false;
+}
+
+void Cpu::PushQueuedThread(SimTime jiffy) {
   const int n = machine_.num_cpus();
   const int llc = machine_.placement(id_).llc;
   // sd->min_interval: the domain's weight in milliseconds (LLC, then the
-  // machine).
-  next_balance_ = now_ + int64_t{machine_.llc_weight(id_)} * kNsPerMs;
-  const bool far = now_ >= next_far_balance_;
-  if (far) next_far_balance_ = now_ + int64_t{n} * kNsPerMs;
+  // machine); the tick restarted the LLC's interval.
+  const bool far = jiffy >= next_far_balance_;
+  if (far) next_far_balance_ = jiffy + int64_t{n} * kNsPerMs;
   for (int pass = 0; pass < (far ? 2 : 1); ++pass) {
     for (int i = 1; i < n; ++i) {
       const int c = (id_ + i) % n;
@@ -332,11 +364,11 @@ void Cpu::PushWokenThread() {
       if (!idle.available_idle() || homed_threads_ < idle.homed_threads_ + 2) continue;
       for (auto it = runqueue_.begin(); it != runqueue_.end(); ++it) {
         Thread* t = *it;
-        if (!(t->movable_ || t->at_user_boundary_) ||
+        if (!t->movable_while_queued() ||
             std::find(t->cpus_allowed_.begin(), t->cpus_allowed_.end(), c) == t->cpus_allowed_.end()) {
           continue;
         }
-        TakeWokenThread(it, c);
+        TakeQueuedThread(it, c);
         ++idle.incoming_wakes_;
         machine_.sim().Schedule(std::max(now_, machine_.sim().Now()), &idle, kWake, reinterpret_cast<uintptr_t>(t));
         return;
@@ -352,8 +384,7 @@ void Cpu::ArriveHardirq(IrqWork w) {
 }
 
 void Cpu::EnqueueRunnable(Thread* t) {
-  runqueue_.push_back(t);
-  if (t->movable_) ++machine_.queued_movable();
+  QueueThread(t, /*front=*/false);
   if (current_thread_ != nullptr && slice_end_ == kSimTimeNever) {
     slice_end_ = std::max(now_, machine_.sim().Now()) + machine_.costs().sched_slice_ns;
   }
@@ -513,7 +544,7 @@ void Cpu::Loop() {
         if (displaced) {
           ++current_thread_->context_switches_;  // nivcsw
           current_thread_->state_ = Thread::State::kRunnable;
-          runqueue_.push_back(current_thread_);
+          QueueThread(current_thread_, /*front=*/false);
           current_thread_ = nullptr;
         } else if (keeps_place) {
           // A real-time or short-running woken thread takes the CPU; the
@@ -522,7 +553,7 @@ void Cpu::Loop() {
           ++current_thread_->context_switches_;  // nivcsw
           current_thread_->state_ = Thread::State::kRunnable;
           current_thread_->slice_left_ns_ = slice_end_ == kSimTimeNever ? 0 : slice_end_ - now_;
-          runqueue_.push_front(current_thread_);
+          QueueThread(current_thread_, /*front=*/true);
           current_thread_ = nullptr;
         }
         preempt_point_ = false;
@@ -531,7 +562,7 @@ void Cpu::Loop() {
         }
       }
       if (current_thread_ == nullptr) {
-        if (runqueue_.empty() && !PullWokenThread()) {
+        if (runqueue_.empty() && !PullQueuedThread()) {
           idle_ = true;
           in_loop_ = false;
           preempt_pending_ = false;
@@ -544,11 +575,8 @@ void Cpu::Loop() {
           if ((*it)->PickRank() < (*best)->PickRank()) best = it;
         }
         Thread* next = *best;
-        runqueue_.erase(best);
-        if (next->movable_) {
-          next->movable_ = false;
-          --machine_.queued_movable();
-        }
+        DequeueThread(best);
+        next->movable_ = false;
         idle_ = false;
         ArmTick();
         current_thread_ = next;

@@ -97,11 +97,11 @@ enum class SuspendReason : uint8_t { kNone, kYield, kSpin, kSleep };
 // stays); the code it runs re-reads on_cpu() after such a sleep. Sleeps
 // inside kernel paths (Cpu::Sleep) wake on the same CPU. A CPU about to go
 // idle pulls such a woken thread that waits on a busy CPU before it has run
-// there, once it is cache cold (newidle balancing, Cpu::PullWokenThread);
+// there, once it is cache cold (newidle balancing, Cpu::PullQueuedThread);
 // an overloaded CPU's tick pushes such a thread, or one pre-empted at its
 // return to user space (Cpu::PreemptPointMigratable), to an idle CPU, hot or
 // not, once per balance interval (periodic balancing,
-// Cpu::PushWokenThread). A thread pre-empted inside the kernel never moves
+// Cpu::PushQueuedThread). A thread pre-empted inside the kernel never moves
 // (its code holds its CPU).
 class Thread {
  public:
@@ -181,11 +181,13 @@ class Thread {
   std::vector<int> cpus_allowed_;
   bool migrate_on_wake_ = false;  // asleep in SleepMigratable
   // Woken from SleepMigratable and waiting in a runqueue, not yet run:
-  // counted in Machine::queued_movable, may be pulled by an idle CPU.
+  // counted in Machine::queued_movable; balancing (newidle or periodic)
+  // may move it.
   bool movable_ = false;
   // Suspended at the return to user space (Cpu::PreemptPointMigratable)
   // and waiting there, pre-empted: the periodic balance may move it.
   bool at_user_boundary_ = false;
+  bool movable_while_queued() const { return movable_ || at_user_boundary_; }
   SimTime last_ran_ = 0;  // when it last left a CPU (task_hot's exec_start)
   uint64_t migrations_ = 0;
   // 1 while started, not done, fair-class and allowed several CPUs: it
@@ -490,22 +492,33 @@ class Cpu final : public EventHandler {
   // may run on and has not run for MachineCosts::sched_migration_cost_ns
   // (can_migrate_task's task_hot test), nearest first (its LLC, then the
   // machine). True if it did. Not modelled: avg_idle's gate, the balance's
-  // own CPU time.
-  bool PullWokenThread();
+  // own CPU time. A thread pre-empted at its return to user space is not
+  // taken here (the kernel would): without avg_idle's gate, CPUs that idle
+  // for microseconds would pull them (RC1 after: 6.03 M -> 5.80 M).
+  bool PullQueuedThread();
   // Periodic load balancing, reduced to what an overloaded CPU's tick
   // starts (nohz_balancer_kick, then the idle CPU's rebalance_domains):
-  // at most once per sched domain interval (sd->min_interval: the LLC's
-  // CPU count in ms, the machine's for other LLCs), a woken thread waiting
-  // here, or one pre-empted at its return to user space, moves to an idle
-  // CPU it may run on, nearest first. Unlike newidle
+  // once per sched domain interval (sd->min_interval: the LLC's CPU count
+  // in ms, the machine's for other LLCs) a tick that finds threads waiting
+  // here balances (rq->next_balance restarts even when all are pinned); a
+  // woken thread waiting here, or one pre-empted at its return to user
+  // space, moves to an idle CPU it may run on, nearest first. A waiting
+  // thread pre-empted inside kernel code cannot move in the model (its
+  // coroutine holds the CPU) where the kernel could move it: such a tick
+  // does not restart the interval, and the next one tries again. Unlike newidle
   // balancing it takes cache-hot threads: the kernel's periodic balance
   // does once it has failed cache_nice_tries times. Not modelled: the load
   // (weights, utilisation) behind the imbalance test, the balance's CPU time.
   bool HasMovableThread() const;
+  bool HasMigratableThread() const;  // a waiting thread allowed other CPUs
   // Takes the movable queued thread at `it` off this runqueue and homes it
   // on CPU `to` (the caller queues it there).
-  void TakeWokenThread(PooledDeque<Thread*>::iterator it, int to);
-  void PushWokenThread();
+  void TakeQueuedThread(PooledDeque<Thread*>::iterator it, int to);
+  // Every change of runqueue_ goes through these two: they keep
+  // Machine::queued_movable, the gate of newidle balancing, exact.
+  void QueueThread(Thread* t, bool front);
+  void DequeueThread(PooledDeque<Thread*>::iterator it);
+  void PushQueuedThread(SimTime jiffy);  // jiffy: the tick's time
   void UpdatePreempt();
 
   Machine& machine_;
@@ -556,7 +569,8 @@ class Cpu final : public EventHandler {
   int64_t idle_ns_ = 0;
   uint64_t context_switches_ = 0;
 
-  int lock_depth_ = 0;     // spinlocks held by the running context (no pre-emption while > 0)
+  int lock_depth_ = 0;     // preempt_count: spinlocks held by the running context, plus
+                           // PreemptDisable sections (SpinLock::Lock's attempt); no pre-emption while > 0
   int irq_off_depth_ = 0;  // of which irqs-off (spin_lock_irqsave) locks
   // End of the running thread's time slice while others wait to run
   // (kSimTimeNever when nobody waits).

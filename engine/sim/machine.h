@@ -121,7 +121,9 @@ class Machine {
   uint64_t transfers(int cpu) const { return transfers_by_cpu_[cpu]; }
 
   // Threads woken from a migratable sleep onto a CPU busy with another
-  // thread, waiting there and not yet run (what an idle CPU may pull).
+  // thread, waiting there and not yet run (Thread::movable_): newidle
+  // balancing looks only when there are some. Kept by Cpu::QueueThread and
+  // Cpu::DequeueThread.
   int& queued_movable() { return queued_movable_; }
 
   // Every SpinLock of the simulation registers itself (lockstat's list).

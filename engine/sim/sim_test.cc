@@ -400,6 +400,68 @@ TEST(CpuTest, WakeUpMovesAThreadToAnIdleCpuOfItsLlc) {
   EXPECT_EQ(r.migrations, 0u);
 }
 
+// The periodic balance runs once per interval (the LLC's CPU count in ms,
+// here 2), and its interval restarts at every tick that balances
+// (rq->next_balance), even when it finds every waiting thread pinned. CPU 0
+// runs a hog; a thread woken in the kernel (Cpu::Sleep) queues behind it at
+// 0.5 ms; a thread allowed CPUs 0 and 2 (the other LLC) wakes behind them
+// from a migratable sleep at 1.5 ms. Returns when and where that one ran.
+Resumed BalanceAfterAQueuedThread(bool queued_is_pinned) {
+  std::vector<CpuPlacement> p = {{0, 0, 0, 0, 0}, {1, 0, 0, 0, 0}, {2, 1, 0, 0, 0}, {3, 1, 0, 0, 0}};
+  MachineCosts c;
+  c.tick_period_ns = 1000000;
+  Machine m(p, c);
+  FnId f = m.functions().Intern("work");
+  Thread hog(m, "hog", 0), queued(m, "queued", 0), mover(m, "mover", 0), waker(m, "waker", 3);
+  mover.set_cpus_allowed({0, 2});
+  // The hog may run on CPU 1 too, so that it counts in CPU 0's load.
+  hog.set_cpus_allowed({0, 1});
+  if (!queued_is_pinned) queued.set_cpus_allowed({0, 1});
+  Resumed r;
+  auto queued_body = [&](Cpu& cpu) -> Task {
+    co_await cpu.Sleep();
+    cpu.Charge(f, 10);
+  };
+  auto mover_body = [&]() -> Task {
+    mover.on_cpu().Charge(f, 10);
+    co_await mover.on_cpu().Sync();
+    co_await mover.on_cpu().SleepMigratable();
+    co_await mover.on_cpu().Sync();
+    r.cpu = mover.on_cpu().id();
+    r.at = mover.on_cpu().now();
+  };
+  auto waker_body = [&](Cpu& cpu) -> Task {
+    cpu.Charge(f, 500000);
+    co_await cpu.Sync();
+    queued.Wake(cpu.now());
+    cpu.Charge(f, 1000000);
+    co_await cpu.Sync();
+    mover.Wake(cpu.now());
+  };
+  mover.Start(mover_body(), 0);
+  queued.Start(queued_body(m.cpu(0)), 0);
+  hog.Start(Worker(m.cpu(0), f, 5000, 1000), 0);
+  waker.Start(waker_body(m.cpu(3)), 0);
+  m.sim().Run();
+  return r;
+}
+
+TEST(CpuTest, PeriodicBalanceIntervalRestartsAtEveryBalancingTick) {
+  // The 1 ms tick balances and finds the queued thread pinned: the next
+  // balance is at 3 ms, not 2.
+  Resumed r = BalanceAfterAQueuedThread(true);
+  EXPECT_EQ(r.cpu, 2);
+  EXPECT_GE(r.at, 3000000);
+  EXPECT_LT(r.at, 3010000);
+  // Allowed other CPUs, the kernel would have moved the queued thread at
+  // 1 ms; the model cannot (it sleeps inside the kernel), so that tick does
+  // not count and the 2 ms tick moves the other one.
+  r = BalanceAfterAQueuedThread(false);
+  EXPECT_EQ(r.cpu, 2);
+  EXPECT_GE(r.at, 2000000);
+  EXPECT_LT(r.at, 2010000);
+}
+
 TEST(WaitQueueTest, SleepersWakeAndRun) {
   Machine m(Cpus(2), MachineCosts{});
   FnId f = m.functions().Intern("work");
