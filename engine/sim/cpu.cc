@@ -67,7 +67,10 @@ void Thread::Wake(SimTime at) {
 }
 
 Cpu::Cpu(Machine& machine, int id)
-    : machine_(machine), id_(id), irq_time_in_task_(machine.costs().irq_time_in_task) {
+    : machine_(machine),
+      id_(id),
+      irq_time_in_task_(machine.costs().irq_time_in_task),
+      avg_idle_ns_(2 * machine.costs().sched_migration_cost_ns) {
   fn_schedule_ = machine.functions().Intern("__schedule");
   fn_tick_ = machine.functions().Intern("tick_sched_timer");
 }
@@ -282,8 +285,20 @@ void Cpu::Kick(SimTime at) {
   machine_.sim().Schedule(at, this, kRun, run_gen_);
 }
 
+void Cpu::SampleIdle(SimTime now) {
+  if (idle_stamp_ < 0) return;
+  // update_avg: an eighth of the way to the sample, capped at twice the
+  // migration cost (max_idle_balance_cost's starting value).
+  avg_idle_ns_ += (now - idle_stamp_ - avg_idle_ns_) / 8;
+  avg_idle_ns_ = std::min(avg_idle_ns_, 2 * machine_.costs().sched_migration_cost_ns);
+  idle_stamp_ = -1;
+}
+
 bool Cpu::PullQueuedThread() {
-  if (machine_.queued_movable() == 0) return false;
+  // newidle_balance: the idle period starts before the balance; a CPU
+  // whose idle periods average under the migration cost does not look.
+  idle_stamp_ = now_;
+  if (machine_.queued_movable() == 0 || avg_idle_ns_ < machine_.costs().sched_migration_cost_ns) return false;
   const int n = machine_.num_cpus();
   const int llc = machine_.placement(id_).llc;
   // Two passes: this CPU's LLC, then the rest (the sched domains upwards).
@@ -296,12 +311,13 @@ bool Cpu::PullQueuedThread() {
       if (victim.current_thread_ == nullptr) continue;
       for (auto it = victim.runqueue_.begin(); it != victim.runqueue_.end(); ++it) {
         Thread* t = *it;
-        if (!t->movable_ || now_ - t->last_ran_ < machine_.costs().sched_migration_cost_ns ||
+        if (!t->movable_while_queued() || now_ - t->last_ran_ < machine_.costs().sched_migration_cost_ns ||
             std::find(t->cpus_allowed_.begin(), t->cpus_allowed_.end(), id_) == t->cpus_allowed_.end()) {
           continue;
         }
         victim.TakeQueuedThread(it, id_);
         QueueThread(t, /*front=*/false);
+        idle_stamp_ = -1;  // pulled a task: not idle after all
         return true;
       }
     }
@@ -324,11 +340,11 @@ void Cpu::QueueThread(Thread* t, bool front) {
   } else {
     runqueue_.push_back(t);
   }
-  if (t->movable_) ++machine_.queued_movable();
+  if (t->movable_while_queued()) ++machine_.queued_movable();
 }
 
 void Cpu::DequeueThread(PooledDeque<Thread*>::iterator it) {
-  if ((*it)->movable_) --machine_.queued_movable();
+  if ((*it)->movable_while_queued()) --machine_.queued_movable();
   runqueue_.erase(it);
 }
 
@@ -384,6 +400,7 @@ void Cpu::ArriveHardirq(IrqWork w) {
 }
 
 void Cpu::EnqueueRunnable(Thread* t) {
+  SampleIdle(machine_.sim().Now());  // ttwu onto an idle CPU: one avg_idle sample
   QueueThread(t, /*front=*/false);
   if (current_thread_ != nullptr && slice_end_ == kSimTimeNever) {
     slice_end_ = std::max(now_, machine_.sim().Now()) + machine_.costs().sched_slice_ns;

@@ -180,13 +180,13 @@ class Thread {
   int PickRank() const { return rt() ? prio_ : wakeup_preempts_ ? kMaxRtPrio : prio_ + 1; }
   std::vector<int> cpus_allowed_;
   bool migrate_on_wake_ = false;  // asleep in SleepMigratable
-  // Woken from SleepMigratable and waiting in a runqueue, not yet run:
-  // counted in Machine::queued_movable; balancing (newidle or periodic)
-  // may move it.
+  // Woken from SleepMigratable and waiting in a runqueue, not yet run.
   bool movable_ = false;
   // Suspended at the return to user space (Cpu::PreemptPointMigratable)
-  // and waiting there, pre-empted: the periodic balance may move it.
+  // and waiting there, pre-empted.
   bool at_user_boundary_ = false;
+  // Either: while queued it is counted in Machine::queued_movable, and
+  // balancing (newidle or periodic) may move it.
   bool movable_while_queued() const { return movable_ || at_user_boundary_; }
   SimTime last_ran_ = 0;  // when it last left a CPU (task_hot's exec_start)
   uint64_t migrations_ = 0;
@@ -487,15 +487,20 @@ class Cpu final : public EventHandler {
   void Loop();
   void ArriveHardirq(IrqWork w);
   void EnqueueRunnable(Thread* t);
-  // newidle balancing: this CPU has nothing to run; takes a movable thread
-  // (Thread::movable_) that waits behind a running one on another CPU it
-  // may run on and has not run for MachineCosts::sched_migration_cost_ns
-  // (can_migrate_task's task_hot test), nearest first (its LLC, then the
-  // machine). True if it did. Not modelled: avg_idle's gate, the balance's
-  // own CPU time. A thread pre-empted at its return to user space is not
-  // taken here (the kernel would): without avg_idle's gate, CPUs that idle
-  // for microseconds would pull them (RC1 after: 6.03 M -> 5.80 M).
+  // newidle balancing: this CPU has nothing to run; unless its idle
+  // periods average under MachineCosts::sched_migration_cost_ns (rq->
+  // avg_idle, sampled at each wake-up onto the idle CPU), takes a queued
+  // thread that may move (Thread::movable_while_queued: woken from a
+  // migratable sleep, or pre-empted at its return to user space) and waits
+  // behind a running one on another CPU it may run on, if it has not run
+  // for the migration cost (can_migrate_task's task_hot test), nearest
+  // first (its LLC, then the machine). True if it did. Not modelled: the
+  // balance's own CPU time (and so the per-domain max_newidle_lb_cost
+  // test).
   bool PullQueuedThread();
+  // One avg_idle sample: the idle period that began at idle_stamp_ ends at
+  // `now` (ttwu_do_wakeup's update_avg).
+  void SampleIdle(SimTime now);
   // Periodic load balancing, reduced to what an overloaded CPU's tick
   // starts (nohz_balancer_kick, then the idle CPU's rebalance_domains):
   // once per sched domain interval (sd->min_interval: the LLC's CPU count
@@ -588,6 +593,8 @@ class Cpu final : public EventHandler {
   bool tick_armed_ = false;
   int homed_threads_ = 0;         // migratable threads living here (Thread::homed_)
   SimTime next_balance_ = 0;      // periodic balance within the LLC
+  SimTime idle_stamp_ = -1;       // rq->idle_stamp: start of the idle period (-1: none)
+  int64_t avg_idle_ns_;           // rq->avg_idle (starts at twice the migration cost)
   SimTime next_far_balance_ = 0;  // and across LLCs
 };
 

@@ -120,10 +120,9 @@ class Machine {
   void NoteTransfer(int cpu) const { ++transfers_by_cpu_[cpu]; }
   uint64_t transfers(int cpu) const { return transfers_by_cpu_[cpu]; }
 
-  // Threads woken from a migratable sleep onto a CPU busy with another
-  // thread, waiting there and not yet run (Thread::movable_): newidle
-  // balancing looks only when there are some. Kept by Cpu::QueueThread and
-  // Cpu::DequeueThread.
+  // Threads waiting in a runqueue that balancing may move
+  // (Thread::movable_while_queued): newidle balancing looks only when there
+  // are some. Kept by Cpu::QueueThread and Cpu::DequeueThread.
   int& queued_movable() { return queued_movable_; }
 
   // Every SpinLock of the simulation registers itself (lockstat's list).

@@ -400,6 +400,84 @@ TEST(CpuTest, WakeUpMovesAThreadToAnIdleCpuOfItsLlc) {
   EXPECT_EQ(r.migrations, 0u);
 }
 
+// Newidle balancing. A thread pre-empted at its return to user space holds
+// no kernel state, so an idle CPU may pull it like a woken one
+// (can_migrate_task takes any queued task that is not cache hot). A
+// kworker (nice -20) pre-empts it on CPU 0 at 100 us and runs for 3 ms;
+// CPU 1 runs a thread until 2 ms, which then has nothing left to do. With
+// `brief_idles`, the kworker also wakes a short task on CPU 1 every 20 us
+// until 1.9 ms, so that CPU idles 15 us at a time. Returns when the user
+// thread first ran on CPU 1 (-1: never) and its migrations. No tick: only
+// newidle balancing acts.
+Resumed PullAfterKworker(bool brief_idles) {
+  Machine m(Cpus(2), MachineCosts{});
+  FnId f = m.functions().Intern("work");
+  Thread user(m, "fio", 0), kworker(m, "kworker", 0, -20), other(m, "other", 1), brief(m, "brief", 1);
+  user.set_cpus_allowed({0, 1});
+  Resumed r;
+  bool brief_done = false;
+  auto user_body = [&]() -> Task {
+    for (int i = 0; i < 3000 && r.at < 0; ++i) {
+      user.on_cpu().Charge(f, 1000);
+      co_await user.on_cpu().PreemptPointMigratable();
+      if (user.on_cpu().id() == 1) r.at = user.on_cpu().now();
+    }
+  };
+  auto kworker_body = [&](Cpu& cpu) -> Task {
+    co_await cpu.Sleep();
+    for (int i = 0; i < 3000; ++i) {
+      cpu.Charge(f, 1000);
+      co_await cpu.Sync();
+      if (brief_idles && i % 20 == 0 && cpu.now() < 1900000) brief.Wake(cpu.now());
+    }
+    brief_done = true;
+    brief.Wake(cpu.now());
+  };
+  auto other_body = [&](Cpu& cpu) -> Task {
+    cpu.Charge(f, 100000);
+    co_await cpu.Sync();
+    kworker.Wake(cpu.now());
+    if (brief_idles) co_return;
+    for (int i = 0; i < 1900; ++i) {
+      cpu.Charge(f, 1000);
+      co_await cpu.Sync();
+    }
+  };
+  auto brief_body = [&](Cpu& cpu) -> Task {
+    while (!brief_done) {
+      co_await cpu.Sleep();
+      cpu.Charge(f, 5000);
+    }
+  };
+  user.Start(user_body(), 0);
+  kworker.Start(kworker_body(m.cpu(0)), 0);
+  other.Start(other_body(m.cpu(1)), 0);
+  brief.Start(brief_body(m.cpu(1)), 0);
+  m.sim().Run();
+  r.cpu = user.on_cpu().id();
+  r.migrations = user.migrations();
+  EXPECT_EQ(m.queued_movable(), 0);
+  return r;
+}
+
+TEST(CpuTest, NewidleBalancingPullsAThreadPreemptedAtTheUserBoundary) {
+  // CPU 1 goes idle at 2 ms and pulls it (it last ran 1.9 ms ago); left in
+  // CPU 0's queue it would run there again after the kworker, at 3.1 ms.
+  Resumed r = PullAfterKworker(false);
+  EXPECT_GE(r.at, 2000000);
+  EXPECT_LT(r.at, 2010000);
+  EXPECT_EQ(r.migrations, 1u);
+}
+
+TEST(CpuTest, NewidleBalancingSkipsACpuWhoseIdlePeriodsAreShort) {
+  // rq->avg_idle: CPU 1's 15 us idle periods bring its average under the
+  // 0.5 ms migration cost after a few wake-ups, so it never pulls the
+  // waiting thread (without the gate: at its first idle after 0.6 ms).
+  Resumed r = PullAfterKworker(true);
+  EXPECT_EQ(r.at, -1);
+  EXPECT_EQ(r.migrations, 0u);
+}
+
 // The periodic balance runs once per interval (the LLC's CPU count in ms,
 // here 2), and its interval restarts at every tick that balances
 // (rq->next_balance), even when it finds every waiting thread pinned. CPU 0
