@@ -96,13 +96,13 @@ enum class SuspendReason : uint8_t { kNone, kYield, kSpin, kSleep };
 // its previous CPU if idle, else an idle CPU of that CPU's LLC, else it
 // stays); the code it runs re-reads on_cpu() after such a sleep. Sleeps
 // inside kernel paths (Cpu::Sleep) wake on the same CPU. A CPU about to go
-// idle pulls such a woken thread that waits on a busy CPU before it has run
-// there, once it is cache cold (newidle balancing, Cpu::PullQueuedThread);
-// an overloaded CPU's tick pushes such a thread, or one pre-empted at its
-// return to user space (Cpu::PreemptPointMigratable), to an idle CPU, hot or
-// not, once per balance interval (periodic balancing,
-// Cpu::PushQueuedThread). A thread pre-empted inside the kernel never moves
-// (its code holds its CPU).
+// idle, unless its idle periods are short (rq->avg_idle), pulls such a
+// woken thread that waits on a busy CPU before it has run there, or one
+// pre-empted at its return to user space (Cpu::PreemptPointMigratable),
+// once it is cache cold (newidle balancing, Cpu::PullQueuedThread); an
+// overloaded CPU's tick pushes either kind to an idle CPU, hot or not, once
+// per balance interval (periodic balancing, Cpu::PushQueuedThread). A
+// thread pre-empted inside the kernel never moves (its code holds its CPU).
 class Thread {
  public:
   enum class State : uint8_t { kNew, kRunnable, kRunning, kSleeping, kDone };
