@@ -35,24 +35,28 @@ def load_calibrate():
 cal = load_calibrate()
 
 
+def group_multiplier(groups, cost_rows, group, costs):
+    """The multiplier of `group` the fit applied, read back from the cost
+    rows it passes (so the rounding of group_costs is exercised too): the
+    group's largest row reads it most precisely."""
+    rows = next(g["rows"] for g in groups if g["name"] == group)
+    row = max(rows, key=lambda r: cost_rows[r][0])
+    return costs[row] / cost_rows[row][0]
+
+
 class SyntheticRunner:
-    """IOPS as a function of one group's multiplier, read back from the cost
-    rows the fit passes (so the rounding of group_costs is exercised too)."""
+    """IOPS as a function of one group's multiplier."""
 
     def __init__(self, groups, cost_rows, group, response):
-        self.rows = next(g["rows"] for g in groups if g["name"] == group)
+        self.groups = groups
         self.cost_rows = cost_rows
+        self.group = group
         self.response = response
         self.runs = 0
 
-    def multiplier(self, costs):
-        # The largest row reads back the multiplier most precisely.
-        row = max(self.rows, key=lambda r: self.cost_rows[r][0])
-        return costs[row] / self.cost_rows[row][0]
-
     def run(self, case, costs):
         self.runs += 1
-        return {"iops": self.response(self.multiplier(costs))}
+        return {"iops": self.response(group_multiplier(self.groups, self.cost_rows, self.group, costs))}
 
 
 class FitStepTest(unittest.TestCase):
@@ -119,7 +123,7 @@ class CmdFitTest(unittest.TestCase):
         class Runner:
             def run(self, case, costs):
                 group = next(g for g, c in cal.STEPS if c == case["name"])
-                return {"iops": responses[group](SyntheticRunner(groups, cost_rows, group, None).multiplier(costs))}
+                return {"iops": responses[group](group_multiplier(groups, cost_rows, group, costs))}
 
         class Args:
             command = "fit"

@@ -104,12 +104,11 @@ Task Cpu::TickHandler::Handle(Cpu& cpu, uint64_t) {
   const SimTime jiffy = cpu.now_ - cpu.now_ % period;
   if (jiffy >= cpu.next_balance_ && !cpu.runqueue_.empty()) {
     const SimTime next = jiffy + int64_t{cpu.machine_.llc_weight(cpu.id_)} * kNsPerMs;
-    if (cpu.HasMovableThread()) {
-      cpu.next_balance_ = next;
+    const Waiting waiting = cpu.BalanceableThreads();
+    if (waiting != Waiting::kHeld) cpu.next_balance_ = next;
+    if (waiting == Waiting::kMovable) {
       co_await cpu.Sync();  // reads other CPUs' idle state
       cpu.PushQueuedThread(jiffy);
-    } else if (!cpu.HasMigratableThread()) {
-      cpu.next_balance_ = next;
     }
   }
   // NOHZ: a CPU with nothing to run stops ticking until it is busy again.
@@ -348,18 +347,14 @@ void Cpu::DequeueThread(PooledDeque<Thread*>::iterator it) {
   runqueue_.erase(it);
 }
 
-bool Cpu::HasMigratableThread() const {
+Cpu::Waiting Cpu::BalanceableThreads() const {
+  Waiting w = Waiting::kPinned;
   for (const Thread* t : runqueue_) {
-    if (t->cpus_allowed_.size() > 1) return true;
+    if (t->rt() || t->cpus_allowed_.size() <= 1) continue;
+    if (t->movable_while_queued()) return Waiting::kMovable;
+    w = Waiting::kHeld;
   }
-  return false;
-}
-
-bool Cpu::HasMovableThread() const {
-  for (const Thread* t : runqueue_) {
-    if (t->movable_while_queued() && t->cpus_allowed_.size() > 1) return true;
-  }
-  return false;
+  return w;
 }
 
 void Cpu::PushQueuedThread(SimTime jiffy) {
@@ -386,7 +381,7 @@ void Cpu::PushQueuedThread(SimTime jiffy) {
         }
         TakeQueuedThread(it, c);
         ++idle.incoming_wakes_;
-        machine_.sim().Schedule(std::max(now_, machine_.sim().Now()), &idle, kWake, reinterpret_cast<uintptr_t>(t));
+        machine_.sim().Schedule(std::max(now_, machine_.sim().Now()), &idle, kMigrated, reinterpret_cast<uintptr_t>(t));
         return;
       }
     }
@@ -399,8 +394,8 @@ void Cpu::ArriveHardirq(IrqWork w) {
   Kick(machine_.sim().Now());
 }
 
-void Cpu::EnqueueRunnable(Thread* t) {
-  SampleIdle(machine_.sim().Now());  // ttwu onto an idle CPU: one avg_idle sample
+void Cpu::EnqueueRunnable(Thread* t, bool woken) {
+  if (woken) SampleIdle(machine_.sim().Now());  // ttwu onto an idle CPU: one avg_idle sample
   QueueThread(t, /*front=*/false);
   if (current_thread_ != nullptr && slice_end_ == kSimTimeNever) {
     slice_end_ = std::max(now_, machine_.sim().Now()) + machine_.costs().sched_slice_ns;
@@ -424,8 +419,9 @@ void Cpu::OnEvent(uint32_t kind, uint64_t arg) {
       return;
     }
     case kWake:
+    case kMigrated:
       --incoming_wakes_;
-      EnqueueRunnable(reinterpret_cast<Thread*>(static_cast<uintptr_t>(arg)));
+      EnqueueRunnable(reinterpret_cast<Thread*>(static_cast<uintptr_t>(arg)), kind == kWake);
       return;
     case kSpinGranted:
       BLKLAB_CHECK(spinning_);

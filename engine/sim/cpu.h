@@ -185,9 +185,10 @@ class Thread {
   // Suspended at the return to user space (Cpu::PreemptPointMigratable)
   // and waiting there, pre-empted.
   bool at_user_boundary_ = false;
-  // Either: while queued it is counted in Machine::queued_movable, and
-  // balancing (newidle or periodic) may move it.
-  bool movable_while_queued() const { return movable_ || at_user_boundary_; }
+  // Either, for a fair-class thread (the fair balancers never move a
+  // real-time one): while queued it is counted in Machine::queued_movable,
+  // and balancing (newidle or periodic) may move it.
+  bool movable_while_queued() const { return !rt() && (movable_ || at_user_boundary_); }
   SimTime last_ran_ = 0;  // when it last left a CPU (task_hot's exec_start)
   uint64_t migrations_ = 0;
   // 1 while started, not done, fair-class and allowed several CPUs: it
@@ -419,7 +420,9 @@ class Cpu final : public EventHandler {
 
  private:
   friend class Thread;
-  enum EventKind : uint32_t { kRun = 1, kHardirqArrive = 2, kWake = 3, kSpinGranted = 4 };
+  // kWake: a wake-up (or a start); kMigrated: a thread a periodic balance
+  // moved here (no ttwu, so no avg_idle sample).
+  enum EventKind : uint32_t { kRun = 1, kHardirqArrive = 2, kWake = 3, kSpinGranted = 4, kMigrated = 5 };
 
   struct IrqWork {
     IrqHandler* handler;
@@ -486,7 +489,9 @@ class Cpu final : public EventHandler {
   void Kick(SimTime at);  // make sure the CPU looks at its work at `at`
   void Loop();
   void ArriveHardirq(IrqWork w);
-  void EnqueueRunnable(Thread* t);
+  // `woken`: by a wake-up (ttwu), which ends an idle period's avg_idle
+  // sample; a balance's migration does not.
+  void EnqueueRunnable(Thread* t, bool woken);
   // newidle balancing: this CPU has nothing to run; unless its idle
   // periods average under MachineCosts::sched_migration_cost_ns (rq->
   // avg_idle, sampled at each wake-up onto the idle CPU), takes a queued
@@ -514,8 +519,10 @@ class Cpu final : public EventHandler {
   // balancing it takes cache-hot threads: the kernel's periodic balance
   // does once it has failed cache_nice_tries times. Not modelled: the load
   // (weights, utilisation) behind the imbalance test, the balance's CPU time.
-  bool HasMovableThread() const;
-  bool HasMigratableThread() const;  // a waiting thread allowed other CPUs
+  // What one pass over the runqueue finds for the fair class's balancer
+  // (real-time and single-CPU threads are never its to move).
+  enum class Waiting { kPinned, kHeld, kMovable };
+  Waiting BalanceableThreads() const;
   // Takes the movable queued thread at `it` off this runqueue and homes it
   // on CPU `to` (the caller queues it there).
   void TakeQueuedThread(PooledDeque<Thread*>::iterator it, int to);
@@ -555,7 +562,7 @@ class Cpu final : public EventHandler {
   Thread* current_thread_ = nullptr;
   std::unique_ptr<Thread> ksoftirqd_;  // created at the first task-context raise
   PooledDeque<Thread*> runqueue_;
-  int incoming_wakes_ = 0;  // kWake events scheduled and not yet taken
+  int incoming_wakes_ = 0;  // kWake and kMigrated events scheduled and not yet taken
 
   std::vector<int64_t> fn_ns_;
   std::vector<uint8_t> user_flags_;  // per function: Mode::kUser or Mode::kSys
