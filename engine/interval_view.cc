@@ -111,6 +111,7 @@ void IntervalTracker::Fill(const Simulation& s, sim::SimTime end, SnapshotInterv
   const sim::FunctionRegistry& fns = m.functions();
   if (fn_.size() < fns.size()) fn_.resize(fns.size(), 0);
   out.top_functions.clear();
+  std::vector<int64_t> self(fns.size(), 0);  // a composite row split (FunctionRegistry::SetParts)
   for (sim::FnId fn = 0; fn < fns.size(); ++fn) {
     int64_t ns = 0;
     for (int c = 0; c < m.num_cpus(); ++c) {
@@ -118,7 +119,10 @@ void IntervalTracker::Fill(const Simulation& s, sim::SimTime end, SnapshotInterv
     }
     const int64_t delta = ns - fn_[fn];
     fn_[fn] = ns;
-    if (delta > 0) out.top_functions.push_back({fns.name(fn), delta});
+    if (delta > 0) fns.SplitTime(fn, delta, [&](sim::FnId part, int64_t part_ns) { self[part] += part_ns; });
+  }
+  for (sim::FnId fn = 0; fn < fns.size(); ++fn) {
+    if (self[fn] > 0) out.top_functions.push_back({fns.name(fn), self[fn]});
   }
   const auto by_time = [](const SnapshotInterval::FunctionTime& a, const SnapshotInterval::FunctionTime& b) {
     return a.self_ns != b.self_ns ? a.self_ns > b.self_ns : a.function < b.function;

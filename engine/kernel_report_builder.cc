@@ -70,10 +70,20 @@ absl::Status BuildKernelReportFor(const std::string& host_name, Simulation& s, s
   k.sys_pct = end > 0 && used > 0 ? 100.0 * static_cast<double>(sys_ns) / (static_cast<double>(end) * used) : 0;
   const auto& fns = m.functions();
   int64_t slowpath = 0;
+  // Self time by function and mode, a composite row split into the
+  // functions perf would show (FunctionRegistry::SetParts).
+  std::vector<int64_t> self(fns.size() * 4, 0);
   for (sim::FnId fn = 0; fn < fns.size(); ++fn) {
     for (int mode = 0; mode < 4; ++mode) {
       int64_t ns = 0;
       for (int c = 0; c < m.num_cpus(); ++c) ns += m.cpu(c).fn_ns(fn, static_cast<sim::Mode>(mode));
+      if (ns == 0) continue;
+      fns.SplitTime(fn, ns, [&](sim::FnId part, int64_t part_ns) { self[part * 4 + mode] += part_ns; });
+    }
+  }
+  for (sim::FnId fn = 0; fn < fns.size(); ++fn) {
+    for (int mode = 0; mode < 4; ++mode) {
+      const int64_t ns = self[fn * 4 + mode];
       if (ns == 0) continue;
       stats::ProfileRow row;
       row.function = fns.name(fn);

@@ -40,9 +40,46 @@ class FunctionRegistry {
   bool is_user(FnId id) const { return user_[id]; }
   size_t size() const { return names_.size(); }
 
+  // A function charged as one row whose time perf would spread over the
+  // functions it calls (a context switch: __schedule, switch_mm_irqs_off,
+  // __switch_to, the fair class's accounting). Charging is unchanged; the
+  // reports (profile, intervals, folded stacks) split the whole's time over
+  // `parts` by weight. The first part is `whole` itself and takes the
+  // rounding remainder. REQUIRES: weights > 0; `whole` has no parts yet.
+  struct Part {
+    FnId fn;
+    int64_t weight;
+  };
+  void SetParts(FnId whole, std::vector<Part> parts);
+  // The parts of `fn`: empty when its time is reported as its own.
+  const std::vector<Part>& parts(FnId fn) const {
+    static const std::vector<Part> kNone;
+    return fn < parts_.size() ? parts_[fn] : kNone;
+  }
+  // Calls emit(part_fn, part_ns) for every part of `ns` charged to `fn`
+  // (once, with `fn` and `ns`, when it has none). The parts sum to `ns`.
+  template <typename Emit>
+  void SplitTime(FnId fn, int64_t ns, Emit&& emit) const {
+    const std::vector<Part>& ps = parts(fn);
+    if (ps.empty()) {
+      emit(fn, ns);
+      return;
+    }
+    const int64_t total = parts_weight_[fn];
+    int64_t rest = ns;
+    for (size_t i = 1; i < ps.size(); ++i) {
+      const int64_t part = ns / total * ps[i].weight + ns % total * ps[i].weight / total;
+      rest -= part;
+      emit(ps[i].fn, part);
+    }
+    emit(ps[0].fn, rest);
+  }
+
  private:
   std::vector<std::string> names_;
   std::vector<bool> user_;
+  std::vector<std::vector<Part>> parts_;  // by FnId; empty: not split
+  std::vector<int64_t> parts_weight_;     // by FnId: the parts' weights summed
   absl::flat_hash_map<std::string, FnId> index_;  // lookup only, never iterated
 };
 

@@ -50,6 +50,17 @@ std::vector<std::pair<std::string, int64_t>> StackProfile::Folded(const Function
       if (!stack.empty()) stack += ';';
       stack += **it;
     }
+    // A composite function's time: its own share here, each other part a
+    // callee (FunctionRegistry::SetParts).
+    const uint64_t l = label_[n];
+    if ((l & kNamed) == 0 && !functions.parts(static_cast<FnId>(l)).empty()) {
+      const FnId whole = static_cast<FnId>(l);
+      functions.SplitTime(whole, ns_[n], [&](FnId part, int64_t part_ns) {
+        if (part_ns == 0) return;
+        out.emplace_back(part == whole ? stack : stack + ';' + functions.name(part), part_ns);
+      });
+      continue;
+    }
     out.emplace_back(std::move(stack), ns_[n]);
   }
   std::sort(out.begin(), out.end());

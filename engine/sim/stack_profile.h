@@ -64,7 +64,9 @@ class StackProfile {
   }
 
   // "comm;f1;f2;leaf" and its time, for every stack with time; sorted by
-  // the stack text.
+  // the stack text. A composite function's time (FunctionRegistry::
+  // SetParts) is split: its own part on its stack, the others one level
+  // below it, as perf's call graph shows callees.
   std::vector<std::pair<std::string, int64_t>> Folded(const FunctionRegistry& functions) const;
 
  private:
