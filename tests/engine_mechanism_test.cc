@@ -269,6 +269,10 @@ TEST(CpuBoundSingleCore, LibaioIntoMqDeadlineCostsAKblockdRoundTripPerIo) {
   EXPECT_EQ(CounterOf(dd.kernel, "run_hw_queue_async"), TotalIos(dd)) << Describe(dd);
   EXPECT_LT(none_per_io, 0.01) << Describe(none);
   EXPECT_GT(ProfileNs(dd.kernel, "__schedule"), 0);
+  // Reported as perf shows them (FunctionRegistry::SetParts): the switch's
+  // and the wake-up's callees above their own self time.
+  EXPECT_GT(ProfileNs(dd.kernel, "switch_mm_irqs_off"), ProfileNs(dd.kernel, "__schedule"));
+  EXPECT_GT(ProfileNs(dd.kernel, "enqueue_task_fair"), ProfileNs(dd.kernel, "try_to_wake_up"));
   EXPECT_GT(TotalIos(none), 2 * TotalIos(dd));
 }
 
