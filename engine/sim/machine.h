@@ -2,7 +2,9 @@
 //
 // Machine is the simulated computer the kernel model runs on: the Simulator
 // (clock and events), the logical CPUs with their topology (SMT core, LLC/CCX,
-// die, socket), the registry of function names that CPU time is charged to,
+// die, socket), the registry of function names that CPU time is charged to
+// (with the composite rows the reports spread as perf would: a context switch
+// over __schedule and its callees, a wake-up over try_to_wake_up and its),
 // and the cacheline-transfer prices that follow from the topology
 // (KERNEL_MODEL.md §1.1, §1.3).
 //
