@@ -17,7 +17,12 @@
 #  - write_iolog: a job over two files with fsync=4 writes fio's version 3
 #    iolog (the version line, each file added, opened and closed, one line
 #    per I/O and per sync), and fio 3.33 itself replays it with
-#    read_iolog on its null engine: the same writes, bytes and syncs.
+#    read_iolog on its null engine: the same writes, bytes and syncs;
+#  - a log prefix, write_iolog or --folded in a directory that does not
+#    exist is refused before the run, naming the option, the job and the
+#    directory, with no report printed; a log that cannot be written after
+#    the run (its name taken by a directory) leaves the report on stdout
+#    and the error on stderr, exit 1.
 set -u
 
 BLKLAB=${1:?usage: logs_test.sh BLKLAB_BINARY FIO_REFERENCE_DIR}
@@ -135,6 +140,37 @@ print(j["write"]["total_ios"], j["write"]["io_kbytes"], j["sync"]["total_ios"], 
   fi
 else
   fail "blklab fio --write_iolog exited non-zero: $(tail -3 "$TMP/iolog.out")"
+fi
+
+# 6. Log files that cannot be written: refused up front, or the report kept.
+mkdir -p "$TMP/bad"
+refused() {  # refused DESCRIPTION EXPECTED_STDERR_PART ARGS...
+  local what=$1 want=$2
+  shift 2
+  if (cd "$TMP/bad" && "$BLKLAB" fio --host=null-1cpu --name=j --filename=/dev/nullb0 --size=1m --rw=randread \
+        --runtime=2ms --output-format=json "$@" >"$TMP/bad/out" 2>"$TMP/bad/err"); then
+    fail "$what: exit 0"
+  elif grep -qF -- "$want" "$TMP/bad/err" && [ ! -s "$TMP/bad/out" ]; then
+    pass "$what: refused before the run: $(head -1 "$TMP/bad/err")"
+  else
+    fail "$what: stderr '$(head -c 300 "$TMP/bad/err")' (want '$want'), stdout $(wc -c <"$TMP/bad/out") bytes"
+  fi
+}
+refused "write_iops_log in a missing directory" \
+  "write_iops_log=nodir/x (job 'j'): directory nodir does not exist" --write_iops_log=nodir/x
+refused "write_iolog in a missing directory" "write_iolog=nodir/io.log (job 'j'): directory nodir" \
+  --write_iolog=nodir/io.log
+refused "--folded in a missing directory" "--folded=nodir/s.folded: directory nodir does not exist" \
+  --folded=nodir/s.folded
+mkdir -p "$TMP/bad/j_iops.1.log"  # the log's name taken by a directory: found only when writing
+if (cd "$TMP/bad" && "$BLKLAB" fio --host=null-1cpu --name=j --filename=/dev/nullb0 --size=1m --rw=randread \
+      --runtime=2ms --output-format=json --write_iops_log >"$TMP/bad/out" 2>"$TMP/bad/err"); then
+  fail "a log that cannot be written: exit 0"
+elif grep -qF "cannot write log file j_iops.1.log" "$TMP/bad/err" &&
+     python3 -c 'import json,sys; json.load(open(sys.argv[1]))["jobs"][0]["read"]["iops"]' "$TMP/bad/out"; then
+  pass "a log that cannot be written: the report is kept, then: $(head -1 "$TMP/bad/err")"
+else
+  fail "a log that cannot be written: stderr '$(head -c 300 "$TMP/bad/err")', stdout $(wc -c <"$TMP/bad/out") bytes"
 fi
 
 checks_end log

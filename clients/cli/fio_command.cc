@@ -169,6 +169,32 @@ absl::Status WriteLogFiles(const std::vector<stats::LogFile>& logs) {
 
 }  // namespace
 
+absl::Status CheckOutputDirectories(const workload::ParsedJobs& jobs, const BlklabOptions& options) {
+  for (const workload::JobSpec& j : jobs.jobs) {
+    const std::pair<const char*, const workload::LogSpec*> logs[] = {{"write_bw_log", &j.write_bw_log},
+                                                                     {"write_iops_log", &j.write_iops_log},
+                                                                     {"write_lat_log", &j.write_lat_log},
+                                                                     {"write_hist_log", &j.write_hist_log}};
+    for (const auto& [option, log] : logs) {
+      if (!log->enabled) continue;
+      // The files are PREFIX_iops.N.log and the like: PREFIX's directory.
+      const std::string prefix = log->prefix.empty() ? j.name : log->prefix;
+      BLKLAB_RETURN_IF_ERROR(
+          util::CheckCanCreate(prefix + "_", absl::StrCat(option, "=", prefix, " (job '", j.name, "')")));
+    }
+    if (!j.write_iolog.empty()) {
+      BLKLAB_RETURN_IF_ERROR(
+          util::CheckCanCreate(j.write_iolog, absl::StrCat("write_iolog=", j.write_iolog, " (job '", j.name, "')")));
+    }
+  }
+  for (const std::string* file : {&options.folded_file, &options.flame_file}) {
+    if (file->empty()) continue;
+    const char* option = file == &options.folded_file ? "--folded=" : "--flame=";
+    BLKLAB_RETURN_IF_ERROR(util::CheckCanCreate(*file, option + *file));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<BlklabOptions> SplitBlklabOptions(const std::vector<std::string>& args, RunSite site) {
   BlklabOptions out;
   for (const std::string& a : args) {
@@ -296,6 +322,7 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   const workload::FioInvocation& inv = parsed->invocation;
   for (const std::string& w : parsed->jobs.warnings) std::cerr << "blklab fio: warning: " << w << "\n";
   if (inv.parse_only) return 0;
+  if (absl::Status s = CheckOutputDirectories(parsed->jobs, *options); !s.ok()) return FioFail(s);
 
   const report::OutputFormats formats = SelectedFormats(inv);
 
@@ -380,18 +407,19 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   }
   if (!run.ok()) return FioFail(run.status());
   // fio writes each job's logs when the job ends, before the final report.
-  if (absl::Status s = WriteLogFiles(run->logs); !s.ok()) return FioFail(s);
-  if (!options->folded_file.empty()) {
-    absl::Status s = util::WriteStringToFile(options->folded_file, report::FoldedStacks(run->kernel.stacks),
-                                             "--folded file");
-    if (!s.ok()) return FioFail(s);
+  // A file that cannot be written after all (the directories were checked
+  // before the run) costs the exit value, not the report: it is printed,
+  // and the error follows it.
+  absl::Status files_status = WriteLogFiles(run->logs);
+  if (files_status.ok() && !options->folded_file.empty()) {
+    files_status = util::WriteStringToFile(options->folded_file, report::FoldedStacks(run->kernel.stacks),
+                                           "--folded file");
   }
-  if (!options->flame_file.empty()) {
-    absl::Status s = util::WriteStringToFile(
+  if (files_status.ok() && !options->flame_file.empty()) {
+    files_status = util::WriteStringToFile(
         options->flame_file,
         report::FlameGraphSvg(run->kernel.stacks, absl::StrCat("blklab fio on ", req.host.name, ": simulated CPU time")),
         "--flame file");
-    if (!s.ok()) return FioFail(s);
   }
 
   // What the jobs printed as they ran: fio's verify failures on stderr, and
@@ -410,6 +438,7 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   if (perf_top > 0) text += report::WritePerfTop(run->kernel, perf_top);
   out << text << std::flush;
   if (!out) return FioFail(absl::InvalidArgumentError("cannot write the report"));
+  if (!files_status.ok()) return FioFail(files_status);
   return exit_code;
 }
 

@@ -13,8 +13,11 @@
 //
 // As fio does, the command
 //  - writes the jobs' log files (write_bw_log, write_iops_log,
-//    write_lat_log, write_hist_log) to the current directory after the run,
-//    before the final report (each file written afresh);
+//    write_lat_log, write_hist_log, write_iolog) after the run, before the
+//    final report (each file written afresh), in the current directory or
+//    the one their prefix names, which must exist before the run
+//    (CheckOutputDirectories); a file that still cannot be written costs
+//    the exit value, not the report;
 //  - with --status-interval=T prints a complete report every T of *virtual*
 //    time while the jobs run, then the final one (json: several top-level
 //    objects concatenated; normal: the preamble once, at the start);
@@ -66,6 +69,13 @@ enum class RunSite { kLocal, kRemote };
 // or for --pace in a local run, Unimplemented for --perf-top in a remote
 // one (the result carries the profile rows instead).
 absl::StatusOr<BlklabOptions> SplitBlklabOptions(const std::vector<std::string>& args, RunSite site);
+
+// Checks, before a run, that every file the run will write afterwards can be
+// created: the directory of each enabled write_*_log prefix (the job's name
+// when it has none) and of write_iolog, and of --folded / --flame, must be a
+// writable directory. InvalidArgument naming the option, its job and the
+// directory otherwise, so that a long run is not lost to a typo at its end.
+absl::Status CheckOutputDirectories(const workload::ParsedJobs& jobs, const BlklabOptions& options);
 
 // The output formats fio's command line selects (--output-format).
 report::OutputFormats SelectedFormats(const workload::FioInvocation& invocation);

@@ -502,6 +502,10 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
   size_t clones = 0;
   if (parsed.ok()) {
     clones = parsed->jobs.clones.size();
+    // The files written here after the run: their directories, before it.
+    if (absl::Status d = CheckOutputDirectories(parsed->jobs, *options); !d.ok() && !parse_only) {
+      return Exit(grpc::StatusCode::INVALID_ARGUMENT, std::string(d.message()));
+    }
     if (host_exact) {
       for (const std::string& w : parsed->jobs.warnings) std::cerr << kFioPrefix << ": warning: " << w << "\n";
     }

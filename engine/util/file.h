@@ -20,6 +20,12 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 // write WHAT PATH" when it cannot be opened or written.
 absl::Status WriteStringToFile(const std::string& path, const std::string& contents, const std::string& what);
 
+// Whether a file `path` could be created: the directory it names (the part
+// before its last '/', else the current one) exists, is a directory, and
+// the process may create files in it, and `path` does not end in '/'.
+// InvalidArgument "WHAT: ..." saying which of these fails.
+absl::Status CheckCanCreate(const std::string& path, const std::string& what);
+
 }  // namespace blklab::util
 
 #endif  // BLKLAB_ENGINE_UTIL_FILE_H_
