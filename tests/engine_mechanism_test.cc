@@ -1318,9 +1318,14 @@ RunResult Rc1Run(bool shared_once) {
 // (before 5.9) at the next whole second less CPU 1's 3-jiffy skew, 5.997 s.
 // The run loop stops at the end of the 100 ms slice in which the job ends,
 // so a 5.95 s job sees events up to 6.0 s and a 6.05 s job up to 6.1 s.
-uint64_t WalksIn(const std::string& runtime, bool relaxed) {
+// With the timer wheel's granularity (`wheel`) the timer, 6 s ahead, sits
+// on level 3 of the wheel (512-jiffy buckets) and runs at 6.144 s either
+// way.
+uint64_t WalksIn(const std::string& runtime, bool relaxed, bool wheel) {
   const host::HostSpec h =
-      HbaHost(2, absl::StrCat("blk_timeout_relaxed_rounding: ", relaxed ? "true" : "false"),
+      HbaHost(2,
+              absl::StrCat("blk_timeout_relaxed_rounding: ", relaxed ? "true" : "false",
+                           ", timer_wheel_granularity: ", wheel ? "true" : "false"),
               "lld: 1, can_queue: 64, nr_hw_queues: 2, virtual_drives: 1, cmd_per_lun: 64, "
               "drives: 1, drive_latency_nsec: 1000000, firmware_nsec: 1000",
               "none");
@@ -1331,9 +1336,17 @@ uint64_t WalksIn(const std::string& runtime, bool relaxed) {
 }
 
 TEST(BlkTimeout, FirstWalkAfterBlkMaxTimeoutPlusTheRoundingSlack) {
-  EXPECT_EQ(WalksIn("5950ms", true), 0u);
-  EXPECT_GT(WalksIn("6050ms", true), 0u);
-  EXPECT_GT(WalksIn("5950ms", false), 0u);
+  EXPECT_EQ(WalksIn("5950ms", true, false), 0u);
+  EXPECT_GT(WalksIn("6050ms", true, false), 0u);
+  EXPECT_GT(WalksIn("5950ms", false, false), 0u);
+}
+
+TEST(BlkTimeout, TheTimerWheelRunsTheWalkAtItsBucketBoundary) {
+  for (bool relaxed : {true, false}) {
+    SCOPED_TRACE(relaxed ? "5.9+ rounding" : "whole seconds");
+    EXPECT_EQ(WalksIn("6050ms", relaxed, true), 0u);
+    EXPECT_GT(WalksIn("6150ms", relaxed, true), 0u);
+  }
 }
 
 // Inside tags->lock the walk reads tags->rqs[bit] and takes a reference on

@@ -87,16 +87,19 @@ const std::vector<std::string> kSqHctxJob = {
 
 // A SCSI host with host-wide tags and 4 LUNs, slow enough for 7 s of
 // virtual time (one timeout walk per queue, about 6 s in); mq-deadline.
-const char kHbaWalkYaml[] =
-    "name: knob-hba-walk\n"
-    "cpus: {count: 4}\n"
-    "knobs: {tag_busy_iter_shared_once: false}\n"
-    "devices:\n"
-    "  - name: sdb\n"
-    "    hba: {lld: 1, can_queue: 128, nr_hw_queues: 4, host_tagset: true, virtual_drives: 4,\n"
-    "          cmd_per_lun: 64, firmware_nsec: 1000, max_iops: 20000, drives: 2,\n"
-    "          drive_latency_nsec: 100000, gb: 4}\n"
-    "    queue: {scheduler: mq-deadline}\n";
+// extra_knobs: more knobs for the host, ", "-prefixed.
+std::string HbaWalkYaml(const std::string& extra_knobs) {
+  return absl::StrCat(
+      "name: knob-hba-walk\n"
+      "cpus: {count: 4}\n"
+      "knobs: {tag_busy_iter_shared_once: false", extra_knobs, "}\n"
+      "devices:\n"
+      "  - name: sdb\n"
+      "    hba: {lld: 1, can_queue: 128, nr_hw_queues: 4, host_tagset: true, virtual_drives: 4,\n"
+      "          cmd_per_lun: 64, firmware_nsec: 1000, max_iops: 20000, drives: 2,\n"
+      "          drive_latency_nsec: 100000, gb: 4}\n"
+      "    queue: {scheduler: mq-deadline}\n");
+}
 const std::vector<std::string> kHbaWalkJob = {
     "--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=16", "--runtime=7s", "--time_based",
     "--name=a", "--filename=/dev/sdb", "--name=b", "--filename=/dev/sdc"};
@@ -161,9 +164,10 @@ struct KnobCase {
 
 std::map<std::string, KnobCase> Cases() {
   return {
-      {"tag_busy_iter_shared_once", {kHbaWalkYaml, kHbaWalkJob}},
-      {"busy_iter_takes_tags_lock", {kHbaWalkYaml, kHbaWalkJob}},
-      {"blk_timeout_relaxed_rounding", {kHbaWalkYaml, kHbaWalkJob}},
+      {"tag_busy_iter_shared_once", {HbaWalkYaml(""), kHbaWalkJob}},
+      {"busy_iter_takes_tags_lock", {HbaWalkYaml(""), kHbaWalkJob}},
+      {"blk_timeout_relaxed_rounding", {HbaWalkYaml(", timer_wheel_granularity: false"), kHbaWalkJob}},
+      {"timer_wheel_granularity", {HbaWalkYaml(""), kHbaWalkJob}},
       {"config_blk_cgroup", {NullYaml(true), kBatchedJob}},
       {"throttle_fast_path_inline", {NullYaml(true), kBatchedJob}},
       {"cgroup_inherit_bio_start_time", {NullYaml(true), kBatchedJob}},
@@ -194,7 +198,7 @@ std::map<std::string, KnobCase> Cases() {
       {"bio_alloc_cache", {NullYaml(true), kBatchedJob}},
       {"queue_rqs", {kNvmeYaml, kPolledJob}},
       {"io_uring_lazy_wake", {kNullTimerYaml, kBatchedJob}},
-      {"hrtimer_rt_no_slack", {kHbaWalkYaml, kHbaWalkJob}},
+      {"hrtimer_rt_no_slack", {HbaWalkYaml(""), kHbaWalkJob}},
   };
 }
 

@@ -86,6 +86,10 @@ namespace blklab::host {
        "RC1: blk_mq_find_and_get_req takes tags->lock per busy bit (5.14+)")                          \
   BOOL(blk_timeout_relaxed_rounding, true, 0, 0,                                                      \
        "RC1: blk_add_timer adds roundup_pow_of_two(HZ) jiffies instead of round_jiffies_up (5.9+)")   \
+  BOOL(timer_wheel_granularity, true, 0, 0,                                                            \
+       "RC1: q->timeout fires at its timer-wheel bucket, the next multiple of 512 jiffies for a "      \
+       "timer 4-32 s ahead at HZ=1000 (4.8+'s non-cascading wheel); false: at its expiry. Delayed "    \
+       "works keep their exact expiry either way")                                                      \
   BOOL(config_blk_cgroup, true, 0, 0, "RC2: mirrors kernel.config.BLK_CGROUP (set either, not both differently)") \
   BOOL(throttle_fast_path_inline, true, 0, 0, "RC2: blk_throtl_bio fast-path test inlined (5.16+)")   \
   BOOL(cgroup_inherit_bio_start_time, true, 0, 0,                                                     \

@@ -35,15 +35,21 @@ void QueueTimeout::Add(sim::Cpu& cpu, Request* rq, bool arm) {
   // The expiry is never before min(deadline, now + BLK_MAX_TIMEOUT) plus
   // the rounding's fixed slack, so a timer due before that plus HZ/2 cannot
   // move: skip the rounding (the common case, once per IO).
-  if (timer_.pending() && timer_.expires() < std::min(rq->deadline, cpu.now() + kBlkMaxTimeoutNs) +
-                                                 rounding_slack_ns_ + sim::kNsPerSec / 2) {
+  if (timer_.pending() && timer_expires_ < std::min(rq->deadline, cpu.now() + kBlkMaxTimeoutNs) +
+                                               rounding_slack_ns_ + sim::kNsPerSec / 2) {
     return;
   }
   const sim::SimTime expiry = Expiry(cpu.id(), rq->deadline, cpu.now());
-  if (!timer_.pending() || expiry + sim::kNsPerSec / 2 <= timer_.expires()) {
-    timer_.set_cpu(cpu.id());
-    timer_.Start(expiry);
-  }
+  if (!timer_.pending() || expiry + sim::kNsPerSec / 2 <= timer_expires_) ModTimer(cpu, expiry);
+}
+
+void QueueTimeout::ModTimer(sim::Cpu& cpu, sim::SimTime expires) {
+  // mod_timer from this CPU: the timer moves to its base, and the wheel
+  // runs it at the bucket its distance falls in.
+  timer_expires_ = expires;
+  timer_.set_cpu(cpu.id());
+  timer_.Start(kernel_.knobs().timer_wheel_granularity ? sim::TimerWheelExpiry(cpu.now(), expires, kernel_.hz())
+                                                       : expires);
 }
 
 int64_t QueueTimeout::RoundingSlack(const Kernel& kernel) {
@@ -110,8 +116,7 @@ sim::Task QueueTimeout::Work::Run(sim::Cpu& cpu) {
     // own, nearer expiry, so under steady I/O the walks recur every
     // BLK_MAX_TIMEOUT plus the rounding.
     cpu.Charge(k.fn.hrtimer_start, k.costs().hrtimer_arm);
-    t->timer_.set_cpu(cpu.id());
-    t->timer_.Start(std::max(next, cpu.now() + k.jiffy_ns()));
+    t->ModTimer(cpu, std::max(next, cpu.now() + k.jiffy_ns()));
     co_return;
   }
   // blk_mq_tag_idle for every hctx: leave the set's active users.

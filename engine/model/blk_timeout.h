@@ -12,7 +12,10 @@
 //                 which lines different queues' timers up). A pending timer
 //                 moves only for an expiry at least HZ/2 earlier, so under
 //                 steady I/O it fires about every 6.024 s (5.9+, HZ=1000)
-//                 or 5-6 s.
+//                 or 5-6 s; the timer wheel then runs it at the next
+//                 512-jiffy boundary (knob timer_wheel_granularity), so
+//                 queues whose timers were armed within the same 512 ms
+//                 walk together.
 //   TimerIrq      blk_rq_timed_out_timer: queues the timeout work on kblockd
 //                 of the CPU the timer fired on.
 //   Work          blk_mq_timeout_work: walks the busy tags
@@ -91,12 +94,17 @@ class QueueTimeout {
   // What 5.9+'s rounding adds to every expiry (0 before 5.9), from the
   // knob and HZ; fixed for the run.
   static int64_t RoundingSlack(const Kernel& kernel);
+  // mod_timer(&q->timeout, expires) on `cpu`: the timer's expires field is
+  // `expires`; it fires at its timer-wheel bucket (sim::TimerWheelExpiry,
+  // knob timer_wheel_granularity) on `cpu`.
+  void ModTimer(sim::Cpu& cpu, sim::SimTime expires);
 
   RequestQueue* q_;
   Kernel& kernel_;
   TimerIrq irq_;
   Work work_;
-  sim::HrTimer timer_;  // q->timeout
+  sim::HrTimer timer_;  // q->timeout, firing at its wheel bucket
+  sim::SimTime timer_expires_ = 0;  // q->timeout.expires, what mod_timer asked for
   sim::FnId fn_timeout_timer_, fn_timeout_work_, fn_busy_iter_, fn_find_and_get_req_,
       fn_for_each_set_, fn_check_expired_;
   const int64_t rounding_slack_ns_;

@@ -113,6 +113,27 @@ TEST(SimulatorTest, RunStopsAtUntil) {
   EXPECT_EQ(sim.pending_events(), 1u);
 }
 
+// kernel/time/timer.c's calc_wheel_index at HZ=1000: level n holds
+// distances below 63 << 3n jiffies in buckets of 8^n jiffies, and a timer
+// runs at the first bucket boundary after its expiry.
+TEST(TimerWheelTest, TimersRunAtTheirLevelsNextBucketBoundary) {
+  constexpr int64_t kMs = 1000000;
+  constexpr int kHz = 1000;
+  EXPECT_EQ(TimerWheelExpiry(0, 3 * kMs, kHz), 4 * kMs);        // level 0: the next jiffy
+  EXPECT_EQ(TimerWheelExpiry(0, 62 * kMs, kHz), 63 * kMs);
+  EXPECT_EQ(TimerWheelExpiry(0, 100 * kMs, kHz), 104 * kMs);    // level 1: 8 jiffies
+  EXPECT_EQ(TimerWheelExpiry(0, 1000 * kMs, kHz), 1024 * kMs);  // level 2: 64
+  EXPECT_EQ(TimerWheelExpiry(0, 6024 * kMs, kHz), 6144 * kMs);  // level 3: 512
+  EXPECT_EQ(TimerWheelExpiry(0, 6144 * kMs, kHz), 6656 * kMs);  // strictly after
+  // The level follows the distance from now, the bucket the absolute time:
+  // two queues' timers armed 60 ms apart, 6.024 s ahead each, run together.
+  EXPECT_EQ(TimerWheelExpiry(1000 * kMs, 7024 * kMs, kHz), 7168 * kMs);
+  EXPECT_EQ(TimerWheelExpiry(1060 * kMs, 7084 * kMs, kHz), 7168 * kMs);
+  // A sub-jiffy expiry counts as its jiffy; HZ=250 has 4 ms jiffies.
+  EXPECT_EQ(TimerWheelExpiry(0, 2500000, kHz), 4 * kMs);
+  EXPECT_EQ(TimerWheelExpiry(0, 6024 * kMs, 250), 1536 * 4 * kMs);  // 1506 jiffies: level 2
+}
+
 TEST(RngTest, StreamsAreDeterministicAndIndependent) {
   RngStream a(42, RngStreamId::kOffset), b(42, RngStreamId::kOffset), c(43, RngStreamId::kOffset),
       d(42, RngStreamId::kBlockSize);

@@ -68,6 +68,27 @@ inline SimTime RoundUpToJiffy(SimTime t, int hz) {
   return (t + jiffy - 1) / jiffy * jiffy;
 }
 
+// When the timer wheel (kernel/time/timer.c, the non-cascading wheel of
+// 4.8+) runs a timer_list timer armed at `now` for `expires`: the wheel
+// level is chosen by the distance in jiffies from its clock (level n holds
+// distances below 63 << 3n, with 8^n jiffies per bucket), and the bucket
+// expires at the next multiple of its granularity strictly after `expires`
+// (calc_index rounds up, so a timer never fires early): +1 jiffy under 63
+// jiffies, then the next multiple of 8, 64, 512 (4.03 to 32 s ahead at
+// HZ=1000), ... jiffies. Timers armed for nearby expiries far ahead
+// therefore fire together.
+inline SimTime TimerWheelExpiry(SimTime now, SimTime expires, int hz) {
+  const int64_t jiffy = 1000000000LL / hz;
+  const int64_t clk = now / jiffy;
+  const int64_t exp = (expires + jiffy - 1) / jiffy;
+  constexpr int kLvlClkShift = 3, kLvlSize = 64, kLvlDepth = 9;
+  int lvl = 0;
+  // LVL_START(lvl + 1) = (LVL_SIZE - 1) << (lvl * LVL_CLK_SHIFT).
+  while (lvl + 1 < kLvlDepth && exp - clk >= (int64_t{kLvlSize - 1} << (lvl * kLvlClkShift))) ++lvl;
+  const int shift = lvl * kLvlClkShift;
+  return (((exp >> shift) + 1) << shift) * jiffy;
+}
+
 }  // namespace blklab::sim
 
 #endif  // BLKLAB_ENGINE_SIM_TIMER_H_
