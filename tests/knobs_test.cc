@@ -85,20 +85,22 @@ const std::vector<std::string> kSqHctxJob = {
     "--iodepth_batch_submit=4", "--iodepth_batch_complete_min=1", "--norandommap=1", "--numjobs=8",
     "--cpus_allowed_policy=split", "--cpus_allowed=0-7", "--runtime=20ms", "--time_based"};
 
-// A SCSI host with host-wide tags and 4 LUNs, slow enough for 7 s of
-// virtual time (one timeout walk per queue, about 6 s in); mq-deadline.
-// extra_knobs: more knobs for the host, ", "-prefixed.
+// A 4-CPU SCSI host with LUNs sdb, sdc, ...: `knobs` the knobs: map's
+// entries, `hba` the hba: map's, `scheduler` the queue's.
+std::string HbaYaml(const std::string& name, const std::string& knobs, const std::string& hba,
+                    const std::string& scheduler) {
+  return absl::StrCat("name: ", name, "\ncpus: {count: 4}\nknobs: {", knobs, "}\ndevices:\n  - name: sdb\n    hba: {",
+                      hba, "}\n    queue: {scheduler: ", scheduler, "}\n");
+}
+
+// Host-wide tags and 4 LUNs, slow enough for 7 s of virtual time (one
+// timeout walk per queue, about 6 s in); mq-deadline. extra_knobs: more
+// knobs, ", "-prefixed.
 std::string HbaWalkYaml(const std::string& extra_knobs) {
-  return absl::StrCat(
-      "name: knob-hba-walk\n"
-      "cpus: {count: 4}\n"
-      "knobs: {tag_busy_iter_shared_once: false", extra_knobs, "}\n"
-      "devices:\n"
-      "  - name: sdb\n"
-      "    hba: {lld: 1, can_queue: 128, nr_hw_queues: 4, host_tagset: true, virtual_drives: 4,\n"
-      "          cmd_per_lun: 64, firmware_nsec: 1000, max_iops: 20000, drives: 2,\n"
-      "          drive_latency_nsec: 100000, gb: 4}\n"
-      "    queue: {scheduler: mq-deadline}\n");
+  return HbaYaml("knob-hba-walk", "tag_busy_iter_shared_once: false" + extra_knobs,
+                 "lld: 1, can_queue: 128, nr_hw_queues: 4, host_tagset: true, virtual_drives: 4, cmd_per_lun: 64, "
+                 "firmware_nsec: 1000, max_iops: 20000, drives: 2, drive_latency_nsec: 100000, gb: 4",
+                 "mq-deadline");
 }
 const std::vector<std::string> kHbaWalkJob = {
     "--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=16", "--runtime=7s", "--time_based",
@@ -106,15 +108,10 @@ const std::vector<std::string> kHbaWalkJob = {
 
 // A SCSI host exposing 8 hw queues (RC3's shape, small), scheduler none.
 std::string HbaQueuesYaml(const std::string& knobs) {
-  return absl::StrCat(
-      "name: knob-hba-queues\n"
-      "cpus: {count: 4}\n"
-      "knobs: {", knobs, "}\n"
-      "devices:\n"
-      "  - name: sdb\n"
-      "    hba: {lld: 0, can_queue: 256, nr_hw_queues: 8, host_tagset: true, virtual_drives: 1,\n"
-      "          cmd_per_lun: 256, firmware_nsec: 1000, drives: 4, drive_latency_nsec: 20000}\n"
-      "    queue: {scheduler: none}\n");
+  return HbaYaml("knob-hba-queues", knobs,
+                 "lld: 0, can_queue: 256, nr_hw_queues: 8, host_tagset: true, virtual_drives: 1, cmd_per_lun: 256, "
+                 "firmware_nsec: 1000, drives: 4, drive_latency_nsec: 20000",
+                 "none");
 }
 const std::vector<std::string> kHbaQueuesJob = {
     "--name=t", "--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=32", "--numjobs=2",
