@@ -1219,13 +1219,14 @@ TEST(ScsiDebug, BudgetMapKeepsCpusOnTheirOwnLines) {
 // once the LUN's last command completes nothing tries again unless the
 // budget's own delayed run (SCSI_QUEUE_DELAY) does: without the patch the
 // run fails as a stall naming the parked request.
-RunOutcome Rc5IdleRun(bool idle_delay_run) {
+RunOutcome Rc5IdleRun(bool idle_delay_run, int hz = 1000, const std::string& knobs = "") {
   const host::HostSpec h = ScsiDebugHost(
       "ndelay: 1000000, max_queue: 32, every_nth: 1, opts: 0x800",
       absl::StrCat("scsi_debug_qfull_did_ok: true, blk_mq_budget_contention_rerun: false, "
                    "run_all_hw_queues_on_completion: true, scsi_budget_idle_delay_run: ",
-                   idle_delay_run ? "true" : "false"));
+                   idle_delay_run ? "true" : "false", knobs));
   host::HostSpec hs = h;
+  hs.kernel.hz = hz;
   hs.devices[0].queue.scheduler = host::Scheduler::kMqDeadline;
   return RunArgs(hs, SdebugJob({"sdb"}, 64));
 }
@@ -1239,6 +1240,23 @@ TEST(ScsiDebug, Rc5BlockedIdleLunStallsWithoutTheDelayedRun) {
   ASSERT_TRUE(fine.result.ok()) << fine.result.status();
   EXPECT_GT(CounterOf(fine.result->kernel, "run_hw_queue_delayed"), 0u);
   EXPECT_GT(CounterOf(fine.result->kernel, "budget_failure"), 0u) << Describe(*fine.result);
+}
+
+// The blocked LUN lives on its budget's delayed runs (SCSI_QUEUE_DELAY,
+// 3 ms). At HZ=250 that is one jiffy, and the timer wheel runs a delayed
+// work's timer at the jiffy after jiffies + 1: 4-8 ms after it was
+// queued, so the LUN gets fewer runs and completes fewer commands than
+// with the delay taken exactly (timer_wheel_granularity: false).
+TEST(ScsiDebug, Rc5BlockedLunsDelayedRunsComeOnTheTimerWheel) {
+  const RunOutcome wheel = Rc5IdleRun(true, 250);
+  const RunOutcome exact = Rc5IdleRun(true, 250, ", timer_wheel_granularity: false");
+  ASSERT_TRUE(wheel.result.ok()) << wheel.result.status();
+  ASSERT_TRUE(exact.result.ok()) << exact.result.status();
+  const uint64_t runs_wheel = CounterOf(wheel.result->kernel, "run_hw_queue_delayed");
+  const uint64_t runs_exact = CounterOf(exact.result->kernel, "run_hw_queue_delayed");
+  ASSERT_GT(runs_wheel, 0u);
+  EXPECT_LT(TotalIos(*wheel.result), TotalIos(*exact.result)) << Describe(*wheel.result) << "\n"
+                                                              << Describe(*exact.result);
 }
 
 // Since 5.17 scsi_debug's TASK SET FULL fails the command (DID_ABORT),

@@ -87,9 +87,11 @@ namespace blklab::host {
   BOOL(blk_timeout_relaxed_rounding, true, 0, 0,                                                      \
        "RC1: blk_add_timer adds roundup_pow_of_two(HZ) jiffies instead of round_jiffies_up (5.9+)")   \
   BOOL(timer_wheel_granularity, true, 0, 0,                                                            \
-       "RC1: q->timeout fires at its timer-wheel bucket, the next multiple of 512 jiffies for a "      \
-       "timer 4-32 s ahead at HZ=1000 (4.8+'s non-cascading wheel); false: at its expiry. Delayed "    \
-       "works keep their exact expiry either way")                                                      \
+       "RC1: timer_list timers fire at their timer-wheel bucket (4.8+'s non-cascading wheel): "        \
+       "q->timeout at the next multiple of 512 jiffies for a timer 4-32 s ahead at HZ=1000, kblockd's " \
+       "delayed runs (3 ms: 3-4 ms at HZ=1000, 4-8 ms at HZ=250) and other delayed works at the jiffy " \
+       "after jiffies + the delay in jiffies, kyber's timer at its 8-jiffy bucket; false: q->timeout "   \
+       "and kyber's timer at their expiry, delayed works after exactly the delay")                     \
   BOOL(config_blk_cgroup, true, 0, 0, "RC2: mirrors kernel.config.BLK_CGROUP (set either, not both differently)") \
   BOOL(throttle_fast_path_inline, true, 0, 0, "RC2: blk_throtl_bio fast-path test inlined (5.16+)")   \
   BOOL(cgroup_inherit_bio_start_time, true, 0, 0,                                                     \

@@ -24,6 +24,7 @@ Kernel::Kernel(sim::Machine& machine, const host::CostTable& costs, const host::
       hz_(hz),
       kblockd_(machine, "kblockd",
                sim::WorkQueueCosts{costs.kworker_queue, costs.try_to_wake_up}) {
+  if (knobs.timer_wheel_granularity) kblockd_.set_timer_wheel_hz(hz);
   cpu_done_ = std::make_unique<BlkCpuDone>(*this);
   auto& r = machine.functions();
   fn.ktime_get_ns = r.Intern("ktime_get_ns");

@@ -702,6 +702,28 @@ struct WhereWork : WorkItem {
   }
 };
 
+// On the timer wheel a delayed work's timer expires at jiffies + the delay
+// in whole jiffies and runs at the next jiffy after that (calc_index rounds
+// up): 3 ms queued 0.4 ms into a jiffy runs at 4 ms at HZ=1000 and, as one
+// jiffy, at 8 ms at HZ=250; without the wheel at exactly 3.4 ms.
+TEST(WorkQueueTest, DelayedWorkRunsAtTheJiffyAfterItsTimerExpires) {
+  for (const auto& [hz, ran_at] : {std::pair<int, SimTime>{0, 3400000}, {1000, 4000000}, {250, 8000000}}) {
+    Machine m(Cpus(1), MachineCosts{});
+    WorkQueue wq(m, "kblockd", WorkQueueCosts{.queue_ns = 0, .wake_ns = 0});
+    wq.set_timer_wheel_hz(hz);
+    WhereWork w;
+    auto kicker = [&](Cpu& cpu) -> Task {
+      cpu.Charge(m.functions().Intern("fio"), 400000);
+      wq.Queue(&cpu, &w, 0, 3000000);
+      co_await cpu.Sync();
+    };
+    RunKicker(m, 0, kicker);
+    // (plus the kworker's wake-up and context switch)
+    EXPECT_GE(w.ran_at, ran_at) << "HZ=" << hz;
+    EXPECT_LT(w.ran_at, ran_at + 10000) << "HZ=" << hz;
+  }
+}
+
 // mod_delayed_work_on takes a pending item back from the list where it
 // waits behind a busy worker and queues it on the CPU it names (blk-mq's
 // kblockd_mod_delayed_work_on with blk_mq_hctx_next_cpu's next CPU);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "engine/sim/timer.h"
+
 namespace blklab::sim {
 
 WorkQueue::WorkQueue(Machine& machine, std::string name, WorkQueueCosts costs)
@@ -42,6 +44,12 @@ void WorkQueue::Queue(Cpu* caller, WorkItem* item, int cpu, int64_t delay_ns, bo
     ++item->timer_gen_;
     item->timer_cpu_ = cpu;
     item->timer_expires_ = now + delay_ns;
+    if (timer_wheel_hz_ > 0) {
+      // timer->expires = jiffies + delay, the delay in whole jiffies.
+      const int64_t jiffy = kNsPerSec / timer_wheel_hz_;
+      const SimTime expires = (now / jiffy + (delay_ns + jiffy - 1) / jiffy) * jiffy;
+      item->timer_expires_ = TimerWheelExpiry(now, expires, timer_wheel_hz_);
+    }
     machine_.sim().ScheduleBulk(item->timer_expires_, item, 0, item->timer_gen_);
     return;
   }

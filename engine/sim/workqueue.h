@@ -8,7 +8,13 @@
 // on a CPU's list or behind a timer (try_to_grab_pending), and queues it
 // again with the new CPU and delay: a run waiting behind a busy worker moves
 // to the CPU the caller names, at the tail of that CPU's list, and a delay
-// postpones even an item that was ready to run. Work items are
+// postpones even an item that was ready to run. A delay runs on the
+// timer wheel when the queue has a tick rate (set_timer_wheel_hz): as
+// __queue_delayed_work arms its timer_list for jiffies + the delay in
+// jiffies (msecs_to_jiffies rounds up), and the wheel runs a timer at the
+// jiffy after its expiry (TimerWheelExpiry), a 3 ms delay armed mid-jiffy
+// runs 3-4 ms later at HZ=1000 and 4-8 ms later at HZ=250; without one it
+// runs after exactly the delay. Work items are
 // non-reentrant, as in __queue_work: an item queued (or whose timer fires)
 // while its run is in progress goes to the list of the CPU running it,
 // whatever CPU the caller named, and runs there after the current run.
@@ -74,6 +80,10 @@ class WorkQueue {
   // With `modify` (mod_delayed_work) a pending delayed item's timer moves.
   void Queue(Cpu* caller, WorkItem* item, int cpu, int64_t delay_ns, bool modify = false);
 
+  // Runs delayed items at their timer-wheel bucket for a kernel with `hz`
+  // ticks per second; 0 (the default): after exactly the delay.
+  void set_timer_wheel_hz(int hz) { timer_wheel_hz_ = hz; }
+
   uint64_t runs() const { return runs_; }
   // Queueings sent to the CPU already running the item instead of the one
   // named (find_worker_executing_work).
@@ -95,6 +105,7 @@ class WorkQueue {
   FnId fn_queue_;
   FnId fn_wake_;
   std::vector<PerCpu> per_cpu_;
+  int timer_wheel_hz_ = 0;
   uint64_t runs_ = 0;
   uint64_t reentry_redirects_ = 0;
 };

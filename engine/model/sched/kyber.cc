@@ -342,12 +342,19 @@ void KyberSched::CompletedRequest(sim::Cpu& cpu, Request* rq, sim::SimTime now) 
   ac.Atomic(cl.line, kernel_.costs().atomic_local);
   ac.Atomic(cl.line, kernel_.costs().atomic_local);
   ac.Load(kqd_line_);
-  const sim::SimTime expires = sim::RoundUpToJiffy(cpu.now() + kernel_.jiffy_ns() * (kernel_.hz() / 10), kernel_.hz());
-  if (!timer_.pending() || timer_.expires() > expires) {
+  // With the timer wheel's granularity the timer's expires is jiffies +
+  // HZ / 10 and it runs at its wheel bucket (8-jiffy buckets at HZ=1000);
+  // without, at the jiffy boundary after now + HZ / 10.
+  const bool wheel = kernel_.knobs().timer_wheel_granularity;
+  const int64_t jiffy = kernel_.jiffy_ns();
+  const sim::SimTime expires = wheel ? (cpu.now() / jiffy + kernel_.hz() / 10) * jiffy
+                                     : sim::RoundUpToJiffy(cpu.now() + jiffy * (kernel_.hz() / 10), kernel_.hz());
+  if (!timer_.pending() || timer_expires_ > expires) {
     ac.Work(kernel_.costs().hrtimer_arm);
     ac.Store(kqd_line_);
+    timer_expires_ = expires;
     timer_.set_cpu(cpu.id());
-    timer_.Start(expires);
+    timer_.Start(wheel ? sim::TimerWheelExpiry(cpu.now(), expires, kernel_.hz()) : expires);
   }
   cpu.Charge(fn_completed_, ac.Take());
 }

@@ -195,6 +195,7 @@ class KyberSched final : public Elevator {
   std::array<int, kNumDomains - 1> domain_p99_ = {-1, -1, -1};
   TimerIrq timer_irq_{this};
   sim::HrTimer timer_;       // kqd->timer (a jiffies timer)
+  sim::SimTime timer_expires_ = 0;  // kqd->timer.expires (it runs at its wheel bucket)
   sim::CacheLine kqd_line_;  // the timer and the tunables, read at every completion
   size_t queued_ = 0;
   uint32_t async_depth_ = 0;  // kqd->async_depth (KYBER_ASYNC_PERCENT of a word)
