@@ -71,6 +71,7 @@ Cpu::Cpu(Machine& machine, int id)
       id_(id),
       irq_time_in_task_(machine.costs().irq_time_in_task),
       avg_idle_ns_(2 * machine.costs().sched_migration_cost_ns) {
+  full_preemption_ = machine.costs().full_preemption;
   fn_schedule_ = machine.functions().Intern("__schedule");
   fn_tick_ = machine.functions().Intern("tick_sched_timer");
 }
@@ -259,12 +260,14 @@ void Cpu::UpdatePreempt() {
     const int prio = current_thread_->prio_;
     const bool wakeups_preempt = machine_.costs().full_preemption && !current_thread_->rt() &&
                                  !current_thread_->wakeup_preempts_;
+    bool resched = false;
     for (const Thread* t : runqueue_) {
-      if (t->prio_ < prio || (wakeups_preempt && t->wakeup_preempts_)) {
-        p = true;
-        break;
-      }
+      resched |= t->prio_ < prio;
+      if (wakeups_preempt && t->wakeup_preempts_) p = true;
     }
+    resched_pending_ = resched;
+  } else {
+    resched_pending_ = false;
   }
   preempt_pending_ = p;
 }
@@ -535,7 +538,9 @@ void Cpu::Loop() {
       if (spinner_blocks(Level::kTask)) break;
       run_level = Level::kTask;
       level_ = Level::kTask;
-      if (current_thread_ != nullptr && lock_depth_ == 0 && !resuming_spin_) {
+      // Without full pre-emption kernel code gives the CPU up only at a
+      // pre-emption point (or when it sleeps).
+      if (current_thread_ != nullptr && lock_depth_ == 0 && !resuming_spin_ && (Preemptible() || preempt_point_)) {
         // Wake-up pre-emption by a higher-priority (lower nice) thread, or
         // the end of the time slice with an equal one waiting.
         const bool slice_over = now_ >= slice_end_;
@@ -593,6 +598,7 @@ void Cpu::Loop() {
         idle_ = false;
         ArmTick();
         current_thread_ = next;
+        task_in_user_ = false;  // it resumes in __schedule
         const int64_t slice = next->slice_left_ns_ > 0 ? next->slice_left_ns_ : machine_.costs().sched_slice_ns;
         next->slice_left_ns_ = 0;
         slice_end_ = runqueue_.empty() ? kSimTimeNever : now_ + slice;

@@ -236,6 +236,7 @@ class Cpu final : public EventHandler {
     // Task level: usr or sys by the function; irq levels: their own mode.
     const int mode = level_ == Level::kTask ? user_flags_[fn] : level_mode_;
     fn_ns_[static_cast<size_t>(fn) * kNumModes + mode] += ns;
+    if (level_ == Level::kTask) task_in_user_ = mode == static_cast<int>(Mode::kUser);
     thread_ns_[mode] += ns;  // the running thread's rusage (a scratch array at irq level)
     now_ += ns;
     if (stacks_ != nullptr) [[unlikely]] stacks_->Add(stacks_->slot(StackSlot()), fn, ns);
@@ -260,7 +261,8 @@ class Cpu final : public EventHandler {
   // first letting other events run.
   bool CanRunInline() const {
     return now_ < machine_.sim().NextEventTime() && now_ < machine_.horizon() &&
-           (lock_depth_ > 0 ? !irq_pending_ : !preempt_pending_ && now_ < slice_end_);
+           (lock_depth_ > 0 ? !irq_pending_
+                            : !preempt_pending_ && (!Preemptible() || (!resched_pending_ && now_ < slice_end_)));
   }
 
   // Spinlock bookkeeping: no pre-emption of the running context while a
@@ -314,7 +316,7 @@ class Cpu final : public EventHandler {
   // thread) takes the CPU here; otherwise the same as Sync.
   struct PreemptPointAwaiter {
     Cpu* cpu;
-    bool await_ready() const { return !cpu->wakeup_preempt_waiting() && cpu->CanRunInline(); }
+    bool await_ready() const { return !cpu->ReschedAtPreemptPoint() && cpu->CanRunInline(); }
     void await_suspend(std::coroutine_handle<> h) {
       cpu->preempt_point_ = true;
       cpu->Suspend(h, SuspendReason::kYield);
@@ -330,7 +332,7 @@ class Cpu final : public EventHandler {
   struct PreemptPointMigratableAwaiter {
     Cpu* cpu;
     Thread* thread = nullptr;
-    bool await_ready() const { return !cpu->wakeup_preempt_waiting() && cpu->CanRunInline(); }
+    bool await_ready() const { return !cpu->ReschedAtPreemptPoint() && cpu->CanRunInline(); }
     void await_suspend(std::coroutine_handle<> h) {
       thread = cpu->current_thread_;
       thread->at_user_boundary_ = thread->cpus_allowed_.size() > 1;
@@ -465,6 +467,17 @@ class Cpu final : public EventHandler {
   bool in_ksoftirqd() const { return current_thread_ != nullptr && current_thread_ == ksoftirqd_.get(); }
   // A woken thread that pre-empts at the next pre-emption point (ksoftirqd,
   // fio's main and helper threads) waits for the CPU.
+  // At a voluntary pre-emption point: a woken mostly-sleeping thread, and
+  // without full pre-emption also a higher-priority one or the end of the
+  // slice (need_resched, which kernel code honours only here).
+  bool ReschedAtPreemptPoint() const {
+    return wakeup_preempt_waiting() || resched_pending_ || now_ >= slice_end_;
+  }
+  // Whether the running task can lose the CPU anywhere outside a spinlock:
+  // always with full pre-emption; otherwise only while it runs user code
+  // (an interrupt's return to user space honours need_resched), kernel
+  // code at its pre-emption points.
+  bool Preemptible() const { return full_preemption_ || task_in_user_; }
   bool wakeup_preempt_waiting() const {
     if (current_thread_ != nullptr && current_thread_->rt()) return false;
     for (const Thread* t : runqueue_) {
@@ -549,6 +562,11 @@ class Cpu final : public EventHandler {
   SuspendReason reason_ = SuspendReason::kNone;
   Level level_ = Level::kTask;
   bool preempt_pending_ = false;
+  // A higher-priority thread waits (need_resched); with full pre-emption it
+  // is part of preempt_pending_, without it honoured at pre-emption points.
+  bool resched_pending_ = false;
+  bool full_preemption_ = false;
+  bool task_in_user_ = false;  // the running thread's last charge was user code
   uint64_t run_gen_ = 0;
   SimTime run_scheduled_at_ = kSimTimeNever;
 

@@ -170,6 +170,15 @@ Task Worker(Cpu& cpu, FnId fn, int steps, int64_t ns) {
   }
 }
 
+// The same with a voluntary pre-emption point before each step (a kworker
+// between work items, cond_resched).
+Task YieldingWorker(Cpu& cpu, FnId fn, int steps, int64_t ns) {
+  for (int i = 0; i < steps; ++i) {
+    co_await cpu.PreemptPoint();
+    cpu.Charge(fn, ns);
+  }
+}
+
 TEST(CpuTest, ChargesTimeToFunctionsAndModes) {
   Machine m(Cpus(1), MachineCosts{});
   FnId k = m.functions().Intern("blk_mq_submit_bio");
@@ -1006,6 +1015,45 @@ TEST(CpuTest, NoPreemptionBetweenSpinLockAndItsAttempt) {
 // kworker runs takes the CPU at the kworker's next Sync, ahead of a woken
 // ksoftirqd, and a woken CFS thread never pre-empts it, not even at its
 // pre-emption points.
+// Without full pre-emption (PREEMPT_VOLUNTARY) a woken kworker (nice -20)
+// waits for a kernel loop's next pre-emption point, and a loop that has
+// none keeps the CPU to its end; user code is pre-empted at its next step
+// (the return to user space of the next interrupt); with full pre-emption
+// kernel code too.
+TEST(CpuTest, WithoutFullPreemptionKernelCodeYieldsOnlyAtPreemptionPoints) {
+  struct Case {
+    bool full;
+    const char* fn;
+    bool points;
+    SimTime first_step;  // when the kworker may run at the earliest (then a context switch)
+  };
+  for (const Case& k : {Case{false, "blk_mq_run_hw_queue", false, 100000}, Case{false, "blk_mq_run_hw_queue", true, 10000},
+                        Case{false, "fio:get_io_u", false, 10000}, Case{true, "blk_mq_run_hw_queue", false, 10000}}) {
+    MachineCosts c;
+    c.full_preemption = k.full;
+    Machine m(Cpus(2), c);
+    FnId f = m.functions().Intern(k.fn, /*user=*/k.fn[0] == 'f');
+    Thread loop(m, "fio", 0), worker(m, "kworker/0:1H", 0, -20), waker(m, "waker", 1);
+    SimTime ran_at = -1;
+    auto worker_body = [&](Cpu& cpu) -> Task {
+      co_await cpu.Sleep();
+      ran_at = cpu.now();
+      cpu.Charge(f, 100);
+    };
+    auto waker_body = [&](Cpu& cpu) -> Task {
+      cpu.Charge(f, 9500);
+      co_await cpu.Sync();
+      worker.Wake(cpu.now());
+    };
+    worker.Start(worker_body(m.cpu(0)), 0);
+    loop.Start(k.points ? YieldingWorker(m.cpu(0), f, 100, 1000) : Worker(m.cpu(0), f, 100, 1000), 0);
+    waker.Start(waker_body(m.cpu(1)), 0);
+    m.sim().Run();
+    EXPECT_GE(ran_at, k.first_step) << k.full << " " << k.fn << " " << k.points;
+    EXPECT_LE(ran_at, k.first_step + 5000) << k.full << " " << k.fn << " " << k.points;
+  }
+}
+
 TEST(CpuTest, ARealTimeThreadTakesTheCpuAndKeepsIt) {
   MachineCosts c;
   c.context_switch_ns = 500;
@@ -1040,7 +1088,7 @@ TEST(CpuTest, ARealTimeThreadTakesTheCpuAndKeepsIt) {
   };
   rt.Start(rt_body(m.cpu(0)), 0);
   soft.Start(soft_body(m.cpu(0)), 0);
-  hog.Start(Worker(m.cpu(0), f, 100, 1000), 0);
+  hog.Start(YieldingWorker(m.cpu(0), f, 100, 1000), 0);
   waker.Start(waker_body(m.cpu(1)), 0);
   m.sim().Run();
   EXPECT_EQ(rt.state(), Thread::State::kDone);
