@@ -25,13 +25,18 @@
 //  * now() never decreases; busy time + idle time = now() for every CPU.
 //  * At most one context per level is active; a higher level pre-empts a
 //    lower one only at Sync() points.
+//  * Where the running thread can lose the CPU (Preemptible): with full
+//    pre-emption (MachineCosts::full_preemption) at any Sync outside
+//    spinlocks; without it (PREEMPT_VOLUNTARY) kernel code only at its
+//    PreemptPoints or when it sleeps, user code (its last charge was to a
+//    user function) at any Sync, as an interrupt's return to user space.
 //  * A SCHED_FIFO thread (Thread::set_sched_fifo: threaded interrupt
 //    handlers) runs before every CFS thread: woken, it takes the CPU at the
-//    running thread's next Sync (outside spinlocks), has no time slice and
-//    is pre-empted only by a higher real-time priority.
+//    running thread's next such point, has no time slice and is pre-empted
+//    only by a higher real-time priority.
 //  * CFS threads of equal nice share a CPU in time slices of
 //    MachineCosts::sched_slice_ns (a CFS-like round robin); a lower nice
-//    value pre-empts at the next Sync; a woken thread that mostly sleeps
+//    value pre-empts at the next such point; a woken thread that mostly sleeps
 //    (ksoftirqd, fio's main and helper threads: set_wakeup_preempts) takes
 //    the CPU at the running task's next PreemptPoint (end of a system call,
 //    cond_resched) or sleep.
