@@ -255,20 +255,20 @@ void Cpu::UpdatePreempt() {
   bool p = false;
   if (level_ < Level::kHardirq && !hardirq_pending_.empty()) p = true;
   if (level_ < Level::kSoftirq && !softirq_pending_.empty() && in_ksoftirqd()) p = true;
-  if (!p && level_ == Level::kTask && current_thread_ != nullptr) {
-    // A higher priority, or (PreemptsAtOnce) a wake-up pre-empting at once.
+  bool resched = false;
+  if (level_ == Level::kTask && current_thread_ != nullptr) {
+    // A higher priority (need_resched: CanRunInline honours it where the
+    // task is pre-emptible, PreemptPoint everywhere), or (PreemptsAtOnce)
+    // a wake-up pre-empting at once.
     const int prio = current_thread_->prio_;
     const bool wakeups_preempt = machine_.costs().full_preemption && !current_thread_->rt() &&
                                  !current_thread_->wakeup_preempts_;
-    bool resched = false;
     for (const Thread* t : runqueue_) {
       resched |= t->prio_ < prio;
-      if (wakeups_preempt && t->wakeup_preempts_) p = true;
+      p |= wakeups_preempt && t->wakeup_preempts_;
     }
-    resched_pending_ = resched;
-  } else {
-    resched_pending_ = false;
   }
+  resched_pending_ = resched;
   preempt_pending_ = p;
 }
 

@@ -470,11 +470,9 @@ class Cpu final : public EventHandler {
   // ksoftirqd/N: runs the pending softirqs, then sleeps.
   Task KsoftirqdBody();
   bool in_ksoftirqd() const { return current_thread_ != nullptr && current_thread_ == ksoftirqd_.get(); }
-  // A woken thread that pre-empts at the next pre-emption point (ksoftirqd,
-  // fio's main and helper threads) waits for the CPU.
-  // At a voluntary pre-emption point: a woken mostly-sleeping thread, and
-  // without full pre-emption also a higher-priority one or the end of the
-  // slice (need_resched, which kernel code honours only here).
+  // What a voluntary pre-emption point yields to: a woken mostly-sleeping
+  // thread, a higher-priority one, or the end of the slice (need_resched,
+  // which kernel code without full pre-emption honours only there).
   bool ReschedAtPreemptPoint() const {
     return wakeup_preempt_waiting() || resched_pending_ || now_ >= slice_end_;
   }
@@ -483,6 +481,8 @@ class Cpu final : public EventHandler {
   // (an interrupt's return to user space honours need_resched), kernel
   // code at its pre-emption points.
   bool Preemptible() const { return full_preemption_ || task_in_user_; }
+  // A woken thread that pre-empts at the next pre-emption point (ksoftirqd,
+  // fio's main and helper threads) waits for the CPU.
   bool wakeup_preempt_waiting() const {
     if (current_thread_ != nullptr && current_thread_->rt()) return false;
     for (const Thread* t : runqueue_) {
