@@ -239,9 +239,13 @@ class Cpu final : public EventHandler {
   void ChargeRaw(FnId fn, int64_t ns) {
     if (fn >= nr_fns_) [[unlikely]] GrowAccounts(fn);
     // Task level: usr or sys by the function; irq levels: their own mode.
-    const int mode = level_ == Level::kTask ? user_flags_[fn] : level_mode_;
+    // (At task level the mode also says whether the thread runs user code.)
+    int mode = level_mode_;
+    if (level_ == Level::kTask) {
+      mode = user_flags_[fn];
+      task_in_user_ = mode == static_cast<int>(Mode::kUser);
+    }
     fn_ns_[static_cast<size_t>(fn) * kNumModes + mode] += ns;
-    if (level_ == Level::kTask) task_in_user_ = mode == static_cast<int>(Mode::kUser);
     thread_ns_[mode] += ns;  // the running thread's rusage (a scratch array at irq level)
     now_ += ns;
     if (stacks_ != nullptr) [[unlikely]] stacks_->Add(stacks_->slot(StackSlot()), fn, ns);
