@@ -716,6 +716,7 @@ absl::Status BuildPlatform(const host::HostSpec& host, const std::vector<int>& u
   mc.smt_busy_permille = s.costs.smt_busy_permille;
   mc.smt_spin_permille = s.costs.smt_spin_permille;
   mc.full_preemption = host.kernel.config.PREEMPT;
+  mc.eevdf = host.knobs.sched_eevdf;
   mc.irq_time_in_task = !host.kernel.config.IRQ_TIME_ACCOUNTING;
   s.machine = std::make_unique<sim::Machine>(std::move(placement), mc);
   s.kernel = std::make_unique<model::Kernel>(*s.machine, s.costs, host.knobs, host.kernel.hz);

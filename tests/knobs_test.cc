@@ -196,6 +196,7 @@ std::map<std::string, KnobCase> Cases() {
       {"queue_rqs", {kNvmeYaml, kPolledJob}},
       {"io_uring_lazy_wake", {kNullTimerYaml, kBatchedJob}},
       {"hrtimer_rt_no_slack", {HbaWalkYaml(""), kHbaWalkJob}},
+      {"sched_eevdf", {DeadlineYaml(""), kDeadlineJob}},
   };
 }
 

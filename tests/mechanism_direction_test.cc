@@ -280,8 +280,12 @@ TEST(SchedRestart, ACompletionReRunsAQueueOutOfDriverTags) {
                              "--numjobs=2", "--runtime=20ms", "--time_based"});
   ASSERT_TRUE(r.result.ok()) << r.result.status();
   EXPECT_GT(CounterOf(r.result->kernel, "sched_restart"), 0u) << Describe(*r.result);
-  // Four tags and 20 us per command: close to 4 / 20 us = 200K IOPS.
-  EXPECT_GT(RunIops(*r.result), 0.9 * 4 / 20e-6) << Describe(*r.result);
+  // Four tags and 20 us per command: at most 4 / 20 us = 200K IOPS, less
+  // the restart's run through kblockd (a kworker wake-up per completion
+  // that finds the tags exhausted; the queue is not re-run before that).
+  // Without the restart the queue stalls.
+  EXPECT_GT(RunIops(*r.result), 0.75 * 4 / 20e-6) << Describe(*r.result);
+  EXPECT_LT(RunIops(*r.result), 4 / 20e-6) << Describe(*r.result);
 }
 
 // --- dispatch busy -----------------------------------------------------------------

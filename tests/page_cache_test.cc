@@ -116,8 +116,10 @@ TEST(PageCache, WritersWaitAtTheDirtyLimitAndTheFlusherWritesBack) {
   const RunResult free = MustRun(h, job);
   EXPECT_EQ(Cache(free).dirty_throttle_waits, 0u);
   EXPECT_EQ(Cache(free).pages_written_back, 0u);
+  // Twice as fast or nearly (fio's runtime is in whole milliseconds: 10
+  // against 20 or 21 here).
   EXPECT_GT(free.clones.at(0).result.dirs[1].bw_bytes_per_sec(),
-            2 * limited.clones.at(0).result.dirs[1].bw_bytes_per_sec());
+            1.8 * limited.clones.at(0).result.dirs[1].bw_bytes_per_sec());
 }
 
 TEST(PageCache, FsyncEveryNWritesIsASyncInFiosStatistics) {

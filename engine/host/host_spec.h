@@ -122,6 +122,11 @@ namespace blklab::host {
   BOOL(hrtimer_rt_no_slack, true, 0, 0,                                                               \
        "schedule_hrtimeout_range gives a real-time sleeper no slack, so usleep_range(min, max) sleeps min " \
        "(0c52310f2600: 6.3; stable 5.10/5.15/6.1, 2024); false: it sleeps to max (mpi3mr's irq thread)")          \
+  BOOL(sched_eevdf, true, 0, 0,                                                                       \
+       "EEVDF (6.6+) schedules CFS threads: lag kept across sleeps, eligibility, virtual deadlines; "      \
+       "the running thread keeps the CPU while eligible and inside its slice (RUN_TO_PARITY), so a woken " \
+       "ksoftirqd or kworker waits for it; false: CFS before 6.6, where such a wake-up pre-empts at the "  \
+       "next pre-emption point")                                                                        \
   BOOL(io_uring_lazy_wake, true, 0, 0,                                                                \
        "io_uring DEFER_TASKRUN rings (fio 3.33+): a completion wakes the waiter only once enough task work " \
        "is queued for its wait (IOU_F_TWQ_LAZY_WAKE, 6.5+); false: the first one wakes it")            \

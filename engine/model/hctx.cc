@@ -275,7 +275,8 @@ sim::Task Hctx::DispatchRqList(sim::Cpu& cpu, RequestList& list, bool* progress)
     if (rq->tag == kNoTag && !GetDriverTag(cpu, rq)) {
       // blk_mq_mark_tag_wait: not shared -> SCHED_RESTART; shared -> wait
       // on the tag space (blk_mq_dispatch_wake). Then retry once.
-      if (!q_->tags_shared() && !q_->tag_set().config().hctx_shared) {
+      const bool shared = q_->tags_shared() || q_->tag_set().config().hctx_shared;
+      if (!shared) {
         sched_restart_ = true;
         cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list, state_line_.Write(kernel_.machine(), cpu.id(), c.atomic_local));
       } else if (!on_dispatch_wait_) {
@@ -283,7 +284,9 @@ sim::Task Hctx::DispatchRqList(sim::Cpu& cpu, RequestList& list, bool* progress)
         tags_->dispatch_waiters.push_back(this);
       }
       if (!GetDriverTag(cpu, rq)) {
-        no_tag = true;
+        // "For non-shared tags, the RESTART check will suffice": only a
+        // shared tag space re-runs below when its waiter was already woken.
+        no_tag = shared;
         break;
       }
     }

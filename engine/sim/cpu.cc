@@ -13,6 +13,24 @@ Thread::Thread(Machine& machine, std::string name, int cpu, int nice)
   on_cpu_ = &machine.cpu(cpu);
 }
 
+namespace {
+
+// sched_prio_to_weight (kernel/sched/core.c): nice -20 .. 19, each step
+// about 1.25x.
+constexpr int64_t kPrioToWeight[40] = {
+    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916,
+    9548,  7620,  6100,  4904,  3906,  3121,  2501,  1991,  1586,  1277,
+    1024,  820,   655,   526,   423,   335,   272,   215,   172,   137,
+    110,   87,    70,    56,    45,    36,    29,    23,    18,    15,
+};
+
+}  // namespace
+
+int64_t Thread::Weight() const {
+  const int nice = prio_ - kNiceZeroPrio;
+  return nice < -20 ? kPrioToWeight[0] : kPrioToWeight[nice + 20];
+}
+
 void Thread::Start(Task root, SimTime at) {
   BLKLAB_CHECK(state_ == State::kNew);
   root_ = std::move(root);
@@ -69,6 +87,7 @@ void Thread::Wake(SimTime at) {
 Cpu::Cpu(Machine& machine, int id)
     : machine_(machine),
       id_(id),
+      eevdf_(machine.costs().eevdf),
       irq_time_in_task_(machine.costs().irq_time_in_task),
       avg_idle_ns_(2 * machine.costs().sched_migration_cost_ns) {
   full_preemption_ = machine.costs().full_preemption;
@@ -228,6 +247,12 @@ bool Cpu::PreemptsAtOnce(const Thread& t) const {
 
 bool Cpu::need_resched() const {
   if (current_thread_ == nullptr) return false;
+  if (eevdf_ && !current_thread_->rt()) {
+    for (const Thread* t : runqueue_) {
+      if (t->rt()) return true;
+    }
+    return eevdf_resched_;
+  }
   for (const Thread* t : runqueue_) {
     if ((t->wakeup_preempts_ && !current_thread_->rt()) || t->prio_ < current_thread_->prio_) return true;
   }
@@ -261,11 +286,17 @@ void Cpu::UpdatePreempt() {
     // task is pre-emptible, PreemptPoint everywhere), or (PreemptsAtOnce)
     // a wake-up pre-empting at once.
     const int prio = current_thread_->prio_;
-    const bool wakeups_preempt = machine_.costs().full_preemption && !current_thread_->rt() &&
-                                 !current_thread_->wakeup_preempts_;
-    for (const Thread* t : runqueue_) {
-      resched |= t->prio_ < prio;
-      p |= wakeups_preempt && t->wakeup_preempts_;
+    if (eevdf_ && !current_thread_->rt()) {
+      // EEVDF: a real-time thread, or the wake-up check's choice.
+      resched = eevdf_resched_;
+      for (const Thread* t : runqueue_) resched |= t->rt();
+    } else {
+      const bool wakeups_preempt = machine_.costs().full_preemption && !current_thread_->rt() &&
+                                   !current_thread_->wakeup_preempts_;
+      for (const Thread* t : runqueue_) {
+        resched |= t->prio_ < prio;
+        p |= wakeups_preempt && t->wakeup_preempts_;
+      }
     }
   }
   resched_pending_ = resched;
@@ -318,6 +349,7 @@ bool Cpu::PullQueuedThread() {
           continue;
         }
         victim.TakeQueuedThread(it, id_);
+        if (eevdf_ && !t->rt()) PlaceEntity(t);
         QueueThread(t, /*front=*/false);
         idle_stamp_ = -1;  // pulled a task: not idle after all
         return true;
@@ -329,6 +361,10 @@ bool Cpu::PullQueuedThread() {
 
 void Cpu::TakeQueuedThread(PooledDeque<Thread*>::iterator it, int to) {
   Thread* t = *it;
+  if (eevdf_ && !t->rt()) {
+    UpdateCurr();
+    SaveLag(t);
+  }
   DequeueThread(it);
   if (runqueue_.empty()) slice_end_ = kSimTimeNever;
   UpdatePreempt();
@@ -399,9 +435,20 @@ void Cpu::ArriveHardirq(IrqWork w) {
 
 void Cpu::EnqueueRunnable(Thread* t, bool woken) {
   if (woken) SampleIdle(machine_.sim().Now());  // ttwu onto an idle CPU: one avg_idle sample
+  if (eevdf_ && !t->rt()) {
+    UpdateCurr();
+    PlaceEntity(t);
+  }
   QueueThread(t, /*front=*/false);
+  if (eevdf_ && fair_current() && !t->rt()) {
+    // check_preempt_wakeup_fair (and a balance's check_preempt_curr):
+    // pre-empt only if EEVDF would pick the woken thread now.
+    if (PickEevdf(/*with_curr=*/true) == t) eevdf_resched_ = true;
+  }
   if (current_thread_ != nullptr && slice_end_ == kSimTimeNever) {
-    slice_end_ = std::max(now_, machine_.sim().Now()) + machine_.costs().sched_slice_ns;
+    const int64_t slice = eevdf_ && fair_current() ? RemainingSliceNs(*current_thread_)
+                                                    : machine_.costs().sched_slice_ns;
+    slice_end_ = std::max(now_, machine_.sim().Now()) + slice;
   }
   UpdatePreempt();
   Kick(machine_.sim().Now());
@@ -478,6 +525,101 @@ void Cpu::StartIrqStack(Level level) {
   stacks_->slot(irq_slot_[i]) = stacks_->ChildNamed(base, i == 1 ? "[hardirq]" : "[softirq]");
 }
 
+void Cpu::UpdateCurr() {
+  if (!fair_current()) return;
+  Thread& t = *current_thread_;
+  if (now_ > exec_start_) t.vruntime_ += VirtualNs(now_ - exec_start_, t);
+  exec_start_ = now_;
+  if (t.vruntime_ >= t.deadline_) {
+    // update_deadline: a new slice; RUN_TO_PARITY no longer holds.
+    t.deadline_ = t.vruntime_ + VirtualNs(machine_.costs().sched_slice_ns, t);
+    t.protect_slice_ = false;
+  }
+}
+
+int64_t Cpu::AvgVruntime(int64_t* load) const {
+  // Sums relative to a base, in 128 bits (weights up to 88761).
+  const Thread* base = fair_current() ? current_thread_ : nullptr;
+  for (auto it = runqueue_.begin(); base == nullptr && it != runqueue_.end(); ++it) {
+    if (!(*it)->rt()) base = *it;
+  }
+  *load = 0;
+  if (base == nullptr) return min_vruntime_;
+  __int128 sum = 0;
+  auto add = [&](const Thread* t) {
+    sum += static_cast<__int128>(t->vruntime_ - base->vruntime_) * t->Weight();
+    *load += t->Weight();
+  };
+  if (fair_current()) add(current_thread_);
+  for (const Thread* t : runqueue_) {
+    if (!t->rt()) add(t);
+  }
+  // Rounded towards minus infinity, as avg_vruntime does.
+  if (sum < 0) sum -= *load - 1;
+  return base->vruntime_ + static_cast<int64_t>(sum / *load);
+}
+
+bool Cpu::Eligible(const Thread& t) const {
+  // vruntime_eligible: sum((v_i - v) * w_i) >= 0, without the division.
+  __int128 sum = 0;
+  auto add = [&](const Thread* e) { sum += static_cast<__int128>(e->vruntime_ - t.vruntime_) * e->Weight(); };
+  if (fair_current()) add(current_thread_);
+  for (const Thread* e : runqueue_) {
+    if (!e->rt()) add(e);
+  }
+  return sum >= 0;
+}
+
+Thread* Cpu::PickEevdf(bool with_curr) const {
+  Thread* curr = with_curr && fair_current() ? current_thread_ : nullptr;
+  int entities = curr != nullptr ? 1 : 0;
+  Thread* only = curr;
+  for (Thread* t : runqueue_) {
+    if (t->rt()) continue;
+    ++entities;
+    only = t;
+  }
+  if (entities <= 1) return only;
+  if (curr != nullptr && !Eligible(*curr)) curr = nullptr;
+  if (curr != nullptr && curr->protect_slice_) return curr;  // RUN_TO_PARITY
+  Thread* best = nullptr;
+  Thread* lowest = nullptr;  // no one eligible (rounding): the smallest vruntime
+  for (Thread* t : runqueue_) {
+    if (t->rt()) continue;
+    if (lowest == nullptr || t->vruntime_ < lowest->vruntime_) lowest = t;
+    if (best != nullptr && t->deadline_ >= best->deadline_) continue;
+    if (Eligible(*t)) best = t;
+  }
+  if (best == nullptr || (curr != nullptr && curr->deadline_ < best->deadline_)) best = curr;
+  return best != nullptr ? best : lowest;
+}
+
+void Cpu::PlaceEntity(Thread* t) {
+  int64_t load = 0;
+  const int64_t v = AvgVruntime(&load);
+  __int128 lag = t->vlag_;
+  if (load > 0) lag = lag * (load + t->Weight()) / load;
+  t->vruntime_ = v - static_cast<int64_t>(lag);
+  int64_t vslice = VirtualNs(machine_.costs().sched_slice_ns, *t);
+  if (!t->placed_) vslice /= 2;  // PLACE_DEADLINE_INITIAL
+  t->placed_ = true;
+  t->deadline_ = t->vruntime_ + vslice;
+  t->protect_slice_ = false;
+}
+
+void Cpu::SaveLag(Thread* t) {
+  int64_t load = 0;
+  const int64_t v = AvgVruntime(&load);
+  const int64_t limit = VirtualNs(std::max(2 * machine_.costs().sched_slice_ns, machine_.costs().tick_period_ns), *t);
+  t->vlag_ = std::clamp(v - t->vruntime_, -limit, limit);
+  if (load == t->Weight()) min_vruntime_ = v;  // it was the last one
+}
+
+int64_t Cpu::RemainingSliceNs(const Thread& t) const {
+  const int64_t vleft = std::max<int64_t>(t.deadline_ - t.vruntime_, 0);
+  return (vleft * t.Weight() + 1023) / 1024;
+}
+
 void Cpu::Loop() {
   in_loop_ = true;
   for (;;) {
@@ -546,18 +688,32 @@ void Cpu::Loop() {
         const bool slice_over = now_ >= slice_end_;
         bool displaced = false;
         bool keeps_place = false;
-        for (Thread* t : runqueue_) {
-          // SCHED_FIFO has no time slice, and a woken CFS thread never
-          // pre-empts a real-time one. A thread a real-time one pre-empts
-          // keeps its place: a CFS task its vruntime and deadline, a
-          // SCHED_FIFO task the head of its priority's list.
-          if (t->rt() && t->prio_ < current_thread_->prio_) {
-            keeps_place = true;
-          } else {
-            displaced |= (!t->rt() && t->prio_ < current_thread_->prio_) ||
-                         (slice_over && t->prio_ == current_thread_->prio_ && !current_thread_->rt());
+        if (eevdf_ && !current_thread_->rt()) {
+          // A real-time thread takes the CPU; otherwise schedule()'s pick
+          // (pick_eevdf with the running thread) after a wake-up chose
+          // another or the slice ran out.
+          for (const Thread* t : runqueue_) keeps_place |= t->rt();
+          if (!keeps_place && (eevdf_resched_ || slice_over)) {
+            UpdateCurr();
+            Thread* best = PickEevdf(/*with_curr=*/true);
+            displaced = best != nullptr && best != current_thread_;
           }
-          keeps_place |= (t->wakeup_preempts_ && preempt_point_ && !current_thread_->rt()) || PreemptsAtOnce(*t);
+          eevdf_resched_ = false;
+          if (keeps_place) UpdateCurr();
+        } else {
+          for (Thread* t : runqueue_) {
+            // SCHED_FIFO has no time slice, and a woken CFS thread never
+            // pre-empts a real-time one. A thread a real-time one pre-empts
+            // keeps its place: a CFS task its vruntime and deadline, a
+            // SCHED_FIFO task the head of its priority's list.
+            if (t->rt() && t->prio_ < current_thread_->prio_) {
+              keeps_place = true;
+            } else {
+              displaced |= (!t->rt() && t->prio_ < current_thread_->prio_) ||
+                           (slice_over && t->prio_ == current_thread_->prio_ && !current_thread_->rt());
+            }
+            keeps_place |= (t->wakeup_preempts_ && preempt_point_ && !current_thread_->rt()) || PreemptsAtOnce(*t);
+          }
         }
         if (displaced) {
           ++current_thread_->context_switches_;  // nivcsw
@@ -576,7 +732,9 @@ void Cpu::Loop() {
         }
         preempt_point_ = false;
         if (current_thread_ != nullptr && slice_over) {
-          slice_end_ = runqueue_.empty() ? kSimTimeNever : now_ + machine_.costs().sched_slice_ns;
+          const int64_t slice = eevdf_ && fair_current() ? RemainingSliceNs(*current_thread_)
+                                                          : machine_.costs().sched_slice_ns;
+          slice_end_ = runqueue_.empty() ? kSimTimeNever : now_ + slice;
         }
       }
       if (current_thread_ == nullptr) {
@@ -587,10 +745,16 @@ void Cpu::Loop() {
           return;
         }
         // Real-time threads by priority, then a pre-empting ksoftirqd, then
-        // lowest nice; FIFO among equals.
+        // lowest nice; FIFO among equals. With EEVDF, after the real-time
+        // ones: pick_eevdf.
         auto best = runqueue_.begin();
         for (auto it = runqueue_.begin(); it != runqueue_.end(); ++it) {
           if ((*it)->PickRank() < (*best)->PickRank()) best = it;
+        }
+        if (eevdf_ && !(*best)->rt()) {
+          const Thread* pick = PickEevdf(/*with_curr=*/false);
+          best = runqueue_.begin();
+          while (*best != pick) ++best;
         }
         Thread* next = *best;
         DequeueThread(best);
@@ -598,9 +762,16 @@ void Cpu::Loop() {
         idle_ = false;
         ArmTick();
         current_thread_ = next;
+        eevdf_resched_ = false;
         task_in_user_ = false;  // it resumes in __schedule
-        const int64_t slice = next->slice_left_ns_ > 0 ? next->slice_left_ns_ : machine_.costs().sched_slice_ns;
+        int64_t slice = next->slice_left_ns_ > 0 ? next->slice_left_ns_ : machine_.costs().sched_slice_ns;
         next->slice_left_ns_ = 0;
+        if (eevdf_ && !next->rt()) {
+          // set_next_entity: RUN_TO_PARITY's protection starts.
+          exec_start_ = now_;
+          next->protect_slice_ = true;
+          slice = RemainingSliceNs(*next);
+        }
         slice_end_ = runqueue_.empty() ? kSimTimeNever : now_ + slice;
         UpdateThreadAccount();
         if (next != last_thread_) {
@@ -656,6 +827,11 @@ void Cpu::Loop() {
         return;
       case SuspendReason::kSleep:
         BLKLAB_CHECK(run_level == Level::kTask);
+        if (eevdf_ && !current_thread_->rt()) {
+          UpdateCurr();
+          SaveLag(current_thread_);
+        }
+        eevdf_resched_ = false;
         current_thread_->state_ = Thread::State::kSleeping;
         ++current_thread_->context_switches_;  // nvcsw
         current_thread_->last_ran_ = now_;

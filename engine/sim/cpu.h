@@ -40,6 +40,15 @@
 //    (ksoftirqd, fio's main and helper threads: set_wakeup_preempts) takes
 //    the CPU at the running task's next PreemptPoint (end of a system call,
 //    cond_resched) or sleep.
+//  * With MachineCosts::eevdf (6.6+) EEVDF decides among CFS threads
+//    instead: vruntime weighted by nice, lag kept across sleeps and moves,
+//    eligibility against the weighted average, earliest virtual deadline
+//    first; a wake-up pre-empts (at the same points) only when that pick
+//    chooses the woken thread, never while the running thread is eligible
+//    and inside the slice it was picked with (RUN_TO_PARITY). Not modelled:
+//    cgroup hierarchies (one flat cfs_rq per CPU), custom slices
+//    (PREEMPT_SHORT, 6.12), delayed dequeue (6.12), and irq time is not
+//    taken out of the running thread's vruntime.
 //  * A context spinning on a lock keeps its CPU busy until the lock is
 //    granted. Spinning on a spin_lock_irqsave lock, or while holding one,
 //    holds back hardirqs (irqs off); spinning on a plain spin_lock leaves
@@ -211,6 +220,16 @@ class Thread {
   bool wakeup_preempts_ = false;
   // What was left of its time slice when a woken thread pre-empted it.
   int64_t slice_left_ns_ = 0;
+  // EEVDF's sched_entity (MachineCosts::eevdf), in virtual ns (CPU time x
+  // 1024 / weight) on its CPU's scale: vruntime, virtual deadline, and the
+  // lag (V - vruntime, clamped) it had when it last left a runqueue.
+  int64_t vruntime_ = 0;
+  int64_t deadline_ = 0;
+  int64_t vlag_ = 0;
+  bool protect_slice_ = false;  // RUN_TO_PARITY: picked, slice not yet renewed
+  bool placed_ = false;         // placed once (the first gets half a slice)
+  // sched_prio_to_weight[nice + 20] (1024 at nice 0).
+  int64_t Weight() const;
 };
 
 class Cpu final : public EventHandler {
@@ -488,7 +507,7 @@ class Cpu final : public EventHandler {
   // A woken thread that pre-empts at the next pre-emption point (ksoftirqd,
   // fio's main and helper threads) waits for the CPU.
   bool wakeup_preempt_waiting() const {
-    if (current_thread_ != nullptr && current_thread_->rt()) return false;
+    if (eevdf_ || (current_thread_ != nullptr && current_thread_->rt())) return false;
     for (const Thread* t : runqueue_) {
       if (t->wakeup_preempts_) return true;
     }
@@ -555,6 +574,34 @@ class Cpu final : public EventHandler {
   void PushQueuedThread(SimTime jiffy);  // jiffy: the tick's time
   void UpdatePreempt();
 
+  // EEVDF (MachineCosts::eevdf). The entities of this CPU's cfs_rq are the
+  // running thread, if a CFS one, and the queued CFS threads.
+  // update_curr: the running CFS thread's vruntime advances by its time on
+  // the CPU since exec_start_, weighted; a used-up slice gets a new
+  // deadline (update_deadline), which ends RUN_TO_PARITY's protection.
+  void UpdateCurr();
+  // avg_vruntime: V, the load-weighted mean vruntime of the entities
+  // (min_vruntime_ when there are none); `load` gets their total weight.
+  int64_t AvgVruntime(int64_t* load) const;
+  // entity_eligible: vruntime <= V.
+  bool Eligible(const Thread& t) const;
+  // pick_eevdf over the queued CFS threads and, with `with_curr`, the
+  // running one: the running one while eligible and protected, else the
+  // eligible entity with the earliest deadline (the running one only if
+  // strictly earlier). nullptr when no CFS thread is queued and the running
+  // one does not count.
+  Thread* PickEevdf(bool with_curr) const;
+  // place_entity: vruntime V - lag (the lag scaled by (load + w) / load
+  // when the queue is not empty), deadline one virtual slice on (half for a
+  // new thread). REQUIRES: `t` is not among the entities yet.
+  void PlaceEntity(Thread* t);
+  // update_entity_lag, before `t` leaves the entities (sleep, migration).
+  void SaveLag(Thread* t);
+  // Time the running thread takes to reach its deadline.
+  int64_t RemainingSliceNs(const Thread& t) const;
+  int64_t VirtualNs(int64_t ns, const Thread& t) const { return ns * 1024 / t.Weight(); }
+  bool fair_current() const { return current_thread_ != nullptr && !current_thread_->rt(); }
+
   Machine& machine_;
   int id_;
   SimTime now_ = 0;
@@ -575,6 +622,12 @@ class Cpu final : public EventHandler {
   // is part of preempt_pending_, without it honoured at pre-emption points.
   bool resched_pending_ = false;
   bool full_preemption_ = false;
+  const bool eevdf_;
+  // check_preempt_wakeup_fair chose a woken thread over the running one
+  // (EEVDF): need_resched until the running thread gives the CPU up.
+  bool eevdf_resched_ = false;
+  SimTime exec_start_ = 0;     // when the running thread's vruntime was last advanced
+  int64_t min_vruntime_ = 0;   // V when the queue is empty
   bool task_in_user_ = false;  // the running thread's last charge was user code
   uint64_t run_gen_ = 0;
   SimTime run_scheduled_at_ = kSimTimeNever;

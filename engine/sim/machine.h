@@ -118,6 +118,20 @@ struct MachineCosts {
   // return), not only at its voluntary pre-emption points
   // (PREEMPT_VOLUNTARY, false).
   bool full_preemption = false;
+  // EEVDF (6.6+, kernel/sched/fair.c) decides among CFS threads instead of
+  // the CFS-like rules: each thread has a vruntime (its CPU time weighted by
+  // nice), a lag against its CPU's weighted average V, kept while it sleeps
+  // or moves and applied when it is placed again (PLACE_LAG), and a virtual
+  // deadline one slice ahead (half a slice for a new thread). A CPU picks
+  // the eligible thread (vruntime <= V) with the earliest deadline; the
+  // running thread keeps the CPU while it is eligible and its slice since it
+  // was picked is not used up (RUN_TO_PARITY); a wake-up pre-empts only when
+  // that pick would choose the woken thread (check_preempt_wakeup_fair), at
+  // the running task's next pre-emption point as before. False: a woken
+  // lower-nice thread, or a mostly-sleeping one (Thread::set_wakeup_preempts),
+  // always pre-empts there, and equal ones take turns in slices (CFS before
+  // 6.6, whose sleeper placement let a woken sleeper pre-empt).
+  bool eevdf = false;
   // !CONFIG_IRQ_TIME_ACCOUNTING: hardirq and softirq time taken on top of a
   // task counts as that task's system time in its rusage (tick accounting
   // charges an interrupted tick to the task; sum_exec_runtime includes the

@@ -1054,6 +1054,103 @@ TEST(CpuTest, WithoutFullPreemptionKernelCodeYieldsOnlyAtPreemptionPoints) {
   }
 }
 
+// EEVDF (6.6+): a woken thread whose lag is zero (it last ran alone) does
+// not pre-empt a running thread that is eligible and inside the slice it was
+// picked with (RUN_TO_PARITY), even at nice -20: it waits for that slice,
+// here the first half slice a new thread gets. CFS before 6.6 lets the
+// nice -20 kworker in at the next pre-emption point.
+TEST(CpuTest, EevdfAWokenThreadWaitsForTheRunningThreadsSlice) {
+  for (bool eevdf : {false, true}) {
+    MachineCosts c;
+    c.eevdf = eevdf;
+    c.context_switch_ns = 500;
+    c.sched_slice_ns = 1000000;
+    Machine m(Cpus(2), c);
+    FnId f = m.functions().Intern("blk_mq_run_hw_queue");
+    Thread worker(m, "kworker/0:1H", 0, -20), hog(m, "fio", 0), waker(m, "waker", 1);
+    SimTime ran_at = -1;
+    auto worker_body = [&](Cpu& cpu) -> Task {
+      co_await cpu.Sleep();
+      ran_at = cpu.now();
+      cpu.Charge(f, 100);
+    };
+    auto waker_body = [&](Cpu& cpu) -> Task {
+      cpu.Charge(f, 9500);
+      co_await cpu.Sync();
+      worker.Wake(cpu.now());
+    };
+    // The kworker runs first, alone, and goes to sleep with no lag.
+    worker.Start(worker_body(m.cpu(0)), 0);
+    hog.Start(YieldingWorker(m.cpu(0), f, 400, 10000), 1000);
+    waker.Start(waker_body(m.cpu(1)), 0);
+    m.sim().Run();
+    const SimTime expected = eevdf ? 500000 : 10000;
+    EXPECT_GE(ran_at, expected) << eevdf;
+    EXPECT_LE(ran_at, expected + 12000) << eevdf;
+  }
+}
+
+// EEVDF: lag survives a sleep. A thread that waited for the CPU and ran
+// less than its share sleeps with positive lag; woken, it is placed before
+// the average, the running thread is no longer eligible, and the woken one
+// takes the CPU at the next pre-emption point despite the running thread's
+// fresh slice.
+TEST(CpuTest, EevdfAThreadOwedTimeTakesTheCpuWhenWoken) {
+  MachineCosts c;
+  c.eevdf = true;
+  c.context_switch_ns = 0;
+  c.sched_slice_ns = 1000000;
+  Machine m(Cpus(2), c);
+  FnId f = m.functions().Intern("blk_mq_run_hw_queue");
+  Thread hog(m, "fio", 0), owed(m, "owed", 0), waker(m, "waker", 1);
+  SimTime first_ran = -1, woken_at = -1, ran_again = -1;
+  auto owed_body = [&](Cpu& cpu) -> Task {
+    co_await cpu.Sync();
+    first_ran = cpu.now();
+    cpu.Charge(f, 10000);
+    co_await cpu.Sleep();
+    ran_again = cpu.now();
+  };
+  auto waker_body = [&](Cpu& cpu) -> Task {
+    cpu.Charge(f, 1000000);
+    co_await cpu.Sync();
+    woken_at = cpu.now();
+    owed.Wake(cpu.now());
+  };
+  hog.Start(YieldingWorker(m.cpu(0), f, 400, 10000), 0);
+  owed.Start(owed_body(m.cpu(0)), 0);
+  waker.Start(waker_body(m.cpu(1)), 0);
+  m.sim().Run();
+  // Equal deadlines at the start: the hog first, for its half slice.
+  EXPECT_EQ(first_ran, 500000);
+  EXPECT_EQ(woken_at, 1000000);
+  EXPECT_GE(ran_again, woken_at);
+  EXPECT_LE(ran_again, woken_at + 10000);  // the hog's next pre-emption point
+}
+
+// EEVDF shares a CPU by weight: nice -5 (3121) against nice 0 (1024) gets
+// about three quarters; CFS before 6.6 in the model lets the lower nice
+// value take the CPU whenever it wants it.
+TEST(CpuTest, EevdfSharesACpuByWeight) {
+  MachineCosts c;
+  c.eevdf = true;
+  c.context_switch_ns = 0;
+  c.sched_slice_ns = 1000000;
+  Machine m(Cpus(1), c);
+  FnId f = m.functions().Intern("blk_mq_run_hw_queue");
+  Thread heavy(m, "heavy", 0, -5), light(m, "light", 0);
+  double heavy_ns = 0, light_ns = 0;  // when the heavy one is done
+  auto heavy_body = [&](Cpu& cpu) -> Task {
+    co_await YieldingWorker(cpu, f, 3000, 10000);
+    heavy_ns = static_cast<double>(heavy.sys_ns());
+    light_ns = static_cast<double>(light.sys_ns());
+  };
+  heavy.Start(heavy_body(m.cpu(0)), 0);
+  light.Start(YieldingWorker(m.cpu(0), f, 3000, 10000), 0);
+  m.sim().Run();
+  EXPECT_NEAR(heavy_ns / (heavy_ns + light_ns), 3121.0 / (3121 + 1024), 0.03);
+}
+
 TEST(CpuTest, ARealTimeThreadTakesTheCpuAndKeepsIt) {
   MachineCosts c;
   c.context_switch_ns = 500;
