@@ -1015,6 +1015,28 @@ TEST(CpuTest, NoPreemptionBetweenSpinLockAndItsAttempt) {
 // kworker runs takes the CPU at the kworker's next Sync, ahead of a woken
 // ksoftirqd, and a woken CFS thread never pre-empts it, not even at its
 // pre-emption points.
+// A kworker (nice -20) on CPU 0 that sleeps at once and notes when it runs
+// after its wake-up, which a thread on CPU 1 sends after 9.5 us of work.
+struct WokenKworker {
+  Thread worker;
+  Thread waker;
+  SimTime ran_at = -1;
+  WokenKworker(Machine& m, FnId f) : worker(m, "kworker/0:1H", 0, -20), waker(m, "waker", 1) {
+    worker.Start(WorkerBody(m.cpu(0), f), 0);
+    waker.Start(WakerBody(m.cpu(1), f), 0);
+  }
+  Task WorkerBody(Cpu& cpu, FnId f) {
+    co_await cpu.Sleep();
+    ran_at = cpu.now();
+    cpu.Charge(f, 100);
+  }
+  Task WakerBody(Cpu& cpu, FnId f) {
+    cpu.Charge(f, 9500);
+    co_await cpu.Sync();
+    worker.Wake(cpu.now());
+  }
+};
+
 // Without full pre-emption (PREEMPT_VOLUNTARY) a woken kworker (nice -20)
 // waits for a kernel loop's next pre-emption point, and a loop that has
 // none keeps the CPU to its end; user code is pre-empted at its next step
@@ -1033,22 +1055,11 @@ TEST(CpuTest, WithoutFullPreemptionKernelCodeYieldsOnlyAtPreemptionPoints) {
     c.full_preemption = k.full;
     Machine m(Cpus(2), c);
     FnId f = m.functions().Intern(k.fn, /*user=*/k.fn[0] == 'f');
-    Thread loop(m, "fio", 0), worker(m, "kworker/0:1H", 0, -20), waker(m, "waker", 1);
-    SimTime ran_at = -1;
-    auto worker_body = [&](Cpu& cpu) -> Task {
-      co_await cpu.Sleep();
-      ran_at = cpu.now();
-      cpu.Charge(f, 100);
-    };
-    auto waker_body = [&](Cpu& cpu) -> Task {
-      cpu.Charge(f, 9500);
-      co_await cpu.Sync();
-      worker.Wake(cpu.now());
-    };
-    worker.Start(worker_body(m.cpu(0)), 0);
+    WokenKworker kworker(m, f);
+    Thread loop(m, "fio", 0);
     loop.Start(k.points ? YieldingWorker(m.cpu(0), f, 100, 1000) : Worker(m.cpu(0), f, 100, 1000), 0);
-    waker.Start(waker_body(m.cpu(1)), 0);
     m.sim().Run();
+    const SimTime ran_at = kworker.ran_at;
     EXPECT_GE(ran_at, k.first_step) << k.full << " " << k.fn << " " << k.points;
     EXPECT_LE(ran_at, k.first_step + 5000) << k.full << " " << k.fn << " " << k.points;
   }
@@ -1067,23 +1078,12 @@ TEST(CpuTest, EevdfAWokenThreadWaitsForTheRunningThreadsSlice) {
     c.sched_slice_ns = 1000000;
     Machine m(Cpus(2), c);
     FnId f = m.functions().Intern("blk_mq_run_hw_queue");
-    Thread worker(m, "kworker/0:1H", 0, -20), hog(m, "fio", 0), waker(m, "waker", 1);
-    SimTime ran_at = -1;
-    auto worker_body = [&](Cpu& cpu) -> Task {
-      co_await cpu.Sleep();
-      ran_at = cpu.now();
-      cpu.Charge(f, 100);
-    };
-    auto waker_body = [&](Cpu& cpu) -> Task {
-      cpu.Charge(f, 9500);
-      co_await cpu.Sync();
-      worker.Wake(cpu.now());
-    };
     // The kworker runs first, alone, and goes to sleep with no lag.
-    worker.Start(worker_body(m.cpu(0)), 0);
+    WokenKworker kworker(m, f);
+    Thread hog(m, "fio", 0);
     hog.Start(YieldingWorker(m.cpu(0), f, 400, 10000), 1000);
-    waker.Start(waker_body(m.cpu(1)), 0);
     m.sim().Run();
+    const SimTime ran_at = kworker.ran_at;
     const SimTime expected = eevdf ? 500000 : 10000;
     EXPECT_GE(ran_at, expected) << eevdf;
     EXPECT_LE(ran_at, expected + 12000) << eevdf;
