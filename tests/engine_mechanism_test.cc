@@ -831,6 +831,26 @@ TEST(Preemption, FullPreemptionSwitchesToKsoftirqdAtTheRaise) {
   EXPECT_GT(CounterOf(f.kernel, "block_softirq"), 0u);
 }
 
+// Under EEVDF (the default) the same raise wakes a ksoftirqd that last ran
+// while the dispatcher waited (negative lag): even with full pre-emption it
+// does not take the CPU from the dispatcher, which is eligible and inside
+// its slice (RUN_TO_PARITY); the completions run at the next interrupt's
+// exit or when the dispatcher sleeps, and full pre-emption adds no switches.
+TEST(Preemption, UnderEevdfAWokenKsoftirqdWaitsEvenWithFullPreemption) {
+  const host::HostSpec voluntary = DeadlineHost(16, true);
+  ASSERT_TRUE(voluntary.knobs.sched_eevdf);
+  host::HostSpec full = voluntary;
+  full.kernel.config.PREEMPT = true;
+  const RunResult v = MustRun(voluntary, ManySubmitters(16));
+  const RunResult f = MustRun(full, ManySubmitters(16));
+  auto switches_per_io = [](const RunResult& r) {
+    return static_cast<double>(CounterOf(r.kernel, "context_switches")) / static_cast<double>(TotalIos(r));
+  };
+  EXPECT_LT(switches_per_io(f), 1.1 * switches_per_io(v)) << "voluntary: " << Describe(v) << "\nfull: " << Describe(f);
+  EXPECT_GT(CounterOf(f.kernel, "block_softirq"), 0u);
+  EXPECT_GT(RunIops(f), 0.9 * RunIops(v));
+}
+
 // kernel.config.IRQ_TIME_ACCOUNTING: with it (the distributions' choice)
 // hardirq and softirq time is the CPU's, not the interrupted task's; without
 // it (Kconfig's default) fio's sys includes the completions' interrupts that
