@@ -810,6 +810,18 @@ TEST(MqDeadline, ManySubmittersContendOnDdLockAndLoseToNone) {
   EXPECT_LT(RunIops(dd), RunIops(none)) << "none: " << Describe(none) << "\ndd: " << Describe(dd);
 }
 
+// The RC4-style submitters on `voluntary` and on the same host with full
+// pre-emption (kernel.config.PREEMPT).
+std::pair<RunResult, RunResult> VoluntaryAndFull(const host::HostSpec& voluntary) {
+  host::HostSpec full = voluntary;
+  full.kernel.config.PREEMPT = true;
+  return {MustRun(voluntary, ManySubmitters(16)), MustRun(full, ManySubmitters(16))};
+}
+
+double SwitchesPerIo(const RunResult& r) {
+  return static_cast<double>(CounterOf(r.kernel, "context_switches")) / static_cast<double>(TotalIos(r));
+}
+
 // kernel.config.PREEMPT: a completion raised as BLOCK_SOFTIRQ from the
 // dispatching task (null_blk irqmode=1, one hardware queue, same LLC) wakes
 // ksoftirqd; with full pre-emption it takes the CPU at once (a switch there
@@ -820,14 +832,8 @@ TEST(MqDeadline, ManySubmittersContendOnDdLockAndLoseToNone) {
 TEST(Preemption, FullPreemptionSwitchesToKsoftirqdAtTheRaise) {
   host::HostSpec voluntary = DeadlineHost(16, true);
   voluntary.knobs.sched_eevdf = false;
-  host::HostSpec full = voluntary;
-  full.kernel.config.PREEMPT = true;
-  const RunResult v = MustRun(voluntary, ManySubmitters(16));
-  const RunResult f = MustRun(full, ManySubmitters(16));
-  auto switches_per_io = [](const RunResult& r) {
-    return static_cast<double>(CounterOf(r.kernel, "context_switches")) / static_cast<double>(TotalIos(r));
-  };
-  EXPECT_GT(switches_per_io(f), 1.3 * switches_per_io(v)) << "voluntary: " << Describe(v) << "\nfull: " << Describe(f);
+  const auto [v, f] = VoluntaryAndFull(voluntary);
+  EXPECT_GT(SwitchesPerIo(f), 1.3 * SwitchesPerIo(v)) << "voluntary: " << Describe(v) << "\nfull: " << Describe(f);
   EXPECT_GT(CounterOf(f.kernel, "block_softirq"), 0u);
 }
 
@@ -839,14 +845,8 @@ TEST(Preemption, FullPreemptionSwitchesToKsoftirqdAtTheRaise) {
 TEST(Preemption, UnderEevdfAWokenKsoftirqdWaitsEvenWithFullPreemption) {
   const host::HostSpec voluntary = DeadlineHost(16, true);
   ASSERT_TRUE(voluntary.knobs.sched_eevdf);
-  host::HostSpec full = voluntary;
-  full.kernel.config.PREEMPT = true;
-  const RunResult v = MustRun(voluntary, ManySubmitters(16));
-  const RunResult f = MustRun(full, ManySubmitters(16));
-  auto switches_per_io = [](const RunResult& r) {
-    return static_cast<double>(CounterOf(r.kernel, "context_switches")) / static_cast<double>(TotalIos(r));
-  };
-  EXPECT_LT(switches_per_io(f), 1.1 * switches_per_io(v)) << "voluntary: " << Describe(v) << "\nfull: " << Describe(f);
+  const auto [v, f] = VoluntaryAndFull(voluntary);
+  EXPECT_LT(SwitchesPerIo(f), 1.1 * SwitchesPerIo(v)) << "voluntary: " << Describe(v) << "\nfull: " << Describe(f);
   EXPECT_GT(CounterOf(f.kernel, "block_softirq"), 0u);
   EXPECT_GT(RunIops(f), 0.9 * RunIops(v));
 }

@@ -1090,16 +1090,22 @@ TEST(CpuTest, EevdfAWokenThreadWaitsForTheRunningThreadsSlice) {
   }
 }
 
+// EEVDF with 1 ms slices and free context switches.
+MachineCosts EevdfCosts() {
+  MachineCosts c;
+  c.eevdf = true;
+  c.context_switch_ns = 0;
+  c.sched_slice_ns = 1000000;
+  return c;
+}
+
 // EEVDF: lag survives a sleep. A thread that waited for the CPU and ran
 // less than its share sleeps with positive lag; woken, it is placed before
 // the average, the running thread is no longer eligible, and the woken one
 // takes the CPU at the next pre-emption point despite the running thread's
 // fresh slice.
 TEST(CpuTest, EevdfAThreadOwedTimeTakesTheCpuWhenWoken) {
-  MachineCosts c;
-  c.eevdf = true;
-  c.context_switch_ns = 0;
-  c.sched_slice_ns = 1000000;
+  const MachineCosts c = EevdfCosts();
   Machine m(Cpus(2), c);
   FnId f = m.functions().Intern("blk_mq_run_hw_queue");
   Thread hog(m, "fio", 0), owed(m, "owed", 0), waker(m, "waker", 1);
@@ -1132,10 +1138,7 @@ TEST(CpuTest, EevdfAThreadOwedTimeTakesTheCpuWhenWoken) {
 // about three quarters; CFS before 6.6 in the model lets the lower nice
 // value take the CPU whenever it wants it.
 TEST(CpuTest, EevdfSharesACpuByWeight) {
-  MachineCosts c;
-  c.eevdf = true;
-  c.context_switch_ns = 0;
-  c.sched_slice_ns = 1000000;
+  const MachineCosts c = EevdfCosts();
   Machine m(Cpus(1), c);
   FnId f = m.functions().Intern("blk_mq_run_hw_queue");
   Thread heavy(m, "heavy", 0, -5), light(m, "light", 0);
