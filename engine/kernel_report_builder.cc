@@ -43,6 +43,51 @@ absl::Status BuildKernelReport(const RunRequest& req, Simulation& s, sim::SimTim
   return BuildKernelReportFor(req.host.name, s, end, final, total_ios, result.kernel);
 }
 
+namespace {
+
+// perf sched latency's merge by task name. A job's clones share their
+// name ("fio/" and the job's); in the kernel's threads each run of digits
+// reads as '*' (ksoftirqd/0..N, kworker/N:1H, irq/mpi3mr0-msixN).
+std::string SchedTaskName(const std::string& comm) {
+  if (comm.starts_with("fio/")) return comm;
+  std::string out;
+  for (size_t i = 0; i < comm.size(); ++i) {
+    if (comm[i] >= '0' && comm[i] <= '9') {
+      if (out.empty() || out.back() != '*') out.push_back('*');
+    } else {
+      out.push_back(comm[i]);
+    }
+  }
+  return out;
+}
+
+std::vector<stats::SchedRow> SchedRows(const sim::Machine& m) {
+  std::map<std::string, stats::SchedRow> rows;  // ordered by name: deterministic
+  for (const sim::ThreadStats& t : m.thread_stats()) {
+    if (t.pcount == 0) continue;
+    const std::string task = SchedTaskName(t.comm);
+    stats::SchedRow& row = rows[task];
+    row.task = task;
+    ++row.threads;
+    row.rt = row.rt || t.rt;
+    for (int mode = 0; mode < static_cast<int>(sim::Mode::kIdle); ++mode) row.runtime_ns += t.mode_ns[mode];
+    row.switches += t.pcount;
+    row.delay_ns += t.run_delay_ns;
+    if (t.max_delay_ns > row.max_delay_ns) {
+      row.max_delay_ns = t.max_delay_ns;
+      row.max_delay_at_ns = t.max_delay_at;
+    }
+  }
+  std::vector<stats::SchedRow> out;
+  for (auto& [task, row] : rows) out.push_back(std::move(row));
+  std::stable_sort(out.begin(), out.end(), [](const stats::SchedRow& a, const stats::SchedRow& b) {
+    return a.delay_ns > b.delay_ns;
+  });
+  return out;
+}
+
+}  // namespace
+
 absl::Status BuildKernelReportFor(const std::string& host_name, Simulation& s, sim::SimTime end, bool final,
                                   uint64_t total_ios, stats::KernelReport& k) {
   sim::Machine& m = *s.machine;
@@ -134,6 +179,7 @@ absl::Status BuildKernelReportFor(const std::string& host_name, Simulation& s, s
   uint64_t switches = 0;
   for (int c = 0; c < m.num_cpus(); ++c) switches += m.cpu(c).context_switches();
   if (switches > 0) k.counters.push_back(stats::CounterRow{"context_switches", switches});
+  k.sched = SchedRows(m);
   if (s.page_cache != nullptr) {
     const model::PageCacheStats& pc = s.page_cache->stats();
     stats::PageCacheRow row;

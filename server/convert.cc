@@ -535,6 +535,17 @@ v1::JobResult BuildJobResult(const RunRequest& request, const RunResult& run, co
     log->set_size_bytes(static_cast<int64_t>(f.contents.size()));
   }
   for (const stats::LockRow& l : k.locks) LockRowToProto(l, out.add_locks());
+  for (const stats::SchedRow& t : k.sched) {
+    v1::SchedRow* row = out.add_sched();
+    row->set_task(t.task);
+    row->set_threads(t.threads);
+    row->set_policy(t.rt ? "SCHED_FIFO" : "SCHED_OTHER");
+    row->set_runtime_ns(t.runtime_ns);
+    row->set_switches(t.switches);
+    row->set_delay_ns(t.delay_ns);
+    row->set_max_delay_ns(t.max_delay_ns);
+    row->set_max_delay_at_ns(t.max_delay_at_ns);
+  }
   return out;
 }
 

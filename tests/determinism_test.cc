@@ -96,6 +96,13 @@ void ExpectSameKernelReport(const stats::KernelReport& a, const stats::KernelRep
     EXPECT_EQ(a.locks[i].contended, b.locks[i].contended) << a.locks[i].name;
     EXPECT_EQ(a.locks[i].wait_ns, b.locks[i].wait_ns) << a.locks[i].name;
   }
+  ASSERT_EQ(a.sched.size(), b.sched.size());
+  for (size_t i = 0; i < a.sched.size(); ++i) {
+    EXPECT_EQ(a.sched[i].task, b.sched[i].task);
+    EXPECT_EQ(a.sched[i].switches, b.sched[i].switches) << a.sched[i].task;
+    EXPECT_EQ(a.sched[i].delay_ns, b.sched[i].delay_ns) << a.sched[i].task;
+    EXPECT_EQ(a.sched[i].max_delay_at_ns, b.sched[i].max_delay_at_ns) << a.sched[i].task;
+  }
   ASSERT_EQ(a.cpus.size(), b.cpus.size());
   for (size_t i = 0; i < a.cpus.size(); ++i) {
     for (int m = 0; m < stats::kNumCpuModes; ++m) EXPECT_EQ(a.cpus[i].mode_ns[m], b.cpus[i].mode_ns[m]);

@@ -273,6 +273,23 @@ TEST_F(FioStructureTest, BlklabKeyHasAKernelProfile) {
   ASSERT_NE(blk->Find("counters"), nullptr);
   ASSERT_NE(blk->Find("locks"), nullptr);
   EXPECT_EQ(*blk->Find("total_ios")->AsInt64(), static_cast<int64_t>(out_->run.kernel.total_ios));
+  // perf sched latency's table: the job's thread ran, picked at least once.
+  const util::DocNode* sched = blk->Find("sched");
+  ASSERT_NE(sched, nullptr);
+  ASSERT_TRUE(sched->is_list());
+  ASSERT_EQ(sched->size(), out_->run.kernel.sched.size());
+  bool job_row = false;
+  for (const stats::SchedRow& t : out_->run.kernel.sched) {
+    EXPECT_GT(t.switches, 0u) << t.task;
+    EXPECT_GE(t.delay_ns, t.max_delay_ns) << t.task;
+    if (t.task == "fio/randread-4k-qd32") {
+      job_row = true;
+      EXPECT_EQ(t.threads, 1u);
+      EXPECT_GT(t.runtime_ns, 1000000000) << "2 s of a CPU-bound job";
+    }
+  }
+  EXPECT_TRUE(job_row);
+  EXPECT_NE(report::WriteKernelSections(out_->run.kernel).find("blklab scheduler latency"), std::string::npos);
 }
 
 

@@ -205,6 +205,20 @@ Json KernelReportJson(const stats::KernelReport& k) {
     counters.Push(std::move(row));
   }
   o.Add("counters", std::move(counters));
+  Json sched = Json::Array();
+  for (const stats::SchedRow& t : k.sched) {
+    Json row = Json::Object();
+    row.Add("task", t.task);
+    row.AddUint("threads", t.threads);
+    row.Add("policy", t.rt ? "SCHED_FIFO" : "SCHED_OTHER");
+    row.AddInt("runtime_ns", t.runtime_ns);
+    row.AddUint("switches", t.switches);
+    row.AddInt("delay_ns", t.delay_ns);
+    row.AddInt("max_delay_ns", t.max_delay_ns);
+    row.AddInt("max_delay_at_ns", t.max_delay_at_ns);
+    sched.Push(std::move(row));
+  }
+  o.Add("sched", std::move(sched));
   if (k.page_cache) {
     const stats::PageCacheRow& p = *k.page_cache;
     Json pc = Json::Object();

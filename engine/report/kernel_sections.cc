@@ -1,8 +1,8 @@
 // engine/report/kernel_sections.cc
 //
 // blklab's extra normal-output sections: CPU time by mode, a perf-top-style
-// profile ("[k]" kernel symbols, "[.]" user-space ones, as perf marks them)
-// and a lockstat-style lock table.
+// profile ("[k]" kernel symbols, "[.]" user-space ones, as perf marks them),
+// a lockstat-style lock table and perf sched latency's runqueue waits.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -104,6 +104,20 @@ std::string WriteKernelSections(const stats::KernelReport& k) {
     if (p.mmap_faults > 0) {
       absl::StrAppend(&out, absl::StrFormat("  mmap    %d page faults (%d major), %d page-table entries unmapped\n",
                                             p.mmap_faults, p.mmap_major_faults, p.pages_unmapped));
+    }
+  }
+  if (!k.sched.empty()) {
+    // perf sched latency's table (threads of one name merged, digits as '*').
+    out.append("\nblklab scheduler latency (perf sched latency style, runqueue waits):\n");
+    absl::StrAppend(&out, absl::StrFormat("  %-28s %8s %12s %10s %12s %12s %12s %16s\n", "Task", "threads",
+                                          "Runtime ms", "Switches", "Delay ms", "Avg delay ms", "Max delay ms",
+                                          "Max delay at ms"));
+    for (const stats::SchedRow& t : k.sched) {
+      const double avg = t.switches > 0 ? Ms(t.delay_ns) / static_cast<double>(t.switches) : 0.0;
+      absl::StrAppend(&out, absl::StrFormat("  %-28s %8d %12.3f %10d %12.3f %12.4f %12.3f %16.3f\n",
+                                            t.rt ? t.task + " [FIFO]" : t.task, t.threads, Ms(t.runtime_ns),
+                                            t.switches, Ms(t.delay_ns), avg, Ms(t.max_delay_ns),
+                                            Ms(t.max_delay_at_ns)));
     }
   }
   if (!k.counters.empty()) {

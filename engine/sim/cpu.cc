@@ -9,6 +9,7 @@ namespace blklab::sim {
 Thread::Thread(Machine& machine, std::string name, int cpu, int nice)
     : machine_(machine), name_(std::move(name)), cpu_(cpu), prio_(kNiceZeroPrio + nice) {
   BLKLAB_CHECK(cpu >= 0 && cpu < machine.num_cpus());
+  stats_ = machine.NewThreadStats(name_);
   BLKLAB_CHECK(nice >= -20 && nice <= 19);
   on_cpu_ = &machine.cpu(cpu);
 }
@@ -373,12 +374,29 @@ void Cpu::TakeQueuedThread(PooledDeque<Thread*>::iterator it, int to) {
 }
 
 void Cpu::QueueThread(Thread* t, bool front) {
+  // sched_info_enqueue; a thread moved between runqueues keeps its stamp.
+  if (t->stats_->queued_at < 0) t->stats_->queued_at = std::max(now_, machine_.sim().Now());
   if (front) {
     runqueue_.push_front(t);
   } else {
     runqueue_.push_back(t);
   }
   if (t->movable_while_queued()) ++machine_.queued_movable();
+}
+
+void Cpu::NoteArrival(Thread& t) {
+  // sched_info_arrive: the wait since sched_info_enqueue is run_delay.
+  ThreadStats& st = *t.stats_;
+  const SimTime now = std::max(now_, machine_.sim().Now());
+  const int64_t delay = st.queued_at < 0 ? 0 : std::max<int64_t>(now - st.queued_at, 0);
+  st.queued_at = -1;
+  st.run_delay_ns += delay;
+  if (delay > st.max_delay_ns) {
+    st.max_delay_ns = delay;
+    st.max_delay_at = now;
+  }
+  ++st.pcount;
+  st.rt = t.rt();
 }
 
 void Cpu::DequeueThread(PooledDeque<Thread*>::iterator it) {
@@ -434,6 +452,9 @@ void Cpu::ArriveHardirq(IrqWork w) {
 }
 
 void Cpu::EnqueueRunnable(Thread* t, bool woken) {
+  // sched_info_enqueue at the wake-up's time, even while this CPU's clock
+  // has run ahead of it.
+  if (t->stats_->queued_at < 0) t->stats_->queued_at = machine_.sim().Now();
   if (woken) SampleIdle(machine_.sim().Now());  // ttwu onto an idle CPU: one avg_idle sample
   if (eevdf_ && !t->rt()) {
     UpdateCurr();
@@ -758,6 +779,7 @@ void Cpu::Loop() {
         }
         Thread* next = *best;
         DequeueThread(best);
+        NoteArrival(*next);
         next->movable_ = false;
         idle_ = false;
         ArmTick();

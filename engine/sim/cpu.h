@@ -70,6 +70,7 @@
 #include <coroutine>
 #include <cstdint>
 #include <deque>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -89,6 +90,7 @@ enum class Level : uint8_t { kTask = 0, kSoftirq = 1, kHardirq = 2 };
 // Accounting modes, same order as stats::CpuMode.
 enum class Mode : uint8_t { kUser = 0, kSys = 1, kIrq = 2, kSoftirq = 3, kIdle = 4 };
 inline constexpr int kNumModes = 5;
+static_assert(std::size(ThreadStats{}.mode_ns) == kNumModes);
 
 class Cpu;
 class Thread;
@@ -168,12 +170,14 @@ class Thread {
   // CPU time this thread used in user and kernel mode (its rusage; kernel
   // mode includes the interrupts that ran on top of it when the CPU counts
   // them so, MachineCosts::irq_time_in_task).
-  int64_t user_ns() const { return mode_ns_[0]; }
-  int64_t sys_ns() const { return mode_ns_[1] + mode_ns_[2] + mode_ns_[3]; }
+  int64_t user_ns() const { return stats_->mode_ns[0]; }
+  int64_t sys_ns() const { return stats_->mode_ns[1] + stats_->mode_ns[2] + stats_->mode_ns[3]; }
+  // Its CPU time and schedstat figures (owned by the Machine).
+  const ThreadStats& stats() const { return *stats_; }
 
  private:
   friend class Cpu;
-  int64_t mode_ns_[kNumModes] = {};
+  ThreadStats* stats_;  // mode_ns is its rusage; run_delay etc. its schedstat
   // select_task_rq at a wake-up from SleepMigratable.
   int SelectWakeCpu() const;
   // Moves the thread's home to `cpu` (a migration).
@@ -475,7 +479,7 @@ class Cpu final : public EventHandler {
                   : level_ == Level::kSoftirq ? static_cast<int>(Mode::kSoftirq)
                                               : static_cast<int>(Mode::kSys);
     thread_ns_ = current_thread_ != nullptr && (level_ == Level::kTask || irq_time_in_task_)
-                     ? current_thread_->mode_ns_
+                     ? current_thread_->stats_->mode_ns
                      : scratch_ns_;
   }
   void Suspend(std::coroutine_handle<> h, SuspendReason reason);
@@ -571,6 +575,9 @@ class Cpu final : public EventHandler {
   // Machine::queued_movable, the gate of newidle balancing, exact.
   void QueueThread(Thread* t, bool front);
   void DequeueThread(PooledDeque<Thread*>::iterator it);
+  // `t`, just taken off the runqueue, is about to run: its schedstat
+  // (ThreadStats::run_delay_ns, max_delay_ns, pcount).
+  void NoteArrival(Thread& t);
   void PushQueuedThread(SimTime jiffy);  // jiffy: the tick's time
   void UpdatePreempt();
 

@@ -17,6 +17,7 @@
 #define BLKLAB_ENGINE_SIM_MACHINE_H_
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "engine/sim/simulator.h"
 #include "engine/sim/stack_profile.h"
+#include "engine/sim/thread_stats.h"
 #include "engine/sim/time.h"
 
 namespace blklab::sim {
@@ -178,6 +180,14 @@ class Machine {
   // are some. Kept by Cpu::QueueThread and Cpu::DequeueThread.
   int& queued_movable() { return queued_movable_; }
 
+  // Every Thread gets its ThreadStats here (in creation order, so the same
+  // on every run), where they outlive it.
+  ThreadStats* NewThreadStats(std::string comm) {
+    thread_stats_.push_back(ThreadStats{.comm = std::move(comm)});
+    return &thread_stats_.back();
+  }
+  const std::deque<ThreadStats>& thread_stats() const { return thread_stats_; }
+
   // Every SpinLock of the simulation registers itself (lockstat's list).
   void RegisterLock(SpinLock* lock) { locks_.push_back(lock); }
   const std::vector<SpinLock*>& locks() const { return locks_; }
@@ -204,6 +214,7 @@ class Machine {
   std::unique_ptr<StackProfile> stacks_;
   std::vector<std::unique_ptr<Cpu>> cpus_;
   std::vector<SpinLock*> locks_;
+  std::deque<ThreadStats> thread_stats_;  // deque: stable addresses
   mutable std::vector<uint64_t> transfers_by_cpu_;
   SimTime horizon_ = kSimTimeNever;
   int queued_movable_ = 0;

@@ -1021,6 +1021,7 @@ struct WokenKworker {
   Thread worker;
   Thread waker;
   SimTime ran_at = -1;
+  SimTime woke_at = -1;
   WokenKworker(Machine& m, FnId f) : worker(m, "kworker/0:1H", 0, -20), waker(m, "waker", 1) {
     worker.Start(WorkerBody(m.cpu(0), f), 0);
     waker.Start(WakerBody(m.cpu(1), f), 0);
@@ -1033,6 +1034,7 @@ struct WokenKworker {
   Task WakerBody(Cpu& cpu, FnId f) {
     cpu.Charge(f, 9500);
     co_await cpu.Sync();
+    woke_at = cpu.now();
     worker.Wake(cpu.now());
   }
 };
@@ -1065,6 +1067,29 @@ TEST(CpuTest, WithoutFullPreemptionKernelCodeYieldsOnlyAtPreemptionPoints) {
   }
 }
 
+// A nice -20 kworker (WokenKworker) woken at 10 us on CPU 0, where a
+// "fio" hog of 400 steps of 10 us started at 1 us: CFS's rules or EEVDF,
+// 1 ms slices, 500 ns context switches.
+struct KworkerBehindHog {
+  static MachineCosts Costs(bool eevdf) {
+    MachineCosts c;
+    c.eevdf = eevdf;
+    c.context_switch_ns = 500;
+    c.sched_slice_ns = 1000000;
+    return c;
+  }
+  explicit KworkerBehindHog(bool eevdf)
+      : m(Cpus(2), Costs(eevdf)), f(m.functions().Intern("blk_mq_run_hw_queue")), kworker(m, f), hog(m, "fio", 0) {
+    // The kworker runs first, alone, and goes to sleep with no lag.
+    hog.Start(YieldingWorker(m.cpu(0), f, 400, 10000), 1000);
+    m.sim().Run();
+  }
+  Machine m;
+  FnId f;
+  WokenKworker kworker;
+  Thread hog;
+};
+
 // EEVDF (6.6+): a woken thread whose lag is zero (it last ran alone) does
 // not pre-empt a running thread that is eligible and inside the slice it was
 // picked with (RUN_TO_PARITY), even at nice -20: it waits for that slice,
@@ -1072,22 +1097,44 @@ TEST(CpuTest, WithoutFullPreemptionKernelCodeYieldsOnlyAtPreemptionPoints) {
 // nice -20 kworker in at the next pre-emption point.
 TEST(CpuTest, EevdfAWokenThreadWaitsForTheRunningThreadsSlice) {
   for (bool eevdf : {false, true}) {
-    MachineCosts c;
-    c.eevdf = eevdf;
-    c.context_switch_ns = 500;
-    c.sched_slice_ns = 1000000;
-    Machine m(Cpus(2), c);
-    FnId f = m.functions().Intern("blk_mq_run_hw_queue");
-    // The kworker runs first, alone, and goes to sleep with no lag.
-    WokenKworker kworker(m, f);
-    Thread hog(m, "fio", 0);
-    hog.Start(YieldingWorker(m.cpu(0), f, 400, 10000), 1000);
-    m.sim().Run();
-    const SimTime ran_at = kworker.ran_at;
+    KworkerBehindHog run(eevdf);
+    const SimTime ran_at = run.kworker.ran_at;
     const SimTime expected = eevdf ? 500000 : 10000;
     EXPECT_GE(ran_at, expected) << eevdf;
     EXPECT_LE(ran_at, expected + 12000) << eevdf;
   }
+}
+
+// schedstat: a woken thread's run_delay is its wait in the runqueue, from
+// the wake-up to the pick (the context switch after it is not counted), and
+// pcount counts its picks; the thread it pre-empted waits in turn.
+TEST(CpuTest, SchedstatRunDelayIsTheRunqueueWait) {
+  for (bool eevdf : {false, true}) {
+    KworkerBehindHog run(eevdf);
+    const WokenKworker& kworker = run.kworker;
+    const ThreadStats& k = kworker.worker.stats();
+    const int64_t wait = kworker.ran_at - kworker.woke_at;
+    const int64_t context_switch_ns = run.m.costs().context_switch_ns;
+    EXPECT_EQ(k.pcount, 2u) << eevdf;  // its first run, then after the wake-up
+    EXPECT_GE(k.run_delay_ns, wait - context_switch_ns) << eevdf;
+    EXPECT_LE(k.run_delay_ns, wait) << eevdf;
+    EXPECT_EQ(k.max_delay_ns, k.run_delay_ns) << eevdf;  // the first run did not wait
+    EXPECT_GE(k.max_delay_at, kworker.woke_at) << eevdf;
+    EXPECT_LE(k.max_delay_at, kworker.ran_at) << eevdf;
+    EXPECT_EQ(k.comm, "kworker/0:1H");
+    // The hog ran, was pre-empted by the kworker and picked again after it.
+    const ThreadStats& h = run.hog.stats();
+    EXPECT_EQ(h.pcount, 2u) << eevdf;
+    EXPECT_GT(h.run_delay_ns, 100) << eevdf;  // the kworker's 100 ns and a switch
+    EXPECT_LT(h.run_delay_ns, 2000) << eevdf;
+    EXPECT_GT(h.mode_ns[static_cast<int>(Mode::kSys)], 400 * 10000 - 1) << eevdf;
+  }
+  // ThreadStats outlive their thread (the report reads them at the end).
+  MachineCosts c;
+  Machine m(Cpus(1), c);
+  { Thread gone(m, "gone", 0); }
+  ASSERT_EQ(m.thread_stats().size(), 1u);
+  EXPECT_EQ(m.thread_stats().front().comm, "gone");
 }
 
 // EEVDF with 1 ms slices and free context switches.

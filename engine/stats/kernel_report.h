@@ -53,6 +53,22 @@ struct LockRow {
   int64_t wait_irqs_off_ns = 0;      // part of wait_ns spun with interrupts masked
 };
 
+// `perf sched latency`'s row: the threads of one name (a fio job's clones;
+// in other names each run of digits reads as '*', so the per-CPU
+// ksoftirqd/0..N are one row), the CPU time they used, how often they were
+// picked to run after waiting in a runqueue, and how long they waited
+// (schedstat's run_delay).
+struct SchedRow {
+  std::string task;          // e.g. "fio/rc4", "ksoftirqd/*", "kworker/*:*H"
+  uint32_t threads = 0;
+  bool rt = false;           // SCHED_FIFO (a threaded interrupt handler)
+  int64_t runtime_ns = 0;    // CPU time used (user + kernel)
+  uint64_t switches = 0;     // times picked after a runqueue wait (schedstat pcount)
+  int64_t delay_ns = 0;      // total runqueue wait (run_delay)
+  int64_t max_delay_ns = 0;  // the longest single wait
+  int64_t max_delay_at_ns = 0;  // virtual time it ended
+};
+
 struct CounterRow {
   std::string name;   // e.g. "ktime_get_ns", "blk_mq_run_hw_queue", "ipi"
   uint64_t count = 0;
@@ -103,6 +119,7 @@ struct KernelReport {
   std::vector<ProfileRow> profile;  // descending self_ns, then name
   std::vector<LockRow> locks;       // ascending name
   std::vector<CounterRow> counters; // ascending name
+  std::vector<SchedRow> sched;      // threads that ran; most total delay first, then task
   std::vector<DeviceRow> devices;   // host order
   std::vector<StackRow> stacks;     // by stack text; empty unless RunRequest::collect_stacks
   std::optional<PageCacheRow> page_cache;  // set when some job did buffered I/O

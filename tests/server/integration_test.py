@@ -135,6 +135,8 @@ def main():
         check(final.result.jobs[0].read.total_ios > 0 and final.result.jobs[0].read.clat.percentiles,
               "typed result figures are set")
         check(len(final.result.profile) > 0, "profile rows present")
+        check(any(t.task.startswith("fio/") and t.switches > 0 and t.runtime_ns > 0 for t in final.result.sched),
+              "perf sched latency rows present (the job's thread)")
         check("randread-qd32" in final.result.fio_normal, "fio normal output present")
     # Watching a finished job yields its final snapshot only.
     again = list(c.watch(job.name, timeout=30))
