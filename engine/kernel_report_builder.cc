@@ -61,6 +61,13 @@ std::string SchedTaskName(const std::string& comm) {
   return out;
 }
 
+stats::StageRow StageRowOf(const model::StageStats& st) {
+  return stats::StageRow{.n = st.n,
+                         .min_ns = st.min_ns,
+                         .avg_ns = st.n > 0 ? static_cast<double>(st.sum_ns) / static_cast<double>(st.n) : 0.0,
+                         .max_ns = st.max_ns};
+}
+
 std::vector<stats::SchedRow> SchedRows(const sim::Machine& m) {
   std::map<std::string, stats::SchedRow> rows;  // ordered by name: deterministic
   for (const sim::ThreadStats& t : m.thread_stats()) {
@@ -224,6 +231,9 @@ absl::Status BuildKernelReportFor(const std::string& host_name, Simulation& s, s
     row.read_ticks_ms = ds.ticks_ns[0] / 1000000;
     row.write_ticks_ms = ds.ticks_ns[1] / 1000000;
     row.in_queue_ms = ds.in_queue_ns / 1000000;
+    row.g2d = StageRowOf(ds.g2d);
+    row.d2c = StageRowOf(ds.d2c);
+    row.g2c = StageRowOf(ds.g2c);
     // fio: io_ticks over the run's time, at most 100%.
     row.util_pct = end > 0 ? std::min(100.0, 100.0 * static_cast<double>(ds.io_ticks_jiffies * s.kernel->jiffy_ns()) /
                                                  static_cast<double>(end))

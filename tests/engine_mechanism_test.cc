@@ -327,6 +327,18 @@ TEST(TimerCompletion, CompletionNsecBoundsClatAndIops) {
   EXPECT_GE(rd.iops(), 0.85 * 1e9 / 50000) << Describe(r);
   // One hrtimer interrupt per IO.
   EXPECT_EQ(CounterOf(r.kernel, "hardirq"), CounterOf(r.kernel, "requests_completed"));
+  // btt's stages: the 50 us are D2C (issued to the driver to completed);
+  // G2D, allocation to issue without a scheduler at QD1, is short; G2C is
+  // their sum, request by request.
+  ASSERT_EQ(r.kernel.devices.size(), 1u);
+  const stats::DeviceRow& d = r.kernel.devices[0];
+  EXPECT_EQ(d.g2c.n, CounterOf(r.kernel, "requests_completed"));
+  EXPECT_EQ(d.d2c.n, d.g2c.n);
+  EXPECT_GE(d.d2c.min_ns, 50000) << Describe(r);
+  EXPECT_LT(d.d2c.avg_ns, 55000) << Describe(r);
+  EXPECT_LT(d.g2d.avg_ns, 2000) << Describe(r);
+  EXPECT_NEAR(d.g2c.avg_ns, d.g2d.avg_ns + d.d2c.avg_ns, 1.0);
+  EXPECT_GE(d.g2c.max_ns, d.d2c.max_ns);
 }
 
 // --- tag exhaustion -------------------------------------------------------

@@ -103,6 +103,11 @@ void RequestQueue::AccountDone(sim::Cpu& cpu, Request* rq, sim::SimTime now) {
   disk_.sectors[dir] += rq->bytes >> kSectorShift;
   disk_.ticks_ns[dir] += now - rq->alloc_time_ns;
   disk_.in_queue_ns += now - rq->alloc_time_ns;
+  if (rq->issue_time_ns >= 0) {  // ended without reaching the driver: G2C only
+    disk_.g2d.Add(rq->issue_time_ns - rq->alloc_time_ns);
+    disk_.d2c.Add(now - rq->issue_time_ns);
+  }
+  disk_.g2c.Add(now - rq->alloc_time_ns);
   UpdateIoTicks(now, /*end=*/true);
   --disk_.in_flight;
 }
@@ -205,6 +210,7 @@ void RequestQueue::InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx,
   rq->nr_bios = 1;
   bio->bi_next = nullptr;
   rq->alloc_time_ns = cpu.now();
+  rq->issue_time_ns = -1;
   rq->start_time_ns = 0;
   rq->timed_out = false;
   rq->retries = 0;
@@ -706,6 +712,7 @@ void RequestQueue::PutRqBudget(sim::Cpu& cpu, Request* rq) {
 void RequestQueue::StartRequest(sim::Cpu& cpu, Request* rq) {
   // blk_mq_start_request: IN_FLIGHT, blk_add_timer.
   kernel_.WriteLine(cpu, rq->line);  // a store (see InitRequest)
+  rq->issue_time_ns = cpu.now();
   rq->state = Request::State::kInFlight;
   if (config_.queue_stats) {
     // QUEUE_FLAG_STATS: io_start_time_ns for the stats consumers. RC2's

@@ -31,6 +31,7 @@
 #ifndef BLKLAB_ENGINE_MODEL_BLK_MQ_H_
 #define BLKLAB_ENGINE_MODEL_BLK_MQ_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -79,8 +80,28 @@ struct Plug {
   sim::SimTime cached_time_ns = -1;  // blk_time_get_ns cache (plug_cache_time)
 };
 
-// Per-direction disk statistics (/proc/diskstats, fio's "Disk stats").
+// One stage of a request's life as btt measures it from a blktrace: count,
+// sum, min and max of its duration.
+struct StageStats {
+  uint64_t n = 0;
+  int64_t sum_ns = 0;
+  int64_t min_ns = 0;
+  int64_t max_ns = 0;
+  void Add(int64_t ns) {
+    min_ns = n == 0 ? ns : std::min(min_ns, ns);
+    max_ns = n == 0 ? ns : std::max(max_ns, ns);
+    sum_ns += ns;
+    ++n;
+  }
+};
+
+// Per-direction disk statistics (/proc/diskstats, fio's "Disk stats"), and
+// btt's stages of each completed request: G2D from its allocation (G) to
+// its last issue to the driver (D, blk_mq_start_request), D2C from there to
+// its completion (C, blk_mq_end_request: the softirq or IPI that ends it
+// included), G2C the whole.
 struct DiskStats {
+  StageStats g2d, d2c, g2c;
   uint64_t ios[2] = {};
   uint64_t merges[2] = {};
   uint64_t sectors[2] = {};

@@ -82,6 +82,7 @@ struct Request {
   sim::SimTime start_time_ns = 0;     // blk_mq_rq_ctx_init (iostats / scheduler)
   sim::SimTime io_start_time_ns = 0;  // blk_mq_start_request
   sim::SimTime alloc_time_ns = 0;     // model bookkeeping: when it was allocated
+  sim::SimTime issue_time_ns = -1;    // model bookkeeping: its last blk_mq_start_request (btt's D), -1 before
   sim::SimTime deadline = 0;          // blk_add_timer: start + rq_timeout
   sim::SimTime fifo_time = 0;         // mq-deadline: FIFO deadline
   uint64_t sched_seq = 0;             // mq-deadline: insertion order (tie break)

@@ -219,6 +219,21 @@ Json KernelReportJson(const stats::KernelReport& k) {
     sched.Push(std::move(row));
   }
   o.Add("sched", std::move(sched));
+  Json btt = Json::Array();
+  for (const stats::DeviceRow& d : k.devices) {
+    for (const auto& [stage, st] : {std::pair{"G2D", &d.g2d}, {"D2C", &d.d2c}, {"G2C", &d.g2c}}) {
+      if (st->n == 0) continue;
+      Json row = Json::Object();
+      row.Add("device", d.name);
+      row.Add("stage", stage);
+      row.AddUint("n", st->n);
+      row.AddInt("min_ns", st->min_ns);
+      row.AddDouble("avg_ns", st->avg_ns);
+      row.AddInt("max_ns", st->max_ns);
+      btt.Push(std::move(row));
+    }
+  }
+  o.Add("btt", std::move(btt));
   if (k.page_cache) {
     const stats::PageCacheRow& p = *k.page_cache;
     Json pc = Json::Object();

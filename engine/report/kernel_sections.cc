@@ -2,7 +2,8 @@
 //
 // blklab's extra normal-output sections: CPU time by mode, a perf-top-style
 // profile ("[k]" kernel symbols, "[.]" user-space ones, as perf marks them),
-// a lockstat-style lock table and perf sched latency's runqueue waits.
+// a lockstat-style lock table, perf sched latency's runqueue waits and btt's
+// per-device request stages.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -118,6 +119,22 @@ std::string WriteKernelSections(const stats::KernelReport& k) {
                                             t.rt ? t.task + " [FIFO]" : t.task, t.threads, Ms(t.runtime_ns),
                                             t.switches, Ms(t.delay_ns), avg, Ms(t.max_delay_ns),
                                             Ms(t.max_delay_at_ns)));
+    }
+  }
+  bool btt_header = false;
+  for (const stats::DeviceRow& d : k.devices) {
+    if (d.g2c.n == 0) continue;
+    if (!btt_header) {
+      // btt's per-device table, in its seconds.
+      out.append("\nblklab block-layer latency (btt style, seconds; G: request allocated, D: issued to the "
+                 "driver, C: completed):\n");
+      btt_header = true;
+    }
+    absl::StrAppend(&out, absl::StrFormat("  %-10s %13s %13s %13s %11s\n", d.name, "MIN", "AVG", "MAX", "N"));
+    for (const auto& [stage, st] : {std::pair{"G2D", &d.g2d}, {"D2C", &d.d2c}, {"G2C", &d.g2c}}) {
+      if (st->n == 0) continue;
+      absl::StrAppend(&out, absl::StrFormat("  %-10s %13.9f %13.9f %13.9f %11d\n", stage, st->min_ns / 1e9,
+                                            st->avg_ns / 1e9, st->max_ns / 1e9, st->n));
     }
   }
   if (!k.counters.empty()) {

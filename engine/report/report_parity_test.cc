@@ -609,6 +609,10 @@ TEST(KernelReportTest, JsonKeyAndNormalSections) {
   k.counters.push_back({"ktime_get_ns", 4});
   k.sched.push_back({.task = "irq/mpi3mr0-msix*", .threads = 64, .rt = true, .runtime_ns = 7'000'000,
                      .switches = 900, .delay_ns = 4'500'000, .max_delay_ns = 250'000, .max_delay_at_ns = 1'000'000});
+  k.devices.push_back({.name = "nullb0",
+                       .g2d = {.n = 4, .min_ns = 1000, .avg_ns = 2500.0, .max_ns = 4000},
+                       .d2c = {.n = 4, .min_ns = 50000, .avg_ns = 51000.0, .max_ns = 52000},
+                       .g2c = {.n = 4, .min_ns = 51000, .avg_ns = 53500.0, .max_ns = 56000}});
   in.kernel = k;
   const std::string json = WriteJson(in, false);
   const std::vector<std::string> paths = KeyPathsOf(json);
@@ -616,7 +620,8 @@ TEST(KernelReportTest, JsonKeyAndNormalSections) {
   EXPECT_NE(std::find(paths.begin(), paths.end(), "/blklab/profile[1]/mode"), paths.end());
   EXPECT_NE(std::find(paths.begin(), paths.end(), "/blklab/locks[0]/wait_ns"), paths.end());
   EXPECT_NE(std::find(paths.begin(), paths.end(), "/blklab/counters[0]/count"), paths.end());
-  EXPECT_EQ(paths.back(), "/blklab/sched[0]/max_delay_at_ns");
+  EXPECT_NE(std::find(paths.begin(), paths.end(), "/blklab/sched[0]/max_delay_at_ns"), paths.end());
+  EXPECT_EQ(paths.back(), "/blklab/btt[2]/max_ns");
   const std::string normal = WriteNormal(in);
   EXPECT_GT(normal.find("blklab CPU modes"), normal.find("Run status group"));
   EXPECT_NE(normal.find("[k] blk_mq_submit_bio"), std::string::npos);
@@ -625,6 +630,9 @@ TEST(KernelReportTest, JsonKeyAndNormalSections) {
   // perf sched latency's row: average 5 us over 900 picks, longest 0.25 ms.
   EXPECT_NE(normal.find("irq/mpi3mr0-msix* [FIFO]"), std::string::npos);
   EXPECT_NE(normal.find("4.500       0.0050        0.250"), std::string::npos) << normal;
+  // btt's table, in seconds.
+  EXPECT_NE(normal.find("  D2C          0.000050000   0.000051000   0.000052000           4"), std::string::npos)
+      << normal;
   const std::string top = WritePerfTop(k, 1);
   EXPECT_NE(top.find("blk_mq_submit_bio"), std::string::npos);
   EXPECT_EQ(top.find("td_io_queue"), std::string::npos);

@@ -74,8 +74,20 @@ struct CounterRow {
   uint64_t count = 0;
 };
 
+// One of btt's stages over a device's completed requests (seconds in btt's
+// output; ns here).
+struct StageRow {
+  uint64_t n = 0;
+  int64_t min_ns = 0;
+  double avg_ns = 0;
+  int64_t max_ns = 0;
+};
+
 struct DeviceRow {
   std::string name;           // e.g. "nullb0"
+  // btt's stages per request: G2D (allocated to issued to the driver), D2C
+  // (issued to completed, the completion's softirq or IPI included), G2C.
+  StageRow g2d, d2c, g2c;
   uint64_t read_ios = 0, write_ios = 0;
   uint64_t read_merges = 0, write_merges = 0;
   int64_t read_ticks_ms = 0, write_ticks_ms = 0, in_queue_ms = 0;
