@@ -231,9 +231,10 @@ absl::Status BuildKernelReportFor(const std::string& host_name, Simulation& s, s
     row.read_ticks_ms = ds.ticks_ns[0] / 1000000;
     row.write_ticks_ms = ds.ticks_ns[1] / 1000000;
     row.in_queue_ms = ds.in_queue_ns / 1000000;
+    row.q2g = StageRowOf(ds.q2g);
     row.g2d = StageRowOf(ds.g2d);
     row.d2c = StageRowOf(ds.d2c);
-    row.g2c = StageRowOf(ds.g2c);
+    row.q2c = StageRowOf(ds.q2c);
     // fio: io_ticks over the run's time, at most 100%.
     row.util_pct = end > 0 ? std::min(100.0, 100.0 * static_cast<double>(ds.io_ticks_jiffies * s.kernel->jiffy_ns()) /
                                                  static_cast<double>(end))

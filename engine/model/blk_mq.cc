@@ -103,11 +103,11 @@ void RequestQueue::AccountDone(sim::Cpu& cpu, Request* rq, sim::SimTime now) {
   disk_.sectors[dir] += rq->bytes >> kSectorShift;
   disk_.ticks_ns[dir] += now - rq->alloc_time_ns;
   disk_.in_queue_ns += now - rq->alloc_time_ns;
-  if (rq->issue_time_ns >= 0) {  // ended without reaching the driver: G2C only
+  if (rq->issue_time_ns >= 0) {  // ended without reaching the driver: Q2C only
     disk_.g2d.Add(rq->issue_time_ns - rq->alloc_time_ns);
     disk_.d2c.Add(now - rq->issue_time_ns);
   }
-  disk_.g2c.Add(now - rq->alloc_time_ns);
+  disk_.q2c.Add(now - (rq->queue_time_ns >= 0 ? rq->queue_time_ns : rq->alloc_time_ns));
   UpdateIoTicks(now, /*end=*/true);
   --disk_.in_flight;
 }
@@ -211,6 +211,8 @@ void RequestQueue::InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx,
   bio->bi_next = nullptr;
   rq->alloc_time_ns = cpu.now();
   rq->issue_time_ns = -1;
+  rq->queue_time_ns = bio->passthrough ? -1 : bio->queued_ns;
+  if (rq->queue_time_ns >= 0) disk_.q2g.Add(rq->alloc_time_ns - rq->queue_time_ns);
   rq->start_time_ns = 0;
   rq->timed_out = false;
   rq->retries = 0;
@@ -351,6 +353,7 @@ sim::Task RequestQueue::GetRequestSlow(sim::Cpu& cpu, Bio* bio, Plug* plug, Requ
 sim::Task RequestQueue::SubmitBio(sim::Cpu& cpu, Bio* bio, Plug* plug) {
   sim::StackFrame frame(cpu, kernel_.fn.blk_mq_submit_bio);
   bio->passthrough = false;
+  bio->queued_ns = cpu.now();
   const auto& c = kernel_.costs();
   const host::Knobs& k = kernel_.knobs();
   kernel_.Count(Counter::k_submit_bio);

@@ -96,12 +96,14 @@ struct StageStats {
 };
 
 // Per-direction disk statistics (/proc/diskstats, fio's "Disk stats"), and
-// btt's stages of each completed request: G2D from its allocation (G) to
-// its last issue to the driver (D, blk_mq_start_request), D2C from there to
-// its completion (C, blk_mq_end_request: the softirq or IPI that ends it
-// included), G2C the whole.
+// btt's stages: Q2G from a bio's submit_bio (Q) to the allocation of its
+// request (G: the wait for a tag included), per request allocated; of each
+// completed request G2D from its allocation to its last issue to the driver
+// (D, blk_mq_start_request), D2C from there to its completion (C,
+// blk_mq_end_request: the softirq or IPI that ends it included), Q2C the
+// whole.
 struct DiskStats {
-  StageStats g2d, d2c, g2c;
+  StageStats q2g, g2d, d2c, q2c;
   uint64_t ios[2] = {};
   uint64_t merges[2] = {};
   uint64_t sectors[2] = {};

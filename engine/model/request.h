@@ -54,6 +54,7 @@ struct Bio {
   uint16_t blkcg = 0;            // the submitter's blkio cgroup (0: root), bio_associate_blkg
   uint32_t ioc = 0;              // the submitting task's io_context (0: none known)
   sim::SimTime bi_issue = 0;     // blkcg_bio_issue_init stamp (BLK_CGROUP)
+  sim::SimTime queued_ns = -1;   // model bookkeeping: when submit_bio took it (btt's Q)
   BioOwner* owner = nullptr;
   uint64_t cookie = 0;           // owner's reference (e.g. io_u index)
   Bio* bi_next = nullptr;        // merged bios of one request
@@ -82,6 +83,7 @@ struct Request {
   sim::SimTime start_time_ns = 0;     // blk_mq_rq_ctx_init (iostats / scheduler)
   sim::SimTime io_start_time_ns = 0;  // blk_mq_start_request
   sim::SimTime alloc_time_ns = 0;     // model bookkeeping: when it was allocated
+  sim::SimTime queue_time_ns = -1;    // model bookkeeping: its first bio's submit_bio (btt's Q), -1 if none
   sim::SimTime issue_time_ns = -1;    // model bookkeeping: its last blk_mq_start_request (btt's D), -1 before
   sim::SimTime deadline = 0;          // blk_add_timer: start + rq_timeout
   sim::SimTime fifo_time = 0;         // mq-deadline: FIFO deadline

@@ -123,15 +123,15 @@ std::string WriteKernelSections(const stats::KernelReport& k) {
   }
   bool btt_header = false;
   for (const stats::DeviceRow& d : k.devices) {
-    if (d.g2c.n == 0) continue;
+    if (d.q2c.n == 0) continue;
     if (!btt_header) {
       // btt's per-device table, in its seconds.
-      out.append("\nblklab block-layer latency (btt style, seconds; G: request allocated, D: issued to the "
-                 "driver, C: completed):\n");
+      out.append("\nblklab block-layer latency (btt style, seconds; Q: bio submitted, G: request allocated, D: "
+                 "issued to the driver, C: completed):\n");
       btt_header = true;
     }
     absl::StrAppend(&out, absl::StrFormat("  %-10s %13s %13s %13s %11s\n", d.name, "MIN", "AVG", "MAX", "N"));
-    for (const auto& [stage, st] : {std::pair{"G2D", &d.g2d}, {"D2C", &d.d2c}, {"G2C", &d.g2c}}) {
+    for (const auto& [stage, st] : {std::pair{"Q2G", &d.q2g}, {"G2D", &d.g2d}, {"D2C", &d.d2c}, {"Q2C", &d.q2c}}) {
       if (st->n == 0) continue;
       absl::StrAppend(&out, absl::StrFormat("  %-10s %13.9f %13.9f %13.9f %11d\n", stage, st->min_ns / 1e9,
                                             st->avg_ns / 1e9, st->max_ns / 1e9, st->n));

@@ -612,7 +612,7 @@ TEST(KernelReportTest, JsonKeyAndNormalSections) {
   k.devices.push_back({.name = "nullb0",
                        .g2d = {.n = 4, .min_ns = 1000, .avg_ns = 2500.0, .max_ns = 4000},
                        .d2c = {.n = 4, .min_ns = 50000, .avg_ns = 51000.0, .max_ns = 52000},
-                       .g2c = {.n = 4, .min_ns = 51000, .avg_ns = 53500.0, .max_ns = 56000}});
+                       .q2c = {.n = 4, .min_ns = 51000, .avg_ns = 53500.0, .max_ns = 56000}});
   in.kernel = k;
   const std::string json = WriteJson(in, false);
   const std::vector<std::string> paths = KeyPathsOf(json);
@@ -621,7 +621,7 @@ TEST(KernelReportTest, JsonKeyAndNormalSections) {
   EXPECT_NE(std::find(paths.begin(), paths.end(), "/blklab/locks[0]/wait_ns"), paths.end());
   EXPECT_NE(std::find(paths.begin(), paths.end(), "/blklab/counters[0]/count"), paths.end());
   EXPECT_NE(std::find(paths.begin(), paths.end(), "/blklab/sched[0]/max_delay_at_ns"), paths.end());
-  EXPECT_EQ(paths.back(), "/blklab/btt[2]/max_ns");
+  EXPECT_EQ(paths.back(), "/blklab/btt[2]/max_ns");  // Q2G has no requests: no row
   const std::string normal = WriteNormal(in);
   EXPECT_GT(normal.find("blklab CPU modes"), normal.find("Run status group"));
   EXPECT_NE(normal.find("[k] blk_mq_submit_bio"), std::string::npos);

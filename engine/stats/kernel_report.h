@@ -85,9 +85,10 @@ struct StageRow {
 
 struct DeviceRow {
   std::string name;           // e.g. "nullb0"
-  // btt's stages per request: G2D (allocated to issued to the driver), D2C
-  // (issued to completed, the completion's softirq or IPI included), G2C.
-  StageRow g2d, d2c, g2c;
+  // btt's stages per request: Q2G (bio submitted to request allocated, a
+  // tag wait included), G2D (allocated to issued to the driver), D2C (issued
+  // to completed, the completion's softirq or IPI included), Q2C.
+  StageRow q2g, g2d, d2c, q2c;
   uint64_t read_ios = 0, write_ios = 0;
   uint64_t read_merges = 0, write_merges = 0;
   int64_t read_ticks_ms = 0, write_ticks_ms = 0, in_queue_ms = 0;
