@@ -546,6 +546,18 @@ v1::JobResult BuildJobResult(const RunRequest& request, const RunResult& run, co
     row->set_max_delay_ns(t.max_delay_ns);
     row->set_max_delay_at_ns(t.max_delay_at_ns);
   }
+  for (const stats::DeviceRow& d : k.devices) {
+    for (const auto& [stage, st] : d.stages()) {
+      if (st->n == 0) continue;
+      v1::BttRow* row = out.add_btt();
+      row->set_device(d.name);
+      row->set_stage(stage);
+      row->set_n(st->n);
+      row->set_min_ns(st->min_ns);
+      row->set_avg_ns(st->avg_ns);
+      row->set_max_ns(st->max_ns);
+    }
+  }
   return out;
 }
 

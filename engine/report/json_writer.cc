@@ -221,7 +221,7 @@ Json KernelReportJson(const stats::KernelReport& k) {
   o.Add("sched", std::move(sched));
   Json btt = Json::Array();
   for (const stats::DeviceRow& d : k.devices) {
-    for (const auto& [stage, st] : {std::pair{"Q2G", &d.q2g}, {"G2D", &d.g2d}, {"D2C", &d.d2c}, {"Q2C", &d.q2c}}) {
+    for (const auto& [stage, st] : d.stages()) {
       if (st->n == 0) continue;
       Json row = Json::Object();
       row.Add("device", d.name);

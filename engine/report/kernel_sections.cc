@@ -131,7 +131,7 @@ std::string WriteKernelSections(const stats::KernelReport& k) {
       btt_header = true;
     }
     absl::StrAppend(&out, absl::StrFormat("  %-10s %13s %13s %13s %11s\n", d.name, "MIN", "AVG", "MAX", "N"));
-    for (const auto& [stage, st] : {std::pair{"Q2G", &d.q2g}, {"G2D", &d.g2d}, {"D2C", &d.d2c}, {"Q2C", &d.q2c}}) {
+    for (const auto& [stage, st] : d.stages()) {
       if (st->n == 0) continue;
       absl::StrAppend(&out, absl::StrFormat("  %-10s %13.9f %13.9f %13.9f %11d\n", stage, st->min_ns / 1e9,
                                             st->avg_ns / 1e9, st->max_ns / 1e9, st->n));

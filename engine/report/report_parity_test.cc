@@ -609,7 +609,7 @@ TEST(KernelReportTest, JsonKeyAndNormalSections) {
   k.counters.push_back({"ktime_get_ns", 4});
   k.sched.push_back({.task = "irq/mpi3mr0-msix*", .threads = 64, .rt = true, .runtime_ns = 7'000'000,
                      .switches = 900, .delay_ns = 4'500'000, .max_delay_ns = 250'000, .max_delay_at_ns = 1'000'000});
-  k.devices.push_back({.name = "nullb0",
+  k.devices.push_back({.name = "nullb0", .q2g = {},
                        .g2d = {.n = 4, .min_ns = 1000, .avg_ns = 2500.0, .max_ns = 4000},
                        .d2c = {.n = 4, .min_ns = 50000, .avg_ns = 51000.0, .max_ns = 52000},
                        .q2c = {.n = 4, .min_ns = 51000, .avg_ns = 53500.0, .max_ns = 56000}});

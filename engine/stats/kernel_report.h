@@ -11,9 +11,11 @@
 #ifndef BLKLAB_ENGINE_STATS_KERNEL_REPORT_H_
 #define BLKLAB_ENGINE_STATS_KERNEL_REPORT_H_
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace blklab::stats {
@@ -89,6 +91,10 @@ struct DeviceRow {
   // tag wait included), G2D (allocated to issued to the driver), D2C (issued
   // to completed, the completion's softirq or IPI included), Q2C.
   StageRow q2g, g2d, d2c, q2c;
+  // The stages in btt's order, named as btt prints them.
+  std::array<std::pair<const char*, const StageRow*>, 4> stages() const {
+    return {{{"Q2G", &q2g}, {"G2D", &g2d}, {"D2C", &d2c}, {"Q2C", &q2c}}};
+  }
   uint64_t read_ios = 0, write_ios = 0;
   uint64_t read_merges = 0, write_merges = 0;
   int64_t read_ticks_ms = 0, write_ticks_ms = 0, in_queue_ms = 0;

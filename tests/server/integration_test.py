@@ -137,6 +137,13 @@ def main():
         check(len(final.result.profile) > 0, "profile rows present")
         check(any(t.task.startswith("fio/") and t.switches > 0 and t.runtime_ns > 0 for t in final.result.sched),
               "perf sched latency rows present (the job's thread)")
+        btt = {(b.device, b.stage): b for b in final.result.btt}
+        check([s for d, s in btt if d == "nullb0"] == ["Q2G", "G2D", "D2C", "Q2C"]
+              and btt["nullb0", "Q2C"].n > 0
+              and btt["nullb0", "Q2C"].min_ns <= btt["nullb0", "Q2C"].avg_ns <= btt["nullb0", "Q2C"].max_ns
+              and abs(btt["nullb0", "Q2C"].avg_ns - sum(btt["nullb0", s].avg_ns for s in ("Q2G", "G2D", "D2C")))
+              < 0.01 * btt["nullb0", "Q2C"].avg_ns,
+              "btt rows present, in btt's order, Q2C the sum of its stages")
         check("randread-qd32" in final.result.fio_normal, "fio normal output present")
     # Watching a finished job yields its final snapshot only.
     again = list(c.watch(job.name, timeout=30))
