@@ -48,8 +48,7 @@ void QueueTimeout::ModTimer(sim::Cpu& cpu, sim::SimTime expires) {
   // runs it at the bucket its distance falls in.
   timer_expires_ = expires;
   timer_.set_cpu(cpu.id());
-  timer_.Start(kernel_.knobs().timer_wheel_granularity ? sim::TimerWheelExpiry(cpu.now(), expires, kernel_.hz())
-                                                       : expires);
+  timer_.Start(kernel_.TimerListRuns(cpu.now(), expires));
 }
 
 int64_t QueueTimeout::RoundingSlack(const Kernel& kernel) {

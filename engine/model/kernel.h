@@ -25,6 +25,7 @@
 #include "engine/sim/cpu.h"
 #include "engine/sim/machine.h"
 #include "engine/sim/spinlock.h"
+#include "engine/sim/timer.h"
 #include "engine/sim/workqueue.h"
 
 namespace blklab::model {
@@ -94,6 +95,12 @@ class Kernel {
   const host::Knobs& knobs() const { return knobs_; }
   int hz() const { return hz_; }
   int64_t jiffy_ns() const { return sim::kNsPerSec / hz_; }
+  // When a timer_list armed at `now` for `expires` runs: at its timer
+  // wheel bucket (sim::TimerWheelExpiry) with timer_wheel_granularity, else
+  // at `expires` itself.
+  sim::SimTime TimerListRuns(sim::SimTime now, sim::SimTime expires) const {
+    return knobs().timer_wheel_granularity ? sim::TimerWheelExpiry(now, expires, hz_) : expires;
+  }
   sim::WorkQueue& kblockd() { return kblockd_; }
   // The per-CPU completion lists and BLOCK_SOFTIRQ (blk_softirq.h).
   BlkCpuDone& cpu_done() { return *cpu_done_; }

@@ -248,17 +248,21 @@ bool Cpu::PreemptsAtOnce(const Thread& t) const {
 
 bool Cpu::need_resched() const {
   if (current_thread_ == nullptr) return false;
-  if (eevdf_ && !current_thread_->rt()) {
-    for (const Thread* t : runqueue_) {
-      if (t->rt()) return true;
-    }
-    return eevdf_resched_;
-  }
+  if (eevdf_ && !current_thread_->rt()) return EevdfNeedResched();
   for (const Thread* t : runqueue_) {
     if ((t->wakeup_preempts_ && !current_thread_->rt()) || t->prio_ < current_thread_->prio_) return true;
   }
   return false;
 }
+
+bool Cpu::RtRunnable() const {
+  for (const Thread* t : runqueue_) {
+    if (t->rt()) return true;
+  }
+  return false;
+}
+
+bool Cpu::EevdfNeedResched() const { return eevdf_resched_ || RtRunnable(); }
 
 int64_t Cpu::mode_ns(Mode m) const {
   if (m == Mode::kIdle) return idle_ns_;
@@ -288,9 +292,7 @@ void Cpu::UpdatePreempt() {
     // a wake-up pre-empting at once.
     const int prio = current_thread_->prio_;
     if (eevdf_ && !current_thread_->rt()) {
-      // EEVDF: a real-time thread, or the wake-up check's choice.
-      resched = eevdf_resched_;
-      for (const Thread* t : runqueue_) resched |= t->rt();
+      resched = EevdfNeedResched();
     } else {
       const bool wakeups_preempt = machine_.costs().full_preemption && !current_thread_->rt() &&
                                    !current_thread_->wakeup_preempts_;
@@ -558,37 +560,40 @@ void Cpu::UpdateCurr() {
   }
 }
 
-int64_t Cpu::AvgVruntime(int64_t* load) const {
+Cpu::FairSums Cpu::SumFair() const {
   // Sums relative to a base, in 128 bits (weights up to 88761).
+  FairSums f;
   const Thread* base = fair_current() ? current_thread_ : nullptr;
   for (auto it = runqueue_.begin(); base == nullptr && it != runqueue_.end(); ++it) {
     if (!(*it)->rt()) base = *it;
   }
-  *load = 0;
-  if (base == nullptr) return min_vruntime_;
-  __int128 sum = 0;
+  if (base == nullptr) return f;
+  f.base = base->vruntime_;
   auto add = [&](const Thread* t) {
-    sum += static_cast<__int128>(t->vruntime_ - base->vruntime_) * t->Weight();
-    *load += t->Weight();
+    f.sum += static_cast<__int128>(t->vruntime_ - f.base) * t->Weight();
+    f.load += t->Weight();
   };
   if (fair_current()) add(current_thread_);
   for (const Thread* t : runqueue_) {
     if (!t->rt()) add(t);
   }
-  // Rounded towards minus infinity, as avg_vruntime does.
-  if (sum < 0) sum -= *load - 1;
-  return base->vruntime_ + static_cast<int64_t>(sum / *load);
+  return f;
 }
 
-bool Cpu::Eligible(const Thread& t) const {
-  // vruntime_eligible: sum((v_i - v) * w_i) >= 0, without the division.
-  __int128 sum = 0;
-  auto add = [&](const Thread* e) { sum += static_cast<__int128>(e->vruntime_ - t.vruntime_) * e->Weight(); };
-  if (fair_current()) add(current_thread_);
-  for (const Thread* e : runqueue_) {
-    if (!e->rt()) add(e);
-  }
-  return sum >= 0;
+int64_t Cpu::AvgVruntime(int64_t* load) const {
+  const FairSums f = SumFair();
+  *load = f.load;
+  if (f.load == 0) return min_vruntime_;
+  // Rounded towards minus infinity, as avg_vruntime does.
+  __int128 sum = f.sum;
+  if (sum < 0) sum -= f.load - 1;
+  return f.base + static_cast<int64_t>(sum / f.load);
+}
+
+bool Cpu::Eligible(const Thread& t, const FairSums& f) {
+  // vruntime_eligible: sum((v_i - v) * w_i) >= 0, without the division;
+  // sum((v_i - base) * w_i) - (v - base) * sum(w_i), the same integer.
+  return f.sum - static_cast<__int128>(t.vruntime_ - f.base) * f.load >= 0;
 }
 
 Thread* Cpu::PickEevdf(bool with_curr) const {
@@ -601,7 +606,8 @@ Thread* Cpu::PickEevdf(bool with_curr) const {
     only = t;
   }
   if (entities <= 1) return only;
-  if (curr != nullptr && !Eligible(*curr)) curr = nullptr;
+  const FairSums f = SumFair();
+  if (curr != nullptr && !Eligible(*curr, f)) curr = nullptr;
   if (curr != nullptr && curr->protect_slice_) return curr;  // RUN_TO_PARITY
   Thread* best = nullptr;
   Thread* lowest = nullptr;  // no one eligible (rounding): the smallest vruntime
@@ -609,7 +615,7 @@ Thread* Cpu::PickEevdf(bool with_curr) const {
     if (t->rt()) continue;
     if (lowest == nullptr || t->vruntime_ < lowest->vruntime_) lowest = t;
     if (best != nullptr && t->deadline_ >= best->deadline_) continue;
-    if (Eligible(*t)) best = t;
+    if (Eligible(*t, f)) best = t;
   }
   if (best == nullptr || (curr != nullptr && curr->deadline_ < best->deadline_)) best = curr;
   return best != nullptr ? best : lowest;
@@ -713,7 +719,7 @@ void Cpu::Loop() {
           // A real-time thread takes the CPU; otherwise schedule()'s pick
           // (pick_eevdf with the running thread) after a wake-up chose
           // another or the slice ran out.
-          for (const Thread* t : runqueue_) keeps_place |= t->rt();
+          keeps_place = RtRunnable();
           if (!keeps_place && (eevdf_resched_ || slice_over)) {
             UpdateCurr();
             Thread* best = PickEevdf(/*with_curr=*/true);

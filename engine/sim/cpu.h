@@ -590,14 +590,30 @@ class Cpu final : public EventHandler {
   // avg_vruntime: V, the load-weighted mean vruntime of the entities
   // (min_vruntime_ when there are none); `load` gets their total weight.
   int64_t AvgVruntime(int64_t* load) const;
-  // entity_eligible: vruntime <= V.
-  bool Eligible(const Thread& t) const;
+  // The CFS entities (the running one if fair, the queued fair ones):
+  // sum((v_i - base) * w_i) and sum(w_i), base a member's vruntime; load 0
+  // when there are none.
+  struct FairSums {
+    int64_t base = 0;
+    __int128 sum = 0;
+    int64_t load = 0;
+  };
+  FairSums SumFair() const;
+  // entity_eligible: vruntime <= V, from the entities' sums (O(1), so a
+  // pick over n entities is O(n)).
+  static bool Eligible(const Thread& t, const FairSums& f);
   // pick_eevdf over the queued CFS threads and, with `with_curr`, the
   // running one: the running one while eligible and protected, else the
   // eligible entity with the earliest deadline (the running one only if
   // strictly earlier). nullptr when no CFS thread is queued and the running
   // one does not count.
   Thread* PickEevdf(bool with_curr) const;
+  // A real-time (SCHED_FIFO) thread is queued: it takes the CPU from any
+  // CFS thread at the next point the running one can give it up.
+  bool RtRunnable() const;
+  // need_resched for a running CFS thread under EEVDF: a queued real-time
+  // thread, or check_preempt_wakeup_fair chose a woken one.
+  bool EevdfNeedResched() const;
   // place_entity: vruntime V - lag (the lag scaled by (load + w) / load
   // when the queue is not empty), deadline one virtual slice on (half for a
   // new thread). REQUIRES: `t` is not among the entities yet.

@@ -354,7 +354,7 @@ void KyberSched::CompletedRequest(sim::Cpu& cpu, Request* rq, sim::SimTime now) 
     ac.Store(kqd_line_);
     timer_expires_ = expires;
     timer_.set_cpu(cpu.id());
-    timer_.Start(wheel ? sim::TimerWheelExpiry(cpu.now(), expires, kernel_.hz()) : expires);
+    timer_.Start(kernel_.TimerListRuns(cpu.now(), expires));
   }
   cpu.Charge(fn_completed_, ac.Take());
 }
