@@ -344,6 +344,34 @@ TEST(TimerCompletion, CompletionNsecBoundsClatAndIops) {
   EXPECT_GE(d.q2c.max_ns, d.d2c.max_ns);
 }
 
+// --- causality across CPUs --------------------------------------------------
+
+// A CPU runs ahead of the others between its Syncs, so a completion it
+// hands to another CPU's blk_cpu_done list can land there at a virtual time
+// after that CPU's BLOCK_SOFTIRQ already ran; that run must leave it (its
+// llist_add came later and sends its own IPI), or the request completes
+// before it was issued. RC4's "before" state (32 submitters on one
+// mq-deadline queue, each request completed by IPI or BLOCK_SOFTIRQ from
+// whichever CPU dispatched it) hands over requests all the time.
+TEST(Causality, NoRequestCompletesBeforeItIsIssued) {
+  const RunResult r = MustRun(
+      Preset("rc4-desktop-7950x"),
+      {"--name=rc4", "--filename=/dev/nullb0", "--ioengine=io_uring", "--rw=randread", "--bs=512", "--iodepth=4",
+       "--iodepth_batch_submit=4", "--iodepth_batch_complete=4", "--fixedbufs=1", "--norandommap", "--direct=1",
+       "--gtod_reduce=1", "--numjobs=32", "--thread", "--cpus_allowed_policy=split", "--group_reporting",
+       "--ramp_time=10ms", "--runtime=50ms", "--time_based=1"});
+  EXPECT_GT(CounterOf(r.kernel, "ipi"), 10000u) << Describe(r);
+  bool any = false;
+  for (const stats::DeviceRow& d : r.kernel.devices) {
+    if (d.q2c.n == 0) continue;
+    any = true;
+    for (const auto& [stage, st] : d.stages()) {
+      EXPECT_GE(st->min_ns, 0) << d.name << " " << stage;
+    }
+  }
+  EXPECT_TRUE(any);
+}
+
 // --- tag exhaustion -------------------------------------------------------
 
 class TagExhaustionTest : public ::testing::TestWithParam<std::string> {};  // ioengine

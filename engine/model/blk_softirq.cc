@@ -19,8 +19,8 @@ void BlkCpuDone::RaiseSoftirq(sim::Cpu& cpu, Request* rq) {
   // llist_add on this CPU's blk_cpu_done; raise_softirq only if it was empty.
   cpu.Charge(kernel_.fn.blk_mq_raise_softirq,
              lines_[static_cast<size_t>(cpu.id())].Write(kernel_.machine(), cpu.id(), c.atomic_local));
-  std::vector<Request*>& list = done_[cpu.id()];
-  list.push_back(rq);
+  std::vector<Done>& list = done_[cpu.id()];
+  list.push_back({rq, cpu.now()});
   if (list.size() > 1) return;  // a BLOCK_SOFTIRQ run is already pending
   cpu.Charge(kernel_.fn.blk_mq_raise_softirq, c.raise_softirq);
   if (cpu.RaiseSoftirq(&softirq_, 0)) cpu.Charge(kernel_.fn.try_to_wake_up, c.try_to_wake_up);
@@ -31,8 +31,8 @@ void BlkCpuDone::SendIpi(sim::Cpu& cpu, Request* rq, int target) {
   // llist_add on the submitter's blk_cpu_done, whose line comes over.
   cpu.Charge(kernel_.fn.blk_mq_complete_request,
              lines_[static_cast<size_t>(target)].Write(kernel_.machine(), cpu.id(), c.atomic_local));
-  std::vector<Request*>& list = done_[target];
-  list.push_back(rq);
+  std::vector<Done>& list = done_[target];
+  list.push_back({rq, cpu.now()});
   if (list.size() > 1) return;  // the target's softirq (or its IPI) is on the way
   cpu.Charge(kernel_.fn.smp_call_function_single_async, c.ipi_send);
   kernel_.Count(Counter::k_ipi);
@@ -60,11 +60,29 @@ sim::Task BlkCpuDone::DoneSoftirq::Handle(sim::Cpu& cpu, uint64_t) {
   // llist_del_all: the requests queued so far; later ones raise again.
   cpu.Charge(k.fn.blk_done_softirq,
              d_->lines_[static_cast<size_t>(cpu.id())].Write(k.machine(), cpu.id(), k.costs().atomic_local));
-  std::vector<Request*> list = std::move(d_->spare_[cpu.id()]);
-  list.swap(d_->done_[cpu.id()]);
-  for (Request* rq : list) {
+  std::vector<Done> list = std::move(d_->spare_[cpu.id()]);
+  std::vector<Done>& pending = d_->done_[cpu.id()];
+  list.swap(pending);
+  // Added after now (by a CPU that ran ahead): not ours; the first of them
+  // found the list empty and sent the IPI.
+  sim::SimTime later = sim::kSimTimeNever;
+  size_t kept = 0;
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (list[i].at <= cpu.now()) {
+      list[kept++] = list[i];
+    } else {
+      later = std::min(later, list[i].at);
+      pending.push_back(list[i]);
+    }
+  }
+  list.resize(kept);
+  if (later != sim::kSimTimeNever) {
+    k.Count(Counter::k_ipi);
+    k.machine().cpu(cpu.id()).RaiseHardirq(later + k.costs().ipi_delivery_latency, &d_->ipi_, 0);
+  }
+  for (const Done& e : list) {
     co_await cpu.Sync();
-    rq->q->MqOpsComplete(cpu, rq);
+    e.rq->q->MqOpsComplete(cpu, e.rq);
   }
   list.clear();
   d_->spare_[cpu.id()] = std::move(list);

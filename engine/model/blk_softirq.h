@@ -15,9 +15,16 @@
 // each request pays the llist_add, an atomic on the list head's line, which
 // comes over from the CPU that last added to or emptied that list.
 //
+// A CPU runs ahead of the others between its Sync points, so a request can
+// reach a list at a virtual time after the target's softirq ran: that
+// softirq leaves it there, since in virtual time its llist_add came after
+// the llist_del_all and found the list empty, and the IPI that add would
+// have sent is raised for the earliest such request (a completion is never
+// handled before it was made).
+//
 // Invariants: a request is on at most one list; a list is non-empty only
 //  while a BLOCK_SOFTIRQ run (or the IPI that raises it) is pending on its
-//  CPU.
+//  CPU; a softirq run takes only requests added at or before its time.
 // Thread-safety: thread-compatible; part of one simulation.
 // Cost: O(1) per request; the prices are the cost table's atomic_local (and
 //  the line's transfer) per request, raise_softirq, ipi_send,
@@ -66,11 +73,17 @@ class BlkCpuDone {
     BlkCpuDone* d_;
   };
 
+  // A request on a list and the virtual time its llist_add ran.
+  struct Done {
+    Request* rq;
+    sim::SimTime at;
+  };
+
   Kernel& kernel_;
-  std::vector<std::vector<Request*>> done_;  // per CPU, in completion order
+  std::vector<std::vector<Done>> done_;  // per CPU, in the order added
   // Per CPU, the buffer a BLOCK_SOFTIRQ run took last, empty: the next run
   // swaps it in, so neither list allocates in steady state.
-  std::vector<std::vector<Request*>> spare_;
+  std::vector<std::vector<Done>> spare_;
   // Per CPU, the line of its blk_cpu_done head: llist_add by whoever
   // completes to it, llist_del_all by its softirq.
   std::vector<sim::CacheLine> lines_;
