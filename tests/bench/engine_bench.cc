@@ -7,6 +7,11 @@
 //   * simulated IOs per second of host CPU time (the simulation is single
 //     threaded, so this is per host core), and per wall-clock second;
 //   * events per simulated IO (the temporal-decoupling figure of merit);
+//   * modelled CPU time per second of host CPU time: the simulated CPUs'
+//     busy time (usr + sys + irq + softirq, summed over CPUs) that one
+//     host core simulates per second. It does not depend on how much
+//     modelled work an IO costs, so it compares a one-CPU host with a
+//     64-CPU one: the simulator's speed per modelled nanosecond;
 //   * the same job on fio's null engine (a real fio process, its IOPS per
 //     CPU-second of its one job thread) and the ratio of the two.
 // Both are run over a 1 GiB region (--size=1g), with and without fio's
@@ -55,6 +60,9 @@ struct SimFigures {
   double cpu_s = 0;
   double wall_s = 0;
   double simulated_iops = 0;
+  int64_t busy_ns = 0;  // modelled CPU time, all simulated CPUs
+  // Modelled CPU-seconds simulated per second of host CPU time.
+  double ModelledPerCpuS() const { return cpu_s > 0 ? busy_ns * 1e-9 / cpu_s : 0; }
 };
 
 // A preset name, or YAML host text (it has a newline).
@@ -86,6 +94,7 @@ bool RunSim(const std::string& preset, const std::vector<std::string>& args, Sim
   out->cpu_s = c1 - c0;
   out->wall_s = w1 - w0;
   out->simulated_iops = run->virtual_ns > 0 ? out->ios * 1e9 / run->virtual_ns : 0;
+  out->busy_ns = run->kernel.busy_ns;
   return true;
 }
 
@@ -158,11 +167,21 @@ bool RunRc1(const std::string& label, const std::string& host, double seconds) {
   if (!RunSim(host, args, &f, blklab::util::ReadFileToString)) return false;
   const double simulated_s = f.ios / f.simulated_iops;
   std::printf("%s: %.1f s wall and %.1f s CPU per simulated second (%.2f s simulated), %.2f events/IO, "
-              "%.0f simulated IOPS, peak RSS so far %.1f MiB\n",
+              "%.0f simulated IOPS, %.0f ns of modelled CPU per IO, %.2f modelled CPU-s per host CPU-s, "
+              "peak RSS so far %.1f MiB\n",
               label.c_str(), f.wall_s / simulated_s, f.cpu_s / simulated_s, simulated_s,
-              static_cast<double>(f.events) / f.ios, f.simulated_iops, PeakRssMiB());
+              static_cast<double>(f.events) / f.ios, f.simulated_iops, static_cast<double>(f.busy_ns) / f.ios,
+              f.ModelledPerCpuS(), PeakRssMiB());
   return true;
 }
+
+constexpr char kUsage[] =
+    "usage: engine_bench [--virtual_seconds=S] [--repeats=N] [--no_fio] [--rc1_seconds=S] [--no_rc1]\n"
+    "  --virtual_seconds=S  virtual time of each one-CPU, scsi_debug and bfq case (default 2)\n"
+    "  --repeats=N          best of N runs for those cases (default 3)\n"
+    "  --no_fio             do not run fio's null engine for comparison\n"
+    "  --rc1_seconds=S      virtual time of RC1's seed line (default 1; 256 CPUs: S / 5)\n"
+    "  --no_rc1             skip the big hosts\n";
 
 }  // namespace
 
@@ -173,11 +192,26 @@ int main(int argc, char** argv) {
   double rc1_seconds = 1;
   bool with_rc1 = true;
   for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--virtual_seconds=", 18) == 0) virtual_seconds = std::atof(argv[i] + 18);
-    if (std::strcmp(argv[i], "--no_fio") == 0) with_fio = false;
-    if (std::strncmp(argv[i], "--repeats=", 10) == 0) repeats = std::max(1, std::atoi(argv[i] + 10));
-    if (std::strncmp(argv[i], "--rc1_seconds=", 14) == 0) rc1_seconds = std::atof(argv[i] + 14);
-    if (std::strcmp(argv[i], "--no_rc1") == 0) with_rc1 = false;
+    if (std::strncmp(argv[i], "--virtual_seconds=", 18) == 0) {
+      virtual_seconds = std::atof(argv[i] + 18);
+    } else if (std::strcmp(argv[i], "--no_fio") == 0) {
+      with_fio = false;
+    } else if (std::strncmp(argv[i], "--repeats=", 10) == 0) {
+      repeats = std::max(1, std::atoi(argv[i] + 10));
+    } else if (std::strncmp(argv[i], "--rc1_seconds=", 14) == 0) {
+      rc1_seconds = std::atof(argv[i] + 14);
+    } else if (std::strcmp(argv[i], "--no_rc1") == 0) {
+      with_rc1 = false;
+    } else {
+      const bool help = std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0;
+      if (!help) std::fprintf(stderr, "engine_bench: unknown option %s\n", argv[i]);
+      std::fprintf(help ? stdout : stderr, "%s", kUsage);
+      return help ? 0 : 2;
+    }
+  }
+  if (!(virtual_seconds > 0) || !(rc1_seconds > 0)) {
+    std::fprintf(stderr, "engine_bench: --virtual_seconds and --rc1_seconds must be above 0\n%s", kUsage);
+    return 2;
   }
   const std::string runtime = "--runtime=" + std::to_string(static_cast<int64_t>(virtual_seconds * 1000)) + "ms";
   struct Case {
@@ -191,8 +225,8 @@ int main(int argc, char** argv) {
   std::printf("blklab engine benchmark: null_blk irqmode=0, scheduler none, 1 simulated CPU,\n"
               "io_uring QD32 4 KiB random reads, %.1f s of virtual time per case\n\n",
               virtual_seconds);
-  std::printf("%-12s %14s %14s %12s %10s %16s %12s\n", "case", "sim IO/s/core", "sim IO/s wall",
-              "events/IO", "sim IOPS", "fio null IO/s/core", "ratio");
+  std::printf("%-12s %14s %14s %12s %10s %10s %16s %12s\n", "case", "sim IO/s/core", "sim IO/s wall",
+              "events/IO", "sim IOPS", "CPU-s/s", "fio null IO/s/core", "ratio");
   for (const Case& c : cases) {
     // O_DIRECT: the block layer's path, as the README's scenario (a
     // buffered run goes through the page cache model instead).
@@ -216,8 +250,8 @@ int main(int argc, char** argv) {
         }
       }
     }
-    std::printf("%-12s %14.0f %14.0f %12.6f %10.0f", c.label, per_core, f.ios / f.wall_s,
-                static_cast<double>(f.events) / f.ios, f.simulated_iops);
+    std::printf("%-12s %14.0f %14.0f %12.6f %10.0f %10.2f", c.label, per_core, f.ios / f.wall_s,
+                static_cast<double>(f.events) / f.ios, f.simulated_iops, f.ModelledPerCpuS());
     if (fio_ok) {
       std::printf(" %16.0f %11.2fx\n", fio_per_core, per_core / fio_per_core);
     } else {
@@ -254,9 +288,10 @@ int main(int argc, char** argv) {
     double per_core = 0;
     if (!BestOf("rc5-scsi_debug-luns", args, repeats, &f, &per_core)) return 1;
     std::printf("\nscsi_debug (RC5 preset: 8 LUNs, 8 CPUs, libaio QD64 per LUN): %.0f sim IO/s/core, "
-                "%.6f events/IO, %.0f simulated IOPS, %.2f s of CPU per simulated s\n",
+                "%.6f events/IO, %.0f simulated IOPS, %.2f s of CPU per simulated s, "
+                "%.2f modelled CPU-s per host CPU-s\n",
                 per_core, static_cast<double>(f.events) / f.ios, f.simulated_iops,
-                f.cpu_s / (f.ios / f.simulated_iops));
+                f.cpu_s / (f.ios / f.simulated_iops), f.ModelledPerCpuS());
   }
   // bfq: 8 CPUs, one NVMe drive under bfq, 8 io_uring QD32 jobs (one
   // bfqd->lock taken four times per request).
@@ -271,11 +306,13 @@ int main(int argc, char** argv) {
     double per_core = 0;
     if (!BestOf(host, args, repeats, &f, &per_core)) return 1;
     std::printf("bfq (NVMe, 8 CPUs, 8 io_uring QD32 jobs): %.0f sim IO/s/core, %.6f events/IO, "
-                "%.0f simulated IOPS, %.2f s of CPU per simulated s\n",
+                "%.0f simulated IOPS, %.2f s of CPU per simulated s, %.2f modelled CPU-s per host CPU-s\n",
                 per_core, static_cast<double>(f.events) / f.ios, f.simulated_iops,
-                f.cpu_s / (f.ios / f.simulated_iops));
+                f.cpu_s / (f.ios / f.simulated_iops), f.ModelledPerCpuS());
   }
   std::printf("\nsim IO/s/core: simulated IOs per second of the simulating thread's CPU time.\n"
+              "CPU-s/s, modelled CPU-s per host CPU-s: the simulated CPUs' busy time simulated per second\n"
+              "of the simulating thread's CPU time (the simulator's speed per modelled nanosecond).\n"
               "fio null IO/s/core: fio 3.33's null engine, IOPS / (usr+sys share of its job).\n"
               "Each figure is the best of %d runs.\n", repeats);
   std::printf("peak RSS of this process: %.1f MiB\n", PeakRssMiB());
