@@ -1461,6 +1461,43 @@ TEST(BlkTimeout, BusyWalkPaysForTheLinesItTouchesUnderTagsLock) {
   EXPECT_GT(per_bit_ns, 1.5 * host::CalibratedCostTable().busy_iter_per_bit) << Describe(before);
 }
 
+// The walk visits the set bits of the shared bitmap, not all of it: each
+// hctx's pass takes tags->lock once per request holding a driver tag at
+// that moment. Four LUNs at QD64 on 10 ms drives keep 256 of the 4096 host
+// tags busy, steadily, so a queue's walk costs 16 passes x 256 acquisitions
+// before 5.16 and one pass after. (On RC1's CPU-bound preset the busy count
+// is the IOPS times the time a request holds its tag, D2C: the drive's
+// latency, a setup fact, sets how much every walk costs.)
+RunResult WalkRun(bool shared_once) {
+  const host::HostSpec h = HbaHost(
+      2, absl::StrCat("tag_busy_iter_shared_once: ", shared_once ? "true" : "false", ", busy_iter_takes_tags_lock: true"),
+      "lld: 1, can_queue: 4096, nr_hw_queues: 16, virtual_drives: 4, cmd_per_lun: 1024, "
+      "drive_latency_nsec: 10000000, firmware_nsec: 1000",
+      "none");
+  std::vector<std::string> args = {"--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k",
+                                   "--iodepth=64", "--norandommap=1", "--runtime=6300ms", "--time_based=1"};
+  for (const char* dev : {"sdb", "sdc", "sdd", "sde"}) {
+    args.push_back(absl::StrCat("--name=", dev));
+    args.push_back(absl::StrCat("--filename=/dev/", dev));
+  }
+  return MustRun(h, args);
+}
+
+TEST(BlkTimeout, AWalkTakesTagsLockOncePerBusyBitPerHctx) {
+  for (bool shared_once : {false, true}) {
+    SCOPED_TRACE(shared_once ? "once per queue" : "once per hctx");
+    const RunResult r = WalkRun(shared_once);
+    const uint64_t walks = CounterOf(r.kernel, "timeout_work");
+    ASSERT_GE(walks, 4u) << Describe(r);
+    const stats::LockRow* lock = LockNamed(r.kernel, "host0:tags->lock");
+    ASSERT_NE(lock, nullptr) << Describe(r);
+    const double passes = static_cast<double>(walks) * (shared_once ? 1 : 16);
+    const double per_pass = static_cast<double>(lock->acquisitions) / passes;
+    EXPECT_GT(per_pass, 0.9 * 256) << Describe(r);
+    EXPECT_LE(per_pass, 256.0) << Describe(r);
+  }
+}
+
 TEST(ScsiHba, Rc1TimeoutWalkPerHctxContendsOnTagsLock) {
   const RunResult before = Rc1Run(false);
   const RunResult after = Rc1Run(true);

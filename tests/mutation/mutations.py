@@ -228,4 +228,9 @@ MUTATIONS = [
      "    if (list[i].at <= cpu.now()) {",
      "    if (true) {",
      "Causality"),
+    ("timeout walk: tags->lock taken for every bit of a word with a busy bit, not per busy bit",
+     "engine/model/blk_timeout.cc",
+     "      if (tags.rq(i) == nullptr) continue;",
+     "      if (false) continue;",
+     "BlkTimeout"),
 ]
