@@ -35,8 +35,12 @@ void BlkCpuDone::SendIpi(sim::Cpu& cpu, Request* rq, int target) {
   list.push_back({rq, cpu.now()});
   if (list.size() > 1) return;  // the target's softirq (or its IPI) is on the way
   cpu.Charge(kernel_.fn.smp_call_function_single_async, c.ipi_send);
+  DeliverIpi(target, cpu.now());
+}
+
+void BlkCpuDone::DeliverIpi(int target, sim::SimTime sent_at) {
   kernel_.Count(Counter::k_ipi);
-  kernel_.machine().cpu(target).RaiseHardirq(cpu.now() + c.ipi_delivery_latency, &ipi_, 0);
+  kernel_.machine().cpu(target).RaiseHardirq(sent_at + kernel_.costs().ipi_delivery_latency, &ipi_, 0);
 }
 
 sim::Task BlkCpuDone::CompletionIpi::Handle(sim::Cpu& cpu, uint64_t) {
@@ -76,10 +80,7 @@ sim::Task BlkCpuDone::DoneSoftirq::Handle(sim::Cpu& cpu, uint64_t) {
     }
   }
   list.resize(kept);
-  if (later != sim::kSimTimeNever) {
-    k.Count(Counter::k_ipi);
-    k.machine().cpu(cpu.id()).RaiseHardirq(later + k.costs().ipi_delivery_latency, &d_->ipi_, 0);
-  }
+  if (later != sim::kSimTimeNever) d_->DeliverIpi(cpu.id(), later);
   for (const Done& e : list) {
     co_await cpu.Sync();
     e.rq->q->MqOpsComplete(cpu, e.rq);

@@ -73,6 +73,10 @@ class BlkCpuDone {
     BlkCpuDone* d_;
   };
 
+  // The completion IPI to `target`, sent at `sent_at`: counted, delivered
+  // after the cost table's latency.
+  void DeliverIpi(int target, sim::SimTime sent_at);
+
   // A request on a list and the virtual time its llist_add ran.
   struct Done {
     Request* rq;
