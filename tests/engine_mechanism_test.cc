@@ -1306,7 +1306,8 @@ RunOutcome Rc5IdleRun(bool idle_delay_run, int hz = 1000, const std::string& kno
   const host::HostSpec h = ScsiDebugHost(
       "ndelay: 1000000, max_queue: 32, every_nth: 1, opts: 0x800",
       absl::StrCat("scsi_debug_qfull_did_ok: true, blk_mq_budget_contention_rerun: false, "
-                   "run_all_hw_queues_on_completion: true, scsi_budget_idle_delay_run: ",
+                   "run_all_hw_queues_on_completion: true, sched_batch_dispatch: false, "
+                   "dispatch_busy_with_scheduler: false, scsi_budget_idle_delay_run: ",
                    idle_delay_run ? "true" : "false", knobs));
   host::HostSpec hs = h;
   hs.kernel.hz = hz;

@@ -63,14 +63,15 @@ const std::vector<std::string> kPolledJob = {
 
 // Eight CPUs submitting to one mq-deadline queue (RC4's shape, small), of
 // one hw queue or `submit_queues`.
-std::string DeadlineYaml(const std::string& knobs, int submit_queues = 1) {
+std::string DeadlineYaml(const std::string& knobs, int submit_queues = 1, int hw_queue_depth = 64) {
   return absl::StrCat(
       "name: knob-dd\n"
       "cpus: {count: 8}\n"
       "knobs: {", knobs, "}\n"
       "devices:\n"
       "  - name: nullb0\n"
-      "    null_blk: {irqmode: 1, submit_queues: ", submit_queues, ", poll_queues: 0}\n"
+      "    null_blk: {irqmode: 1, submit_queues: ", submit_queues, ", poll_queues: 0, hw_queue_depth: ",
+      hw_queue_depth, "}\n"
       "    queue: {scheduler: mq-deadline}\n");
 }
 const std::vector<std::string> kDeadlineJob = {
@@ -175,6 +176,9 @@ std::map<std::string, KnobCase> Cases() {
       {"dd_insert_buckets", {DeadlineYaml("dd_insert_side_lists: false"), kDeadlineJob}},
       {"dd_insert_side_lists", {DeadlineYaml(""), kDeadlineJob}},
       {"dd_skip_merge_if_contended", {DeadlineYaml(""), kDeadlineJob}},
+      {"sched_batch_dispatch", {DeadlineYaml(""), kDeadlineJob}},
+      // 16 driver tags for 32 requests: dispatches run out of tags.
+      {"dispatch_busy_with_scheduler", {DeadlineYaml("", 1, 16), kDeadlineJob}},
       {"sq_sched_runs_own_hctx",
        {DeadlineYaml("dd_serialize_dispatch: false, dd_insert_side_lists: false, dd_skip_merge_if_contended: false", 8),
         kSqHctxJob}},

@@ -104,6 +104,13 @@ namespace blklab::host {
   BOOL(dd_insert_buckets, false, 0, 0, "RC4: Jens's per-CPU insertion buckets (not merged)")           \
   BOOL(dd_insert_side_lists, true, 0, 0, "RC4: Bart's insert side lists drained by the dispatcher (6.9)") \
   BOOL(dd_skip_merge_if_contended, true, 0, 0, "RC4: dd_bio_merge trylocks and skips when busy (6.9)") \
+  BOOL(sched_batch_dispatch, true, 0, 0,                                                              \
+       "__blk_mq_do_dispatch_sched collects up to nr_requests requests from the scheduler per "        \
+       "blk_mq_dispatch_rq_list (6e6fcbc27e77, 5.10+); false: one request per call (4.14-5.9)")         \
+  BOOL(dispatch_busy_with_scheduler, true, 0, 0,                                                      \
+       "blk_mq_update_dispatch_busy keeps hctx->dispatch_busy under a scheduler too, so a dispatch "   \
+       "that ran out of driver tags makes the next ones take one request at a time (cb9516be7708, "    \
+       "5.14+); false: only queues without a scheduler (4.19-5.13)")                                    \
   BOOL(sq_sched_runs_own_hctx, true, 0, 0,                                                           \
        "blk_mq_run_hw_queues and blk_mq_delay_run_hw_queues under a scheduler that ignores hw queues "   \
        "(mq-deadline, bfq) run only the calling CPU's hctx and those with requests on hctx->dispatch (5.13+)") \

@@ -267,10 +267,14 @@ Request* RequestQueue::AllocRequestFast(sim::Cpu& cpu, Bio* bio, Plug* plug) {
     hctx->TagBusy(cpu);
     if (!hctx->MayQueue(cpu)) return nullptr;
   }
+  // ->limit_depth: the scheduler may shallow this allocation (not for
+  // passthrough commands, which take a scheduler tag without RQF_USE_SCHED).
+  const uint32_t shallow_depth = elevator_ && !bio->passthrough ? elevator_->LimitDepth(bio->op) : 0;
   // Batched allocation (5.16+): with a plug expecting several IOs, no
-  // scheduler and no shared tags, take several tags with one atomic.
-  if (plug != nullptr && plug->nr_ios > 1 && kernel_.knobs().plug_request_cache &&
-      !elevator_ && set_.nr_queues() == 1 && !set_.config().hctx_shared) {
+  // shallow depth and no shared tags, take several tags with one atomic
+  // (blk_mq_get_tags; the scheduler's tags when there is one).
+  if (plug != nullptr && plug->nr_ios > 1 && kernel_.knobs().plug_request_cache && shallow_depth == 0 &&
+      set_.nr_queues() == 1 && !set_.config().hctx_shared) {
     uint32_t want = std::min<uint32_t>(plug->nr_ios, 64);
     plug->nr_ios = 1;
     uint32_t bits[64];
@@ -278,7 +282,7 @@ Request* RequestQueue::AllocRequestFast(sim::Cpu& cpu, Bio* bio, Plug* plug) {
     if (got > 0) {
       for (uint32_t i = 1; i < got; ++i) {
         Request* extra = tags.static_rq(bits[i]);
-        tags.SetRq(cpu, extra->tag, extra);
+        tags.SetRq(cpu, bits[i], extra);
         extra->mq_hctx = hctx;
         extra->q = this;
         extra->alloc_time_ns = cpu.now();
@@ -286,14 +290,13 @@ Request* RequestQueue::AllocRequestFast(sim::Cpu& cpu, Bio* bio, Plug* plug) {
         plug->cached_rqs.push_back(extra);
       }
       Request* rq = tags.static_rq(bits[0]);
-      tags.SetRq(cpu, rq->tag, rq);
+      tags.SetRq(cpu, bits[0], rq);
       InitRequest(cpu, rq, bio, hctx, plug);
       return rq;
     }
     return nullptr;
   }
-  // ->limit_depth: the scheduler may shallow this allocation.
-  const int bit = bt.Get(cpu, elevator_ && !bio->passthrough ? elevator_->LimitDepth(bio->op) : 0);
+  const int bit = bt.Get(cpu, shallow_depth);
   if (bit < 0) return nullptr;
   Request* rq = tags.static_rq(static_cast<uint32_t>(bit));
   tags.SetRq(cpu, static_cast<uint32_t>(bit), rq);
@@ -614,10 +617,11 @@ void RequestQueue::FreeCachedRequests(sim::Cpu& cpu, Plug* plug) {
   // blk_mq_free_plug_rqs: unused cached requests give their tags back.
   while (!plug->cached_rqs.empty()) {
     Request* rq = plug->cached_rqs.pop_front();
-    Tags& tags = rq->mq_hctx->tags();
-    tags.ClearRq(rq->tag);
+    Tags& tags = AllocTags(rq->mq_hctx);
+    const uint32_t tag = elevator_ ? rq->internal_tag : rq->tag;
+    tags.ClearRq(tag);
     rq->state = Request::State::kIdle;
-    tags.bitmap_tags().Clear(cpu, rq->tag);
+    tags.bitmap_tags().Clear(cpu, tag);
   }
 }
 

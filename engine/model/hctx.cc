@@ -11,9 +11,9 @@ constexpr int kCpuWorkBatch = 8;                          // BLK_MQ_CPU_WORK_BAT
 constexpr int64_t kResourceDelayNs = 3 * sim::kNsPerMs;   // BLK_MQ_RESOURCE_DELAY
 constexpr int kCtxPerMapWord = 8;                         // ctx_map: 8 bits per word
 constexpr int64_t kBudgetDelayNs = 3 * sim::kNsPerMs;     // BLK_MQ_BUDGET_DELAY
-// blk_mq_do_dispatch_sched gives up the CPU after a while (need_resched or
-// about 1 s in the kernel); the model after this many productive rounds.
-constexpr int kMaxSchedRounds = 64;
+// blk_mq_do_dispatch_sched hands the rest to kblockd when the CPU is wanted
+// (need_resched) or after HZ jiffies of rounds.
+constexpr int64_t kMaxSchedLoopNs = sim::kNsPerSec;
 }  // namespace
 
 Ctx::Ctx(Kernel& kernel, const std::string& qname, int cpu)
@@ -149,7 +149,7 @@ sim::Task Hctx::BypassInsert(sim::Cpu& cpu, Request* rq, bool at_head) {
 }
 
 void Hctx::UpdateDispatchBusy(bool busy) {
-  if (q_->elevator() != nullptr) return;
+  if (q_->elevator() != nullptr && !kernel_.knobs().dispatch_busy_with_scheduler) return;
   uint32_t ewma = dispatch_busy_;
   if (!ewma && !busy) return;
   ewma *= 7;
@@ -257,6 +257,7 @@ sim::Task Hctx::DispatchRqList(sim::Cpu& cpu, RequestList& list, bool* progress)
   // driver tag), then ->queue_rq.
   const auto& c = kernel_.costs();
   BlkMqDriver& driver = q_->driver();
+  kernel_.Count(Counter::k_dispatch_rq_list);
   BlkStatus last_status = BlkStatus::kOk;
   uint32_t queued = 0;
   bool no_budget = false;
@@ -336,13 +337,16 @@ sim::Task Hctx::DispatchRqList(sim::Cpu& cpu, RequestList& list, bool* progress)
 
 sim::Task Hctx::DoDispatchSched(sim::Cpu& cpu) {
   sim::StackFrame frame(cpu, kernel_.fn.blk_mq_do_dispatch_sched);
-  // blk_mq_do_dispatch_sched: loop while a round makes progress; newer
-  // kernels stop after a while and queue the run again.
-  for (int round = 0; round < kMaxSchedRounds; ++round) {
+  // blk_mq_do_dispatch_sched: loop while a round makes progress, until the
+  // CPU is wanted or a second has gone (then blk_mq_delay_run_hw_queue(0)).
+  co_await cpu.Sync();
+  const sim::SimTime end = cpu.now() + kMaxSchedLoopNs;
+  while (true) {
     bool progress = false;
     co_await DoDispatchSchedOnce(cpu, &progress);
     if (!progress) co_return;
-    if (cpu.need_resched()) break;  // hand the rest to kblockd and yield
+    co_await cpu.Sync();
+    if (cpu.need_resched() || cpu.now() > end) break;  // hand the rest to kblockd and yield
   }
   co_await cpu.Sync();
   RunAsync(cpu);
@@ -355,8 +359,10 @@ sim::Task Hctx::DoDispatchSchedOnce(sim::Cpu& cpu, bool* progress) {
   Elevator& e = *q_->elevator();
   BlkMqDriver& driver = q_->driver();
   // max_dispatch: 1 while dispatch is busy, else q->nr_requests (the
-  // scheduler depth).
-  const uint32_t max_dispatch = dispatch_busy_ != 0 ? 1 : std::max<uint32_t>(sched_tags_->nr_tags(), 1);
+  // scheduler depth); 1 always before batching (5.10).
+  const uint32_t max_dispatch = dispatch_busy_ != 0 || !kernel_.knobs().sched_batch_dispatch
+                                    ? 1
+                                    : std::max<uint32_t>(sched_tags_->nr_tags(), 1);
   RequestList list;
   uint32_t count = 0;
   bool run_queue = false;

@@ -130,7 +130,8 @@ class Hctx {
   sim::Task BypassInsert(sim::Cpu& cpu, Request* rq, bool at_head);
   // blk_mq_hctx_mark_pending: sets `ctx`'s bit in ctx_map.
   void MarkCtxPending(sim::Cpu& cpu, Ctx* ctx);
-  // blk_mq_update_dispatch_busy: EWMA with weight 8, factor 4 (none only).
+  // blk_mq_update_dispatch_busy: EWMA with weight 8, factor 4 (before 5.14
+  // only without a scheduler: knobs.dispatch_busy_with_scheduler).
   void UpdateDispatchBusy(bool busy);
 
   // Shared tag sets (blk-mq-tag.c, blk-mq.h). REQUIRES: Synced.

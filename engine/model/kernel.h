@@ -42,6 +42,7 @@ class BlkCpuDone;
   X(run_hw_queue_async)           \
   X(run_hw_queue_delayed)         \
   X(dispatch_list_insert)         \
+  X(dispatch_rq_list)             \
   X(sw_queue_insert)              \
   X(sched_restart)                \
   X(tag_sleep)                    \

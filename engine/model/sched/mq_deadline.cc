@@ -227,7 +227,7 @@ sim::Task DeadlineSched::InsertRequests(sim::Cpu& cpu, Hctx*, RequestList& list)
     // list_splice_tail_init onto at_tail: its head and the old tail.
     sim::AccessCost ac = kernel_.Access(cpu);
     ac.Work(kernel_.costs().dd_list_splice);
-    ac.Store(side_list_line_);
+    ac.Store(run_state_line_);  // at_tail's head
     if (!side_list_.empty()) ac.Store(side_list_.back()->line);
     cpu.Charge(fn_insert_, ac.Take());
     side_list_.splice_tail(list);
@@ -350,7 +350,7 @@ bool DeadlineSched::HasWork(sim::Cpu& cpu, Hctx*) {
   ac.LoadIndependent(be_sort_line_);
   ac.LoadIndependent(be_fifo_line_);
   ac.LoadIndependent(idle_line_);
-  if (config_.insert_side_lists) ac.LoadIndependent(side_list_line_);
+  if (config_.insert_side_lists) ac.LoadIndependent(run_state_line_);  // at_head, at_tail
   cpu.Charge(fn_has_work_, ac.Take());
   return queued_ > 0 || !side_list_.empty();
 }
@@ -477,16 +477,21 @@ sim::Task DeadlineSched::DispatchRequest(sim::Cpu& cpu, Hctx*, Request** out) {
     dispatching_ = true;
   }
   co_await lock_.Lock(cpu);
-  if (config_.insert_side_lists && !side_list_.empty()) {
-    // dd_do_insert: splice at_tail off under insert_lock, then insert each.
+  if (config_.insert_side_lists) {
+    // dd_do_insert, on every call: insert_lock, list_splice_init of at_head
+    // and at_tail (a read of their line; the splice writes it and the end
+    // requests' links only when there is something to move), then insert
+    // each request.
     co_await insert_lock_.Lock(cpu);
     RequestList moved;
     sim::AccessCost ac = kernel_.Access(cpu);
-    ac.Load(side_list_line_);
-    ac.LoadIndependent(side_list_.front()->line);
-    ac.LoadIndependent(side_list_.back()->line);
-    ac.Store(side_list_line_);
-    moved.splice_tail(side_list_);
+    ac.Load(run_state_line_);
+    if (!side_list_.empty()) {
+      ac.LoadIndependent(side_list_.front()->line);
+      ac.LoadIndependent(side_list_.back()->line);
+      ac.Store(run_state_line_);
+      moved.splice_tail(side_list_);
+    }
     cpu.Charge(fn_insert_, ac.Take());
     co_await cpu.Sync();
     insert_lock_.Unlock(cpu);

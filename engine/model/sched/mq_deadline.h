@@ -40,8 +40,10 @@
 //                          returns NULL without touching dd->lock.
 //   insert_side_lists      inserts take only dd->insert_lock (on the lock
 //                          word's line, as in the patch's aligned struct) and
-//                          splice onto a side list; the dispatcher drains it
-//                          under dd->lock.
+//                          splice onto a side list (its heads on run_state's
+//                          line); every dispatch that wins the bit takes
+//                          insert_lock under dd->lock and drains it
+//                          (dd_do_insert, even when it is empty).
 //   skip_merge_if_contended dd_bio_merge uses spin_trylock; busy -> no merge.
 //   insert_buckets         Jens's v3 3/4 (not merged): dd_insert_requests
 //                          tries dd->lock; if it is busy while another CPU
@@ -146,6 +148,7 @@ class DeadlineSched final : public Elevator {
 
   size_t queued() const override { return queued_ + side_list_.size() + in_buckets_; }
   sim::SpinLock& lock() { return lock_; }
+  sim::SpinLock& insert_lock() { return insert_lock_; }
   const DeadlineStats& stats() const { return stats_; }
 
  private:
@@ -234,8 +237,10 @@ class DeadlineSched final : public Elevator {
   sim::CacheLine state_line_;     // L4
   sim::CacheLine last_merge_line_;  // q->last_merge
   std::array<sim::CacheLine, kHashBuckets / kHashBucketsPerLine> hash_lines_;
-  sim::CacheLine run_state_line_;  // dd->run_state (DD_DISPATCHING)
-  sim::CacheLine side_list_line_;  // at_tail list head
+  // dd->run_state (DD_DISPATCHING) and, right after it in the side-list
+  // patch's layout, the at_head and at_tail list heads: one line that every
+  // inserter's splice writes and every queue run's dispatch bit test reads.
+  sim::CacheLine run_state_line_;
   std::array<PerPrio, kPrios> prio_;
   sim::PooledMap<SortKey, Request*> hash_;  // (end sector, seq): back-merge lookup
   std::array<std::vector<Request*>, kHashBuckets> buckets_;  // chain order: back = first

@@ -218,6 +218,11 @@ TEST(DeadlineSchedTest, SideListsInsertWithoutDdLockAndDispatchDrainsThem) {
   std::vector<uint64_t> order;
   rig.Run(DispatchAll(rig, order));
   EXPECT_EQ(order, (std::vector<uint64_t>{100, 300}));
+  // dd_do_insert runs on every dispatch call that wins DD_DISPATCHING, the
+  // side lists empty or not: one insert_lock for the insert, then one per
+  // call (two that found a request, one that found none).
+  EXPECT_EQ(rig.dd.insert_lock().stats().acquisitions, 1u + 3u);
+  EXPECT_EQ(rig.dd.lock().stats().acquisitions, 3u);
 }
 
 }  // namespace
