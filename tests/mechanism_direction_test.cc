@@ -341,6 +341,29 @@ TEST(DispatchBusy, TagStarvedSchedulerDispatchTakesOneRequestAtATime) {
   EXPECT_LT(rqs_per_call(busy), 0.85 * rqs_per_call(batched)) << Describe(busy) << "\n" << Describe(batched);
 }
 
+// One plug over two disks, one with mq-deadline and one without: the
+// batch of scheduler tags taken for the first disk's read and left unused
+// goes back through its own queue when the plug is flushed, whichever
+// disk the plug's last request was for (blk_mq_free_plug_rqs).
+TEST(PlugRequestCache, UnusedBatchGoesBackToItsOwnQueuesTags) {
+  const host::HostSpec h = HostFromYaml(
+      "name: mixed\n"
+      "cpus: {count: 2}\n"
+      "devices:\n"
+      "  - name: nullb0\n"
+      "    null_blk: {irqmode: 1, submit_queues: 1, poll_queues: 0}\n"
+      "    queue: {scheduler: mq-deadline}\n"
+      "  - name: nullb1\n"
+      "    null_blk: {irqmode: 1, submit_queues: 1, poll_queues: 0}\n"
+      "    queue: {scheduler: none}\n");
+  const RunResult r = MustRun(h, {"--name=t", "--ioengine=io_uring", "--direct=1", "--rw=randread", "--bs=4k",
+                                  "--iodepth=8", "--iodepth_batch_submit=8", "--iodepth_batch_complete=4",
+                                  "--filename=/dev/nullb0:/dev/nullb1", "--file_service_type=random",
+                                  "--runtime=5ms", "--time_based"});
+  EXPECT_GT(TotalIos(r), 1000u) << Describe(r);
+  EXPECT_EQ(CounterOf(r.kernel, "tag_sleep"), 0u) << Describe(r);
+}
+
 // --- SCSI budgets -------------------------------------------------------------------
 
 // cmd_per_lun 4 under a QD32 job: the LUN's budget fails (sdev->restarts)

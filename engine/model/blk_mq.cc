@@ -272,11 +272,17 @@ Request* RequestQueue::AllocRequestFast(sim::Cpu& cpu, Bio* bio, Plug* plug) {
   const uint32_t shallow_depth = elevator_ && !bio->passthrough ? elevator_->LimitDepth(bio->op) : 0;
   // Batched allocation (5.16+): with a plug expecting several IOs, no
   // shallow depth and no shared tags, take several tags with one atomic
-  // (blk_mq_get_tags; the scheduler's tags when there is one).
-  if (plug != nullptr && plug->nr_ios > 1 && kernel_.knobs().plug_request_cache && shallow_depth == 0 &&
-      set_.nr_queues() == 1 && !set_.config().hctx_shared) {
-    uint32_t want = std::min<uint32_t>(plug->nr_ios, 64);
+  // (blk_mq_get_tags; the scheduler's tags when there is one). The plug's
+  // count is used up by its first allocation, batched or not
+  // (blk_mq_get_new_requests).
+  uint32_t nr_tags = 1;
+  if (plug != nullptr) {
+    nr_tags = plug->nr_ios;
     plug->nr_ios = 1;
+  }
+  if (nr_tags > 1 && kernel_.knobs().plug_request_cache && shallow_depth == 0 && set_.nr_queues() == 1 &&
+      !set_.config().hctx_shared) {
+    uint32_t want = std::min<uint32_t>(nr_tags, 64);
     uint32_t bits[64];
     const uint32_t got = bt.GetBatch(cpu, want, bits);
     if (got > 0) {
@@ -616,9 +622,12 @@ sim::Task RequestQueue::FlushPlug(sim::Cpu& cpu, Plug* plug, bool from_schedule)
 void RequestQueue::FreeCachedRequests(sim::Cpu& cpu, Plug* plug) {
   // blk_mq_free_plug_rqs: unused cached requests give their tags back.
   while (!plug->cached_rqs.empty()) {
+    // Each through its own queue (blk_mq_free_plug_rqs): the plug's last
+    // queue need not be the one whose tags the batch took.
     Request* rq = plug->cached_rqs.pop_front();
-    Tags& tags = AllocTags(rq->mq_hctx);
-    const uint32_t tag = elevator_ ? rq->internal_tag : rq->tag;
+    RequestQueue* q = rq->q;
+    Tags& tags = q->AllocTags(rq->mq_hctx);
+    const uint32_t tag = q->elevator_ ? rq->internal_tag : rq->tag;
     tags.ClearRq(tag);
     rq->state = Request::State::kIdle;
     tags.bitmap_tags().Clear(cpu, tag);
