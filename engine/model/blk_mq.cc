@@ -421,7 +421,7 @@ sim::Task RequestQueue::SubmitBio(sim::Cpu& cpu, Bio* bio, Plug* plug) {
     // blk_add_rq_to_plug: flush first when the plug is full or spans queues.
     cpu.Charge(kernel_.fn.blk_add_rq_to_plug, c.plug_add_flush_per_rq);
     if (plug->rq_count >= kBlkMaxRequestCount) {
-      co_await FlushPlug(cpu, plug, false);
+      co_await FlushPlugList(cpu, plug, false);  // the cached requests stay
     }
     if (plug->q != nullptr && plug->q != this) plug->multiple_queues = true;
     plug->q = this;
@@ -546,14 +546,18 @@ sim::Task RequestQueue::IssueDirectlyBusy(sim::Cpu& cpu, Request* rq) {
 }
 
 sim::Task RequestQueue::FlushPlug(sim::Cpu& cpu, Plug* plug, bool from_schedule) {
-  // blk_mq_flush_plug_list
-  if (plug->mq_list.empty()) {
-    if (!from_schedule && !plug->cached_rqs.empty() && plug->q != nullptr) {
-      co_await cpu.Sync();
-      plug->q->FreeCachedRequests(cpu, plug);
-    }
-    co_return;
+  // __blk_flush_plug: the plug's requests, then (not from schedule(), as in
+  // 5.16) the requests it cached and did not use.
+  co_await FlushPlugList(cpu, plug, from_schedule);
+  if (!from_schedule && !plug->cached_rqs.empty() && plug->q != nullptr) {
+    co_await cpu.Sync();
+    plug->q->FreeCachedRequests(cpu, plug);
   }
+}
+
+sim::Task RequestQueue::FlushPlugList(sim::Cpu& cpu, Plug* plug, bool from_schedule) {
+  // blk_mq_flush_plug_list
+  if (plug->mq_list.empty()) co_return;
   RequestQueue* q = plug->mq_list.front()->q;
   Kernel& kernel = q->kernel_;
   sim::StackFrame frame(cpu, kernel.fn.blk_mq_flush_plug_list);
@@ -612,10 +616,6 @@ sim::Task RequestQueue::FlushPlug(sim::Cpu& cpu, Plug* plug, bool from_schedule)
       Request* rq = list.pop_front();
       co_await rq->q->InsertAndRun(cpu, rq, /*run_async=*/from_schedule);
     }
-  }
-  if (!from_schedule && !plug->cached_rqs.empty() && plug->q != nullptr) {
-    co_await cpu.Sync();
-    plug->q->FreeCachedRequests(cpu, plug);
   }
 }
 

@@ -163,8 +163,12 @@ class RequestQueue {
   // op the media access): a request without scheduler or accounting, put on
   // hctx->dispatch and run at once; completes through bio->owner as any bio.
   sim::Task ExecutePassthrough(sim::Cpu& cpu, Bio* bio);
-  // blk_finish_plug / blk_flush_plug: issue what the plug holds.
+  // blk_finish_plug / blk_flush_plug (__blk_flush_plug): issue what the plug
+  // holds, then free the requests it cached and did not use.
   static sim::Task FlushPlug(sim::Cpu& cpu, Plug* plug, bool from_schedule);
+  // blk_mq_flush_plug_list alone (a full plug flushed from
+  // blk_add_rq_to_plug): the cached requests stay for the next bios.
+  static sim::Task FlushPlugList(sim::Cpu& cpu, Plug* plug, bool from_schedule);
 
   void RunHwQueuesAsync(sim::Cpu& cpu);                   // blk_mq_run_hw_queues(q, true)
   sim::Task RunHwQueues(sim::Cpu& cpu);                   // blk_mq_run_hw_queues(q, false)
