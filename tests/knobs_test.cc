@@ -179,6 +179,9 @@ std::map<std::string, KnobCase> Cases() {
       {"sched_batch_dispatch", {DeadlineYaml(""), kDeadlineJob}},
       // 16 driver tags for 32 requests: dispatches run out of tags.
       {"dispatch_busy_with_scheduler", {DeadlineYaml("", 1, 16), kDeadlineJob}},
+      {"dispatch_loop_checks_dispatch_list", {DeadlineYaml("dd_serialize_dispatch: false", 1, 16), kDeadlineJob}},
+      // CFS's wake-ups set need_resched while a dispatch loop runs.
+      {"dispatch_loop_time_limit", {DeadlineYaml("sched_eevdf: false"), kDeadlineJob}},
       {"sq_sched_runs_own_hctx",
        {DeadlineYaml("dd_serialize_dispatch: false, dd_insert_side_lists: false, dd_skip_merge_if_contended: false", 8),
         kSqHctxJob}},

@@ -79,10 +79,10 @@ enum class CostSource { kSrc, kDerived, kGuess };
   X(kyber_insert_request, 15, kGuess, "kyber_insert_requests per request: list_move_tail and the kcq_map test (lines priced apart)") \
   X(kyber_dispatch_request, 25, kGuess, "kyber_dispatch_request body: batch and domain checks, token bookkeeping (lines priced apart)") \
   X(kyber_completed_request, 20, kGuess, "kyber_completed_request: two add_latency_sample (div64) and timer_reduce's check") \
-  X(bfq_bio_merge, 63, kDerived, "bfq_bio_merge: bic lookup, cgroup check, elv_merge probe (bfqd->lock held). The four bfq rows (621 ns) make bfq's uncontended bfqd->lock time per request 2.7x mq-deadline's dd->lock time in the calibrated model (625 vs 231 ns per request, Bfq.OneLockForEverythingAndItsContention), as Documentation/block/bfq-iosched.rst measured (1.9 us vs 0.7 us); derived against the fitted mq-deadline bodies (dd_sections), so a refit of that group calls for a re-derivation, which the test catches; the split among the hooks is a guess") \
-  X(bfq_insert_request, 224, kDerived, "bfq_insert_request: bfq_init_rq, think/seek time, bfq_add_request, busy switch (bfqd->lock held)") \
-  X(bfq_dispatch_request, 168, kDerived, "__bfq_dispatch_request: bfq_select_queue, bfq_bfqq_served up the tree, peak rate, next_rq (bfqd->lock held)") \
-  X(bfq_completed_request, 166, kDerived, "bfq_completed_request: hw_tag, idling / expiry decisions (bfqd->lock held)") \
+  X(bfq_bio_merge, 36, kDerived, "bfq_bio_merge: bic lookup, cgroup check, elv_merge probe (bfqd->lock held). The four bfq rows (358 ns) make bfq's uncontended bfqd->lock time per request 2.7x mq-deadline's dd->lock time in the calibrated model (362 vs 134 ns per request, Bfq.OneLockForEverythingAndItsContention), as Documentation/block/bfq-iosched.rst measured (1.9 us vs 0.7 us); derived against the fitted mq-deadline bodies (dd_sections), so a refit of that group calls for a re-derivation, which the test catches; the split among the hooks is a guess") \
+  X(bfq_insert_request, 129, kDerived, "bfq_insert_request: bfq_init_rq, think/seek time, bfq_add_request, busy switch (bfqd->lock held)") \
+  X(bfq_dispatch_request, 97, kDerived, "__bfq_dispatch_request: bfq_select_queue, bfq_bfqq_served up the tree, peak rate, next_rq (bfqd->lock held)") \
+  X(bfq_completed_request, 96, kDerived, "bfq_completed_request: hw_tag, idling / expiry decisions (bfqd->lock held)") \
   X(sbitmap_get, 10, kGuess, "__sbitmap_queue_get on a local word")                             \
   X(sbitmap_get_batch_per_tag, 3, kGuess, "__sbitmap_queue_get_batch per tag")                  \
   X(sbitmap_clear, 8, kGuess, "sbitmap_queue_clear without waiters")                            \

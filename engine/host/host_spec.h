@@ -111,6 +111,14 @@ namespace blklab::host {
        "blk_mq_update_dispatch_busy keeps hctx->dispatch_busy under a scheduler too, so a dispatch "   \
        "that ran out of driver tags makes the next ones take one request at a time (cb9516be7708, "    \
        "5.14+); false: only queues without a scheduler (4.19-5.13)")                                    \
+  BOOL(dispatch_loop_checks_dispatch_list, true, 0, 0,                                               \
+       "the scheduler's dispatch loop stops when hctx->dispatch holds requests and "                     \
+       "blk_mq_sched_dispatch_requests runs once more at once, then through kblockd (-EAGAIN, 5.8+); "    \
+       "a call of blk_mq_dispatch_rq_list that leaves requests ends the loop. false: 4.14's loop, "      \
+       "which never looks at hctx->dispatch and goes on while a call queued anything")                  \
+  BOOL(dispatch_loop_time_limit, true, 0, 0,                                                          \
+       "blk_mq_do_dispatch_sched hands the queue to kblockd when the CPU is wanted (need_resched) or "   \
+       "after a second (5.18+, stable 5.10+ from 2022); false: it loops while rounds dispatch")         \
   BOOL(sq_sched_runs_own_hctx, true, 0, 0,                                                           \
        "blk_mq_run_hw_queues and blk_mq_delay_run_hw_queues under a scheduler that ignores hw queues "   \
        "(mq-deadline, bfq) run only the calling CPU's hctx and those with requests on hctx->dispatch (5.13+)") \

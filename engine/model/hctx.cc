@@ -196,10 +196,26 @@ sim::Task Hctx::FlushBusyCtxs(sim::Cpu& cpu, RequestList& out) {
 
 sim::Task Hctx::DispatchRequests(sim::Cpu& cpu) {
   sim::StackFrame frame(cpu, kernel_.fn.blk_mq_sched_dispatch_requests);
-  // blk_mq_sched_dispatch_requests -> __blk_mq_sched_dispatch_requests.
+  // blk_mq_sched_dispatch_requests. A pass that stopped because requests
+  // sat on hctx->dispatch (-EAGAIN, 5.8+) is repeated once at once, then
+  // left to kblockd.
   cpu.Charge(kernel_.fn.rcu_read_lock, kernel_.costs().rcu_read_section);
   co_await cpu.Sync();
   if (stopped_) co_return;
+  bool again = false;
+  co_await SchedDispatchOnce(cpu, &again);
+  if (!again) co_return;
+  kernel_.Count(Counter::k_sched_dispatch_eagain);
+  again = false;
+  co_await SchedDispatchOnce(cpu, &again);
+  if (!again) co_return;
+  co_await cpu.Sync();
+  RunAsync(cpu);
+}
+
+sim::Task Hctx::SchedDispatchOnce(sim::Cpu& cpu, bool* again) {
+  // __blk_mq_sched_dispatch_requests.
+  co_await cpu.Sync();
   RequestList list;
   if (!dispatch_.empty()) {
     co_await lock_.Lock(cpu);
@@ -210,15 +226,15 @@ sim::Task Hctx::DispatchRequests(sim::Cpu& cpu) {
     lock_.Unlock(cpu);
   }
   if (!list.empty()) {
-    // Leftovers first; mark RESTART so a completion re-runs us.
+    // Leftovers first; mark RESTART so a completion re-runs us. Only if
+    // they all went does the scheduler get asked for more.
     MarkSchedRestart(cpu);
-    bool progress = false;
-    co_await DispatchRqList(cpu, list, &progress);
-    co_await cpu.Sync();
-    if (!dispatch_.empty()) co_return;  // still busy: wait for a restart
+    bool dispatched = false;
+    co_await DispatchRqList(cpu, list, &dispatched);
+    if (!dispatched) co_return;
   }
   if (q_->elevator() != nullptr) {
-    co_await DoDispatchSched(cpu);
+    co_await DoDispatchSched(cpu, again);
     co_return;
   }
   // Then the software queues: all at once, or (dispatch_busy) one at a time
@@ -229,9 +245,9 @@ sim::Task Hctx::DispatchRequests(sim::Cpu& cpu) {
     while (!list.empty()) {
       RequestList one;
       one.push_back(list.pop_front());
-      bool progress = false;
-      co_await DispatchRqList(cpu, one, &progress);
-      if (!progress || !one.empty()) {
+      bool dispatched = false;
+      co_await DispatchRqList(cpu, one, &dispatched);
+      if (!dispatched || !one.empty()) {
         // Park the rest on hctx->dispatch behind what DispatchRqList left.
         co_await cpu.Sync();
         co_await lock_.Lock(cpu);
@@ -243,15 +259,15 @@ sim::Task Hctx::DispatchRequests(sim::Cpu& cpu) {
     }
     co_return;
   }
-  bool progress = false;
-  co_await DispatchRqList(cpu, list, &progress);
+  bool dispatched = false;
+  co_await DispatchRqList(cpu, list, &dispatched);
 }
 
 void Hctx::ReleaseBudgets(sim::Cpu& cpu, RequestList& list) {
   for (Request* r = list.front(); r != nullptr; r = r->next) q_->PutRqBudget(cpu, r);
 }
 
-sim::Task Hctx::DispatchRqList(sim::Cpu& cpu, RequestList& list, bool* progress) {
+sim::Task Hctx::DispatchRqList(sim::Cpu& cpu, RequestList& list, bool* dispatched) {
   sim::StackFrame frame(cpu, kernel_.fn.blk_mq_dispatch_rq_list);
   // blk_mq_dispatch_rq_list: per request blk_mq_prep_dispatch_rq (budget,
   // driver tag), then ->queue_rq.
@@ -306,7 +322,9 @@ sim::Task Hctx::DispatchRqList(sim::Cpu& cpu, RequestList& list, bool* progress)
     }
     ++queued;
   }
-  *progress = queued > 0;
+  // The return value: 5.x+ true only when the driver took the whole list
+  // (leftovers return false); 4.14 true when it took anything.
+  *dispatched = kernel_.knobs().dispatch_loop_checks_dispatch_list ? list.empty() : queued > 0;
   if (list.empty()) {
     UpdateDispatchBusy(false);
     co_return;
@@ -335,26 +353,37 @@ sim::Task Hctx::DispatchRqList(sim::Cpu& cpu, RequestList& list, bool* progress)
   // BLK_STS_DEV_RESOURCE: the driver promises a re-run when it frees resources.
 }
 
-sim::Task Hctx::DoDispatchSched(sim::Cpu& cpu) {
+sim::Task Hctx::DoDispatchSched(sim::Cpu& cpu, bool* again) {
   sim::StackFrame frame(cpu, kernel_.fn.blk_mq_do_dispatch_sched);
-  // blk_mq_do_dispatch_sched: loop while a round makes progress, until the
-  // CPU is wanted or a second has gone (then blk_mq_delay_run_hw_queue(0)).
+  // blk_mq_do_dispatch_sched: rounds while each queues all it took; since
+  // 5.18 also until the CPU is wanted or a second has gone, then
+  // blk_mq_delay_run_hw_queue(hctx, 0). A round that found hctx->dispatch
+  // busy ends the loop with -EAGAIN.
   co_await cpu.Sync();
+  const bool bounded = kernel_.knobs().dispatch_loop_time_limit;
   const sim::SimTime end = cpu.now() + kMaxSchedLoopNs;
   while (true) {
-    bool progress = false;
-    co_await DoDispatchSchedOnce(cpu, &progress);
-    if (!progress) co_return;
+    bool dispatched = false;
+    bool busy = false;
+    co_await DoDispatchSchedOnce(cpu, &dispatched, &busy);
+    if (busy) {
+      *again = true;
+      co_return;
+    }
+    if (!dispatched) co_return;
+    if (!bounded) continue;
     co_await cpu.Sync();
-    if (cpu.need_resched() || cpu.now() > end) break;  // hand the rest to kblockd and yield
+    if (cpu.need_resched() || cpu.now() > end) {
+      RunAsync(cpu);  // hand the rest to kblockd and yield
+      co_return;
+    }
   }
-  co_await cpu.Sync();
-  RunAsync(cpu);
 }
 
-sim::Task Hctx::DoDispatchSchedOnce(sim::Cpu& cpu, bool* progress) {
+sim::Task Hctx::DoDispatchSchedOnce(sim::Cpu& cpu, bool* dispatched, bool* busy) {
   // __blk_mq_do_dispatch_sched
-  *progress = false;
+  *dispatched = false;
+  *busy = false;
   const sim::Machine& m = kernel_.machine();
   Elevator& e = *q_->elevator();
   BlkMqDriver& driver = q_->driver();
@@ -370,8 +399,15 @@ sim::Task Hctx::DoDispatchSchedOnce(sim::Cpu& cpu, bool* progress) {
   do {
     co_await cpu.Sync();
     if (!e.HasWork(cpu, this)) break;
-    cpu.Charge(kernel_.fn.blk_mq_run_hw_queue, dispatch_line_.Read(m, cpu.id(), kernel_.costs().line_read_hit));
-    if (!dispatch_.empty()) break;
+    if (kernel_.knobs().dispatch_loop_checks_dispatch_list) {
+      // 5.8+: requests parked on hctx->dispatch (another CPU's leftovers,
+      // a flush) go first: stop and let the caller run again (-EAGAIN).
+      cpu.Charge(kernel_.fn.blk_mq_run_hw_queue, dispatch_line_.Read(m, cpu.id(), kernel_.costs().line_read_hit));
+      if (!dispatch_.empty()) {
+        *busy = true;
+        break;
+      }
+    }
     const bool budget = driver.has_budget();
     // No budget: stop; the driver re-runs the queue (SCSI: its completion
     // rule or the idle LUN's delayed run), not a 3 ms kick per hctx.
@@ -397,7 +433,7 @@ sim::Task Hctx::DoDispatchSchedOnce(sim::Cpu& cpu, bool* progress) {
     co_return;
   }
   if (!multi_hctxs) {
-    co_await DispatchRqList(cpu, list, progress);
+    co_await DispatchRqList(cpu, list, dispatched);
     co_return;
   }
   // Requests of one elevator may belong to several hctxs: dispatch each
@@ -419,7 +455,7 @@ sim::Task Hctx::DoDispatchSchedOnce(sim::Cpu& cpu, bool* progress) {
     list.splice_tail(rest);
     bool p = false;
     co_await h->DispatchRqList(cpu, mine, &p);
-    *progress = *progress || p;
+    *dispatched = *dispatched || p;
   }
 }
 

@@ -9,7 +9,8 @@
 //                              variant, and blk_mq_run_work_fn on kblockd
 //   HasPending                 blk_mq_hctx_has_pending (dispatch list, ctx_map,
 //                              the elevator's has_work)
-//   DispatchRequests           blk_mq_sched_dispatch_requests: hctx->dispatch
+//   DispatchRequests           blk_mq_sched_dispatch_requests (run again once
+//                              on -EAGAIN): hctx->dispatch
 //                              leftovers, then the elevator
 //                              (blk_mq_do_dispatch_sched) or the software
 //                              queues (blk_mq_flush_busy_ctxs /
@@ -122,8 +123,10 @@ class Hctx {
   // blk_mq_sched_dispatch_requests.
   sim::Task DispatchRequests(sim::Cpu& cpu);
   // blk_mq_dispatch_rq_list: dispatches `list`; what the driver did not
-  // take is parked on hctx->dispatch. *progress: something was queued.
-  sim::Task DispatchRqList(sim::Cpu& cpu, RequestList& list, bool* progress);
+  // take is parked on hctx->dispatch. *dispatched: its return value (the
+  // whole list went; 4.14: anything went, knob
+  // dispatch_loop_checks_dispatch_list).
+  sim::Task DispatchRqList(sim::Cpu& cpu, RequestList& list, bool* dispatched);
   // blk_mq_hctx_has_pending. REQUIRES: Synced.
   bool HasPending(sim::Cpu& cpu);
   // blk_mq_request_bypass_insert: onto hctx->dispatch under hctx->lock.
@@ -159,8 +162,12 @@ class Hctx {
   };
 
   sim::Task FlushBusyCtxs(sim::Cpu& cpu, RequestList& out);
-  sim::Task DoDispatchSched(sim::Cpu& cpu);
-  sim::Task DoDispatchSchedOnce(sim::Cpu& cpu, bool* progress);
+  // __blk_mq_sched_dispatch_requests; *again: it returned -EAGAIN.
+  sim::Task SchedDispatchOnce(sim::Cpu& cpu, bool* again);
+  // blk_mq_do_dispatch_sched / __blk_mq_do_dispatch_sched; *busy: the round
+  // stopped because hctx->dispatch held requests.
+  sim::Task DoDispatchSched(sim::Cpu& cpu, bool* again);
+  sim::Task DoDispatchSchedOnce(sim::Cpu& cpu, bool* dispatched, bool* busy);
   // The requests' budgets go back (blk_mq_release_budgets).
   void ReleaseBudgets(sim::Cpu& cpu, RequestList& list);
 

@@ -43,6 +43,7 @@ class BlkCpuDone;
   X(run_hw_queue_delayed)         \
   X(dispatch_list_insert)         \
   X(dispatch_rq_list)             \
+  X(sched_dispatch_eagain)        \
   X(sw_queue_insert)              \
   X(sched_restart)                \
   X(tag_sleep)                    \
