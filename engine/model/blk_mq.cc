@@ -549,9 +549,9 @@ sim::Task RequestQueue::FlushPlug(sim::Cpu& cpu, Plug* plug, bool from_schedule)
   // __blk_flush_plug: the plug's requests, then (not from schedule(), as in
   // 5.16) the requests it cached and did not use.
   co_await FlushPlugList(cpu, plug, from_schedule);
-  if (!from_schedule && !plug->cached_rqs.empty() && plug->q != nullptr) {
+  if (!from_schedule && !plug->cached_rqs.empty()) {
     co_await cpu.Sync();
-    plug->q->FreeCachedRequests(cpu, plug);
+    FreeCachedRequests(cpu, plug);
   }
 }
 

@@ -248,7 +248,8 @@ class RequestQueue {
   sim::Task InsertRequestsSched(sim::Cpu& cpu, RequestList& list, Hctx* hctx, bool run_async);
   void FreeRequest(sim::Cpu& cpu, Request* rq, bool bulk);
   void EndBios(sim::Cpu& cpu, Request* rq, BlkStatus status);
-  void FreeCachedRequests(sim::Cpu& cpu, Plug* plug);
+  // blk_mq_free_plug_rqs: each unused cached request back to its own queue.
+  static void FreeCachedRequests(sim::Cpu& cpu, Plug* plug);
   void AccountStart(sim::Cpu& cpu, Request* rq);
   void AccountDone(sim::Cpu& cpu, Request* rq, sim::SimTime now);
   // update_io_ticks at `now` (true: from a completion).
