@@ -114,8 +114,9 @@ namespace blklab::host {
   BOOL(dispatch_loop_checks_dispatch_list, true, 0, 0,                                               \
        "the scheduler's dispatch loop stops when hctx->dispatch holds requests and "                     \
        "blk_mq_sched_dispatch_requests runs once more at once, then through kblockd (-EAGAIN, 5.8+); "    \
-       "a call of blk_mq_dispatch_rq_list that leaves requests ends the loop. false: 4.14's loop, "      \
-       "which never looks at hctx->dispatch and goes on while a call queued anything")                  \
+       "a call of blk_mq_dispatch_rq_list that leaves requests ends the loop; blk_mq_do_dispatch_ctx "   \
+       "polls hctx->dispatch the same way. false: 4.14's loops, which never look at hctx->dispatch and "  \
+       "go on while a call queued anything")                                                             \
   BOOL(dispatch_loop_time_limit, true, 0, 0,                                                          \
        "blk_mq_do_dispatch_sched hands the queue to kblockd when the CPU is wanted (need_resched) or "   \
        "after a second (5.18+, stable 5.10+ from 2022); false: it loops while rounds dispatch")         \

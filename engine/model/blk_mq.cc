@@ -249,6 +249,48 @@ bool RequestQueue::AttemptPlugMerge(sim::Cpu& cpu, Plug* plug, Bio* bio) {
   return true;
 }
 
+bool RequestQueue::SwQueueMerge(sim::Cpu& cpu, RequestList& list, Hctx* hctx, Bio* bio) {
+  // blk_bio_list_merge: list_for_each_entry_reverse with a stop count of 8;
+  // blk_rq_merge_ok (same op, read or write, not passthrough; discards merge
+  // by other rules and are not tried) and blk_try_merge (back:
+  // the request ends where the bio starts; front: the bio ends where the
+  // request starts), within max_sectors.
+  const auto& c = kernel_.costs();
+  Request* last8[8];
+  size_t n = 0;
+  for (Request* r = list.front(); r != nullptr; r = r->next) {
+    if (r->mq_hctx != hctx) continue;
+    last8[n % 8] = r;
+    ++n;
+  }
+  const size_t scan = std::min<size_t>(n, 8);
+  const uint64_t bio_sectors = bio->bytes >> kSectorShift;
+  for (size_t i = 0; i < scan; ++i) {
+    Request* rq = last8[(n - 1 - i) % 8];
+    cpu.Charge(kernel_.fn.blk_mq_attempt_bio_merge, (i == 0 ? c.sw_queue_merge_base : 0) + c.sw_queue_merge_per_rq);
+    if (rq->op != bio->op || rq->passthrough || rq->bytes + bio->bytes > 512 * 1024) continue;
+    const uint64_t rq_end = rq->sector + (rq->bytes >> kSectorShift);
+    if (rq_end == bio->sector) {
+      rq->biotail->bi_next = bio;
+      rq->biotail = bio;
+      bio->bi_next = nullptr;
+    } else if (bio->sector + bio_sectors == rq->sector) {
+      bio->bi_next = rq->bio;
+      rq->bio = bio;
+      rq->sector = bio->sector;
+    } else {
+      continue;
+    }
+    rq->bytes += bio->bytes;
+    ++rq->nr_bios;
+    kernel_.WriteLine(cpu, rq->line);
+    disk_.merges[bio->op == ReqOp::kWrite ? 1 : 0] += 1;
+    kernel_.Count(Counter::k_sw_queue_merge);
+    return true;
+  }
+  return false;
+}
+
 Request* RequestQueue::AllocRequestFast(sim::Cpu& cpu, Bio* bio, Plug* plug) {
   // blk_mq_get_cached_request, then __blk_mq_alloc_requests with a free tag.
   // REQUIRES: the caller has Synced (the sbitmap words are shared).
@@ -382,16 +424,17 @@ sim::Task RequestQueue::SubmitBio(sim::Cpu& cpu, Bio* bio, Plug* plug) {
   if (AttemptPlugMerge(cpu, plug, bio)) co_return;
   Hctx* hctx = MapQueue(cpu.id(), bio->polled);
   Ctx* ctx = ctxs_[cpu.id()].get();
-  if (config_.sysfs.nomerges == 0 && !elevator_) {
+  if (config_.sysfs.nomerges < 2 && !elevator_ && bio->op != ReqOp::kDiscard) {
+    // nomerges=1 (QUEUE_FLAG_NOXMERGES) leaves this simple merge on.
     co_await cpu.Sync();
     if (!ctx->rq_list().empty()) {
-      // blk_bio_list_merge under ctx->lock, at most the last 8 requests.
+      // blk_bio_list_merge under ctx->lock: this hctx's requests from the
+      // newest back, at most 8, until one takes the bio.
       co_await ctx->lock().Lock(cpu);
-      size_t scanned = std::min<size_t>(ctx->rq_list().size(), 8);
-      cpu.Charge(kernel_.fn.blk_mq_attempt_bio_merge,
-                 c.sw_queue_merge_base + c.sw_queue_merge_per_rq * static_cast<int64_t>(scanned));
+      const bool merged = SwQueueMerge(cpu, ctx->rq_list(), hctx, bio);
       co_await cpu.Sync();
       ctx->lock().Unlock(cpu);
+      if (merged) co_return;
     }
   }
   if (elevator_ && config_.sysfs.nomerges == 0) {

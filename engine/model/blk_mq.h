@@ -241,6 +241,9 @@ class RequestQueue {
   sim::Task GetRequestSlow(sim::Cpu& cpu, Bio* bio, Plug* plug, Request** out);
   void InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx, Plug* plug);
   bool AttemptPlugMerge(sim::Cpu& cpu, Plug* plug, Bio* bio);
+  // blk_bio_list_merge on a software queue's list (no scheduler); true when
+  // a request of `hctx` took `bio`. REQUIRES: the ctx's lock is held.
+  bool SwQueueMerge(sim::Cpu& cpu, RequestList& list, Hctx* hctx, Bio* bio);
   // blk_mq_try_issue_directly; *status is the driver's answer.
   sim::Task IssueDirectly(sim::Cpu& cpu, Request* rq, bool last, BlkStatus* status);
   sim::Task IssueDirectlyBusy(sim::Cpu& cpu, Request* rq);

@@ -225,7 +225,8 @@ sim::Task Hctx::SchedDispatchOnce(sim::Cpu& cpu, bool* again) {
     co_await cpu.Sync();
     lock_.Unlock(cpu);
   }
-  if (!list.empty()) {
+  const bool had_leftovers = !list.empty();
+  if (had_leftovers) {
     // Leftovers first; mark RESTART so a completion re-runs us. Only if
     // they all went does the scheduler get asked for more.
     MarkSchedRestart(cpu);
@@ -233,34 +234,119 @@ sim::Task Hctx::SchedDispatchOnce(sim::Cpu& cpu, bool* again) {
     co_await DispatchRqList(cpu, list, &dispatched);
     if (!dispatched) co_return;
   }
+  // The leftovers all went: the elevator, or one request at a time from the
+  // software queues (blk_mq_do_dispatch_ctx), as the hctx was busy.
   if (q_->elevator() != nullptr) {
     co_await DoDispatchSched(cpu, again);
     co_return;
   }
-  // Then the software queues: all at once, or (dispatch_busy) one at a time
-  // round robin (blk_mq_do_dispatch_ctx).
+  // Otherwise one at a time only while the dispatch-busy average says the
+  // hctx is busy (4.19+), else all software queues at once
+  // (blk_mq_flush_busy_ctxs). (4.14-4.18 chose by ->get_budget instead; the
+  // model's submission path follows 4.19+'s direct-issue rule in every era,
+  // so that choice is not modelled.)
+  if (had_leftovers || dispatch_busy_ != 0) {
+    co_await DoDispatchCtx(cpu, again);
+    co_return;
+  }
   co_await FlushBusyCtxs(cpu, list);
   if (list.empty()) co_return;
-  if (dispatch_busy_ != 0) {
-    while (!list.empty()) {
-      RequestList one;
-      one.push_back(list.pop_front());
-      bool dispatched = false;
-      co_await DispatchRqList(cpu, one, &dispatched);
-      if (!dispatched || !one.empty()) {
-        // Park the rest on hctx->dispatch behind what DispatchRqList left.
-        co_await cpu.Sync();
-        co_await lock_.Lock(cpu);
-        dispatch_.splice_tail(list);
-        co_await cpu.Sync();
-        lock_.Unlock(cpu);
+  bool dispatched = false;
+  co_await DispatchRqList(cpu, list, &dispatched);
+}
+
+sim::Task Hctx::DequeueFromCtx(sim::Cpu& cpu, uint32_t start, Request** out) {
+  // blk_mq_dequeue_from_ctx: the ctx_map's set bits from `start`, wrapping;
+  // in the first ctx that has one, the oldest request of this hctx, taken
+  // under ctx->lock (dispatch_rq_from_ctx), the ctx's bit cleared when
+  // that was its last.
+  *out = nullptr;
+  const sim::Machine& m = kernel_.machine();
+  const auto& c = kernel_.costs();
+  const uint32_t n = static_cast<uint32_t>(ctxs_.size());
+  for (uint32_t i = 0; i < n && *out == nullptr; ++i) {
+    const uint32_t idx = (start + i) % n;
+    const uint32_t w = idx / kCtxPerMapWord;
+    const uint64_t b = uint64_t{1} << (idx % kCtxPerMapWord);
+    if (i == 0 || idx % kCtxPerMapWord == 0) {
+      co_await cpu.Sync();
+      cpu.Charge(kernel_.fn.sbitmap_any_bit_set,
+                 ctx_map_lines_[w].Read(m, cpu.id(), c.sbitmap_any_bit_set_per_word));
+    }
+    if ((ctx_map_[w] & b) == 0) continue;
+    Ctx* ctx = ctxs_[idx];
+    co_await ctx->lock_.Lock(cpu);
+    cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list, ctx->list_line_.Write(m, cpu.id(), c.atomic_local));
+    bool more = false;
+    for (Request* r = ctx->rq_list_.front(); r != nullptr; r = r->next) {
+      if (r->mq_hctx != this) continue;
+      if (*out == nullptr) {
+        *out = r;
+      } else {
+        more = true;
         break;
       }
     }
-    co_return;
+    if (*out != nullptr) ctx->rq_list_.remove(*out);
+    if (!more) {
+      ctx_map_[w] &= ~b;
+      cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list, ctx_map_lines_[w].Write(m, cpu.id(), c.atomic_local));
+    }
+    co_await cpu.Sync();
+    ctx->lock_.Unlock(cpu);
   }
-  bool dispatched = false;
-  co_await DispatchRqList(cpu, list, &dispatched);
+}
+
+sim::Task Hctx::DoDispatchCtx(sim::Cpu& cpu, bool* again) {
+  sim::StackFrame frame(cpu, kernel_.fn.blk_mq_do_dispatch_ctx);
+  // blk_mq_do_dispatch_ctx: a budget, then one request from the software
+  // queues, round robin from hctx->dispatch_from, while each goes to the
+  // driver; what is not taken stays in its ctx (mergeable, counted there).
+  // 5.8+: requests parked on hctx->dispatch end the loop with -EAGAIN.
+  const sim::Machine& m = kernel_.machine();
+  const auto& c = kernel_.costs();
+  BlkMqDriver& driver = q_->driver();
+  uint32_t from = dispatch_from_;
+  while (true) {
+    co_await cpu.Sync();
+    if (kernel_.knobs().dispatch_loop_checks_dispatch_list) {
+      cpu.Charge(kernel_.fn.blk_mq_run_hw_queue, dispatch_line_.Read(m, cpu.id(), c.line_read_hit));
+      if (!dispatch_.empty()) {
+        *again = true;
+        break;
+      }
+    }
+    // sbitmap_any_bit_set(&hctx->ctx_map)
+    bool any = false;
+    for (size_t w = 0; w < ctx_map_.size() && !any; ++w) {
+      cpu.Charge(kernel_.fn.sbitmap_any_bit_set,
+                 ctx_map_lines_[w].Read(m, cpu.id(), c.sbitmap_any_bit_set_per_word));
+      any = ctx_map_[w] != 0;
+    }
+    if (!any) break;
+    const bool budget = driver.has_budget();
+    const int token = budget ? driver.GetBudget(cpu, q_) : -1;
+    if (budget && token < 0) break;
+    Request* rq = nullptr;
+    co_await DequeueFromCtx(cpu, from, &rq);
+    if (rq == nullptr) {
+      // Another CPU emptied the queues first: give the budget back and kick
+      // every hctx of the queue after BLK_MQ_BUDGET_DELAY.
+      if (budget) driver.PutBudget(cpu, q_, token);
+      q_->DelayRunHwQueues(&cpu, kBudgetDelayNs);
+      break;
+    }
+    rq->budget_token = token;
+    // blk_mq_next_ctx: round robin for fair dispatch.
+    const int type = this == rq->mq_ctx->hctx_[0] ? 0 : 1;
+    from = (rq->mq_ctx->index_hw_[type] + 1) % static_cast<uint32_t>(ctxs_.size());
+    RequestList one;
+    one.push_back(rq);
+    bool dispatched = false;
+    co_await DispatchRqList(cpu, one, &dispatched);
+    if (!dispatched) break;
+  }
+  dispatch_from_ = from;
 }
 
 void Hctx::ReleaseBudgets(sim::Cpu& cpu, RequestList& list) {

@@ -162,6 +162,10 @@ class Hctx {
   };
 
   sim::Task FlushBusyCtxs(sim::Cpu& cpu, RequestList& out);
+  // blk_mq_do_dispatch_ctx (sets *again on -EAGAIN, 5.8+) and
+  // blk_mq_dequeue_from_ctx (ctx_map bits from index `start`, wrapping).
+  sim::Task DoDispatchCtx(sim::Cpu& cpu, bool* again);
+  sim::Task DequeueFromCtx(sim::Cpu& cpu, uint32_t start, Request** out);
   // __blk_mq_sched_dispatch_requests; *again: it returned -EAGAIN.
   sim::Task SchedDispatchOnce(sim::Cpu& cpu, bool* again);
   // blk_mq_do_dispatch_sched / __blk_mq_do_dispatch_sched; *busy: the round
@@ -198,6 +202,7 @@ class Hctx {
   std::vector<uint64_t> ctx_map_;           // pending ctx bits, 8 per word
   std::vector<sim::CacheLine> ctx_map_lines_;
   std::vector<int> cpumask_;
+  uint32_t dispatch_from_ = 0;  // hctx->dispatch_from (its ctx index)
   int next_cpu_index_ = 0;
   int next_cpu_batch_ = 0;
   Tags* sched_tags_ = nullptr;  // hctx->sched_tags (with an elevator)

@@ -77,6 +77,7 @@ Kernel::Kernel(sim::Machine& machine, const host::CostTable& costs, const host::
   fn.blk_mq_run_work_fn = r.Intern("blk_mq_run_work_fn");
   fn.blk_mq_sched_dispatch_requests = r.Intern("blk_mq_sched_dispatch_requests");
   fn.blk_mq_do_dispatch_sched = r.Intern("blk_mq_do_dispatch_sched");
+  fn.blk_mq_do_dispatch_ctx = r.Intern("blk_mq_do_dispatch_ctx");
 }
 
 Kernel::~Kernel() = default;

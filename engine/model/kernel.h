@@ -51,6 +51,7 @@ class BlkCpuDone;
   X(plug_flush)                   \
   X(plug_merge)                   \
   X(sched_merge)                  \
+  X(sw_queue_merge)               \
   X(timeout_work)                 \
   X(ipi)                          \
   X(block_softirq)                \
@@ -166,7 +167,8 @@ class Kernel {
         // Direct I/O to a regular file (job::FileDio).
         down_read, up_read, iomap_dio_rw,
         // Frames only (StackFrame): functions that are callers, charged nothing of their own.
-        blk_mq_run_hw_queues, blk_mq_run_work_fn, blk_mq_sched_dispatch_requests, blk_mq_do_dispatch_sched;
+        blk_mq_run_hw_queues, blk_mq_run_work_fn, blk_mq_sched_dispatch_requests, blk_mq_do_dispatch_sched,
+        blk_mq_do_dispatch_ctx;
   } fn;
 
  private:

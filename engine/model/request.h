@@ -144,6 +144,19 @@ class RequestList {
     --size_;
     return rq;
   }
+  // Unlinks `rq`, which must be on this list (O(its position)).
+  void remove(Request* rq) {
+    Request* prev = nullptr;
+    Request* r = head_;
+    while (r != rq) {
+      prev = r;
+      r = r->next;
+    }
+    (prev != nullptr ? prev->next : head_) = rq->next;
+    if (tail_ == rq) tail_ = prev;
+    rq->next = nullptr;
+    --size_;
+  }
   // Moves all of `other` to the end of this list.
   void splice_tail(RequestList& other) {
     if (other.empty()) return;
