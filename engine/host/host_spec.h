@@ -115,8 +115,8 @@ namespace blklab::host {
        "the scheduler's dispatch loop stops when hctx->dispatch holds requests and "                     \
        "blk_mq_sched_dispatch_requests runs once more at once, then through kblockd (-EAGAIN, 5.8+); "    \
        "a call of blk_mq_dispatch_rq_list that leaves requests ends the loop; blk_mq_do_dispatch_ctx "   \
-       "polls hctx->dispatch the same way. false: 4.14's loops, which never look at hctx->dispatch and "  \
-       "go on while a call queued anything")                                                             \
+       "polls hctx->dispatch the same way. false: the loops before 5.8, which never look at "              \
+       "hctx->dispatch, and 4.14's rule that a call which queued anything goes round again")             \
   BOOL(dispatch_loop_time_limit, true, 0, 0,                                                          \
        "blk_mq_do_dispatch_sched hands the queue to kblockd when the CPU is wanted (need_resched) or "   \
        "after a second (5.18+, stable 5.10+ from 2022); false: it loops while rounds dispatch")         \
@@ -147,7 +147,9 @@ namespace blklab::host {
        "io_uring DEFER_TASKRUN rings (fio 3.33+): a completion wakes the waiter only once enough task work " \
        "is queued for its wait (IOU_F_TWQ_LAZY_WAKE, 6.5+); false: the first one wakes it")            \
   BOOL(blk_mq_budget_contention_rerun, true, 0, 0,                                                    \
-       "RC5 era: blk_mq_dispatch_rq_list re-runs after BLK_MQ_RESOURCE_DELAY when the budget ran out (5.8+)") \
+       "RC5 era: blk_mq_dispatch_rq_list re-runs after BLK_MQ_RESOURCE_DELAY when the budget ran out, and " \
+       "a dispatch from the scheduler or the software queues that gets nothing after taking a budget "       \
+       "kicks the queue's hctxs after BLK_MQ_BUDGET_DELAY (a0823421a4d7, 5.8+)")                            \
   BOOL(scsi_debug_qfull_did_ok, false, 0, 0,                                                          \
        "RC5 era: scsi_debug's TASK SET FULL completes with DID_OK and the mid-layer requeues it (before 5.17)") \
   BOOL(scsi_debug_cmd_per_lun_max_queue, true, 0, 0,                                                 \

@@ -231,14 +231,26 @@ void RequestQueue::InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx,
   ++allocated_;
 }
 
+namespace {
+
+// blk_rq_merge_ok: same queue and op, not passthrough, same I/O priority
+// and cgroup (blk_cgroup_mergeable).
+bool RqMergeOk(const RequestQueue* q, const Request* rq, const Bio* bio) {
+  return rq->q == q && rq->op == bio->op && !rq->passthrough && rq->ioprio_class == bio->ioprio_class &&
+         rq->ioprio_level == bio->ioprio_level && rq->blkcg == bio->blkcg;
+}
+
+}  // namespace
+
 bool RequestQueue::AttemptPlugMerge(sim::Cpu& cpu, Plug* plug, Bio* bio) {
-  // blk_attempt_plug_merge: only the last request of the plug, lock-free.
+  // blk_attempt_plug_merge: only the last request of the plug, lock-free;
+  // a back merge within max_sectors (512 KiB by default).
   if (plug == nullptr || plug->mq_list.empty() || config_.sysfs.nomerges == 2) return false;
   cpu.Charge(kernel_.fn.blk_attempt_plug_merge, kernel_.costs().plug_merge);
   Request* last = plug->mq_list.back();
-  if (last->q != this || last->op != bio->op) return false;
+  if (!RqMergeOk(this, last, bio)) return false;
   if (last->sector + (last->bytes >> kSectorShift) != bio->sector) return false;
-  if (last->bytes + bio->bytes > 512 * 1024) return false;  // max_sectors_kb default 512 KiB
+  if (last->bytes + bio->bytes > kMaxMergeBytes) return false;
   last->biotail->bi_next = bio;
   last->biotail = bio;
   bio->bi_next = nullptr;
@@ -251,10 +263,10 @@ bool RequestQueue::AttemptPlugMerge(sim::Cpu& cpu, Plug* plug, Bio* bio) {
 
 bool RequestQueue::SwQueueMerge(sim::Cpu& cpu, RequestList& list, Hctx* hctx, Bio* bio) {
   // blk_bio_list_merge: list_for_each_entry_reverse with a stop count of 8;
-  // blk_rq_merge_ok (same op, read or write, not passthrough; discards merge
-  // by other rules and are not tried) and blk_try_merge (back:
-  // the request ends where the bio starts; front: the bio ends where the
-  // request starts), within max_sectors.
+  // blk_rq_merge_ok and blk_try_merge (back: the request ends where the bio
+  // starts; front: the bio ends where the request starts). A request that
+  // is adjacent but would grow past max_sectors ends the scan
+  // (BIO_MERGE_FAILED).
   const auto& c = kernel_.costs();
   Request* last8[8];
   size_t n = 0;
@@ -268,18 +280,19 @@ bool RequestQueue::SwQueueMerge(sim::Cpu& cpu, RequestList& list, Hctx* hctx, Bi
   for (size_t i = 0; i < scan; ++i) {
     Request* rq = last8[(n - 1 - i) % 8];
     cpu.Charge(kernel_.fn.blk_mq_attempt_bio_merge, (i == 0 ? c.sw_queue_merge_base : 0) + c.sw_queue_merge_per_rq);
-    if (rq->op != bio->op || rq->passthrough || rq->bytes + bio->bytes > 512 * 1024) continue;
-    const uint64_t rq_end = rq->sector + (rq->bytes >> kSectorShift);
-    if (rq_end == bio->sector) {
+    if (!RqMergeOk(this, rq, bio)) continue;
+    const bool back = rq->sector + (rq->bytes >> kSectorShift) == bio->sector;
+    const bool front = bio->sector + bio_sectors == rq->sector;
+    if (!back && !front) continue;
+    if (rq->bytes + bio->bytes > kMaxMergeBytes) return false;
+    if (back) {
       rq->biotail->bi_next = bio;
       rq->biotail = bio;
       bio->bi_next = nullptr;
-    } else if (bio->sector + bio_sectors == rq->sector) {
+    } else {
       bio->bi_next = rq->bio;
       rq->bio = bio;
       rq->sector = bio->sector;
-    } else {
-      continue;
     }
     rq->bytes += bio->bytes;
     ++rq->nr_bios;
@@ -424,7 +437,7 @@ sim::Task RequestQueue::SubmitBio(sim::Cpu& cpu, Bio* bio, Plug* plug) {
   if (AttemptPlugMerge(cpu, plug, bio)) co_return;
   Hctx* hctx = MapQueue(cpu.id(), bio->polled);
   Ctx* ctx = ctxs_[cpu.id()].get();
-  if (config_.sysfs.nomerges < 2 && !elevator_ && bio->op != ReqOp::kDiscard) {
+  if (config_.sysfs.nomerges < 2 && !elevator_) {
     // nomerges=1 (QUEUE_FLAG_NOXMERGES) leaves this simple merge on.
     co_await cpu.Sync();
     if (!ctx->rq_list().empty()) {

@@ -330,10 +330,10 @@ sim::Task Hctx::DoDispatchCtx(sim::Cpu& cpu, bool* again) {
     Request* rq = nullptr;
     co_await DequeueFromCtx(cpu, from, &rq);
     if (rq == nullptr) {
-      // Another CPU emptied the queues first: give the budget back and kick
-      // every hctx of the queue after BLK_MQ_BUDGET_DELAY.
+      // Another CPU emptied the queues first: give the budget back and
+      // (5.8+) kick every hctx of the queue after BLK_MQ_BUDGET_DELAY.
       if (budget) driver.PutBudget(cpu, q_, token);
-      q_->DelayRunHwQueues(&cpu, kBudgetDelayNs);
+      if (kernel_.knobs().blk_mq_budget_contention_rerun) q_->DelayRunHwQueues(&cpu, kBudgetDelayNs);
       break;
     }
     rq->budget_token = token;
@@ -515,7 +515,7 @@ sim::Task Hctx::DoDispatchSchedOnce(sim::Cpu& cpu, bool* dispatched, bool* busy)
     if (!rq->mq_hctx->GetDriverTag(cpu, rq)) break;
   } while (count < max_dispatch);
   if (list.empty()) {
-    if (run_queue) q_->DelayRunHwQueues(&cpu, kBudgetDelayNs);
+    if (run_queue && kernel_.knobs().blk_mq_budget_contention_rerun) q_->DelayRunHwQueues(&cpu, kBudgetDelayNs);
     co_return;
   }
   if (!multi_hctxs) {
