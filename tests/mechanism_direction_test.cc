@@ -290,20 +290,31 @@ TEST(SchedRestart, ACompletionReRunsAQueueOutOfDriverTags) {
 
 // --- dispatch busy -----------------------------------------------------------------
 
-// A LUN whose budget (cmd_per_lun 4) is far below the job's depth: dispatch
-// leaves requests on hctx->dispatch, the dispatch-busy average rises, and
-// with one hw queue blk_mq_submit_bio then inserts into the software queue
-// and runs the queue from kblockd instead of trying a direct issue (which
-// the kernel keeps for an idle queue).
-TEST(DispatchBusy, BusyQueueSendsSubmissionsThroughTheSoftwareQueues) {
-  const host::HostSpec h = HostFromYaml(
+// counter `num` per counter `den` (den at least 1).
+double CounterRatio(const RunResult& r, const char* num, const char* den) {
+  return static_cast<double>(CounterOf(r.kernel, num)) /
+         static_cast<double>(std::max<uint64_t>(CounterOf(r.kernel, den), 1));
+}
+
+// Two CPUs and one HBA LUN whose budget (cmd_per_lun 4) is far below the
+// jobs' depth, no scheduler.
+host::HostSpec BusyLunHost() {
+  return HostFromYaml(
       "name: busy\n"
       "cpus: {count: 2}\n"
       "devices:\n"
       "  - name: sdb\n"
       "    hba: {cmd_per_lun: 4, firmware_nsec: 1000, drives: 16, drive_latency_nsec: 50000}\n"
       "    queue: {scheduler: none}\n");
-  const RunResult r = MustRun(h, {"--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--direct=1", "--rw=randread",
+}
+
+// A LUN whose budget (cmd_per_lun 4) is far below the job's depth: dispatch
+// leaves requests on hctx->dispatch, the dispatch-busy average rises, and
+// with one hw queue blk_mq_submit_bio then inserts into the software queue
+// and runs the queue from kblockd instead of trying a direct issue (which
+// the kernel keeps for an idle queue).
+TEST(DispatchBusy, BusyQueueSendsSubmissionsThroughTheSoftwareQueues) {
+  const RunResult r = MustRun(BusyLunHost(), {"--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--direct=1", "--rw=randread",
                                   "--bs=4k", "--iodepth=32", "--numjobs=2", "--runtime=20ms", "--time_based"});
   const uint64_t submitted = CounterOf(r.kernel, "submit_bio");
   EXPECT_GT(CounterOf(r.kernel, "sw_queue_insert"), submitted / 2) << Describe(r);
@@ -319,21 +330,13 @@ TEST(DispatchBusy, BusyQueueSendsSubmissionsThroughTheSoftwareQueues) {
 // bios per request and 0.97 parkings per request (measured); the kernel's
 // shape gives 12.6-12.9 and 0.57-0.59.
 TEST(DispatchBusy, BusySoftwareQueuesAreTakenOneRequestAtATimeAndKeepMerging) {
-  const host::HostSpec h = HostFromYaml(
-      "name: busy-seq\n"
-      "cpus: {count: 2}\n"
-      "devices:\n"
-      "  - name: sdb\n"
-      "    hba: {cmd_per_lun: 4, firmware_nsec: 1000, drives: 16, drive_latency_nsec: 50000}\n"
-      "    queue: {scheduler: none}\n");
-  const RunResult r = MustRun(h, {"--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--direct=1", "--rw=write",
+  const RunResult r = MustRun(BusyLunHost(), {"--name=t", "--filename=/dev/sdb", "--ioengine=libaio", "--direct=1", "--rw=write",
                                   "--bs=4k", "--iodepth=16", "--numjobs=8", "--offset_increment=1g", "--size=1g",
                                   "--runtime=20ms", "--time_based"});
-  const double requests = static_cast<double>(CounterOf(r.kernel, "queue_rq"));
-  ASSERT_GT(requests, 500) << Describe(r);
+  ASSERT_GT(CounterOf(r.kernel, "queue_rq"), 500u) << Describe(r);
   EXPECT_GT(CounterOf(r.kernel, "sw_queue_merge"), 0u) << Describe(r);
-  EXPECT_GT(static_cast<double>(CounterOf(r.kernel, "submit_bio")) / requests, 12.2) << Describe(r);
-  EXPECT_LT(static_cast<double>(CounterOf(r.kernel, "dispatch_list_insert")) / requests, 0.8) << Describe(r);
+  EXPECT_GT(CounterRatio(r, "submit_bio", "queue_rq"), 12.2) << Describe(r);
+  EXPECT_LT(CounterRatio(r, "dispatch_list_insert", "queue_rq"), 0.8) << Describe(r);
 }
 
 // Eight io_uring submitters (QD4 in batches of 4, 512 B random reads, 5 ms)
@@ -363,10 +366,7 @@ TEST(DispatchBusy, TagStarvedSchedulerDispatchTakesOneRequestAtATime) {
   auto run = [](bool with_scheduler) {
     return RunDeadlineSubmitters(absl::StrCat("dispatch_busy_with_scheduler: ", with_scheduler ? "true" : "false"), 16);
   };
-  auto rqs_per_call = [](const RunResult& r) {
-    return static_cast<double>(CounterOf(r.kernel, "queue_rq")) /
-           static_cast<double>(std::max<uint64_t>(CounterOf(r.kernel, "dispatch_rq_list"), 1));
-  };
+  auto rqs_per_call = [](const RunResult& r) { return CounterRatio(r, "queue_rq", "dispatch_rq_list"); };
   const RunResult busy = run(true);
   const RunResult batched = run(false);
   EXPECT_GT(CounterOf(batched.kernel, "dispatch_list_insert"), 0u) << Describe(batched);
@@ -386,10 +386,7 @@ TEST(DispatchLoop, ParkedRequestsStopTheSchedulerLoopSince58) {
         absl::StrCat("dd_serialize_dispatch: false, dispatch_loop_checks_dispatch_list: ", checks ? "true" : "false"),
         16);
   };
-  auto parked_per_io = [](const RunResult& r) {
-    return static_cast<double>(CounterOf(r.kernel, "dispatch_list_insert")) /
-           static_cast<double>(std::max<uint64_t>(CounterOf(r.kernel, "queue_rq"), 1));
-  };
+  auto parked_per_io = [](const RunResult& r) { return CounterRatio(r, "dispatch_list_insert", "queue_rq"); };
   const RunResult polled = run(true);
   const RunResult looped = run(false);
   EXPECT_GT(CounterOf(polled.kernel, "sched_dispatch_eagain"), 0u) << Describe(polled);

@@ -240,6 +240,22 @@ bool RqMergeOk(const RequestQueue* q, const Request* rq, const Bio* bio) {
          rq->ioprio_level == bio->ioprio_level && rq->blkcg == bio->blkcg;
 }
 
+// bio_attempt_back_merge / bio_attempt_front_merge: link `bio` at the
+// request's tail or head and grow the request.
+void MergeBio(Request* rq, Bio* bio, bool front) {
+  if (front) {
+    bio->bi_next = rq->bio;
+    rq->bio = bio;
+    rq->sector = bio->sector;
+  } else {
+    rq->biotail->bi_next = bio;
+    rq->biotail = bio;
+    bio->bi_next = nullptr;
+  }
+  rq->bytes += bio->bytes;
+  ++rq->nr_bios;
+}
+
 }  // namespace
 
 bool RequestQueue::AttemptPlugMerge(sim::Cpu& cpu, Plug* plug, Bio* bio) {
@@ -251,11 +267,7 @@ bool RequestQueue::AttemptPlugMerge(sim::Cpu& cpu, Plug* plug, Bio* bio) {
   if (!RqMergeOk(this, last, bio)) return false;
   if (last->sector + (last->bytes >> kSectorShift) != bio->sector) return false;
   if (last->bytes + bio->bytes > kMaxMergeBytes) return false;
-  last->biotail->bi_next = bio;
-  last->biotail = bio;
-  bio->bi_next = nullptr;
-  last->bytes += bio->bytes;
-  ++last->nr_bios;
+  MergeBio(last, bio, /*front=*/false);
   disk_.merges[bio->op == ReqOp::kWrite ? 1 : 0] += 1;
   kernel_.Count(Counter::k_plug_merge);
   return true;
@@ -285,17 +297,7 @@ bool RequestQueue::SwQueueMerge(sim::Cpu& cpu, RequestList& list, Hctx* hctx, Bi
     const bool front = bio->sector + bio_sectors == rq->sector;
     if (!back && !front) continue;
     if (rq->bytes + bio->bytes > kMaxMergeBytes) return false;
-    if (back) {
-      rq->biotail->bi_next = bio;
-      rq->biotail = bio;
-      bio->bi_next = nullptr;
-    } else {
-      bio->bi_next = rq->bio;
-      rq->bio = bio;
-      rq->sector = bio->sector;
-    }
-    rq->bytes += bio->bytes;
-    ++rq->nr_bios;
+    MergeBio(rq, bio, /*front=*/!back);
     kernel_.WriteLine(cpu, rq->line);
     disk_.merges[bio->op == ReqOp::kWrite ? 1 : 0] += 1;
     kernel_.Count(Counter::k_sw_queue_merge);

@@ -60,18 +60,42 @@ bool Hctx::HasPending(sim::Cpu& cpu) {
   cpu.Charge(kernel_.fn.blk_mq_run_hw_queue, dispatch_line_.Read(m, cpu.id(), c.line_read_hit));
   if (!dispatch_.empty()) return true;
   if (Elevator* e = q_->elevator(); e != nullptr && e->HasWork(cpu, this)) return true;
+  return CtxMapAnyBitSet(cpu);
+}
+
+bool Hctx::CtxMapAnyBitSet(sim::Cpu& cpu) {
+  // sbitmap_any_bit_set(&hctx->ctx_map): the words in order until a set one.
+  const sim::Machine& m = kernel_.machine();
+  const int64_t per_word = kernel_.costs().sbitmap_any_bit_set_per_word;
   int64_t cost = 0;
   bool any = false;
-  for (size_t w = 0; w < ctx_map_.size(); ++w) {
-    cost += std::max<int64_t>(ctx_map_lines_[w].Read(m, cpu.id(), c.sbitmap_any_bit_set_per_word),
-                              c.sbitmap_any_bit_set_per_word);
-    if (ctx_map_[w] != 0) {
-      any = true;
-      break;
-    }
+  for (size_t w = 0; w < ctx_map_.size() && !any; ++w) {
+    cost += ctx_map_lines_[w].Read(m, cpu.id(), per_word);
+    any = ctx_map_[w] != 0;
   }
   cpu.Charge(kernel_.fn.sbitmap_any_bit_set, cost);
   return any;
+}
+
+bool Hctx::DispatchListBusy(sim::Cpu& cpu) {
+  // 5.8+: both dispatch loops stop while requests sit on hctx->dispatch
+  // (another CPU's leftovers, a flush) and let the caller run again.
+  if (!kernel_.knobs().dispatch_loop_checks_dispatch_list) return false;
+  cpu.Charge(kernel_.fn.blk_mq_run_hw_queue,
+             dispatch_line_.Read(kernel_.machine(), cpu.id(), kernel_.costs().line_read_hit));
+  return !dispatch_.empty();
+}
+
+void Hctx::BudgetDelayRun(sim::Cpu& cpu) {
+  // A dispatch that took a budget and got nothing kicks every hctx of the
+  // queue after BLK_MQ_BUDGET_DELAY (5.8+): holding the budget may have
+  // blocked them.
+  if (kernel_.knobs().blk_mq_budget_contention_rerun) q_->DelayRunHwQueues(&cpu, kBudgetDelayNs);
+}
+
+uint32_t Hctx::CtxIndex(const Ctx* ctx) const {
+  // ctx->index_hw[hctx->type]
+  return ctx->index_hw_[this == ctx->hctx_[0] ? 0 : 1];
 }
 
 int Hctx::NextCpu(sim::Cpu& cpu) {
@@ -125,9 +149,8 @@ void Hctx::QueueRunWork(sim::Cpu* cpu, int cpu_id) {
 // --- inserts ----------------------------------------------------------------
 
 void Hctx::MarkCtxPending(sim::Cpu& cpu, Ctx* ctx) {
-  const int type = this == ctx->hctx_[0] ? 0 : 1;
-  const uint32_t w = ctx->index_hw_[type] / kCtxPerMapWord;
-  const uint64_t b = uint64_t{1} << (ctx->index_hw_[type] % kCtxPerMapWord);
+  const uint32_t w = CtxIndex(ctx) / kCtxPerMapWord;
+  const uint64_t b = uint64_t{1} << (CtxIndex(ctx) % kCtxPerMapWord);
   if (ctx_map_[w] & b) return;
   cpu.Charge(kernel_.fn.blk_mq_insert_request,
              ctx_map_lines_[w].Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
@@ -303,43 +326,29 @@ sim::Task Hctx::DoDispatchCtx(sim::Cpu& cpu, bool* again) {
   // queues, round robin from hctx->dispatch_from, while each goes to the
   // driver; what is not taken stays in its ctx (mergeable, counted there).
   // 5.8+: requests parked on hctx->dispatch end the loop with -EAGAIN.
-  const sim::Machine& m = kernel_.machine();
-  const auto& c = kernel_.costs();
   BlkMqDriver& driver = q_->driver();
   uint32_t from = dispatch_from_;
   while (true) {
     co_await cpu.Sync();
-    if (kernel_.knobs().dispatch_loop_checks_dispatch_list) {
-      cpu.Charge(kernel_.fn.blk_mq_run_hw_queue, dispatch_line_.Read(m, cpu.id(), c.line_read_hit));
-      if (!dispatch_.empty()) {
-        *again = true;
-        break;
-      }
+    if (DispatchListBusy(cpu)) {
+      *again = true;
+      break;
     }
-    // sbitmap_any_bit_set(&hctx->ctx_map)
-    bool any = false;
-    for (size_t w = 0; w < ctx_map_.size() && !any; ++w) {
-      cpu.Charge(kernel_.fn.sbitmap_any_bit_set,
-                 ctx_map_lines_[w].Read(m, cpu.id(), c.sbitmap_any_bit_set_per_word));
-      any = ctx_map_[w] != 0;
-    }
-    if (!any) break;
+    if (!CtxMapAnyBitSet(cpu)) break;
     const bool budget = driver.has_budget();
     const int token = budget ? driver.GetBudget(cpu, q_) : -1;
     if (budget && token < 0) break;
     Request* rq = nullptr;
     co_await DequeueFromCtx(cpu, from, &rq);
     if (rq == nullptr) {
-      // Another CPU emptied the queues first: give the budget back and
-      // (5.8+) kick every hctx of the queue after BLK_MQ_BUDGET_DELAY.
+      // Another CPU emptied the queues first.
       if (budget) driver.PutBudget(cpu, q_, token);
-      if (kernel_.knobs().blk_mq_budget_contention_rerun) q_->DelayRunHwQueues(&cpu, kBudgetDelayNs);
+      BudgetDelayRun(cpu);
       break;
     }
     rq->budget_token = token;
     // blk_mq_next_ctx: round robin for fair dispatch.
-    const int type = this == rq->mq_ctx->hctx_[0] ? 0 : 1;
-    from = (rq->mq_ctx->index_hw_[type] + 1) % static_cast<uint32_t>(ctxs_.size());
+    from = (CtxIndex(rq->mq_ctx) + 1) % static_cast<uint32_t>(ctxs_.size());
     RequestList one;
     one.push_back(rq);
     bool dispatched = false;
@@ -470,7 +479,6 @@ sim::Task Hctx::DoDispatchSchedOnce(sim::Cpu& cpu, bool* dispatched, bool* busy)
   // __blk_mq_do_dispatch_sched
   *dispatched = false;
   *busy = false;
-  const sim::Machine& m = kernel_.machine();
   Elevator& e = *q_->elevator();
   BlkMqDriver& driver = q_->driver();
   // max_dispatch: 1 while dispatch is busy, else q->nr_requests (the
@@ -485,14 +493,9 @@ sim::Task Hctx::DoDispatchSchedOnce(sim::Cpu& cpu, bool* dispatched, bool* busy)
   do {
     co_await cpu.Sync();
     if (!e.HasWork(cpu, this)) break;
-    if (kernel_.knobs().dispatch_loop_checks_dispatch_list) {
-      // 5.8+: requests parked on hctx->dispatch (another CPU's leftovers,
-      // a flush) go first: stop and let the caller run again (-EAGAIN).
-      cpu.Charge(kernel_.fn.blk_mq_run_hw_queue, dispatch_line_.Read(m, cpu.id(), kernel_.costs().line_read_hit));
-      if (!dispatch_.empty()) {
-        *busy = true;
-        break;
-      }
+    if (DispatchListBusy(cpu)) {
+      *busy = true;  // -EAGAIN
+      break;
     }
     const bool budget = driver.has_budget();
     // No budget: stop; the driver re-runs the queue (SCSI: its completion
@@ -515,7 +518,7 @@ sim::Task Hctx::DoDispatchSchedOnce(sim::Cpu& cpu, bool* dispatched, bool* busy)
     if (!rq->mq_hctx->GetDriverTag(cpu, rq)) break;
   } while (count < max_dispatch);
   if (list.empty()) {
-    if (run_queue && kernel_.knobs().blk_mq_budget_contention_rerun) q_->DelayRunHwQueues(&cpu, kBudgetDelayNs);
+    if (run_queue) BudgetDelayRun(cpu);
     co_return;
   }
   if (!multi_hctxs) {

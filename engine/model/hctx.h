@@ -162,6 +162,16 @@ class Hctx {
   };
 
   sim::Task FlushBusyCtxs(sim::Cpu& cpu, RequestList& out);
+  // sbitmap_any_bit_set(&hctx->ctx_map), priced per word read.
+  bool CtxMapAnyBitSet(sim::Cpu& cpu);
+  // The 5.8+ poll of hctx->dispatch in the dispatch loops (false when the
+  // knob is off).
+  bool DispatchListBusy(sim::Cpu& cpu);
+  // blk_mq_delay_run_hw_queues(q, BLK_MQ_BUDGET_DELAY) after a dispatch
+  // that got nothing (5.8+).
+  void BudgetDelayRun(sim::Cpu& cpu);
+  // This hctx's index of `ctx` (ctx->index_hw[type]).
+  uint32_t CtxIndex(const Ctx* ctx) const;
   // blk_mq_do_dispatch_ctx (sets *again on -EAGAIN, 5.8+) and
   // blk_mq_dequeue_from_ctx (ctx_map bits from index `start`, wrapping).
   sim::Task DoDispatchCtx(sim::Cpu& cpu, bool* again);

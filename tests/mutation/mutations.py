@@ -253,9 +253,9 @@ MUTATIONS = [
      "    if (cpu.need_resched() || cpu.now() > end) {",
      "    if (cpu.now() > end) {",
      "DispatchLoop"),
-    ("__blk_mq_do_dispatch_sched: hctx->dispatch never polled",
+    ("the dispatch loops never poll hctx->dispatch",
      "engine/model/hctx.cc",
-     "      if (!dispatch_.empty()) {\n        *busy = true;",
-     "      if (false) {\n        *busy = true;",
+     "  return !dispatch_.empty();\n}\n\nvoid Hctx::BudgetDelayRun",
+     "  return false;\n}\n\nvoid Hctx::BudgetDelayRun",
      "DispatchLoop"),
 ]
