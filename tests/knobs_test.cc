@@ -180,6 +180,8 @@ std::map<std::string, KnobCase> Cases() {
       // 16 driver tags for 32 requests: dispatches run out of tags.
       {"dispatch_busy_with_scheduler", {DeadlineYaml("", 1, 16), kDeadlineJob}},
       {"dispatch_loop_checks_dispatch_list", {DeadlineYaml("dd_serialize_dispatch: false", 1, 16), kDeadlineJob}},
+      // Eight CPUs dispatch at once onto 16 driver tags: several park at a time.
+      {"dispatch_leftovers_at_tail", {DeadlineYaml("dd_serialize_dispatch: false", 1, 16), kDeadlineJob}},
       // CFS's wake-ups set need_resched while a dispatch loop runs.
       {"dispatch_loop_time_limit", {DeadlineYaml("sched_eevdf: false"), kDeadlineJob}},
       {"sq_sched_runs_own_hctx",

@@ -117,6 +117,10 @@ namespace blklab::host {
        "a call of blk_mq_dispatch_rq_list that leaves requests ends the loop; blk_mq_do_dispatch_ctx "   \
        "polls hctx->dispatch the same way. false: the loops before 5.8, which never look at "              \
        "hctx->dispatch, and 4.14's rule that a call which queued anything goes round again")             \
+  BOOL(dispatch_leftovers_at_tail, true, 0, 0,                                                         \
+       "blk_mq_dispatch_rq_list parks the requests the driver did not take at the tail of "                 \
+       "hctx->dispatch, behind those other CPUs parked first (01e99aeca397, 5.6+); false: at its head, "   \
+       "so the last refused goes first (4.14-5.5)")                                                          \
   BOOL(dispatch_loop_time_limit, true, 0, 0,                                                          \
        "blk_mq_do_dispatch_sched hands the queue to kblockd when the CPU is wanted (need_resched) or "   \
        "after a second (5.18+, stable 5.10+ from 2022); false: it loops while rounds dispatch")         \

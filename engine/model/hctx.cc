@@ -430,7 +430,12 @@ sim::Task Hctx::DispatchRqList(sim::Cpu& cpu, RequestList& list, bool* dispatche
   if (queued > 0) co_await driver.CommitRqs(cpu, this);
   co_await lock_.Lock(cpu);
   cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list, dispatch_line_.Write(kernel_.machine(), cpu.id(), c.atomic_local));
-  dispatch_.splice_head(list);
+  // 5.6+ splices them behind what other CPUs parked before; before, in front.
+  if (kernel_.knobs().dispatch_leftovers_at_tail) {
+    dispatch_.splice_tail(list);
+  } else {
+    dispatch_.splice_head(list);
+  }
   kernel_.Count(Counter::k_dispatch_list_insert);
   co_await cpu.Sync();
   lock_.Unlock(cpu);
