@@ -389,8 +389,9 @@ sim::Task RequestQueue::GetRequestSlow(sim::Cpu& cpu, Bio* bio, Plug* plug, Requ
       bt.PrepareToWait();
       bit = fair && !hctx->MayQueue(cpu) ? -1 : bt.Get(cpu, shallow);
       if (bit < 0) {
-        // schedule() flushes the plug first (sched_submit_work).
-        if (plug != nullptr && !plug->mq_list.empty()) {
+        // schedule() flushes the plug first (sched_submit_work): its
+        // requests, and the requests it cached give their tags back.
+        if (plug != nullptr && (!plug->mq_list.empty() || !plug->cached_rqs.empty())) {
           bt.FinishWait();
           co_await FlushPlug(cpu, plug, /*from_schedule=*/true);
           co_await cpu.Sync();
@@ -604,10 +605,12 @@ sim::Task RequestQueue::IssueDirectlyBusy(sim::Cpu& cpu, Request* rq) {
 }
 
 sim::Task RequestQueue::FlushPlug(sim::Cpu& cpu, Plug* plug, bool from_schedule) {
-  // __blk_flush_plug: the plug's requests, then (not from schedule(), as in
-  // 5.16) the requests it cached and did not use.
+  // __blk_flush_plug: the plug's requests, then the requests it cached and
+  // did not use, from schedule() too: cached requests hold references to
+  // their queue, and a sleeper must not hold up a freeze (c5fc7b931736,
+  // merged in the same 5.16 window as the cache itself).
   co_await FlushPlugList(cpu, plug, from_schedule);
-  if (!from_schedule && !plug->cached_rqs.empty()) {
+  if (!plug->cached_rqs.empty()) {
     co_await cpu.Sync();
     FreeCachedRequests(cpu, plug);
   }
