@@ -256,6 +256,15 @@ void MergeBio(Request* rq, Bio* bio, bool front) {
   ++rq->nr_bios;
 }
 
+// Whether `list` (a ctx's requests of every hctx type) holds one of
+// `hctx`'s: the kernel keeps one list per type and tests that one.
+bool HoldsRequestsOf(const RequestList& list, const Hctx* hctx) {
+  for (const Request* r = list.front(); r != nullptr; r = r->next) {
+    if (r->mq_hctx == hctx) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool RequestQueue::AttemptPlugMerge(sim::Cpu& cpu, Plug* plug, Bio* bio) {
@@ -443,9 +452,11 @@ sim::Task RequestQueue::SubmitBio(sim::Cpu& cpu, Bio* bio, Plug* plug) {
   if (config_.sysfs.nomerges < 2 && !elevator_) {
     // nomerges=1 (QUEUE_FLAG_NOXMERGES) leaves this simple merge on.
     co_await cpu.Sync();
-    if (!ctx->rq_list().empty()) {
-      // blk_bio_list_merge under ctx->lock: this hctx's requests from the
-      // newest back, at most 8, until one takes the bio.
+    if (HoldsRequestsOf(ctx->rq_list(), hctx)) {
+      // list_empty_careful(&ctx->rq_lists[type]) passed: blk_bio_list_merge
+      // under ctx->lock, this hctx's requests from the newest back, at most
+      // 8, until one takes the bio. (Only poll-queue requests in the ctx: no
+      // lock.)
       co_await ctx->lock().Lock(cpu);
       const bool merged = SwQueueMerge(cpu, ctx->rq_list(), hctx, bio);
       co_await cpu.Sync();

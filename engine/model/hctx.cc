@@ -195,7 +195,7 @@ sim::Task Hctx::FlushBusyCtxs(sim::Cpu& cpu, RequestList& out) {
       bits &= bits - 1;
       Ctx* ctx = ctxs_[w * kCtxPerMapWord + b];
       co_await ctx->lock_.Lock(cpu);
-      cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list,
+      cpu.Charge(kernel_.fn.flush_busy_ctx,
                  ctx->list_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
       // Only this hctx's requests (a ctx may also hold poll-queue requests).
       RequestList keep;
@@ -209,7 +209,7 @@ sim::Task Hctx::FlushBusyCtxs(sim::Cpu& cpu, RequestList& out) {
       }
       ctx->rq_list_.splice_tail(keep);
       ctx_map_[w] &= ~(uint64_t{1} << b);
-      cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list,
+      cpu.Charge(kernel_.fn.flush_busy_ctx,
                  ctx_map_lines_[w].Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
       co_await cpu.Sync();
       ctx->lock_.Unlock(cpu);
@@ -299,7 +299,7 @@ sim::Task Hctx::DequeueFromCtx(sim::Cpu& cpu, uint32_t start, Request** out) {
     if ((ctx_map_[w] & b) == 0) continue;
     Ctx* ctx = ctxs_[idx];
     co_await ctx->lock_.Lock(cpu);
-    cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list, ctx->list_line_.Write(m, cpu.id(), c.atomic_local));
+    cpu.Charge(kernel_.fn.dispatch_rq_from_ctx, ctx->list_line_.Write(m, cpu.id(), c.atomic_local));
     bool more = false;
     for (Request* r = ctx->rq_list_.front(); r != nullptr; r = r->next) {
       if (r->mq_hctx != this) continue;
@@ -313,7 +313,7 @@ sim::Task Hctx::DequeueFromCtx(sim::Cpu& cpu, uint32_t start, Request** out) {
     if (*out != nullptr) ctx->rq_list_.remove(*out);
     if (!more) {
       ctx_map_[w] &= ~b;
-      cpu.Charge(kernel_.fn.blk_mq_dispatch_rq_list, ctx_map_lines_[w].Write(m, cpu.id(), c.atomic_local));
+      cpu.Charge(kernel_.fn.dispatch_rq_from_ctx, ctx_map_lines_[w].Write(m, cpu.id(), c.atomic_local));
     }
     co_await cpu.Sync();
     ctx->lock_.Unlock(cpu);

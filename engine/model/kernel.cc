@@ -47,6 +47,8 @@ Kernel::Kernel(sim::Machine& machine, const host::CostTable& costs, const host::
   fn.blk_mq_flush_plug_list = r.Intern("blk_mq_flush_plug_list");
   fn.blk_mq_run_hw_queue = r.Intern("blk_mq_run_hw_queue");
   fn.sbitmap_any_bit_set = r.Intern("sbitmap_any_bit_set");
+  fn.flush_busy_ctx = r.Intern("flush_busy_ctx");
+  fn.dispatch_rq_from_ctx = r.Intern("dispatch_rq_from_ctx");
   fn.blk_mq_dispatch_rq_list = r.Intern("blk_mq_dispatch_rq_list");
   fn.blk_mq_end_request = r.Intern("blk_mq_end_request");
   fn.blk_mq_complete_request = r.Intern("blk_mq_complete_request");
