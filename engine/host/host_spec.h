@@ -120,7 +120,7 @@ namespace blklab::host {
   BOOL(dispatch_leftovers_at_tail, true, 0, 0,                                                         \
        "blk_mq_dispatch_rq_list parks the requests the driver did not take at the tail of "                 \
        "hctx->dispatch, behind those other CPUs parked first (01e99aeca397, 5.6+); false: at its head, "   \
-       "so the last refused goes first (4.14-5.5)")                                                          \
+       "so the batch parked last goes ahead of those parked before it (4.14-5.5)")                                                          \
   BOOL(dispatch_loop_time_limit, true, 0, 0,                                                          \
        "blk_mq_do_dispatch_sched hands the queue to kblockd when the CPU is wanted (need_resched) or "   \
        "after a second (5.18+, stable 5.10+ from 2022); false: it loops while rounds dispatch")         \

@@ -399,7 +399,12 @@ sim::Task RequestQueue::GetRequestSlow(sim::Cpu& cpu, Bio* bio, Plug* plug, Requ
       bit = fair && !hctx->MayQueue(cpu) ? -1 : bt.Get(cpu, shallow);
       if (bit < 0) {
         // schedule() flushes the plug first (sched_submit_work): its
-        // requests, and the requests it cached give their tags back.
+        // requests, and the requests it cached give their tags back. A plug
+        // that holds only cached requests is flushed since 5.18
+        // (b1f866b013e6 removed blk_needs_flush_plug, which asked for
+        // requests or callbacks); 5.16-5.17 slept with it, which no
+        // modelled path reaches (io_uring fills the cache and never sleeps
+        // for a tag).
         if (plug != nullptr && (!plug->mq_list.empty() || !plug->cached_rqs.empty())) {
           bt.FinishWait();
           co_await FlushPlug(cpu, plug, /*from_schedule=*/true);

@@ -164,7 +164,7 @@ class Kernel {
         native_queued_spin_lock_slowpath, blk_mq_sched_restart, blk_mq_get_tag,
         blk_mq_insert_request, blk_mq_try_issue_directly, hrtimer_start,
         hrtimer_interrupt, irq_exit_rcu, blk_hctx_poll, blk_mq_end_request_batch, cpupri_set,
-        // sbitmap_for_each_set's callbacks over ctx_map (not inlined: called through a pointer).
+        // sbitmap_for_each_set's callbacks over ctx_map (the software queues' splice and dequeue).
         flush_busy_ctx, dispatch_rq_from_ctx,
         // Direct I/O to a regular file (job::FileDio).
         down_read, up_read, iomap_dio_rw,
