@@ -711,6 +711,7 @@ absl::Status BuildPlatform(const host::HostSpec& host, const std::vector<int>& u
   mc.die_ns = s.costs.line_transfer_die;
   mc.socket_ns = s.costs.line_transfer_socket;
   mc.context_switch_ns = s.costs.context_switch;
+  mc.context_switch_idle_ns = s.costs.context_switch_idle;
   mc.tick_period_ns = host.kernel.hz > 0 ? sim::kNsPerSec / host.kernel.hz : 0;
   mc.tick_ns = s.costs.sched_tick;
   mc.smt_busy_permille = s.costs.smt_busy_permille;

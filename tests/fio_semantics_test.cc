@@ -189,9 +189,12 @@ TEST(FioSemantics, FlowHoldsAJobToItsWeightWithABusyLoop) {
   const RunResult r = MustRun(HostFromYaml(kFlowHost),
                               FlowJobs({{"--flow=1", "--rate_iops=1000"}, {"--flow=8"}}, {"--runtime=500ms"}));
   EXPECT_NEAR(static_cast<double>(Ios(r, 0)), 500, 2) << Describe(r);
-  // flow.c's counter starts at 1: the weight-8 job may be up to 8 ahead.
+  // flow.c's counter starts at 1: the weight-8 job may be up to 8 ahead,
+  // and 8 more when the run ends while the rate-limited job waits for its
+  // next slot with that IO already counted in the flow (do_io counts it
+  // before the rate wait) but not yet done.
   EXPECT_GE(Ios(r, 1), 8 * Ios(r, 0)) << Describe(r);
-  EXPECT_LE(Ios(r, 1), 8 * (Ios(r, 0) + 1)) << Describe(r);
+  EXPECT_LE(Ios(r, 1), 8 * (Ios(r, 0) + 2)) << Describe(r);
   // The held job spins in user space (fio `continue`s do_io's loop).
   EXPECT_GT(r.clones.at(1).result.cpu.usr_pct, 95) << Describe(r);
   // Without flow= the same jobs are not held.

@@ -160,6 +160,7 @@ enum class CostSource { kSrc, kDerived, kGuess };
   X(softirq_entry_exit, 100, kGuess, "softirq entry/exit")                                      \
   X(try_to_wake_up, 400, kGuess, "try_to_wake_up of a sleeping task")                           \
   X(context_switch, 1070, kSrc, "thread context switch (pipe ping-pong, weak source)")           \
+  X(context_switch_idle, 771, kDerived, "a switch to or from the idle task: context_switch without switch_mm_irqs_off (lazy TLB) and restore_fpregs_from_fpstate (the FPU still holds the task's state), 28% of its perf shares (engine/sim/machine.cc)") \
   X(kworker_queue, 150, kGuess, "queueing a kblockd work item (plus wake + switch if asleep)")  \
   X(io_wq_work, 150, kGuess, "io_worker_handle_work per item: dequeue from the io-wq list, io_wq_submit_work setup") \
   X(hrtimer_arm, 50, kGuess, "hrtimer_start")                                                   \

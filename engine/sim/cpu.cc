@@ -766,6 +766,17 @@ void Cpu::Loop() {
       }
       if (current_thread_ == nullptr) {
         if (runqueue_.empty() && !PullQueuedThread()) {
+          if (sleeper_ != nullptr) {
+            // __schedule of the thread that slept switches to the idle
+            // task: its own time (sys), before the CPU idles.
+            current_thread_ = sleeper_;
+            UpdateThreadAccount();
+            Charge(fn_schedule_, machine_.costs().context_switch_idle_ns);
+            current_thread_ = nullptr;
+            UpdateThreadAccount();
+            sleeper_ = nullptr;
+            went_idle_ = true;
+          }
           idle_ = true;
           in_loop_ = false;
           preempt_pending_ = false;
@@ -805,7 +816,13 @@ void Cpu::Loop() {
         if (next != last_thread_) {
           Charge(fn_schedule_, machine_.costs().context_switch_ns);
           ++context_switches_;
+        } else if (went_idle_) {
+          // Back from the idle task to the thread that ran last: no mm
+          // switch, the FPU still holds its state.
+          Charge(fn_schedule_, machine_.costs().context_switch_idle_ns);
         }
+        sleeper_ = nullptr;
+        went_idle_ = false;
         last_thread_ = next;
         next->state_ = Thread::State::kRunning;
       }
@@ -863,6 +880,7 @@ void Cpu::Loop() {
         current_thread_->state_ = Thread::State::kSleeping;
         ++current_thread_->context_switches_;  // nvcsw
         current_thread_->last_ran_ = now_;
+        sleeper_ = current_thread_;
         current_thread_ = nullptr;
         continue;
       case SuspendReason::kNone:

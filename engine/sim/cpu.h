@@ -691,6 +691,11 @@ class Cpu final : public EventHandler {
   // (kSimTimeNever when nobody waits).
   SimTime slice_end_ = kSimTimeNever;
   Thread* last_thread_ = nullptr;
+  // The thread that just slept, until the CPU picks another or idles (then
+  // its switch to the idle task is charged to it), and whether the CPU went
+  // idle since last_thread_ ran (its switch back costs the idle switch).
+  Thread* sleeper_ = nullptr;
+  bool went_idle_ = false;
   SimTime spin_since_ = 0;
   FnId spin_fn_ = 0;
   FnId fn_schedule_;

@@ -103,6 +103,11 @@ struct MachineCosts {
   int64_t die_ns = 100;
   int64_t socket_ns = 180;
   int64_t context_switch_ns = 1070;  // charged to __schedule when a CPU switches threads
+  // Charged to __schedule when a thread sleeps and its CPU goes idle, and
+  // when it wakes on an idle CPU that ran nothing else meanwhile: the same
+  // switch without the mm switch (the idle task borrows the mm) and the FPU
+  // restore (the registers still hold the thread's state).
+  int64_t context_switch_idle_ns = 771;
   int64_t sched_slice_ns = 3000000;  // time slice when threads share a CPU (CFS-like)
   int64_t tick_period_ns = 0;        // the scheduler tick on busy CPUs (1e9 / HZ); 0: none
   // sysctl_sched_migration_cost (kernel/sched/fair.c): a thread that ran

@@ -203,6 +203,48 @@ TEST(CpuTest, ChargesTimeToFunctionsAndModes) {
   EXPECT_LE(m.sim().events_delivered(), 2u);
 }
 
+// A thread that sleeps with nothing else to run on its CPU pays for the
+// switch to the idle task (__schedule in its own context, sys) and, woken
+// on the same idle CPU, for the switch back: the idle switch each way, no
+// mm switch. A switch between two threads still costs the full switch.
+TEST(CpuTest, SleepingOntoAnIdleCpuCostsTheIdleSwitchBothWays) {
+  Machine m(Cpus(2), MachineCosts{});
+  const FnId f = m.functions().Intern("work");
+  const FnId schedule = m.functions().Intern("__schedule");
+  constexpr int kSleeps = 10;
+  Thread sleeper(m, "sleeper", 0);
+  Thread waker(m, "waker", 1);
+  auto sleep_body = [&]() -> Task {
+    Cpu& cpu = m.cpu(0);
+    for (int i = 0; i < kSleeps; ++i) {
+      cpu.Charge(f, 100);
+      co_await cpu.Sync();
+      co_await cpu.Sleep();
+    }
+  };
+  auto wake_body = [&]() -> Task {
+    Cpu& cpu = m.cpu(1);
+    for (int i = 0; i < kSleeps; ++i) {
+      cpu.Charge(f, 10000);
+      co_await cpu.Sync();
+      sleeper.Wake(cpu.now());
+    }
+  };
+  sleeper.Start(sleep_body(), 0);
+  waker.Start(wake_body(), 0);
+  m.sim().Run();
+  ASSERT_EQ(sleeper.state(), Thread::State::kDone);
+  const int64_t idle_switch = m.costs().context_switch_idle_ns;
+  ASSERT_GT(idle_switch, 0);
+  EXPECT_LT(idle_switch, m.costs().context_switch_ns);
+  // The first pick is a full switch (from nothing); then each sleep is one
+  // switch to idle and each wake-up one switch back.
+  const int64_t switches_ns = m.costs().context_switch_ns + 2 * kSleeps * idle_switch;
+  EXPECT_EQ(m.cpu(0).fn_ns(schedule, Mode::kSys), switches_ns);
+  EXPECT_EQ(sleeper.stats().mode_ns[static_cast<int>(Mode::kSys)], kSleeps * 100 + switches_ns);
+  EXPECT_EQ(m.cpu(0).context_switches(), 1u);
+}
+
 // A composite row (FunctionRegistry::SetParts) reports its time split by
 // weight, the parts summing to the whole, the rounding remainder on the
 // whole's own part; other functions report their own time.
