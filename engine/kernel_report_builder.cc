@@ -186,6 +186,19 @@ absl::Status BuildKernelReportFor(const std::string& host_name, Simulation& s, s
   uint64_t switches = 0;
   for (int c = 0; c < m.num_cpus(); ++c) switches += m.cpu(c).context_switches();
   if (switches > 0) k.counters.push_back(stats::CounterRow{"context_switches", switches});
+  // cpuidle: entries per state over all CPUs (sysfs cpuidle/stateN/usage;
+  // state 0 is POLL) and the time wake-ups waited for the states' exits.
+  const size_t idle_states = m.costs().cpuidle_states.size();
+  if (idle_states > 0) {
+    int64_t exit_wait_ns = 0;
+    for (size_t st = 0; st <= idle_states; ++st) {
+      uint64_t usage = 0;
+      for (int c = 0; c < m.num_cpus(); ++c) usage += m.cpu(c).cpuidle_usage(static_cast<int>(st));
+      k.counters.push_back(stats::CounterRow{absl::StrCat("cpuidle_state", st, "_usage"), usage});
+    }
+    for (int c = 0; c < m.num_cpus(); ++c) exit_wait_ns += m.cpu(c).cpuidle_exit_wait_ns();
+    k.counters.push_back(stats::CounterRow{"cpuidle_exit_latency_ns", static_cast<uint64_t>(exit_wait_ns)});
+  }
   k.sched = SchedRows(m);
   if (s.page_cache != nullptr) {
     const model::PageCacheStats& pc = s.page_cache->stats();

@@ -719,6 +719,14 @@ absl::Status BuildPlatform(const host::HostSpec& host, const std::vector<int>& u
   mc.full_preemption = host.kernel.config.PREEMPT;
   mc.eevdf = host.knobs.sched_eevdf;
   mc.irq_time_in_task = !host.kernel.config.IRQ_TIME_ACCOUNTING;
+  if (host.cpus.cpuidle_state1_exit_latency_ns > 0) {
+    mc.cpuidle_states.push_back({host.cpus.cpuidle_state1_exit_latency_ns, host::CpuidleTargetResidencyNs(host.cpus, 1)});
+    if (host.cpus.cpuidle_state2_exit_latency_ns > 0) {
+      mc.cpuidle_states.push_back(
+          {host.cpus.cpuidle_state2_exit_latency_ns, host::CpuidleTargetResidencyNs(host.cpus, 2)});
+    }
+  }
+  mc.menu_iowait_latency_limit = host.knobs.menu_iowait_latency_limit;
   s.machine = std::make_unique<sim::Machine>(std::move(placement), mc);
   s.kernel = std::make_unique<model::Kernel>(*s.machine, s.costs, host.knobs, host.kernel.hz);
 

@@ -154,6 +154,18 @@ const char kNvmeYaml[] =
     "    nvme: {poll_queues: 1, latency_nsec: 5000}\n"
     "    queue: {scheduler: none}\n";
 
+// A CPU idling 200 us per IO (null_blk's timer completions) with two
+// cpuidle states: C2 (30 us) only when iowait does not limit the latency.
+const char kCpuidleYaml[] =
+    "name: knob-cpuidle\n"
+    "cpus: {count: 1, cpuidle_state1_exit_latency_ns: 2000, cpuidle_state2_exit_latency_ns: 30000}\n"
+    "devices:\n"
+    "  - name: nullb0\n"
+    "    null_blk: {irqmode: 2, completion_nsec: 200000, submit_queues: 1}\n"
+    "    queue: {scheduler: none}\n";
+const std::vector<std::string> kQd1Job = {"--name=t", "--ioengine=io_uring", "--direct=1", "--rw=randread",
+                                          "--bs=4k", "--iodepth=1", "--runtime=20ms", "--time_based"};
+
 struct KnobCase {
   std::string yaml;
   std::vector<std::string> args;
@@ -206,6 +218,7 @@ std::map<std::string, KnobCase> Cases() {
       {"io_uring_lazy_wake", {kNullTimerYaml, kBatchedJob}},
       {"hrtimer_rt_no_slack", {HbaWalkYaml(""), kHbaWalkJob}},
       {"sched_eevdf", {DeadlineYaml(""), kDeadlineJob}},
+      {"menu_iowait_latency_limit", {kCpuidleYaml, kQd1Job}},
   };
 }
 

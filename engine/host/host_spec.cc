@@ -611,6 +611,30 @@ absl::Status ValidateHostSpec(const HostSpec& spec, const HostLimits& limits) {
   BLKLAB_RETURN_IF_ERROR(ValidateRanges(spec.cpus, "cpus"));
   BLKLAB_RETURN_IF_ERROR(ValidateRanges(spec.vm, "vm"));
   BLKLAB_RETURN_IF_ERROR(CpuTopology::Create(spec.cpus).status());
+  {
+    const CpuSpec& c = spec.cpus;
+    if (c.cpuidle_state1_exit_latency_ns == 0 &&
+        (c.cpuidle_state1_target_residency_ns != 0 || c.cpuidle_state2_exit_latency_ns != 0 ||
+         c.cpuidle_state2_target_residency_ns != 0)) {
+      return FieldError("cpus.cpuidle_state1_exit_latency_ns",
+                        "must be > 0 when another cpuidle_state field is set (0 means no idle states)");
+    }
+    if (c.cpuidle_state2_exit_latency_ns == 0 && c.cpuidle_state2_target_residency_ns != 0) {
+      return FieldError("cpus.cpuidle_state2_exit_latency_ns", "must be > 0 when its target residency is set");
+    }
+    if (c.cpuidle_state2_exit_latency_ns != 0) {
+      if (c.cpuidle_state2_exit_latency_ns < c.cpuidle_state1_exit_latency_ns) {
+        return FieldError("cpus.cpuidle_state2_exit_latency_ns",
+                          absl::StrCat("must be >= cpuidle_state1_exit_latency_ns (", c.cpuidle_state1_exit_latency_ns,
+                                       "), got ", c.cpuidle_state2_exit_latency_ns));
+      }
+      if (CpuidleTargetResidencyNs(c, 2) < CpuidleTargetResidencyNs(c, 1)) {
+        return FieldError("cpus.cpuidle_state2_target_residency_ns",
+                          absl::StrCat("must be >= state1's target residency (", CpuidleTargetResidencyNs(c, 1),
+                                       " ns), got ", CpuidleTargetResidencyNs(c, 2)));
+      }
+    }
+  }
   const int numa_nodes = spec.cpus.sockets * spec.cpus.numa_nodes_per_socket;
 
   // kernel

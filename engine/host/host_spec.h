@@ -59,7 +59,17 @@ namespace blklab::host {
   INT(numa_nodes_per_socket, 1, 1, 16, "NUMA nodes per socket (NPS); splits a socket's cores evenly") \
   INT(speed_permille, 1000, 100, 10000,                                                             \
       "how fast a core runs kernel and fio code, per mille of the cost table's reference core "     \
-      "(a Ryzen 9 5950X); core-work rows cost 1000/speed_permille of their value (cost_table.h)")
+      "(a Ryzen 9 5950X); core-work rows cost 1000/speed_permille of their value (cost_table.h)")     \
+  INT64(cpuidle_state1_exit_latency_ns, 0, 0, 100000000,                                            \
+        "cpuidle: the first hardware idle state's exit latency (sysfs cpuidle/state1/latency); 0 = no " \
+        "cpuidle states: an idle CPU polls (idle=poll) and a wake-up runs at once")                   \
+  INT64(cpuidle_state1_target_residency_ns, 0, 0, 1000000000,                                       \
+        "its target residency (state1/residency): the menu governor enters it for a predicted idle "  \
+        "this long; 0 = twice the exit latency (acpi_idle's latency_factor)")                          \
+  INT64(cpuidle_state2_exit_latency_ns, 0, 0, 100000000,                                            \
+        "a deeper state's exit latency (state2); 0 = none. Needs state1, and no less than its latency") \
+  INT64(cpuidle_state2_target_residency_ns, 0, 0, 1000000000,                                       \
+        "its target residency; 0 = twice the exit latency")
 
 // kernel.config: Kconfig options of the block layer. Defaults are a typical
 // distribution 6.x config. Options that depend on BLK_CGROUP are forced off
@@ -121,6 +131,10 @@ namespace blklab::host {
        "blk_mq_dispatch_rq_list parks the requests the driver did not take at the tail of "                 \
        "hctx->dispatch, behind those other CPUs parked first (01e99aeca397, 5.6+); false: at its head, "   \
        "so the batch parked last goes ahead of those parked before it (4.14-5.5)")                                                          \
+  BOOL(menu_iowait_latency_limit, false, 0, 0,                                                        \
+       "cpuidle's menu governor lets a CPU with tasks asleep in iowait enter only states whose exit "      \
+       "latency is under the predicted idle / (1 + 10 x those tasks) (performance_multiplier, until "      \
+       "38f83090f515 in 6.13); false: under the predicted idle")                                           \
   BOOL(dispatch_loop_time_limit, true, 0, 0,                                                          \
        "blk_mq_do_dispatch_sched hands the queue to kblockd when the CPU is wanted (need_resched) or "   \
        "after a second (5.18+, stable 5.10+ from 2022); false: it loops while rounds dispatch")         \
@@ -314,6 +328,14 @@ struct CpuSpec {
   BLKLAB_DECLARE_FIELDS(BLKLAB_CPU_FIELDS)
   friend bool operator==(const CpuSpec&, const CpuSpec&) = default;
 };
+
+// A cpuidle state's target residency as resolved (the field, or twice the
+// exit latency when the field is 0). `state` is 1 or 2.
+inline int64_t CpuidleTargetResidencyNs(const CpuSpec& c, int state) {
+  const int64_t latency = state == 1 ? c.cpuidle_state1_exit_latency_ns : c.cpuidle_state2_exit_latency_ns;
+  const int64_t residency = state == 1 ? c.cpuidle_state1_target_residency_ns : c.cpuidle_state2_target_residency_ns;
+  return residency != 0 ? residency : 2 * latency;
+}
 
 // Kconfig options keep their kernel spelling (an exception to member naming,
 // so the document key and the field read the same).

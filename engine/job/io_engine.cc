@@ -25,7 +25,7 @@ sim::Task SyncEngineBase::WaitCompleted(IoU* u) {
   while (u->state != IoU::State::kCompleted) {
     ctx_.waiting = true;
     ctx_.cpu().Charge(fn_io_schedule_, ctx_.kernel.costs().line_read_hit);
-    co_await ctx_.cpu().SleepMigratable();
+    co_await ctx_.cpu().SleepMigratable(/*iowait=*/true);  // io_schedule
     co_await ctx_.cpu().Sync();
     ctx_.waiting = false;
   }

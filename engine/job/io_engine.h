@@ -156,10 +156,10 @@ struct IoContext {
   // runs on `on`, which pays try_to_wake_up).
   void WakeWaiter(sim::Cpu& on);
   // Sleeps the fio thread until `completed` holds `min` entries; `on_wake`
-  // runs after each wake-up (io_uring's task_work). REQUIRES: task level on
-  // `cpu`, Synced.
+  // runs after each wake-up (io_uring's task_work); `iowait`: the sleep
+  // counts as iowait. REQUIRES: task level on `cpu`, Synced.
   template <typename F>
-  sim::Task SleepUntilCompleted(uint32_t min, F on_wake);
+  sim::Task SleepUntilCompleted(uint32_t min, bool iowait, F on_wake);
 };
 
 class IoEngineModel {
@@ -254,11 +254,11 @@ sim::Task SubmitBatch(IoContext& ctx, std::vector<IoU*>& batch, sim::FnId syscal
                       After after);
 
 template <typename F>
-sim::Task IoContext::SleepUntilCompleted(uint32_t min, F on_wake) {
+sim::Task IoContext::SleepUntilCompleted(uint32_t min, bool iowait, F on_wake) {
   while (completed.size() < min) {
     waiting = true;
     wait_for = min;
-    co_await cpu().SleepMigratable();
+    co_await cpu().SleepMigratable(iowait);
     co_await cpu().Sync();
     waiting = false;
     on_wake();

@@ -413,7 +413,7 @@ sim::Task RequestQueue::GetRequestSlow(sim::Cpu& cpu, Bio* bio, Plug* plug, Requ
         }
         kernel_.Count(Counter::k_tag_sleep);
         cpu.Charge(kernel_.fn.io_schedule, c.line_read_hit);
-        co_await wq.Wait(cpu);
+        co_await wq.IoWait(cpu);  // io_schedule
         co_await cpu.Sync();
         wq.Remove(cpu.current_thread());
         bt.FinishWait();

@@ -215,7 +215,7 @@ uint32_t PageCache::GetSlot() {
 
 sim::Task PageCache::WaitForMemory(sim::Cpu& cpu) {
   WakeFlusher(&cpu);
-  co_await memory_waiters_.Wait(cpu);
+  co_await memory_waiters_.IoWait(cpu);
   co_await cpu.Sync();
 }
 
@@ -358,7 +358,7 @@ sim::Task PageCache::Read(sim::Cpu& cpu, FileRaState& ra, AddressSpace& m, uint6
     }
     if ((pages_[p].flags & kUptodate) == 0) {
       // folio_wait_locked: the page's read is in flight.
-      co_await slots_[pages_[p].io]->waiters.Wait(cpu);
+      co_await slots_[pages_[p].io]->waiters.IoWait(cpu);
       co_await cpu.Sync();
       continue;
     }
@@ -476,7 +476,7 @@ sim::Task PageCache::Write(sim::Cpu& cpu, AddressSpace& m, uint64_t pos, uint32_
       pages_[p].flags = kUptodate;
     }
     if ((pages_[p].flags & kUptodate) == 0) {
-      co_await slots_[pages_[p].io]->waiters.Wait(cpu);
+      co_await slots_[pages_[p].io]->waiters.IoWait(cpu);
       co_await cpu.Sync();
       continue;
     }
@@ -498,7 +498,7 @@ sim::Task PageCache::BalanceDirtyPages(sim::Cpu& cpu) {
   ++stats_.dirty_throttle_waits;
   while (nr_dirty_ + nr_writeback_ > dirty_thresh_) {
     WakeFlusher(&cpu);
-    co_await dirty_waiters_.Wait(cpu);
+    co_await dirty_waiters_.IoWait(cpu);
     co_await cpu.Sync();
   }
   stats_.dirty_throttle_ns += cpu.now() - start;
@@ -553,7 +553,7 @@ sim::Task PageCache::Fsync(sim::Cpu& cpu, AddressSpace& m) {
     co_await cpu.Sync();
     if (m.nr_writeback == 0 && m.dirty.empty()) break;
     if (m.nr_writeback > 0) {
-      co_await m.writeback_waiters.Wait(cpu);  // filemap_fdatawait
+      co_await m.writeback_waiters.IoWait(cpu);  // filemap_fdatawait
       co_await cpu.Sync();
     }
   }
@@ -750,7 +750,7 @@ sim::Task PageCache::Fault(sim::Cpu& cpu, VmArea& vma, FileRaState& ra, uint64_t
     if ((pages_[p].flags & kUptodate) == 0) {
       // lock_folio_maybe_drop_mmap: the page's read is in flight.
       major = true;
-      co_await slots_[pages_[p].io]->waiters.Wait(cpu);
+      co_await slots_[pages_[p].io]->waiters.IoWait(cpu);
       co_await cpu.Sync();
       continue;
     }

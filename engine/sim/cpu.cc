@@ -75,6 +75,11 @@ int Thread::SelectWakeCpu() const {
 void Thread::Wake(SimTime at) {
   if (state_ != State::kSleeping) return;
   state_ = State::kRunnable;
+  if (iowait_on_ != nullptr) {
+    // ttwu: nr_iowait of the runqueue it slept on.
+    --iowait_on_->nr_iowait_;
+    iowait_on_ = nullptr;
+  }
   if (migrate_on_wake_) {
     migrate_on_wake_ = false;
     movable_ = true;
@@ -94,7 +99,177 @@ Cpu::Cpu(Machine& machine, int id)
   full_preemption_ = machine.costs().full_preemption;
   fn_schedule_ = machine.functions().Intern("__schedule");
   fn_tick_ = machine.functions().Intern("tick_sched_timer");
+  if (!machine.costs().cpuidle_states.empty()) {
+    // Idle from the start, in the state an empty history selects.
+    cpuidle_usage_.assign(machine.costs().cpuidle_states.size() + 1, 0);
+    EnterIdleState();
+  }
 }
+
+void Cpu::BeginIowait() {
+  BLKLAB_CHECK(current_thread_ != nullptr && current_thread_->iowait_on_ == nullptr);
+  current_thread_->iowait_on_ = this;
+  ++nr_iowait_;
+}
+
+uint32_t Cpu::TypicalIdleIntervalUs() const {
+  // menu's get_typical_interval: the average of the recent intervals when
+  // their spread is small (stddev <= 20 us, or under a sixth of the average
+  // with at least 3/4 of them kept); otherwise drop the largest and try
+  // again, down to 3/4 of the samples.
+  uint64_t thresh = UINT32_MAX;
+  for (;;) {
+    uint64_t sum = 0;
+    uint64_t max = 0;
+    int divisor = 0;
+    for (uint32_t v : cpuidle_intervals_us_) {
+      if (v > thresh) continue;
+      sum += v;
+      ++divisor;
+      max = std::max<uint64_t>(max, v);
+    }
+    if (max == 0) return UINT32_MAX;
+    const uint64_t avg = sum / static_cast<uint64_t>(divisor);
+    unsigned __int128 variance = 0;
+    for (uint32_t v : cpuidle_intervals_us_) {
+      if (v > thresh) continue;
+      const __int128 diff = static_cast<__int128>(v) - static_cast<__int128>(avg);
+      variance += static_cast<unsigned __int128>(diff * diff);
+    }
+    variance /= static_cast<unsigned>(divisor);
+    const bool enough = divisor * 4 >= kIdleIntervals * 3;
+    if ((static_cast<unsigned __int128>(avg) * avg > variance * 36 && enough) || variance <= 400) {
+      return static_cast<uint32_t>(avg);
+    }
+    if (divisor * 4 <= kIdleIntervals * 3) return UINT32_MAX;
+    thresh = max - 1;
+  }
+}
+
+namespace {
+// The menu governor's constants (drivers/cpuidle/governors/menu.c).
+constexpr int64_t kMenuResolution = 1024;
+constexpr int64_t kMenuDecay = 8;
+constexpr int64_t kMenuMaxInterestingNs = 50 * kNsPerMs;
+constexpr int64_t kMenuResidencyThresholdNs = 15 * kNsPerUs;  // 6.3+: no timer lookup below it
+
+// which_bucket: by the distance to the next timer, iowait in the upper half.
+int MenuBucket(int64_t next_timer_ns, int nr_iowait) {
+  int bucket = nr_iowait > 0 ? 6 : 0;
+  for (int64_t bound = 10 * kNsPerUs; bound <= 100 * kNsPerMs && next_timer_ns >= bound; bound *= 10) ++bucket;
+  return bucket;
+}
+}  // namespace
+
+void Cpu::TrackTimer(SimTime expires, uint64_t id, bool add) {
+  if (add) {
+    timers_.insert({expires, id});
+  } else {
+    timers_.erase({expires, id});
+  }
+}
+
+int64_t Cpu::NextTimerNs() const {
+  // tick_nohz_get_sleep_length: the next hrtimer or timer-wheel expiry on
+  // this CPU (not the tick, which an idle CPU stops).
+  if (timers_.empty()) return kSimTimeNever;
+  return std::max<int64_t>(timers_.begin()->first - now_, 0);
+}
+
+void Cpu::EnterIdleState() {
+  // A wake-up already on its way here (a local ttwu sets need_resched):
+  // do_idle does not enter a state.
+  if (machine_.costs().cpuidle_states.empty() || cpuidle_state_ >= 0 || incoming_wakes_ > 0) return;
+  cpuidle_state_ = SelectIdleState();
+  cpuidle_entered_at_ = now_;
+  ++cpuidle_usage_[cpuidle_state_];
+}
+
+int Cpu::SelectIdleState() {
+  const std::vector<CpuidleState>& states = machine_.costs().cpuidle_states;
+  // menu_select: the typical recent interval, bounded by the next timer
+  // scaled by how early idle periods of that kind (the bucket) have
+  // ended; no PM QoS limit.
+  const uint32_t typical_us = TypicalIdleIntervalUs();
+  int64_t predicted_ns = typical_us == UINT32_MAX ? kSimTimeNever : int64_t{typical_us} * kNsPerUs;
+  int64_t next_timer_ns = kSimTimeNever;
+  if (predicted_ns > kMenuResidencyThresholdNs) {
+    next_timer_ns = NextTimerNs();
+    menu_bucket_ = MenuBucket(next_timer_ns, nr_iowait_);
+    if (next_timer_ns != kSimTimeNever) {
+      const __int128 scaled = static_cast<__int128>(next_timer_ns) * menu_correction_[menu_bucket_];
+      const int64_t timer_us = static_cast<int64_t>(
+          (scaled + kMenuResolution * kMenuDecay * kNsPerUs / 2) / (kMenuResolution * kMenuDecay * kNsPerUs));
+      predicted_ns = std::min(predicted_ns, timer_us * kNsPerUs);
+    }
+  } else {
+    menu_bucket_ = MenuBucket(kSimTimeNever, nr_iowait_);
+  }
+  menu_next_timer_ns_ = next_timer_ns;
+  int idx = 0;  // POLL
+  if (next_timer_ns >= states.front().target_residency_ns) {
+    int64_t latency_req_ns = predicted_ns;
+    if (machine_.costs().menu_iowait_latency_limit && predicted_ns != kSimTimeNever) {
+      latency_req_ns = predicted_ns / (1 + 10 * int64_t{nr_iowait_});
+    }
+    for (size_t i = 0; i < states.size(); ++i) {
+      const CpuidleState& s = states[i];
+      if (s.target_residency_ns > predicted_ns) {
+        // A physical state rather than polling, unless its latency is too
+        // high or a timer comes first.
+        if (idx == 0 && s.exit_latency_ns <= latency_req_ns && s.target_residency_ns <= next_timer_ns) {
+          idx = static_cast<int>(i) + 1;
+        }
+        break;
+      }
+      if (s.exit_latency_ns > latency_req_ns) break;
+      idx = static_cast<int>(i) + 1;
+    }
+  }
+  return idx;
+}
+
+void Cpu::ReflectIdle(int64_t measured_ns) {
+  // menu_update: the bucket's correction factor decays toward
+  // measured / next timer, and the interval joins the history.
+  int64_t factor = menu_correction_[menu_bucket_];
+  factor -= factor / kMenuDecay;
+  if (menu_next_timer_ns_ > 0 && measured_ns < kMenuMaxInterestingNs) {
+    factor += static_cast<int64_t>(static_cast<__int128>(kMenuResolution) * measured_ns / menu_next_timer_ns_);
+  } else {
+    factor += kMenuResolution;
+  }
+  menu_correction_[menu_bucket_] = factor == 0 ? 1 : factor;
+  cpuidle_intervals_us_[cpuidle_interval_next_] =
+      static_cast<uint32_t>(std::min<int64_t>(std::max<int64_t>(measured_ns, 0) / kNsPerUs, UINT32_MAX));
+  cpuidle_interval_next_ = (cpuidle_interval_next_ + 1) % kIdleIntervals;
+}
+
+SimTime Cpu::LeaveIdleState(SimTime at) {
+  const std::vector<CpuidleState>& states = machine_.costs().cpuidle_states;
+  // poll_idle gives up after the first hardware state's target residency
+  // (cpuidle_poll_time); menu then counts the idle as lasting to the next
+  // timer it knew, and selects again.
+  const int64_t poll_limit_ns = states.front().target_residency_ns;
+  while (cpuidle_state_ == 0 && at - cpuidle_entered_at_ > poll_limit_ns) {
+    ReflectIdle(menu_next_timer_ns_);
+    const SimTime saved_now = now_;
+    now_ = cpuidle_entered_at_ + poll_limit_ns;
+    cpuidle_state_ = SelectIdleState();
+    cpuidle_entered_at_ = now_;
+    ++cpuidle_usage_[cpuidle_state_];
+    now_ = saved_now;
+  }
+  const int state = cpuidle_state_;
+  BLKLAB_CHECK(state >= 0);
+  cpuidle_state_ = -1;
+  ReflectIdle(at - cpuidle_entered_at_);
+  const int64_t exit_ns = state == 0 ? 0 : states[static_cast<size_t>(state) - 1].exit_latency_ns;
+  cpuidle_exit_wait_ns_ += exit_ns;
+  cpuidle_running_at_ = at + exit_ns;
+  return cpuidle_running_at_;
+}
+
 
 void Cpu::set_smt_sibling(Cpu* sibling) {
   smt_sibling_ = sibling;
@@ -314,6 +489,9 @@ void Cpu::Kick(SimTime at) {
     if (!spin_irqs_on_ || hardirq_pending_.empty() || IrqOnTopOfSpin()) return;
   } else if (!idle_) {
     return;  // the running context sees it at its next Sync
+  } else {
+    // An idle CPU in a cpuidle state runs after the state's exit latency.
+    at = cpuidle_state_ >= 0 ? LeaveIdleState(at) : std::max(at, cpuidle_running_at_);
   }
   if (run_scheduled_at_ <= at) return;
   ++run_gen_;
@@ -780,6 +958,7 @@ void Cpu::Loop() {
           idle_ = true;
           in_loop_ = false;
           preempt_pending_ = false;
+          EnterIdleState();
           return;
         }
         // Real-time threads by priority, then a pre-empting ksoftirqd, then

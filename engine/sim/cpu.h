@@ -61,9 +61,26 @@
 //  * A busy CPU takes the scheduler tick (MachineCosts::tick_period_ns, on
 //    jiffy boundaries; none while idle, as with NOHZ): a hardirq charged to
 //    `tick_sched_timer`, at whose exit pending softirqs run.
+//  * cpuidle (MachineCosts::cpuidle_states; none: the CPU polls, as with
+//    idle=poll, and any wake-up runs at once): a CPU going idle enters the
+//    state the menu governor selects (POLL or a hardware state), unless a
+//    wake-up is already on its way; the first wake-up (a thread, a hardirq)
+//    after that runs only after the state's exit latency, counted as idle
+//    time. menu as in 6.8: the typical of the last eight idle intervals
+//    (get_typical_interval), bounded, when over 15 us, by the CPU's next
+//    HrTimer scaled by its bucket's correction factor; exit latency at most
+//    the prediction (divided by 1 + 10 x the CPU's iowait tasks with
+//    menu_iowait_latency_limit); a physical state rather than POLL when its
+//    latency is acceptable and no timer comes first; POLL ends after the
+//    first state's target residency and the governor selects again. Not
+//    modelled: PM QoS limits, the tick kept during short idles (the CPU
+//    stops it whenever it idles), the governor's own CPU time, the
+//    reschedule IPI to a CPU in a non-polling state, and exit latency as a
+//    waste of power rather than time.
 // Thread-safety: thread-compatible; owned by the Machine of one run.
 // Cost: Charge is two array additions; Sync is one comparison when nothing
-//  else is due.
+//  else is due. With cpuidle states, each HrTimer start and expiry is an
+//  insertion into and a removal from its CPU's ordered timer set.
 #ifndef BLKLAB_ENGINE_SIM_CPU_H_
 #define BLKLAB_ENGINE_SIM_CPU_H_
 
@@ -198,6 +215,7 @@ class Thread {
   int PickRank() const { return rt() ? prio_ : wakeup_preempts_ ? kMaxRtPrio : prio_ + 1; }
   std::vector<int> cpus_allowed_;
   bool migrate_on_wake_ = false;  // asleep in SleepMigratable
+  Cpu* iowait_on_ = nullptr;      // asleep in iowait, counted in that CPU's nr_iowait
   // Woken from SleepMigratable and waiting in a runqueue, not yet run.
   bool movable_ = false;
   // Suspended at the return to user space (Cpu::PreemptPointMigratable)
@@ -386,20 +404,36 @@ class Cpu final : public EventHandler {
     void await_resume() const {}
   };
   SleepAwaiter Sleep() { return SleepAwaiter{this}; }
+  // The same in io_schedule: the thread counts in this CPU's nr_iowait
+  // until it is woken (the menu governor reads it).
+  struct IoSleepAwaiter {
+    Cpu* cpu;
+    bool await_ready() const { return false; }
+    void await_suspend(std::coroutine_handle<> h) {
+      cpu->BeginIowait();
+      cpu->Suspend(h, SuspendReason::kSleep);
+    }
+    void await_resume() const {}
+  };
+  IoSleepAwaiter IoSleep() { return IoSleepAwaiter{this}; }
   // The same, at a sleep the thread may wake from on another CPU (a
   // thread's top-level wait: io_getevents, io_cqring_wait, a synchronous
   // read, a thinktime or rate sleep): the caller re-reads
   // Thread::on_cpu() after it.
+  // `iowait`: the sleep is io_schedule's (or io_uring's wait with IO
+  // pending).
   struct SleepMigratableAwaiter {
     Cpu* cpu;
+    bool iowait;
     bool await_ready() const { return false; }
     void await_suspend(std::coroutine_handle<> h) {
+      if (iowait) cpu->BeginIowait();
       cpu->current_thread_->migrate_on_wake_ = cpu->current_thread_->cpus_allowed_.size() > 1;
       cpu->Suspend(h, SuspendReason::kSleep);
     }
     void await_resume() const {}
   };
-  SleepMigratableAwaiter SleepMigratable() { return SleepMigratableAwaiter{this}; }
+  SleepMigratableAwaiter SleepMigratable(bool iowait = false) { return SleepMigratableAwaiter{this, iowait}; }
   // True when no thread runs or waits here and no wake-up is on its way
   // (the kernel's idle_cpu: an interrupt running on top of the idle task
   // does not make the CPU busy): a waking thread may be placed here.
@@ -447,6 +481,18 @@ class Cpu final : public EventHandler {
     const size_t slot = static_cast<size_t>(fn) * kNumModes + static_cast<int>(m);
     return slot < fn_ns_.size() ? fn_ns_[slot] : 0;
   }
+  // cpuidle: how often each state (0: POLL) was entered, and the time
+  // wake-ups waited for the state's exit (counted as idle time).
+  uint64_t cpuidle_usage(int state) const {
+    return state < static_cast<int>(cpuidle_usage_.size()) ? cpuidle_usage_[state] : 0;
+  }
+  int64_t cpuidle_exit_wait_ns() const { return cpuidle_exit_wait_ns_; }
+  // With cpuidle states the governor needs the CPU's next timer: HrTimer
+  // reports its expiries here (add, or remove the one it had).
+  bool tracks_timers() const { return !cpuidle_usage_.empty(); }
+  void TrackTimer(SimTime expires, uint64_t id, bool add);
+  // Tasks asleep in iowait that slept on this CPU (rq->nr_iowait).
+  int nr_iowait() const { return nr_iowait_; }
   // Closes the idle interval up to `t` (end of run) so that busy + idle = t.
   void AccountIdleUntil(SimTime t);
 
@@ -617,6 +663,25 @@ class Cpu final : public EventHandler {
   // place_entity: vruntime V - lag (the lag scaled by (load + w) / load
   // when the queue is not empty), deadline one virtual slice on (half for a
   // new thread). REQUIRES: `t` is not among the entities yet.
+  // The running thread goes to sleep in iowait on this CPU.
+  void BeginIowait();
+  // menu_select when the CPU goes idle: the state from the typical recent
+  // idle interval and the latency the CPU's iowait tasks allow.
+  void EnterIdleState();
+  // The governor's choice at now_ (0: POLL); sets the period's bucket and
+  // next timer.
+  int SelectIdleState();
+  // The first wake-up of an idle CPU at `at`: menu_reflect's interval, and
+  // when the CPU runs again (after the state's exit latency).
+  SimTime LeaveIdleState(SimTime at);
+  // menu_update for an idle period of `measured_ns` (to the wake-up).
+  void ReflectIdle(int64_t measured_ns);
+  // Time to the earliest HrTimer armed on this CPU (kSimTimeNever: none).
+  int64_t NextTimerNs() const;
+  // get_typical_interval over the last kIdleIntervals idle periods, in
+  // microseconds; UINT32_MAX when they give no confident prediction.
+  uint32_t TypicalIdleIntervalUs() const;
+
   void PlaceEntity(Thread* t);
   // update_entity_lag, before `t` leaves the entities (sleep, migration).
   void SaveLag(Thread* t);
@@ -711,6 +776,26 @@ class Cpu final : public EventHandler {
   SimTime idle_stamp_ = -1;       // rq->idle_stamp: start of the idle period (-1: none)
   int64_t avg_idle_ns_;           // rq->avg_idle (starts at twice the migration cost)
   SimTime next_far_balance_ = 0;  // and across LLCs
+  // cpuidle (MachineCosts::cpuidle_states non-empty): the state the idle CPU
+  // is in (-1: none, it runs or has been woken), since when, and when a
+  // woken CPU runs again; menu's ring of recent idle intervals (us).
+  static constexpr int kIdleIntervals = 8;
+  int cpuidle_state_ = -1;
+  SimTime cpuidle_entered_at_ = 0;
+  SimTime cpuidle_running_at_ = 0;
+  uint32_t cpuidle_intervals_us_[kIdleIntervals] = {};
+  int cpuidle_interval_next_ = 0;
+  std::vector<uint64_t> cpuidle_usage_;
+  int64_t cpuidle_exit_wait_ns_ = 0;
+  // menu's correction factors per bucket (1.0 = kMenuResolution x
+  // kMenuDecay), the bucket and next timer of the current idle period.
+  int64_t menu_correction_[12] = {8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192};
+  int menu_bucket_ = 0;
+  int64_t menu_next_timer_ns_ = kSimTimeNever;
+  // HrTimers armed on this CPU, by (expiry, timer id), kept only with
+  // cpuidle states (tracks_timers).
+  PooledSet<std::pair<SimTime, uint64_t>> timers_;
+  int nr_iowait_ = 0;
 };
 
 // Opens a frame for kernel function `fn` on the running context of `cpu`

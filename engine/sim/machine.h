@@ -95,6 +95,13 @@ struct CpuPlacement {
   int node = 0;    // NUMA node
 };
 
+// One hardware idle state of a cpuidle driver (drivers/cpuidle: struct
+// cpuidle_state), shallowest first; state 0, POLL, is implied.
+struct CpuidleState {
+  int64_t exit_latency_ns = 0;       // from the wake-up to the CPU running again
+  int64_t target_residency_ns = 0;   // the shortest idle worth entering it for
+};
+
 // Prices the Machine itself applies (the rest of the cost table is applied
 // by the kernel model).
 struct MachineCosts {
@@ -144,6 +151,15 @@ struct MachineCosts {
   // charges an interrupted tick to the task; sum_exec_runtime includes the
   // interrupt). The per-function profile and the CPU modes are unchanged.
   bool irq_time_in_task = false;
+  // cpuidle with the menu governor: the hardware idle states (none: the CPU
+  // polls when idle, as with idle=poll, and a wake-up runs at once). See
+  // Cpu's header comment.
+  std::vector<CpuidleState> cpuidle_states;
+  // menu's performance_multiplier (until 38f83090f515, 6.13): a CPU with
+  // tasks asleep in iowait takes only states whose exit latency is under
+  // the predicted idle / (1 + 10 x those tasks); false: under the
+  // predicted idle.
+  bool menu_iowait_latency_limit = false;
 };
 
 class Machine {
@@ -160,6 +176,8 @@ class Machine {
 
   int num_cpus() const { return static_cast<int>(cpus_.size()); }
   Cpu& cpu(int id) { return *cpus_[id]; }
+  // A fresh id for an HrTimer on a CPU's timer list (1, 2, ...).
+  uint64_t NewTimerId() { return ++timer_ids_; }
   const Cpu& cpu(int id) const { return *cpus_[id]; }
   const CpuPlacement& placement(int id) const { return placement_[id]; }
   // CPUs sharing `id`'s last-level cache (the LLC sched domain's weight).
@@ -210,6 +228,7 @@ class Machine {
 
  private:
   Simulator sim_;
+  uint64_t timer_ids_ = 0;
   FunctionRegistry functions_;
   std::vector<CpuPlacement> placement_;
   std::vector<int> llc_weight_;  // by CPU, from placement_

@@ -245,6 +245,184 @@ TEST(CpuTest, SleepingOntoAnIdleCpuCostsTheIdleSwitchBothWays) {
   EXPECT_EQ(m.cpu(0).context_switches(), 1u);
 }
 
+// cpuidle. A thread on CPU 0 sleeps (in iowait when `iowait`) and a
+// thread on CPU 1 wakes it every `period_ns`; returns, per wake-up, how long
+// after it the sleeper ran again, and CPU 0's state entries.
+struct IdleWakes {
+  std::vector<int64_t> delays_ns;
+  std::vector<uint64_t> usage;
+  int nr_iowait_at_end = -1;
+};
+IdleWakes RunIdleWakes(std::vector<CpuidleState> states, bool iowait_limit, bool iowait, int64_t period_ns,
+                       int wakes) {
+  MachineCosts costs;
+  costs.cpuidle_states = std::move(states);
+  costs.menu_iowait_latency_limit = iowait_limit;
+  Machine m(Cpus(2), costs);
+  const FnId f = m.functions().Intern("work");
+  IdleWakes out;
+  std::vector<SimTime> woken_at;
+  Thread sleeper(m, "sleeper", 0);
+  Thread waker(m, "waker", 1);
+  auto sleep_body = [&]() -> Task {
+    Cpu& cpu = m.cpu(0);
+    for (int i = 0; i < wakes; ++i) {
+      cpu.Charge(f, 100);
+      co_await cpu.Sync();
+      if (iowait) {
+        co_await cpu.IoSleep();
+      } else {
+        co_await cpu.Sleep();
+      }
+      // Resumed after the switch back from idle.
+      out.delays_ns.push_back(cpu.now() - woken_at.back() - m.costs().context_switch_idle_ns);
+    }
+  };
+  auto wake_body = [&]() -> Task {
+    Cpu& cpu = m.cpu(1);
+    for (int i = 0; i < wakes; ++i) {
+      cpu.Charge(f, period_ns);
+      co_await cpu.Sync();
+      woken_at.push_back(cpu.now());
+      sleeper.Wake(cpu.now());
+    }
+  };
+  sleeper.Start(sleep_body(), 0);
+  waker.Start(wake_body(), 0);
+  m.sim().Run();
+  for (size_t st = 0; st <= m.costs().cpuidle_states.size(); ++st) {
+    out.usage.push_back(m.cpu(0).cpuidle_usage(static_cast<int>(st)));
+  }
+  out.nr_iowait_at_end = m.cpu(0).nr_iowait();
+  return out;
+}
+
+// Without idle states a wake-up runs at once; with one, after its exit
+// latency, which the governor takes for every idle period long enough.
+TEST(CpuidleTest, AWakeUpWaitsForTheIdleStatesExitLatency) {
+  constexpr int kWakes = 20;
+  const IdleWakes polling = RunIdleWakes({}, false, false, 100000, kWakes);
+  ASSERT_EQ(polling.delays_ns.size(), static_cast<size_t>(kWakes));
+  for (int64_t d : polling.delays_ns) EXPECT_EQ(d, 0);
+  const IdleWakes c1 = RunIdleWakes({{5000, 10000}}, false, false, 100000, kWakes);
+  ASSERT_EQ(c1.delays_ns.size(), static_cast<size_t>(kWakes));
+  for (int64_t d : c1.delays_ns) EXPECT_EQ(d, 5000);
+  // Every sleep entered C1, and so did the start (idle from t = 0) and the
+  // end.
+  EXPECT_EQ(c1.usage, (std::vector<uint64_t>{0, kWakes + 2}));
+}
+
+// menu before 6.13: with a task in iowait on the CPU the exit latency must
+// stay under 1/11 of the predicted idle, so a 200 us period takes C1 (2 us),
+// not C2 (30 us); without iowait, or without the limit, C2. A 15 us period
+// under C1's 20 us residency polls in iowait (polling ends only after the
+// residency), and without iowait takes C1 anyway (a physical state rather
+// than polling when its latency is acceptable).
+TEST(CpuidleTest, IowaitKeepsTheMenuGovernorShallow) {
+  const std::vector<CpuidleState> states = {{2000, 4000}, {30000, 60000}};
+  constexpr int kWakes = 40;
+  auto tail_delay = [](const IdleWakes& w) { return w.delays_ns.back(); };
+  const IdleWakes io_limited = RunIdleWakes(states, true, true, 200000, kWakes);
+  EXPECT_EQ(tail_delay(io_limited), 2000);
+  EXPECT_EQ(io_limited.nr_iowait_at_end, 0);  // woken: no longer counted
+  EXPECT_GE(io_limited.usage[1], static_cast<uint64_t>(kWakes - 10));
+  const IdleWakes no_limit = RunIdleWakes(states, false, true, 200000, kWakes);
+  EXPECT_EQ(tail_delay(no_limit), 30000);
+  EXPECT_GE(no_limit.usage[2], static_cast<uint64_t>(kWakes - 10));
+  const IdleWakes no_iowait = RunIdleWakes(states, true, false, 200000, kWakes);
+  EXPECT_EQ(tail_delay(no_iowait), 30000);
+  const std::vector<CpuidleState> long_c1 = {{2000, 20000}, {30000, 60000}};
+  const IdleWakes short_io = RunIdleWakes(long_c1, true, true, 15000, kWakes);
+  EXPECT_EQ(tail_delay(short_io), 0);
+  EXPECT_GE(short_io.usage[0], static_cast<uint64_t>(kWakes - 10));
+  const IdleWakes short_no_iowait = RunIdleWakes(long_c1, true, false, 15000, kWakes);
+  EXPECT_EQ(tail_delay(short_no_iowait), 2000);
+}
+
+// Polling ends at the first state's target residency and the governor
+// selects again (here C1): two sleepers on CPU 0, in iowait, woken together
+// every 15 us, so a second wake-up is on its way when the first leaves the
+// state. Every wake-up pays C1's exit once at most.
+TEST(CpuidleTest, APollThatOutlastsTheFirstResidencySelectsAgain) {
+  MachineCosts costs;
+  costs.cpuidle_states = {{2000, 4000}};
+  costs.menu_iowait_latency_limit = true;
+  Machine m(Cpus(2), costs);
+  const FnId f = m.functions().Intern("work");
+  constexpr int kWakes = 40;
+  Thread a(m, "a", 0), b(m, "b", 0), waker(m, "waker", 1);
+  auto sleep_body = [&]() -> Task {
+    Cpu& cpu = m.cpu(0);
+    for (int i = 0; i < kWakes; ++i) {
+      cpu.Charge(f, 100);
+      co_await cpu.Sync();
+      co_await cpu.IoSleep();
+    }
+  };
+  auto wake_body = [&]() -> Task {
+    Cpu& cpu = m.cpu(1);
+    for (int i = 0; i < kWakes; ++i) {
+      cpu.Charge(f, 15000);
+      co_await cpu.Sync();
+      a.Wake(cpu.now());
+      b.Wake(cpu.now());
+    }
+  };
+  a.Start(sleep_body(), 0);
+  b.Start(sleep_body(), 0);
+  waker.Start(wake_body(), 0);
+  m.sim().Run();
+  ASSERT_EQ(a.state(), Thread::State::kDone);
+  ASSERT_EQ(b.state(), Thread::State::kDone);
+  const Cpu& cpu = m.cpu(0);
+  EXPECT_GT(cpu.cpuidle_usage(0), static_cast<uint64_t>(kWakes / 2));  // polled first
+  EXPECT_GT(cpu.cpuidle_usage(1), static_cast<uint64_t>(kWakes / 2));  // then C1
+  EXPECT_LE(cpu.cpuidle_exit_wait_ns(), 2000 * static_cast<int64_t>(kWakes + 2));
+  EXPECT_EQ(cpu.nr_iowait(), 0);
+}
+
+// The next timer bounds the prediction: a CPU whose only wake-ups are its
+// own timer 3 us ahead polls (the first state's 10 us residency would not
+// pay off) even with no idle history, where it would otherwise go deep.
+TEST(CpuidleTest, ATimerDueSoonKeepsTheCpuPolling) {
+  MachineCosts costs;
+  costs.cpuidle_states = {{5000, 10000}};
+  Machine m(Cpus(1), costs);
+  const FnId f = m.functions().Intern("work");
+  struct WakeIrq : IrqHandler {
+    Thread* t = nullptr;
+    Task Handle(Cpu& cpu, uint64_t) override {
+      t->Wake(cpu.now());
+      co_return;
+    }
+  } irq;
+  HrTimer timer;
+  timer.Init(&m, 0, &irq, 0);
+  Thread t(m, "sleeper", 0);
+  irq.t = &t;
+  constexpr int kSleeps = 10;
+  std::vector<int64_t> late_ns;
+  auto body = [&]() -> Task {
+    Cpu& cpu = m.cpu(0);
+    for (int i = 0; i < kSleeps; ++i) {
+      cpu.Charge(f, 100);
+      co_await cpu.Sync();
+      const SimTime due = cpu.now() + 3000;
+      timer.Start(due);
+      co_await cpu.Sleep();
+      late_ns.push_back(cpu.now() - due - m.costs().context_switch_idle_ns);
+    }
+  };
+  t.Start(body(), 0);
+  m.sim().Run();
+  ASSERT_EQ(late_ns.size(), static_cast<size_t>(kSleeps));
+  for (int64_t d : late_ns) EXPECT_EQ(d, 0);
+  // Each sleep and the end polled; only the start, with no history and no
+  // timer, took C1.
+  EXPECT_EQ(m.cpu(0).cpuidle_usage(0), static_cast<uint64_t>(kSleeps + 1));
+  EXPECT_EQ(m.cpu(0).cpuidle_usage(1), 1u);
+}
+
 // A composite row (FunctionRegistry::SetParts) reports its time split by
 // weight, the parts summing to the whole, the rounding remainder on the
 // whole's own part; other functions report their own time.

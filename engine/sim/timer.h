@@ -32,29 +32,54 @@ class HrTimer final : public EventHandler {
   }
 
   void Start(SimTime expires) {
+    Untrack();
     ++gen_;
     pending_ = true;
     expires_ = expires;
     machine_->sim().ScheduleBulk(expires, this, 0, gen_);
+    Track();
   }
   void Cancel() {
+    Untrack();
     ++gen_;
     pending_ = false;
   }
   bool pending() const { return pending_; }
   SimTime expires() const { return expires_; }
   uint64_t arg() const { return arg_; }
-  void set_cpu(int cpu) { cpu_ = cpu; }
+  void set_cpu(int cpu) {
+    Untrack();
+    cpu_ = cpu;
+    if (pending_) Track();
+  }
 
   void OnEvent(uint32_t, uint64_t gen) override {
     if (gen != gen_ || !pending_) return;
+    Untrack();
     pending_ = false;
     machine_->cpu(cpu_).RaiseHardirq(machine_->sim().Now(), handler_, arg_);
   }
 
  private:
+  // The pending expiry joins or leaves its CPU's timer list (the cpuidle
+  // governor's next timer), kept only when the CPU asks for it.
+  void Track() {
+    Cpu& cpu = machine_->cpu(cpu_);
+    if (!cpu.tracks_timers()) return;
+    if (id_ == 0) id_ = machine_->NewTimerId();
+    tracked_ = true;
+    cpu.TrackTimer(expires_, id_, true);
+  }
+  void Untrack() {
+    if (!tracked_) return;
+    tracked_ = false;
+    machine_->cpu(cpu_).TrackTimer(expires_, id_, false);
+  }
+
   Machine* machine_ = nullptr;
   int cpu_ = 0;
+  uint64_t id_ = 0;       // unique per machine once tracked (0: never)
+  bool tracked_ = false;  // the pending expiry is in cpu_'s timer list
   IrqHandler* handler_ = nullptr;
   uint64_t arg_ = 0;
   uint64_t gen_ = 0;

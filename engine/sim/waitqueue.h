@@ -27,6 +27,13 @@ class WaitQueue {
     return cpu.Sleep();
   }
 
+  // The same in io_schedule (the sleeper counts in its CPU's nr_iowait).
+  Cpu::IoSleepAwaiter IoWait(Cpu& cpu) {
+    BLKLAB_CHECK(cpu.current_thread() != nullptr);
+    waiters_.push_back(cpu.current_thread());
+    return cpu.IoSleep();
+  }
+
   // Wakes the first sleeper at `at`; false if none. The caller charges
   // try_to_wake_up.
   bool WakeOne(SimTime at) {

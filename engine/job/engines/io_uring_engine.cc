@@ -144,7 +144,9 @@ class IoUringEngine final : public IoEngineModel {
       if (!in_call) ctx_.cpu().Charge(fn_io_uring_enter_, c.syscall_entry_exit);
       co_await ctx_.cpu().Sync();
       RunTaskWork();
-      co_await ctx_.SleepUntilCompleted(min, [this] { RunTaskWork(); });  // io_cqring_wait
+      // io_cqring_wait: iowait while the task has requests in flight
+      // (current_pending_io, 6.5+).
+      co_await ctx_.SleepUntilCompleted(min, ctx_.in_flight > ctx_.completed.size(), [this] { RunTaskWork(); });
     }
   }
 

@@ -70,7 +70,7 @@ class LibaioEngine final : public IoEngineModel {
     sim::StackFrame frame(ctx_.cpu(), fn_io_getevents_);
     if (!in_call) ctx_.cpu().Charge(fn_io_getevents_, c.syscall_entry_exit);
     co_await ctx_.cpu().Sync();
-    co_await ctx_.SleepUntilCompleted(min, [] {});
+    co_await ctx_.SleepUntilCompleted(min, /*iowait=*/false, [] {});  // read_events: not iowait
     ctx_.cpu().Charge(fn_read_events_,
                     static_cast<int64_t>(std::min<size_t>(max, ctx_.completed.size())) * (c.libaio_event / 2));
   }
