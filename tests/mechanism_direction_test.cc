@@ -213,6 +213,45 @@ TEST(CoreSpeed, AFasterCoreDoesProportionallyMoreCoreBoundIo) {
   EXPECT_LT(ratio, 2.1) << Describe(base) << Describe(fast);
 }
 
+// --- cpuidle: menu and iowait ------------------------------------------------------
+// One QD1 reader on an NVMe drive with 2 ms reads, on CPUs with C1E (2 us)
+// and C6 (290 us): menu before 6.13 keeps the iowait task's CPU out of C6,
+// after it the completion interrupt waits for C6's exit; libaio's wait is
+// not iowait, so it goes to C6 either way.
+RunResult IdleRun(bool idle_states, bool iowait_limit, const std::string& engine) {
+  const host::HostSpec h = HostFromYaml(absl::StrCat(
+      "name: cpuidle\n"
+      "cpus: {count: 2",
+      idle_states ? ", cpuidle_state1_exit_latency_ns: 2000, cpuidle_state1_target_residency_ns: 4000, "
+                    "cpuidle_state2_exit_latency_ns: 290000, cpuidle_state2_target_residency_ns: 800000"
+                  : "",
+      "}\n"
+      "knobs: {menu_iowait_latency_limit: ", iowait_limit ? "true" : "false", "}\n"
+      "devices:\n"
+      "  - name: nvme0n1\n"
+      "    nvme: {latency_nsec: 2000000}\n"
+      "    queue: {scheduler: none}\n"));
+  return MustRun(h, {"--name=t", "--ioengine=" + engine, "--direct=1", "--rw=randread", "--bs=4k", "--runtime=100ms",
+                     "--time_based"});
+}
+
+TEST(Cpuidle, IowaitKeptMenuOutOfTheDeepStateBefore613) {
+  const RunResult poll = IdleRun(false, true, "psync");
+  const RunResult old_menu = IdleRun(true, true, "psync");
+  const RunResult new_menu = IdleRun(true, false, "psync");
+  const RunResult aio = IdleRun(true, true, "libaio");
+  EXPECT_EQ(CounterOf(poll.kernel, "cpuidle_exit_latency_ns"), 0u) << Describe(poll);
+  // 6.8: the reader's CPU in C1E, a 2 us exit per read (the other CPU,
+  // with no iowait task, may take C6: the counters are machine-wide).
+  EXPECT_GE(TotalIos(old_menu) * 100, TotalIos(poll) * 98) << Describe(old_menu);
+  const uint64_t old_c6 = CounterOf(old_menu.kernel, "cpuidle_state2_usage");
+  // 6.13 and libaio: C6 and its 290 us exit on every read.
+  for (const RunResult* r : {&new_menu, &aio}) {
+    EXPECT_LT(TotalIos(*r) * 100, TotalIos(poll) * 92) << Describe(*r);
+    EXPECT_GE(CounterOf(r->kernel, "cpuidle_state2_usage"), old_c6 + TotalIos(*r) / 2) << Describe(*r);
+  }
+}
+
 // --- RC2's patches, each alone ---------------------------------------------------
 // A 5.15-era kernel (no timestamp cache in the plug), BLK_CGROUP on.
 

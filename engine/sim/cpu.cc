@@ -180,22 +180,92 @@ void Cpu::EnterIdleState() {
   // A wake-up already on its way here (a local ttwu sets need_resched):
   // do_idle does not enter a state.
   if (machine_.costs().cpuidle_states.empty() || cpuidle_state_ >= 0 || incoming_wakes_ > 0) return;
-  cpuidle_state_ = SelectIdleState();
+  // Whatever run was still scheduled is for work already done: the CPU
+  // wakes from the state only through Kick.
+  ++run_gen_;
+  run_scheduled_at_ = kSimTimeNever;
+  bool stop_tick = true;
+  cpuidle_state_ = SelectIdleState(&stop_tick);
   cpuidle_entered_at_ = now_;
   ++cpuidle_usage_[cpuidle_state_];
+  if (cpuidle_state_ == 0) SchedulePollLimit();
+  // tick_nohz_idle_stop_tick, or the tick goes on firing while the CPU
+  // idles.
+  if (machine_.costs().tick_period_ns <= 0) return;
+  if (!stop_tick) {
+    ArmTick();
+  } else {
+    tick_stopped_ = true;
+    if (tick_armed_) {
+      tick_armed_ = false;
+      ++tick_gen_;
+    }
+  }
 }
 
-int Cpu::SelectIdleState() {
+int64_t Cpu::PollLimitNs() const {
+  // cpuidle_poll_time: the first state's target residency of at least
+  // CPUIDLE_POLL_MIN (10 us), at most CPUIDLE_POLL_MAX (a 16th of a tick).
+  const int64_t tick_ns = machine_.costs().tick_period_ns > 0 ? machine_.costs().tick_period_ns : kNsPerMs;
+  const int64_t poll_max_ns = tick_ns / 16;
+  for (const CpuidleState& st : machine_.costs().cpuidle_states) {
+    if (st.target_residency_ns >= 10 * kNsPerUs) return std::min(st.target_residency_ns, poll_max_ns);
+  }
+  return poll_max_ns;
+}
+
+void Cpu::SchedulePollLimit() {
+  ++cpuidle_poll_gen_;
+  machine_.sim().Schedule(std::max(now_, machine_.sim().Now()) + PollLimitNs(), this, kPollLimit, cpuidle_poll_gen_);
+}
+
+void Cpu::OnPollLimit() {
+  // poll_idle gave up (the time limit): menu counts the idle as lasting to
+  // the next timer it knew, and selects again (perhaps POLL again).
+  BLKLAB_CHECK(cpuidle_state_ == 0);
+  ReflectIdle(menu_next_timer_ns_);
+  const SimTime now = machine_.sim().Now();
+  const SimTime saved_now = now_;
+  now_ = std::max(now_, now);
+  bool stop_tick = true;
+  cpuidle_state_ = SelectIdleState(&stop_tick);
+  cpuidle_entered_at_ = now_;
+  ++cpuidle_usage_[cpuidle_state_];
+  now_ = saved_now;
+  if (cpuidle_state_ == 0) SchedulePollLimit();
+  if (machine_.costs().tick_period_ns <= 0) return;
+  if (!stop_tick) {
+    ArmTick();
+  } else {
+    tick_stopped_ = true;
+    if (tick_armed_) {
+      tick_armed_ = false;
+      ++tick_gen_;
+    }
+  }
+}
+
+int Cpu::SelectIdleState(bool* stop_tick) {
   const std::vector<CpuidleState>& states = machine_.costs().cpuidle_states;
-  // menu_select: the typical recent interval, bounded by the next timer
-  // scaled by how early idle periods of that kind (the bucket) have
-  // ended; no PM QoS limit.
+  const bool iowait_limit = machine_.costs().menu_iowait_latency_limit;
+  const int64_t tick_ns = machine_.costs().tick_period_ns > 0 ? machine_.costs().tick_period_ns : kNsPerMs;
+  // state i of the driver: 0 is POLL.
+  auto residency = [&](int i) { return i == 0 ? int64_t{0} : states[static_cast<size_t>(i) - 1].target_residency_ns; };
+  auto latency = [&](int i) { return i == 0 ? int64_t{0} : states[static_cast<size_t>(i) - 1].exit_latency_ns; };
+  const int count = static_cast<int>(states.size()) + 1;
+  // menu_select. The typical recent interval; over 15 us, bounded by the
+  // next timer scaled by how early idle periods of that kind (the bucket,
+  // by the timer's distance and, before 6.13, iowait) have ended.
+  const int iowait_bucket = iowait_limit ? nr_iowait_ : 0;
   const uint32_t typical_us = TypicalIdleIntervalUs();
   int64_t predicted_ns = typical_us == UINT32_MAX ? kSimTimeNever : int64_t{typical_us} * kNsPerUs;
   int64_t next_timer_ns = kSimTimeNever;
+  int64_t delta_tick_ns = tick_ns / 2;
   if (predicted_ns > kMenuResidencyThresholdNs) {
     next_timer_ns = NextTimerNs();
-    menu_bucket_ = MenuBucket(next_timer_ns, nr_iowait_);
+    const SimTime now = std::max(now_, machine_.sim().Now());
+    delta_tick_ns = std::min(next_timer_ns, (now / tick_ns + 1) * tick_ns - now);
+    menu_bucket_ = MenuBucket(next_timer_ns, iowait_bucket);
     if (next_timer_ns != kSimTimeNever) {
       const __int128 scaled = static_cast<__int128>(next_timer_ns) * menu_correction_[menu_bucket_];
       const int64_t timer_us = static_cast<int64_t>(
@@ -203,35 +273,61 @@ int Cpu::SelectIdleState() {
       predicted_ns = std::min(predicted_ns, timer_us * kNsPerUs);
     }
   } else {
-    menu_bucket_ = MenuBucket(kSimTimeNever, nr_iowait_);
+    menu_bucket_ = MenuBucket(kSimTimeNever, iowait_bucket);
   }
   menu_next_timer_ns_ = next_timer_ns;
-  int idx = 0;  // POLL
-  if (next_timer_ns >= states.front().target_residency_ns) {
-    int64_t latency_req_ns = predicted_ns;
-    if (machine_.costs().menu_iowait_latency_limit && predicted_ns != kSimTimeNever) {
-      latency_req_ns = predicted_ns / (1 + 10 * int64_t{nr_iowait_});
-    }
-    for (size_t i = 0; i < states.size(); ++i) {
-      const CpuidleState& s = states[i];
-      if (s.target_residency_ns > predicted_ns) {
-        // A physical state rather than polling, unless its latency is too
-        // high or a timer comes first.
-        if (idx == 0 && s.exit_latency_ns <= latency_req_ns && s.target_residency_ns <= next_timer_ns) {
-          idx = static_cast<int>(i) + 1;
-        }
+  // A timer due before the first state would pay off: POLL, tick kept.
+  if (next_timer_ns < residency(1)) {
+    *stop_tick = false;
+    return 0;
+  }
+  // No PM QoS limit. With the tick already stopped (an interrupt woke the
+  // CPU and nothing ran), a short prediction gives way to the next timer;
+  // otherwise the exit latency is bounded by the prediction, divided by
+  // 1 + 10 x nr_iowait before 6.13.
+  int64_t latency_req_ns = kSimTimeNever;
+  if (tick_stopped_) {
+    if (predicted_ns < tick_ns) predicted_ns = next_timer_ns;
+  } else if (predicted_ns != kSimTimeNever) {
+    latency_req_ns = iowait_limit ? predicted_ns / (1 + 10 * int64_t{nr_iowait_}) : predicted_ns;
+  }
+  int idx = 0;
+  for (int i = 1; i < count; ++i) {
+    if (residency(i) > predicted_ns) {
+      // A physical state rather than polling, unless its latency is too
+      // high or a timer comes first.
+      if (idx == 0 && latency(i) <= latency_req_ns && residency(i) <= next_timer_ns) {
+        predicted_ns = residency(i);
+        idx = i;
         break;
       }
-      if (s.exit_latency_ns > latency_req_ns) break;
-      idx = static_cast<int>(i) + 1;
+      if (predicted_ns < tick_ns) break;
+      if (!tick_stopped_) {
+        // A shallow state with the tick kept: the governor chooses again
+        // at the tick.
+        predicted_ns = residency(idx);
+        break;
+      }
+      if (residency(idx) < tick_ns && residency(i) <= delta_tick_ns) idx = i;
+      return idx;
     }
+    if (latency(i) > latency_req_ns) break;
+    idx = i;
+  }
+  // The tick stays for POLL and for an idle predicted under a tick, and
+  // then the state must pay off before the tick comes.
+  if ((idx == 0 || predicted_ns < tick_ns) && !tick_stopped_) {
+    *stop_tick = false;
+    while (idx > 0 && residency(idx) > delta_tick_ns) --idx;
   }
   return idx;
 }
 
 void Cpu::ReflectIdle(int64_t measured_ns) {
   // menu_update: the bucket's correction factor decays toward
-  // measured / next timer, and the interval joins the history.
+  // measured / next timer (never above one), and the interval joins the
+  // history.
+  measured_ns = std::clamp<int64_t>(measured_ns, 0, menu_next_timer_ns_);
   int64_t factor = menu_correction_[menu_bucket_];
   factor -= factor / kMenuDecay;
   if (menu_next_timer_ns_ > 0 && measured_ns < kMenuMaxInterestingNs) {
@@ -239,37 +335,42 @@ void Cpu::ReflectIdle(int64_t measured_ns) {
   } else {
     factor += kMenuResolution;
   }
-  menu_correction_[menu_bucket_] = factor == 0 ? 1 : factor;
+  menu_correction_[menu_bucket_] = factor;
   cpuidle_intervals_us_[cpuidle_interval_next_] =
-      static_cast<uint32_t>(std::min<int64_t>(std::max<int64_t>(measured_ns, 0) / kNsPerUs, UINT32_MAX));
+      static_cast<uint32_t>(std::min<int64_t>(measured_ns / kNsPerUs, UINT32_MAX));
   cpuidle_interval_next_ = (cpuidle_interval_next_ + 1) % kIdleIntervals;
 }
 
 SimTime Cpu::LeaveIdleState(SimTime at) {
   const std::vector<CpuidleState>& states = machine_.costs().cpuidle_states;
-  // poll_idle gives up after the first hardware state's target residency
-  // (cpuidle_poll_time); menu then counts the idle as lasting to the next
-  // timer it knew, and selects again.
-  const int64_t poll_limit_ns = states.front().target_residency_ns;
-  while (cpuidle_state_ == 0 && at - cpuidle_entered_at_ > poll_limit_ns) {
-    ReflectIdle(menu_next_timer_ns_);
-    const SimTime saved_now = now_;
-    now_ = cpuidle_entered_at_ + poll_limit_ns;
-    cpuidle_state_ = SelectIdleState();
-    cpuidle_entered_at_ = now_;
-    ++cpuidle_usage_[cpuidle_state_];
-    now_ = saved_now;
-  }
   const int state = cpuidle_state_;
   BLKLAB_CHECK(state >= 0);
   cpuidle_state_ = -1;
-  ReflectIdle(at - cpuidle_entered_at_);
+  ++cpuidle_poll_gen_;  // a pending poll limit is moot
+  if (at <= cpuidle_entered_at_) {
+    // The wake-up came before the CPU (whose clock ran ahead) reached the
+    // state: need_resched was set, do_idle entered nothing.
+    --cpuidle_usage_[state];
+    cpuidle_running_at_ = at;
+    return at;
+  }
   const int64_t exit_ns = state == 0 ? 0 : states[static_cast<size_t>(state) - 1].exit_latency_ns;
+  // menu_update's measure: a wake-up by the tick when the next timer was
+  // further away says the idle could have been long (9/10 of 50 ms); else
+  // the residency less the exit latency, or half the residency if it was
+  // under twice the exit latency.
+  const int64_t period = machine_.costs().tick_period_ns;
+  int64_t measured_ns = at - cpuidle_entered_at_;
+  if (woken_by_tick_ && menu_next_timer_ns_ > period) {
+    measured_ns = 9 * kMenuMaxInterestingNs / 10;
+  } else if (measured_ns < exit_ns) {
+    measured_ns = (measured_ns + exit_ns) / 2;
+  }
+  ReflectIdle(measured_ns);
   cpuidle_exit_wait_ns_ += exit_ns;
   cpuidle_running_at_ = at + exit_ns;
   return cpuidle_running_at_;
 }
-
 
 void Cpu::set_smt_sibling(Cpu* sibling) {
   smt_sibling_ = sibling;
@@ -282,6 +383,7 @@ void Cpu::ArmTick() {
   const int64_t period = machine_.costs().tick_period_ns;
   if (period <= 0 || tick_armed_) return;
   tick_armed_ = true;
+  tick_stopped_ = false;
   const SimTime base = std::max(now_, machine_.sim().Now());
   RaiseTimerHardirq((base / period + 1) * period, &tick_, 0);
 }
@@ -666,13 +768,21 @@ void Cpu::OnEvent(uint32_t kind, uint64_t arg) {
     case kHardirqArrive: {
       IrqWork w = hardirq_arrivals_[arg];
       free_arrival_slots_.push_back(static_cast<uint32_t>(arg));
+      if (w.handler == &tick_) {
+        if (w.arg != tick_gen_) return;  // stopped when the CPU went idle
+        woken_by_tick_ = true;
+      }
       ArriveHardirq(w);
+      woken_by_tick_ = false;
       return;
     }
     case kWake:
     case kMigrated:
       --incoming_wakes_;
       EnqueueRunnable(reinterpret_cast<Thread*>(static_cast<uintptr_t>(arg)), kind == kWake);
+      return;
+    case kPollLimit:
+      if (arg == cpuidle_poll_gen_ && cpuidle_state_ == 0) OnPollLimit();
       return;
     case kSpinGranted:
       BLKLAB_CHECK(spinning_);

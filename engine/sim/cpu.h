@@ -64,19 +64,28 @@
 //  * cpuidle (MachineCosts::cpuidle_states; none: the CPU polls, as with
 //    idle=poll, and any wake-up runs at once): a CPU going idle enters the
 //    state the menu governor selects (POLL or a hardware state), unless a
-//    wake-up is already on its way; the first wake-up (a thread, a hardirq)
-//    after that runs only after the state's exit latency, counted as idle
-//    time. menu as in 6.8: the typical of the last eight idle intervals
-//    (get_typical_interval), bounded, when over 15 us, by the CPU's next
-//    HrTimer scaled by its bucket's correction factor; exit latency at most
-//    the prediction (divided by 1 + 10 x the CPU's iowait tasks with
-//    menu_iowait_latency_limit); a physical state rather than POLL when its
-//    latency is acceptable and no timer comes first; POLL ends after the
-//    first state's target residency and the governor selects again. Not
-//    modelled: PM QoS limits, the tick kept during short idles (the CPU
-//    stops it whenever it idles), the governor's own CPU time, the
-//    reschedule IPI to a CPU in a non-polling state, and exit latency as a
-//    waste of power rather than time.
+//    wake-up is already on its way (or arrives before the CPU's own clock
+//    reaches the idle entry); the first wake-up (a thread, a hardirq) after
+//    that runs only after the state's exit latency, counted as idle time.
+//    menu as in 6.8 (menu_select / menu_update): the typical of the last
+//    eight idle intervals, bounded, when over 15 us, by the CPU's next
+//    HrTimer scaled by its bucket's correction factor; with the tick already
+//    stopped a prediction under a tick gives way to the next timer;
+//    otherwise the exit latency is at most the prediction, divided by 1 + 10
+//    x the CPU's iowait tasks with menu_iowait_latency_limit (which also
+//    splits the buckets by iowait, as before 6.13); a physical state rather
+//    than POLL when its latency is acceptable and no timer comes first. POLL
+//    ends at cpuidle_poll_time (the first target residency of at least
+//    10 us, at most a 16th of a tick), menu counts the idle as lasting to
+//    the next timer and selects again. The tick keeps firing on an idle CPU
+//    when menu keeps it (POLL, or a predicted idle under a tick, then with a
+//    state that pays off before the tick) and is stopped otherwise; a
+//    wake-up by the tick counts as 45 ms of idle when the next timer was
+//    further. Not modelled: PM QoS limits, the governor's own CPU time, the
+//    reschedule IPI to a CPU in a non-polling state, an interrupt that wakes
+//    no task ending POLL (poll_idle goes on until need_resched; here the
+//    interrupt ends the idle period and menu selects again), and exit
+//    latency as a waste of power rather than time.
 // Thread-safety: thread-compatible; owned by the Machine of one run.
 // Cost: Charge is two array additions; Sync is one comparison when nothing
 //  else is due. With cpuidle states, each HrTimer start and expiry is an
@@ -502,7 +511,15 @@ class Cpu final : public EventHandler {
   friend class Thread;
   // kWake: a wake-up (or a start); kMigrated: a thread a periodic balance
   // moved here (no ttwu, so no avg_idle sample).
-  enum EventKind : uint32_t { kRun = 1, kHardirqArrive = 2, kWake = 3, kSpinGranted = 4, kMigrated = 5 };
+  // kPollLimit: poll_idle's time limit (cpuidle).
+  enum EventKind : uint32_t {
+    kRun = 1,
+    kHardirqArrive = 2,
+    kWake = 3,
+    kSpinGranted = 4,
+    kMigrated = 5,
+    kPollLimit = 6
+  };
 
   struct IrqWork {
     IrqHandler* handler;
@@ -668,9 +685,13 @@ class Cpu final : public EventHandler {
   // menu_select when the CPU goes idle: the state from the typical recent
   // idle interval and the latency the CPU's iowait tasks allow.
   void EnterIdleState();
-  // The governor's choice at now_ (0: POLL); sets the period's bucket and
-  // next timer.
-  int SelectIdleState();
+  // The governor's choice at now_ (0: POLL) and whether it stops the tick
+  // (left as it is when it does); sets the period's bucket and next timer.
+  int SelectIdleState(bool* stop_tick);
+  // POLL's time limit, its event, and what happens when it is reached.
+  int64_t PollLimitNs() const;
+  void SchedulePollLimit();
+  void OnPollLimit();
   // The first wake-up of an idle CPU at `at`: menu_reflect's interval, and
   // when the CPU runs again (after the state's exit latency).
   SimTime LeaveIdleState(SimTime at);
@@ -771,6 +792,9 @@ class Cpu final : public EventHandler {
   const bool irq_time_in_task_;
   TickHandler tick_{this};
   bool tick_armed_ = false;
+  uint64_t tick_gen_ = 0;       // the armed tick's; bumped when an idle CPU stops it
+  bool tick_stopped_ = false;   // stopped by an idle entry, not re-armed since
+  bool woken_by_tick_ = false;  // the hardirq arriving now is the tick
   int homed_threads_ = 0;         // migratable threads living here (Thread::homed_)
   SimTime next_balance_ = 0;      // periodic balance within the LLC
   SimTime idle_stamp_ = -1;       // rq->idle_stamp: start of the idle period (-1: none)
@@ -790,6 +814,7 @@ class Cpu final : public EventHandler {
   // menu's correction factors per bucket (1.0 = kMenuResolution x
   // kMenuDecay), the bucket and next timer of the current idle period.
   int64_t menu_correction_[12] = {8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192};
+  uint64_t cpuidle_poll_gen_ = 0;  // the pending poll limit's
   int menu_bucket_ = 0;
   int64_t menu_next_timer_ns_ = kSimTimeNever;
   // HrTimers armed on this CPU, by (expiry, timer id), kept only with

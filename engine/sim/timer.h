@@ -25,6 +25,7 @@ class HrTimer final : public EventHandler {
  public:
   HrTimer() = default;
   void Init(Machine* machine, int cpu, IrqHandler* handler, uint64_t arg) {
+    Untrack();
     machine_ = machine;
     cpu_ = cpu;
     handler_ = handler;
