@@ -339,6 +339,68 @@ TEST(CpuidleTest, IowaitKeepsTheMenuGovernorShallow) {
   EXPECT_EQ(tail_delay(short_no_iowait), 2000);
 }
 
+// nr_iowait counts a thread asleep in io_schedule on the CPU it slept on,
+// from the sleep to its wake-up, wherever it wakes: a wait-queue sleep
+// (a tag wait) and a migratable one that wakes on another CPU because its
+// own is busy. A plain sleep does not count.
+TEST(CpuidleTest, NrIowaitCountsIoSleepersOnTheCpuTheySleptOn) {
+  std::vector<CpuPlacement> p = {{0, 0, 0, 0, 0}, {1, 0, 0, 0, 0}, {2, 0, 0, 0, 0}};
+  Machine m(p, MachineCosts{});
+  const FnId f = m.functions().Intern("work");
+  WaitQueue wq;
+  Thread queued(m, "queued", 0), mover(m, "mover", 0), plain(m, "plain", 0), hog(m, "hog", 0), waker(m, "waker", 2);
+  mover.set_cpus_allowed({0, 1});
+  int during = -1, after = -1, after_cpu1 = -1;
+  int mover_woke_on = -1;
+  auto queued_body = [&]() -> Task {
+    Cpu& cpu = m.cpu(0);
+    co_await cpu.Sync();
+    co_await wq.IoWait(cpu);
+  };
+  auto mover_body = [&]() -> Task {
+    co_await m.cpu(0).Sync();
+    co_await m.cpu(0).SleepMigratable(/*iowait=*/true);
+    mover_woke_on = mover.on_cpu().id();
+  };
+  auto plain_body = [&]() -> Task {
+    co_await m.cpu(0).Sync();
+    co_await m.cpu(0).Sleep();
+  };
+  auto hog_body = [&]() -> Task {
+    Cpu& cpu = m.cpu(0);
+    co_await cpu.Sync();
+    co_await cpu.Sleep();  // woken at 10 us, then busy for 1 ms
+    for (int i = 0; i < 100; ++i) {
+      cpu.Charge(f, 10000);
+      co_await cpu.Sync();
+    }
+  };
+  auto wake_body = [&]() -> Task {
+    Cpu& cpu = m.cpu(2);
+    cpu.Charge(f, 10000);
+    co_await cpu.Sync();
+    during = m.cpu(0).nr_iowait();
+    hog.Wake(cpu.now());
+    cpu.Charge(f, 1000);
+    co_await cpu.Sync();
+    wq.WakeOne(cpu.now());
+    mover.Wake(cpu.now());
+    plain.Wake(cpu.now());
+    after = m.cpu(0).nr_iowait();
+    after_cpu1 = m.cpu(1).nr_iowait();
+  };
+  queued.Start(queued_body(), 0);
+  mover.Start(mover_body(), 0);
+  plain.Start(plain_body(), 0);
+  hog.Start(hog_body(), 0);
+  waker.Start(wake_body(), 0);
+  m.sim().Run();
+  EXPECT_EQ(during, 2);  // queued and mover; not plain
+  EXPECT_EQ(after, 0);
+  EXPECT_EQ(after_cpu1, 0);
+  EXPECT_EQ(mover_woke_on, 1);  // it did move: CPU 0 was busy with the hog
+}
+
 // Only timers still armed on the CPU count: with a timer due 5 us ahead,
 // inside C1's 10 us residency, the first sleep (no history) polls; with
 // that timer cancelled, or moved to another CPU, before the sleep, there is
