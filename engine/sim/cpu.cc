@@ -385,7 +385,7 @@ void Cpu::ArmTick() {
   tick_armed_ = true;
   tick_stopped_ = false;
   const SimTime base = std::max(now_, machine_.sim().Now());
-  RaiseTimerHardirq((base / period + 1) * period, &tick_, 0);
+  RaiseTimerHardirq((base / period + 1) * period, &tick_, tick_gen_);
 }
 
 Task Cpu::TickHandler::Handle(Cpu& cpu, uint64_t) {

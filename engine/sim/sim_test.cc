@@ -401,6 +401,42 @@ TEST(CpuidleTest, NrIowaitCountsIoSleepersOnTheCpuTheySleptOn) {
   EXPECT_EQ(mover_woke_on, 1);  // it did move: CPU 0 was busy with the hog
 }
 
+// A CPU that stopped its tick going idle ticks again once it runs: a
+// thread sleeps 2 ms (no history: the deepest state, tick stopped), then
+// computes for 5 ms under a 1 ms tick.
+TEST(CpuidleTest, TheTickStoppedForAnIdleRunsAgainWhenTheCpuIsBusy) {
+  MachineCosts costs;
+  costs.cpuidle_states = {{5000, 10000}};
+  costs.tick_period_ns = kNsPerMs;
+  costs.tick_ns = 100;
+  Machine m(Cpus(2), costs);
+  const FnId f = m.functions().Intern("work");
+  const FnId tick = m.functions().Intern("tick_sched_timer");
+  Thread sleeper(m, "sleeper", 0), waker(m, "waker", 1);
+  auto sleep_body = [&]() -> Task {
+    Cpu& cpu = m.cpu(0);
+    cpu.Charge(f, 1000);
+    co_await cpu.Sync();
+    co_await cpu.Sleep();
+    for (int i = 0; i < 50; ++i) {
+      cpu.Charge(f, 100000);
+      co_await cpu.Sync();
+    }
+  };
+  auto wake_body = [&]() -> Task {
+    Cpu& cpu = m.cpu(1);
+    cpu.Charge(f, 2 * kNsPerMs);
+    co_await cpu.Sync();
+    sleeper.Wake(cpu.now());
+  };
+  sleeper.Start(sleep_body(), 0);
+  waker.Start(wake_body(), 0);
+  m.sim().Run();
+  EXPECT_EQ(m.cpu(0).cpuidle_usage(1), 2u);  // the sleep and the end
+  // Four or five ticks in the 5 ms of work.
+  EXPECT_GE(m.cpu(0).fn_ns(tick, Mode::kIrq), 4 * 100);
+}
+
 // Only timers still armed on the CPU count: with a timer due 5 us ahead,
 // inside C1's 10 us residency, the first sleep (no history) polls; with
 // that timer cancelled, or moved to another CPU, before the sleep, there is
