@@ -158,6 +158,7 @@ void IntervalTracker::Fill(const Simulation& s, sim::SimTime end, SnapshotInterv
       row.wait_ns += st.wait_ns - prev.wait_ns;
       row.hold_ns += st.hold_ns - prev.hold_ns;
       row.holder_changes += st.holder_changes - prev.holder_changes;
+      row.remote_holder_changes += st.remote_holder_changes - prev.remote_holder_changes;
       row.line_transfers += st.line_transfers - prev.line_transfers;
       row.wait_irqs_off_ns += st.wait_irqs_off_ns - prev.wait_irqs_off_ns;
     }

@@ -168,6 +168,7 @@ absl::Status BuildKernelReportFor(const std::string& host_name, Simulation& s, s
     row.hold_ns += st.hold_ns;
     row.max_waiters = std::max<uint64_t>(row.max_waiters, st.max_waiters);
     row.holder_changes += st.holder_changes;
+    row.remote_holder_changes += st.remote_holder_changes;
     row.line_transfers += st.line_transfers;
     row.wait_irqs_off_ns += st.wait_irqs_off_ns;
   }

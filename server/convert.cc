@@ -592,6 +592,7 @@ void LockRowToProto(const stats::LockRow& l, v1::LockRow* row) {
   row->set_hold_ns(l.hold_ns);
   row->set_max_waiters(l.max_waiters);
   row->set_holder_changes(l.holder_changes);
+  row->set_remote_holder_changes(l.remote_holder_changes);
   row->set_line_transfers(l.line_transfers);
   row->set_wait_irqs_off_ns(l.wait_irqs_off_ns);
 }
@@ -605,6 +606,7 @@ stats::LockRow LockRowFromProto(const v1::LockRow& row) {
   l.hold_ns = row.hold_ns();
   l.max_waiters = row.max_waiters();
   l.holder_changes = row.holder_changes();
+  l.remote_holder_changes = row.remote_holder_changes();
   l.line_transfers = row.line_transfers();
   l.wait_irqs_off_ns = row.wait_irqs_off_ns();
   return l;

@@ -432,6 +432,7 @@ TEST(LockContention, TwoCpusMeetOnASoftwareQueueLock) {
     }
     EXPECT_LE(l.contended, l.acquisitions) << l.name;
     EXPECT_LE(l.holder_changes, l.acquisitions) << l.name;
+    EXPECT_LE(l.remote_holder_changes, l.holder_changes) << l.name;
     if (l.name == "nullb0:dd->lock") {
       EXPECT_GT(l.holder_changes, 0u);
       EXPECT_EQ(l.wait_irqs_off_ns, 0) << "dd->lock is a plain spin_lock";

@@ -192,6 +192,7 @@ Json KernelReportJson(const stats::KernelReport& k) {
     row.AddInt("hold_ns", l.hold_ns);
     row.AddUint("max_waiters", l.max_waiters);
     row.AddUint("holder_changes", l.holder_changes);
+    row.AddUint("remote_holder_changes", l.remote_holder_changes);
     row.AddUint("line_transfers", l.line_transfers);
     row.AddInt("wait_irqs_off_ns", l.wait_irqs_off_ns);
     locks.Push(std::move(row));

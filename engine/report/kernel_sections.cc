@@ -63,10 +63,10 @@ std::string WriteKernelSections(const stats::KernelReport& k) {
   }
   if (!k.locks.empty()) {
     out.append("\nblklab lock statistics (lockstat style):\n");
-    absl::StrAppend(&out, absl::StrFormat("  %-32s %12s %10s %9s %14s %12s %14s %8s %9s %9s %8s\n", "class name",
-                                          "acquisitions", "contended", "cont%", "waittime-total",
-                                          "waittime-avg", "holdtime-total", "waiters", "handoff%",
-                                          "lines/acq", "irqoff%"));
+    absl::StrAppend(&out, absl::StrFormat("  %-32s %12s %10s %9s %14s %12s %14s %8s %9s %9s %8s %8s\n",
+                                          "class name", "acquisitions", "contended", "cont%",
+                                          "waittime-total", "waittime-avg", "holdtime-total", "waiters",
+                                          "handoff%", "lines/acq", "irqoff%", "remote%"));
     // As /proc/lock_stat: most contended first (then by name).
     std::vector<const stats::LockRow*> rows;
     for (const stats::LockRow& l : k.locks) rows.push_back(&l);
@@ -83,12 +83,16 @@ std::string WriteKernelSections(const stats::KernelReport& k) {
       const double lines = l.acquisitions > 0 ? static_cast<double>(l.line_transfers) / acq : 0.0;
       const double irqoff_pct =
           l.wait_ns > 0 ? 100.0 * static_cast<double>(l.wait_irqs_off_ns) / static_cast<double>(l.wait_ns) : 0.0;
+      // Hand-overs that crossed a last-level cache, as a share of all hand-overs.
+      const double remote_pct = l.holder_changes > 0 ? 100.0 * static_cast<double>(l.remote_holder_changes) /
+                                                           static_cast<double>(l.holder_changes)
+                                                     : 0.0;
       absl::StrAppend(&out, absl::StrFormat("  %-32s %12d %10d %8.2f%% %12.3fus %10.1fns %12.3fus "
-                                            "%8d %8.1f%% %9.2f %7.1f%%\n",
+                                            "%8d %8.1f%% %9.2f %7.1f%% %7.1f%%\n",
                                             l.name, l.acquisitions, l.contended, cont_pct,
                                             static_cast<double>(l.wait_ns) / 1e3, wait_avg,
                                             static_cast<double>(l.hold_ns) / 1e3, l.max_waiters, handoff_pct,
-                                            lines, irqoff_pct));
+                                            lines, irqoff_pct, remote_pct));
     }
   }
   if (k.page_cache) {

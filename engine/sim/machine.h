@@ -215,6 +215,9 @@ class Machine {
   void RegisterLock(SpinLock* lock) { locks_.push_back(lock); }
   const std::vector<SpinLock*>& locks() const { return locks_; }
 
+  // Whether two CPUs share a last-level cache (one CCX).
+  bool SameLlc(int a, int b) const { return placement_[a].llc == placement_[b].llc; }
+
   // Price of moving a cacheline last written on `from` to `to`.
   int64_t TransferCost(int from, int to) const {
     if (from == to) return 0;

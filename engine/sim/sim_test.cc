@@ -1,5 +1,7 @@
 #include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -1266,6 +1268,32 @@ TEST(SpinLockTest, ArrivingWaiterTakesTheLockLine) {
   // Holder: acquire (uncontended_ns) + 5 us + the release transfer.
   EXPECT_EQ(m.cpu(0).fn_ns(fast, Mode::kSys), SpinLockCosts{}.uncontended_ns + c.die_ns);
   EXPECT_EQ(lock.stats().holder_changes, 2u);
+}
+
+// lockstat's remote%: a hand-over counts as remote when the new holder sits
+// outside the previous holder's last-level cache; SMT siblings and CPUs of
+// one CCX are near, and the first acquisition has nobody to be far from.
+TEST(SpinLockTest, RemoteHolderChangesCountHandOversAcrossTheLlc) {
+  // CPUs 0 and 1: SMT siblings; 2: the same CCX; 3: another CCX of the die.
+  std::vector<CpuPlacement> p = {{0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}, {1, 0, 0, 0, 0}, {2, 1, 0, 0, 0}};
+  Machine m(p, MachineCosts{});
+  FnId f = m.functions().Intern("cs");
+  SpinLock lock(m, "l", SpinLockKind::kSpinLock, m.functions().Intern("_raw_spin_lock"),
+                m.functions().Intern("slow"), SpinLockCosts{});
+  // Holders in turn: 0, 1 (sibling), 2 (same CCX), 3 (remote), 3 (no
+  // change), 0 (remote again).
+  const int order[] = {0, 1, 2, 3, 3, 0};
+  std::vector<std::unique_ptr<Thread>> threads;
+  SimTime at = 0;
+  for (int cpu : order) {
+    threads.push_back(std::make_unique<Thread>(m, "t" + std::to_string(threads.size()), cpu));
+    threads.back()->Start(HoldOnce(m.cpu(cpu), lock, f, 1000), at);
+    at += 10000;
+  }
+  m.sim().Run();
+  EXPECT_EQ(lock.stats().acquisitions, 6u);
+  EXPECT_EQ(lock.stats().holder_changes, 5u);
+  EXPECT_EQ(lock.stats().remote_holder_changes, 2u);
 }
 
 // Softirqs raised from task context wake ksoftirqd and wait for a

@@ -15,7 +15,11 @@ void SpinLock::Acquired(Cpu& cpu) {
   holder_ = cpu.id();
   acquired_at_ = cpu.now();
   ++stats_.acquisitions;
-  if (last_holder_ != cpu.id()) ++stats_.holder_changes;
+  if (last_holder_ != cpu.id()) {
+    ++stats_.holder_changes;
+    // The first acquisition has no previous holder to be far from.
+    if (last_holder_ >= 0 && !machine_.SameLlc(last_holder_, cpu.id())) ++stats_.remote_holder_changes;
+  }
   last_holder_ = cpu.id();
   transfers_at_acquire_ = machine_.transfers(cpu.id());
   cpu.EnterLock(kind_ == SpinLockKind::kSpinLockIrqsave);

@@ -55,6 +55,7 @@ struct LockStats {
   int64_t hold_ns = 0;
   uint64_t max_waiters = 0;
   uint64_t holder_changes = 0;    // acquisitions by another CPU than the previous holder
+  uint64_t remote_holder_changes = 0;  // of those, by a CPU outside the previous holder's LLC
   uint64_t line_transfers = 0;    // cacheline transfers by holders inside their sections
   int64_t wait_irqs_off_ns = 0;   // part of wait_ns spun with hardirqs masked
 };

@@ -51,6 +51,7 @@ struct LockRow {
   int64_t hold_ns = 0;               // time held
   uint64_t max_waiters = 0;          // longest queue seen at an acquire
   uint64_t holder_changes = 0;       // acquisitions by another CPU than the previous holder
+  uint64_t remote_holder_changes = 0;  // of those, by a CPU outside the previous holder's LLC
   uint64_t line_transfers = 0;       // cacheline transfers inside the sections
   int64_t wait_irqs_off_ns = 0;      // part of wait_ns spun with interrupts masked
 };
