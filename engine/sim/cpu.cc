@@ -184,6 +184,10 @@ void Cpu::EnterIdleState() {
   // wakes from the state only through Kick.
   ++run_gen_;
   run_scheduled_at_ = kSimTimeNever;
+  SelectAndEnterIdleState();
+}
+
+void Cpu::SelectAndEnterIdleState() {
   bool stop_tick = true;
   cpuidle_state_ = SelectIdleState(&stop_tick);
   cpuidle_entered_at_ = now_;
@@ -224,25 +228,12 @@ void Cpu::OnPollLimit() {
   // the next timer it knew, and selects again (perhaps POLL again).
   BLKLAB_CHECK(cpuidle_state_ == 0);
   ReflectIdle(menu_next_timer_ns_);
-  const SimTime now = machine_.sim().Now();
+  // The selection sees this moment's timers; the poll limit and the tick
+  // count from it as well (both take the later of the two clocks anyway).
   const SimTime saved_now = now_;
-  now_ = std::max(now_, now);
-  bool stop_tick = true;
-  cpuidle_state_ = SelectIdleState(&stop_tick);
-  cpuidle_entered_at_ = now_;
-  ++cpuidle_usage_[cpuidle_state_];
+  now_ = std::max(now_, machine_.sim().Now());
+  SelectAndEnterIdleState();
   now_ = saved_now;
-  if (cpuidle_state_ == 0) SchedulePollLimit();
-  if (machine_.costs().tick_period_ns <= 0) return;
-  if (!stop_tick) {
-    ArmTick();
-  } else {
-    tick_stopped_ = true;
-    if (tick_armed_) {
-      tick_armed_ = false;
-      ++tick_gen_;
-    }
-  }
 }
 
 int Cpu::SelectIdleState(bool* stop_tick) {

@@ -685,6 +685,9 @@ class Cpu final : public EventHandler {
   // menu_select when the CPU goes idle: the state from the typical recent
   // idle interval and the latency the CPU's iowait tasks allow.
   void EnterIdleState();
+  // The selection at now_, the state entered and counted, POLL's limit
+  // scheduled, the tick kept or stopped (EnterIdleState, OnPollLimit).
+  void SelectAndEnterIdleState();
   // The governor's choice at now_ (0: POLL) and whether it stops the tick
   // (left as it is when it does); sets the period's bucket and next timer.
   int SelectIdleState(bool* stop_tick);
