@@ -150,7 +150,11 @@ void IntervalTracker::Fill(const Simulation& s, sim::SimTime end, SnapshotInterv
   for (size_t i = 0; i < locks.size(); ++i) {
     const sim::LockStats& st = locks[i]->stats();
     sim::LockStats& prev = locks_[i];
-    if (st.acquisitions != prev.acquisitions) {
+    // Hold time and line transfers land at the unlock: a section that spans
+    // the interval's start counts in this interval even with no new
+    // acquisition here.
+    if (st.acquisitions != prev.acquisitions || st.hold_ns != prev.hold_ns || st.wait_ns != prev.wait_ns ||
+        st.line_transfers != prev.line_transfers || st.wait_irqs_off_ns != prev.wait_irqs_off_ns) {
       stats::LockRow& row = rows[locks[i]->name()];
       row.name = locks[i]->name();
       row.acquisitions += st.acquisitions - prev.acquisitions;
