@@ -82,6 +82,39 @@ std::vector<std::string> ContendedArgs(const std::string& extra) {
   return a;
 }
 
+// The intervals' lock rows summed by name, and the sums checked against the
+// run's totals, field by field.
+std::map<std::string, stats::LockRow> SumLocks(const std::vector<const SnapshotInterval*>& intervals) {
+  std::map<std::string, stats::LockRow> sums;
+  for (const SnapshotInterval* iv : intervals) {
+    for (const stats::LockRow& l : iv->locks) {
+      stats::LockRow& s = sums[l.name];
+      s.acquisitions += l.acquisitions;
+      s.contended += l.contended;
+      s.holder_changes += l.holder_changes;
+      s.remote_holder_changes += l.remote_holder_changes;
+      s.line_transfers += l.line_transfers;
+      s.hold_ns += l.hold_ns;
+      s.wait_ns += l.wait_ns;
+    }
+  }
+  return sums;
+}
+
+void ExpectLocksAddUp(const std::vector<const SnapshotInterval*>& intervals, const stats::KernelReport& k) {
+  std::map<std::string, stats::LockRow> sums = SumLocks(intervals);
+  for (const stats::LockRow& l : k.locks) {
+    const stats::LockRow& s = sums[l.name];
+    EXPECT_EQ(s.acquisitions, l.acquisitions) << l.name;
+    EXPECT_EQ(s.contended, l.contended) << l.name;
+    EXPECT_EQ(s.holder_changes, l.holder_changes) << l.name;
+    EXPECT_EQ(s.remote_holder_changes, l.remote_holder_changes) << l.name;
+    EXPECT_EQ(s.line_transfers, l.line_transfers) << l.name;
+    EXPECT_EQ(s.hold_ns, l.hold_ns) << l.name;
+    EXPECT_EQ(s.wait_ns, l.wait_ns) << l.name;
+  }
+}
+
 void CheckAgainstTotals(const Recorded& rec, int64_t status_ns) {
   ASSERT_FALSE(rec.snapshots.empty());
   std::vector<const SnapshotInterval*> intervals;
@@ -158,8 +191,6 @@ void CheckAgainstTotals(const Recorded& rec, int64_t status_ns) {
     }
   }
 
-  std::map<std::string, uint64_t> acq, contended, changes, remote, lines;
-  std::map<std::string, int64_t> hold, wait;
   for (const SnapshotInterval* iv : intervals) {
     double sum = 0;
     for (double p : iv->cpu_pct) {
@@ -169,16 +200,7 @@ void CheckAgainstTotals(const Recorded& rec, int64_t status_ns) {
     EXPECT_NEAR(sum, 100.0, 1e-6);
     EXPECT_GE(iv->contention_pct, 0.0);
     EXPECT_LE(iv->contention_pct, 100.0);
-    for (const stats::LockRow& l : iv->locks) {
-      acq[l.name] += l.acquisitions;
-      contended[l.name] += l.contended;
-      changes[l.name] += l.holder_changes;
-      remote[l.name] += l.remote_holder_changes;
-      lines[l.name] += l.line_transfers;
-      hold[l.name] += l.hold_ns;
-      wait[l.name] += l.wait_ns;
-      EXPECT_LE(l.contended, l.acquisitions) << l.name;
-    }
+    for (const stats::LockRow& l : iv->locks) EXPECT_LE(l.contended, l.acquisitions) << l.name;
   }
   // Function times: sorted, within the busy time, and over the run equal to
   // the profile for every function that made every interval's top rows.
@@ -208,15 +230,7 @@ void CheckAgainstTotals(const Recorded& rec, int64_t status_ns) {
   // Busy intervals: usr and sys time on both CPUs.
   EXPECT_GT(intervals.front()->cpu_pct[static_cast<int>(stats::CpuMode::kUser)], 0.0);
   EXPECT_GT(intervals.front()->cpu_pct[static_cast<int>(stats::CpuMode::kSys)], 0.0);
-  for (const stats::LockRow& l : rec.result.kernel.locks) {
-    EXPECT_EQ(acq[l.name], l.acquisitions) << l.name;
-    EXPECT_EQ(contended[l.name], l.contended) << l.name;
-    EXPECT_EQ(changes[l.name], l.holder_changes) << l.name;
-    EXPECT_EQ(remote[l.name], l.remote_holder_changes) << l.name;
-    EXPECT_EQ(lines[l.name], l.line_transfers) << l.name;
-    EXPECT_EQ(hold[l.name], l.hold_ns) << l.name;
-    EXPECT_EQ(wait[l.name], l.wait_ns) << l.name;
-  }
+  ExpectLocksAddUp(intervals, rec.result.kernel);
 }
 
 TEST(IntervalSnapshot, AddsUpToTheTotals) {
@@ -237,25 +251,13 @@ TEST(IntervalSnapshot, AddsUpToTheTotals) {
 TEST(IntervalSnapshot, LockTimesAddUpWithShortIntervals) {
   constexpr int64_t kUs = 1000;
   const Recorded rec = RunRecorded(ContendedArgs("--runtime=4ms"), 2 * kUs, 4 * kUs);
-  std::map<std::string, int64_t> hold, wait;
-  std::map<std::string, uint64_t> lines;
-  int intervals = 0;
+  std::vector<const SnapshotInterval*> intervals;
   for (const Snapshot& s : rec.snapshots) {
-    if (!s.has_interval) continue;
-    ++intervals;
-    for (const stats::LockRow& l : s.interval.locks) {
-      hold[l.name] += l.hold_ns;
-      wait[l.name] += l.wait_ns;
-      lines[l.name] += l.line_transfers;
-    }
+    if (s.has_interval) intervals.push_back(&s.interval);
   }
-  EXPECT_GT(intervals, 500);
+  EXPECT_GT(intervals.size(), 500u);
   ASSERT_FALSE(rec.result.kernel.locks.empty());
-  for (const stats::LockRow& l : rec.result.kernel.locks) {
-    EXPECT_EQ(hold[l.name], l.hold_ns) << l.name;
-    EXPECT_EQ(wait[l.name], l.wait_ns) << l.name;
-    EXPECT_EQ(lines[l.name], l.line_transfers) << l.name;
-  }
+  ExpectLocksAddUp(intervals, rec.result.kernel);
 }
 
 // With ramp_time the IO counts include the ramp, the clat samples do not.
