@@ -3,6 +3,7 @@
 //   blklab fio [options] [job files]   run fio jobs in-process on a simulated host
 //   blklab io_uring [options] FILES     fio's t/io_uring benchmark, simulated
 //   blklab compare [options] -- FIO     one job on a host and its variants, side by side
+//   blklab kernel run|compare|suite    the same job on the real kernel in QEMU
 //   blklab hosts list                  list the built-in host presets
 //   blklab hosts show NAME             print a preset's YAML
 //   blklab hosts auto [fio args]       print the host --host=auto builds for a job
@@ -19,6 +20,7 @@
 #include "clients/cli/compare_command.h"
 #include "clients/cli/fio_command.h"
 #include "clients/cli/io_uring_command.h"
+#include "clients/cli/kernel_command.h"
 #include "engine/host/presets.h"
 #ifdef BLKLAB_CLI_REMOTE
 #include "clients/cli/remote.h"
@@ -34,6 +36,8 @@ void Usage(std::ostream& out) {
          "       blklab compare --host=PRESET|FILE [--variant NAME:PATH=VALUE[,...]]... [--matrix PATH=V1,V2...]...\n"
          "             [--samples=N] [--seed=N] [--jobs=N] [--format=table|markdown|csv|json] -- FIO-ARGS\n"
          "       blklab compare SPEC.yaml [--jobs=N] [--format=...]\n"
+         "       blklab kernel run|compare [--host=PRESET|FILE] [fio options] [job files]   (the real kernel in QEMU)\n"
+         "       blklab kernel compare SCENARIO.yaml | suite [--ci] | image\n"
          "       blklab hosts list\n"
          "       blklab hosts show NAME\n"
          "       blklab hosts auto [fio options] [job files]   (the host --host=auto builds for the job)\n"
@@ -133,6 +137,7 @@ int main(int argc, char** argv) {
   if (cmd == "io_uring") return blklab::cli::RunIoUringCommand(rest);
   if (cmd == "compare") return blklab::cli::RunCompareCommand(rest);
   if (cmd == "hosts") return Hosts(rest);
+  if (cmd == "kernel") return blklab::cli::RunKernelCommand(rest);
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     Usage(std::cout);
     return 0;
