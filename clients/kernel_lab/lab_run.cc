@@ -231,6 +231,13 @@ std::vector<MetricSpec> DefaultMetrics(const util::DocNode& fio, const DiskNameM
   return m;
 }
 
+bool IsTimingMetric(const std::string& expr) {
+  for (const char* fn : {"iops(", "total_iops", "lat_us(", "mean_lat_us("}) {
+    if (absl::StartsWith(expr, fn)) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<std::vector<CompareRow>> CompareMetrics(const std::vector<MetricSpec>& metrics,
                                                        const util::DocNode& kernel_json,
                                                        const DiskNameMap& kernel_names,
@@ -244,6 +251,7 @@ absl::StatusOr<std::vector<CompareRow>> CompareMetrics(const std::vector<MetricS
     BLKLAB_ASSIGN_OR_RETURN(r.kernel, EvalMetric(m.expr, kernel_json, kernel_names));
     BLKLAB_ASSIGN_OR_RETURN(r.model, EvalMetric(m.expr, model_json, same));
     r.agrees = m.tolerance.Holds(r.kernel, r.model);
+    r.timing_bound = IsTimingMetric(m.expr);
     rows.push_back(r);
   }
   return rows;
@@ -259,7 +267,7 @@ std::string CompareTable(const std::vector<CompareRow>& rows) {
     std::string d = r.tolerance.relative && r.kernel != 0 ? absl::StrFormat("%+.1f%%", 100 * diff / r.kernel)
                                                           : absl::StrFormat("%+.3f", diff);
     absl::StrAppendFormat(&s, "%-*s %12.4g %12.4g %9s %9s%s\n", static_cast<int>(w), r.metric, r.kernel, r.model, d,
-                          r.tolerance.ToString(), r.agrees ? "" : "  *");
+                          r.tolerance.ToString(), r.agrees ? "" : (r.timing_bound ? "  * (timing)" : "  *"));
   }
   return s;
 }

@@ -61,7 +61,14 @@ struct CompareRow {
   double model = 0;
   Tolerance tolerance;
   bool agrees = true;
+  // A rate or a latency (iops, total_iops, lat_us, mean_lat_us): what the
+  // guest's slow CPU and late timers distort, so a disagreement there is the
+  // lab's, unless the model also misses an analytic answer.
+  bool timing_bound = false;
 };
+
+// Whether a metric expression measures time (see CompareRow::timing_bound).
+bool IsTimingMetric(const std::string& expr);
 
 // The default rows of an ad hoc comparison: per job IOPS, share, p50/p99
 // completion latency; per device merges and size per I/O. Tolerances:
