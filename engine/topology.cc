@@ -639,6 +639,17 @@ absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
                                                   absl::StrCat("devices[", plan.disks[d].entry, "]")));
     }
   }
+  // null_blk's shared_tags is one module-wide set: the model shares it among
+  // one entry's nr_devices, so a second entry asking for it is refused.
+  int shared_entries = 0;
+  for (size_t e = 0; e < req.host.devices.size(); ++e) {
+    const auto* nb = std::get_if<host::NullBlkSpec>(&req.host.devices[e].driver);
+    if (nb != nullptr && nb->shared_tags && ++shared_entries > 1) {
+      return absl::UnimplementedError(absl::StrCat(
+          "devices[", e, "].null_blk.shared_tags: the module's one tag set across several null_blk entries is not "
+          "modelled (one entry's nr_devices share it)"));
+    }
+  }
   for (size_t i = 0; i < req.host.filesystems.size(); ++i) {
     BLKLAB_RETURN_IF_ERROR(
         DiskByName(plan.disks, req.host.filesystems[i].device, absl::StrCat("filesystems[", i, "].device=")).status());

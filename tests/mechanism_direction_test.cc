@@ -4,7 +4,8 @@
 // removed (checked by breaking each on purpose, see tests/README.md):
 //
 //  * fair sharing of a shared tag set (hctx_may_queue) caps a deep job on
-//    one LUN at its share while another LUN is active;
+//    one LUN (or one null_blk device under shared_tags) at its share while
+//    another is active;
 //  * each of RC4's three mq-deadline switches alone takes dd->lock less
 //    often per IO than none of them;
 //  * rq_affinity: completions dispatched on another LLC group go back to
@@ -63,6 +64,28 @@ TEST(FairTagSharing, DeepJobIsCappedAtItsShare) {
   EXPECT_LE(deep, share * 1.001) << Describe(r);
   EXPECT_GT(deep, share * 0.9) << Describe(r);
   EXPECT_GT(shallow, 2.0 / 201e-6 * 0.9);
+}
+
+// null_blk shared_tags: the module's one set of 8 tags under both devices
+// (TAG_QUEUE_SHARED), so the QD8 job on nullb-0 holds at most
+// max(ceil(8 / 2), 4) = 4 of them while nullb-1 is active: 4 / 2 ms = 2,000
+// IOPS, where its own set would give it 8 (4,000).
+TEST(FairTagSharing, NullBlkSharedTagsCapTheDeepDevice) {
+  const host::HostSpec h = HostFromYaml(
+      "name: shared\n"
+      "cpus: {count: 2}\n"
+      "devices:\n"
+      "  - name: nullb\n"
+      "    null_blk: {irqmode: 2, completion_nsec: 2000000, hw_queue_depth: 8, submit_queues: 1, poll_queues: 0,\n"
+      "               shared_tags: true, nr_devices: 2}\n"
+      "    queue: {scheduler: none}\n");
+  const RunResult r = MustRun(h, {"--ioengine=libaio", "--direct=1", "--rw=randread", "--bs=4k", "--runtime=200ms",
+                                  "--time_based", "--name=deep", "--filename=/dev/nullb-0", "--iodepth=8",
+                                  "--name=shallow", "--filename=/dev/nullb-1", "--iodepth=2"});
+  ASSERT_EQ(r.clones.size(), 2u);
+  const double deep = r.clones[0].result.dir(stats::Dir::kRead).iops();
+  EXPECT_LE(deep, 4 / 2e-3 * 1.01) << Describe(r);
+  EXPECT_GT(deep, 4 / 2e-3 * 0.9) << Describe(r);
 }
 
 // --- RC4's mq-deadline switches, one at a time ------------------------------
@@ -537,3 +560,4 @@ TEST(ScsiBudget, StarvedLunRecordsFailuresAndKeepsRunning) {
 
 }  // namespace
 }  // namespace blklab
+

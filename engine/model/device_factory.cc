@@ -23,10 +23,12 @@ struct Overloaded : Fs... {
 template <class... Fs>
 Overloaded(Fs...) -> Overloaded<Fs...>;
 
-// nr_devices null_blk instances, each its own tag set and queue.
+// nr_devices null_blk instances, each its own tag set and queue, or all on
+// the module's one set (shared_tags).
 class NullBlkDevices final : public BlockDevice {
  public:
   RequestQueue* disk(int i) override { return devs_[i] ? &devs_[i]->queue() : nullptr; }
+  std::unique_ptr<TagSet> shared_set_;  // declared first: the devices refer to it
   std::vector<std::unique_ptr<NullBlk>> devs_;
 };
 
@@ -88,6 +90,7 @@ NullBlkConfig NullBlkConfigFrom(const host::NullBlkSpec& nb) {
   cfg.size_bytes = static_cast<uint64_t>(nb.gb) << 30;
   cfg.block_size = static_cast<uint32_t>(nb.bs);
   cfg.mbps = static_cast<uint64_t>(nb.mbps);
+  cfg.shared_tag_bitmap = nb.shared_tag_bitmap;
   return cfg;
 }
 
@@ -159,10 +162,6 @@ absl::Status CheckModelled(const host::DeviceSpec& device, const host::Knobs& kn
               return absl::UnimplementedError(absl::StrCat(path, ".null_blk.queue_mode=", nb.queue_mode,
                                                            ": only blk-mq (2) is modelled"));
             }
-            if (nb.shared_tags || nb.shared_tag_bitmap) {
-              return absl::UnimplementedError(
-                  absl::StrCat(path, ".null_blk: shared_tags / shared_tag_bitmap are not modelled yet"));
-            }
             if (nb.memory_backed) {
               return absl::UnimplementedError(absl::StrCat(path, ".null_blk.memory_backed is not modelled"));
             }
@@ -221,9 +220,15 @@ std::unique_ptr<BlockDevice> CreateBlockDevice(Kernel& kernel, const host::Devic
             auto out = std::make_unique<NullBlkDevices>();
             out->devs_.resize(build.disk_names.size());
             const NullBlkConfig cfg = NullBlkConfigFrom(nb);
+            if (nb.shared_tags) {
+              // null_init_tag_set(NULL, &tag_set): the module's set, every
+              // device's queue on it.
+              out->shared_set_ = std::make_unique<TagSet>(kernel, "null_blk", NullBlkTagSetConfig(cfg));
+            }
             for (size_t i = 0; i < build.disk_names.size(); ++i) {
               if (!build.used[i]) continue;
-              out->devs_[i] = std::make_unique<NullBlk>(kernel, build.disk_names[i], cfg, build.queues[i]);
+              out->devs_[i] = std::make_unique<NullBlk>(kernel, build.disk_names[i], cfg, build.queues[i],
+                                                        out->shared_set_.get());
             }
             return out;
           },

@@ -11,15 +11,25 @@ constexpr int64_t kBwTimerIntervalNs = sim::kNsPerSec / kTicksPerSec;  // TIMER_
 int64_t BytesPerTick(uint64_t mbps) { return (int64_t{1} << 20) / kTicksPerSec * static_cast<int64_t>(mbps); }
 }
 
-NullBlk::NullBlk(Kernel& kernel, std::string name, const NullBlkConfig& config,
-                 const QueueConfig& queue)
-    : kernel_(kernel), name_(std::move(name)), config_(config), timer_irq_(this), bw_timer_(this) {
+TagSetConfig NullBlkTagSetConfig(const NullBlkConfig& config) {
   TagSetConfig ts;
   ts.nr_hw_queues = config.submit_queues;
   ts.queue_depth = config.hw_queue_depth;
   ts.blocking = config.blocking;
   ts.nr_poll_queues = config.poll_queues;
-  set_ = std::make_unique<TagSet>(kernel, name_, ts);
+  ts.hctx_shared = config.shared_tag_bitmap;
+  return ts;
+}
+
+NullBlk::NullBlk(Kernel& kernel, std::string name, const NullBlkConfig& config, const QueueConfig& queue,
+                 TagSet* shared_set)
+    : kernel_(kernel), name_(std::move(name)), config_(config), timer_irq_(this), bw_timer_(this) {
+  if (shared_set == nullptr) {
+    own_set_ = std::make_unique<TagSet>(kernel, name_, NullBlkTagSetConfig(config));
+    set_ = own_set_.get();
+  } else {
+    set_ = shared_set;
+  }
   q_ = std::make_unique<RequestQueue>(kernel, name_, *set_, this, queue);
   cmd_timers_.resize(static_cast<size_t>(set_->nr_hw_queues()) * config.hw_queue_depth);
   poll_lists_.resize(set_->nr_hw_queues());

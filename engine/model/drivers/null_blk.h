@@ -44,11 +44,20 @@ struct NullBlkConfig {
   uint32_t block_size = 512;            // bs
   uint64_t mbps = 0;                    // 0: no cap
   uint32_t poll_queues = 0;             // HCTX_TYPE_POLL queues
+  // shared_tag_bitmap: one tag space for all hw queues (BLK_MQ_F_TAG_HCTX_SHARED).
+  bool shared_tag_bitmap = false;
 };
+
+// The blk_mq_tag_set null_init_tag_set fills for `config` (the module's
+// global set under shared_tags, sized by the same parameters).
+TagSetConfig NullBlkTagSetConfig(const NullBlkConfig& config);
 
 class NullBlk final : public BlkMqDriver {
  public:
-  NullBlk(Kernel& kernel, std::string name, const NullBlkConfig& config, const QueueConfig& queue);
+  // `shared_set`: the module's tag set shared by every device (shared_tags,
+  // TAG_QUEUE_SHARED once a second queue joins); null: the device's own.
+  NullBlk(Kernel& kernel, std::string name, const NullBlkConfig& config, const QueueConfig& queue,
+          TagSet* shared_set = nullptr);
   NullBlk(const NullBlk&) = delete;
   NullBlk& operator=(const NullBlk&) = delete;
 
@@ -87,7 +96,8 @@ class NullBlk final : public BlkMqDriver {
   Kernel& kernel_;
   std::string name_;
   NullBlkConfig config_;
-  std::unique_ptr<TagSet> set_;
+  std::unique_ptr<TagSet> own_set_;
+  TagSet* set_ = nullptr;
   std::unique_ptr<RequestQueue> q_;
   TimerIrq timer_irq_;
   std::vector<sim::HrTimer> cmd_timers_;  // per (hctx tags, tag)
