@@ -1855,16 +1855,20 @@ TEST(Kyber, AnotherSchedulersTunableIsAnErrorNamingIt) {
 // --- scheduler tag depth for writes (->limit_depth) -------------------------------
 
 // One hw queue of 256 tags on a 1 ms null_blk: mq-deadline's 256 scheduler
-// tags are four 64-bit words, and dd_limit_depth gives writes async_depth =
-// 48 bits of each (3/4): 512 writes outstanding keep 192 on the device
-// (192K IOPS) where 512 reads keep 256 (256K). async_depth=64 lifts it.
+// tags are four 64-bit words. Before 39823b47bbd4 (dd_async_depth_scaled:
+// false, 6.6-6.10) dd_limit_depth gives writes async_depth = 48 bits of each
+// (3/4): 512 writes outstanding keep 192 on the device (192K IOPS) where 512
+// reads keep 256 (256K); async_depth=64 lifts it (64 bits a word). Since the
+// fix the default is nr_requests (no limit) and a written value is scaled
+// to a word: 64 of 256 -> 16 bits a word, 64 writes (64K).
 // With CFS's rules (sched_eevdf: false): the completion's restart runs the
 // queue from a kworker that takes the CPU from a fio thread at once; under
 // EEVDF it may wait for the thread's slice, which lowers all three alike.
 TEST(SchedTagDepth, MqDeadlineAsyncDepthThrottlesWrites) {
-  auto host = [](const std::string& iosched) {
+  auto host = [](const std::string& iosched, bool scaled = false) {
     return HostFromYaml(absl::StrCat(
-        "name: dd-depth\ncpus: {count: 2}\nknobs: {sched_eevdf: false}\ndevices:\n  - name: nullb0\n"
+        "name: dd-depth\ncpus: {count: 2}\nknobs: {sched_eevdf: false, dd_async_depth_scaled: ",
+        scaled ? "true" : "false", "}\ndevices:\n  - name: nullb0\n"
         "    null_blk: {submit_queues: 1, hw_queue_depth: 256, irqmode: 2, completion_nsec: 1000000}\n"
         "    queue: {scheduler: mq-deadline, iosched: ", iosched, "}\n"));
   };
@@ -1879,6 +1883,10 @@ TEST(SchedTagDepth, MqDeadlineAsyncDepthThrottlesWrites) {
   EXPECT_NEAR(RunIops(reads), 256e3, 256e3 * 0.03) << Describe(reads);
   EXPECT_NEAR(RunIops(writes), 192e3, 192e3 * 0.03) << Describe(writes);
   EXPECT_NEAR(RunIops(lifted), 256e3, 256e3 * 0.03) << Describe(lifted);
+  const RunResult scaled_default = MustRun(host("{}", true), job("randwrite"));
+  const RunResult scaled_64 = MustRun(host("{async_depth: 64}", true), job("randwrite"));
+  EXPECT_NEAR(RunIops(scaled_default), 256e3, 256e3 * 0.03) << Describe(scaled_default);
+  EXPECT_NEAR(RunIops(scaled_64), 64e3, 64e3 * 0.03) << Describe(scaled_64);
   // kyber shallows only async requests: trims get 75% of each word, direct
   // writes every tag. With 32 scheduler tags (four 8-bit words) its domain
   // tokens (64 discard, 128 write) do not bind: 24 trims in flight, 32

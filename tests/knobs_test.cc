@@ -79,6 +79,10 @@ const std::vector<std::string> kDeadlineJob = {
     "--iodepth_batch_submit=4", "--iodepth_batch_complete=4", "--numjobs=8",
     "--cpus_allowed_policy=split", "--runtime=5ms", "--time_based"};
 
+const std::vector<std::string> kDeadlineWriteJob = {
+    "--name=t", "--ioengine=libaio", "--direct=1", "--rw=randwrite", "--bs=4k", "--iodepth=128",
+    "--runtime=5ms", "--time_based"};
+
 // Eight hctxs racing on one 5.16-style mq-deadline: dispatches that find
 // nothing and delay the queue's re-runs.
 const std::vector<std::string> kSqHctxJob = {
@@ -185,6 +189,9 @@ std::map<std::string, KnobCase> Cases() {
       {"skip_run_queues_without_elevator",
        {HbaQueuesYaml("run_all_hw_queues_on_completion: true"), kHbaQueuesJob}},
       {"dd_serialize_dispatch", {DeadlineYaml(""), kDeadlineJob}},
+      // 128 writes in flight on 128 scheduler tags: 3/4 of each word holds
+      // them to 96 before the fix, all 128 after it.
+      {"dd_async_depth_scaled", {DeadlineYaml("", 1, 64), kDeadlineWriteJob}},
       {"dd_insert_buckets", {DeadlineYaml("dd_insert_side_lists: false"), kDeadlineJob}},
       {"dd_insert_side_lists", {DeadlineYaml(""), kDeadlineJob}},
       {"dd_skip_merge_if_contended", {DeadlineYaml(""), kDeadlineJob}},

@@ -131,6 +131,10 @@ namespace blklab::host {
        "blk_mq_dispatch_rq_list parks the requests the driver did not take at the tail of "                 \
        "hctx->dispatch, behind those other CPUs parked first (01e99aeca397, 5.6+); false: at its head, "   \
        "so the batch parked last goes ahead of those parked before it (4.14-5.5)")                                                          \
+  BOOL(dd_async_depth_scaled, true, 0, 0,                                                              \
+       "mq-deadline's async_depth defaults to nr_requests and is scaled to each sched-tags word "       \
+       "(dd_to_word_depth), the tags' min_shallow_depth 1 (39823b47bbd4, 6.11; stable 6.1.105, 6.6.46); " \
+       "false: 3/4 of a sched-tags word, a written value used as given per word (6.6-6.10)")             \
   BOOL(menu_iowait_latency_limit, false, 0, 0,                                                        \
        "cpuidle's menu governor lets a CPU with tasks asleep in iowait enter only states whose exit "      \
        "latency is under the predicted idle / (1 + 10 x those tasks) (performance_multiplier, until "      \
@@ -286,7 +290,7 @@ namespace blklab::host {
   INT(writes_starved, 2, 0, 1024, "read batches before a write batch")                              \
   INT(fifo_batch, 16, 1, 1024, "requests per batch")                                                 \
   BOOL(front_merges, true, 0, 0, "try front merges")                                                 \
-  INT(async_depth, 0, 0, 4096, "async request depth; 0 = the kernel's (3/4 of nr_requests)")
+  INT(async_depth, 0, 0, 4096, "requests writes may hold; 0 = the kernel's (knobs.dd_async_depth_scaled)")
 #define BLKLAB_KYBER_TUNABLES(INT, INT64, BOOL)                                                      \
   INT64(read_lat_nsec, 2000000, 1, 100000000000, "kyber: read latency target, ns")                   \
   INT64(write_lat_nsec, 10000000, 1, 100000000000, "kyber: write latency target, ns")

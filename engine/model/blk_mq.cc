@@ -469,8 +469,10 @@ sim::Task RequestQueue::SubmitBio(sim::Cpu& cpu, Bio* bio, Plug* plug) {
       if (merged) co_return;
     }
   }
-  if (elevator_ && config_.sysfs.nomerges == 0) {
-    // blk_mq_sched_bio_merge -> dd_bio_merge under dd->lock.
+  if (elevator_ && config_.sysfs.nomerges < 2) {
+    // blk_mq_sched_bio_merge -> the scheduler's ->bio_merge (dd_bio_merge
+    // under dd->lock); with nomerges=1 elv_merge tries only q->last_merge
+    // (the scheduler knows), kyber's sw-queue merge runs as with 0.
     co_await cpu.Sync();
     Request* merged = nullptr;
     co_await elevator_->BioMerge(cpu, hctx, bio, &merged);

@@ -24,8 +24,22 @@ SbitmapQueue::SbitmapQueue(Kernel& kernel, uint32_t depth) : kernel_(kernel), de
   for (size_t c = 0; c < alloc_hint_.size(); ++c) {
     alloc_hint_[c] = static_cast<uint32_t>(c * depth / alloc_hint_.size());
   }
-  wake_batch_ = std::clamp<uint32_t>(depth / kSbqWaitQueues, 1, kSbqWakeBatch);
+  wake_batch_ = CalcWakeBatch(depth);
   for (WaitState& ws : ws_) ws.wait_cnt = static_cast<int>(wake_batch_);
+}
+
+uint32_t SbitmapQueue::CalcWakeBatch(uint32_t depth) const {
+  // sbq_calc_wake_batch: the bits an allocation limited to
+  // min_shallow_depth per word can use, over the wait queues.
+  const uint32_t word = 1u << shift_;
+  const uint32_t shallow = std::min(word, min_shallow_depth_);
+  const uint32_t usable = (depth >> shift_) * shallow + std::min(depth & (word - 1), shallow);
+  return std::clamp<uint32_t>(usable / kSbqWaitQueues, 1, kSbqWakeBatch);
+}
+
+void SbitmapQueue::SetMinShallowDepth(uint32_t min_shallow_depth) {
+  min_shallow_depth_ = min_shallow_depth;
+  wake_batch_ = CalcWakeBatch(depth_);
 }
 
 int SbitmapQueue::FindInWord(Word& w, uint32_t hint, uint32_t shallow_depth) const {
@@ -233,7 +247,7 @@ void SbitmapQueue::Resize(sim::Cpu& cpu, uint32_t depth) {
   for (uint32_t i = 0; i < words_.size(); ++i) {
     words_[i].depth = i < map_nr_ ? std::min(bits_per_word, depth - i * bits_per_word) : 0;
   }
-  wake_batch_ = std::clamp<uint32_t>(depth / kSbqWaitQueues, 1, kSbqWakeBatch);
+  wake_batch_ = CalcWakeBatch(depth);
   cpu.Charge(kernel_.fn.sbitmap_queue_clear, cost);
 }
 

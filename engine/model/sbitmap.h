@@ -93,6 +93,12 @@ class SbitmapQueue {
   // stay in use until freed); the wake batch follows the depth.
   void Resize(sim::Cpu& cpu, uint32_t depth);
 
+  // sbitmap_queue_min_shallow_depth: the smallest shallow depth any
+  // allocation will ask for; the wake batch is computed over the bits such
+  // allocations can reach (sbq_calc_wake_batch), so that a sleeper is woken
+  // before all of them are freed.
+  void SetMinShallowDepth(uint32_t min_shallow_depth);
+
   uint32_t depth() const { return depth_; }
   uint32_t capacity() const { return capacity_; }  // the depth it was built with
   uint32_t busy() const { return busy_; }
@@ -115,6 +121,7 @@ class SbitmapQueue {
     sim::CacheLine line;
   };
   int FindInWord(Word& w, uint32_t hint, uint32_t shallow_depth = 0) const;
+  uint32_t CalcWakeBatch(uint32_t depth) const;
   void WakeUp(sim::Cpu& cpu);
 
   Kernel& kernel_;
@@ -124,6 +131,7 @@ class SbitmapQueue {
   int shift_;
   uint32_t busy_ = 0;
   uint32_t wake_batch_;
+  uint32_t min_shallow_depth_ = UINT32_MAX;
   uint32_t wake_index_ = 0;
   int ws_active_ = 0;
   uint64_t wakeups_ = 0;

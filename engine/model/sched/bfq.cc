@@ -61,6 +61,7 @@ const ElevatorType kBfqElevator = {
       BfqConfig c = BfqConfig::From(init.sysfs->iosched);
       if (init.cgroup_bfq_weights != nullptr) c.cgroup_weights = *init.cgroup_bfq_weights;
       c.rotational = init.rotational;
+      c.noxmerges = init.sysfs->nomerges == 1;
       return std::make_unique<BfqSched>(*init.kernel, init.qname, c);
     },
 };
@@ -797,7 +798,7 @@ sim::Task BfqSched::BioMerge(sim::Cpu& cpu, Hctx*, Bio* bio, Request** merged_in
   Request* rq = nullptr;
   if (last_merge_ != nullptr && back_ok(last_merge_)) {
     rq = last_merge_;
-  } else {
+  } else if (!config_.noxmerges) {
     auto h = hash_.lower_bound({bio->sector, 0});
     if (h != hash_.end() && h->first.first == bio->sector && back_ok(h->second)) rq = h->second;
   }
@@ -813,7 +814,7 @@ sim::Task BfqSched::BioMerge(sim::Cpu& cpu, Hctx*, Bio* bio, Request** merged_in
     last_merge_ = rq;
     *merged_into = rq;
     ++stats_.merged;
-  } else {
+  } else if (!config_.noxmerges) {
     const uint64_t key = (uint64_t{bio->ioc} << 16) | bio->blkcg;
     auto it = queues_.find(key);
     if (it != queues_.end()) {

@@ -113,6 +113,9 @@ class RequestQueue;
 
 // bfq's sysfs tunables (/sys/block/X/queue/iosched) and the queue's cgroups.
 struct BfqConfig {
+  // queue/nomerges=1 (QUEUE_FLAG_NOXMERGES): elv_merge tries only
+  // q->last_merge's back merge here, no hash or front lookup.
+  bool noxmerges = false;
   int64_t slice_idle_ns = 8'000'000;
   bool low_latency = true;
   int64_t timeout_ns = 125'000'000;

@@ -24,6 +24,7 @@ DeadlineConfig DeadlineConfig::From(const host::IoschedTunables& iosched, const 
   dd.insert_buckets = knobs.dd_insert_buckets;
   dd.prio_aging_expire_ns = int64_t{iosched.prio_aging_expire} * sim::kNsPerMs;
   dd.async_depth = static_cast<uint32_t>(iosched.async_depth);
+  dd.async_depth_scaled = knobs.dd_async_depth_scaled;
   return dd;
 }
 
@@ -31,8 +32,9 @@ DeadlineConfig DeadlineConfig::From(const host::IoschedTunables& iosched, const 
 const ElevatorType kMqDeadlineElevator = {
     host::Scheduler::kMqDeadline,
     [](const ElevatorInit& init) -> std::unique_ptr<Elevator> {
-      return std::make_unique<DeadlineSched>(*init.kernel, init.qname,
-                                             DeadlineConfig::From(init.sysfs->iosched, init.kernel->knobs()));
+      DeadlineConfig config = DeadlineConfig::From(init.sysfs->iosched, init.kernel->knobs());
+      config.noxmerges = init.sysfs->nomerges == 1;
+      return std::make_unique<DeadlineSched>(*init.kernel, init.qname, config);
     },
 };
 
@@ -72,10 +74,22 @@ DeadlineSched::DeadlineSched(Kernel& kernel, const std::string& qname, const Dea
 }
 
 void DeadlineSched::InitHctx(Hctx* hctx) {
-  // dd_depth_updated: max(1, 3 * (1 << shift) / 4), a depth per sbitmap word
-  // (v6.6; the sysfs value, when set, is used as given).
-  const int shift = hctx->sched_tags()->bitmap_tags().shift();
-  async_depth_ = config_.async_depth > 0 ? config_.async_depth : std::max(1u, 3 * (1u << shift) / 4);
+  SbitmapQueue& sbq = hctx->sched_tags()->bitmap_tags();
+  const int shift = sbq.shift();
+  if (config_.async_depth_scaled) {
+    // dd_depth_updated (6.11+, 6.1.105+): async_depth = nr_requests unless
+    // written; dd_to_word_depth scales it to a word, rounding up; the
+    // shallowest allocation may take one bit a word.
+    const uint64_t nrr = std::max<uint32_t>(1, hctx->sched_tags()->nr_tags());
+    const uint64_t depth = config_.async_depth > 0 ? config_.async_depth : nrr;
+    async_depth_ = static_cast<uint32_t>(std::max<uint64_t>(1, ((depth << shift) + nrr - 1) / nrr));
+    sbq.SetMinShallowDepth(1);
+  } else {
+    // dd_depth_updated (6.6-6.10): max(1, 3 * (1 << shift) / 4), a depth per
+    // sbitmap word (the sysfs value, when set, is used as given).
+    async_depth_ = config_.async_depth > 0 ? config_.async_depth : std::max(1u, 3 * (1u << shift) / 4);
+    sbq.SetMinShallowDepth(async_depth_);
+  }
 }
 
 int DeadlineSched::HashBucket(uint64_t end_sector) {
@@ -138,9 +152,17 @@ sim::Task DeadlineSched::BioMerge(sim::Cpu& cpu, Hctx*, Bio* bio, Request** merg
   ac.Work(kernel_.costs().dd_bio_merge);
   ProbeLastMerge(ac);
   Request* back = nullptr;
+  const uint64_t end = bio->sector + (bio->bytes >> kSectorShift);
+  // blk_try_merge on q->last_merge: a back merge, or a front merge whatever
+  // front_merges says; with NOXMERGES nothing else is tried.
+  Request* front_hit = last_merge_ != nullptr && last_merge_->sector == end && Dir(last_merge_) == dir &&
+                               last_merge_->op == bio->op && last_merge_->ioprio_class == bio->ioprio_class &&
+                               last_merge_->bytes + bio->bytes <= kMaxMergeBytes
+                           ? last_merge_
+                           : nullptr;
   if (last_merge_ != nullptr && back_mergeable(last_merge_)) {
     back = last_merge_;
-  } else {
+  } else if (!config_.noxmerges && front_hit == nullptr) {
     ProbeHash(ac, bio->sector);
     auto h = hash_.lower_bound(SortKey{bio->sector, 0});
     if (h != hash_.end() && h->first.first == bio->sector && back_mergeable(h->second)) back = h->second;
@@ -159,11 +181,11 @@ sim::Task DeadlineSched::BioMerge(sim::Cpu& cpu, Hctx*, Bio* bio, Request** merg
     HashAdd(ac, rq);
     ac.Store(rq->line);
     *merged_into = rq;
-  } else if (config_.front_merges) {
-    // Front merge: a request starting where the bio ends.
-    const uint64_t end = bio->sector + (bio->bytes >> kSectorShift);
+  } else if (front_hit != nullptr || (config_.front_merges && !config_.noxmerges)) {
+    // Front merge: a request starting where the bio ends (last_merge, else
+    // dd_request_merge's sort-tree lookup).
     ac.Load(*p.sort_line);
-    Request* rq = p.sort[dir].LowerBound(SortTree::Key{end, 0}, NodeReader(ac));
+    Request* rq = front_hit != nullptr ? front_hit : p.sort[dir].LowerBound(SortTree::Key{end, 0}, NodeReader(ac));
     if (rq != nullptr && rq->sector == end && rq->op == bio->op && rq->ioprio_class == bio->ioprio_class &&
         rq->bytes + bio->bytes <= kMaxMergeBytes) {
       // dd_request_merged: the request moves in the sort tree.

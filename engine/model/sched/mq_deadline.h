@@ -107,7 +107,11 @@ struct DeadlineConfig {
   bool skip_merge_if_contended = false;  // spin_trylock in dd_bio_merge
   bool insert_buckets = false;           // per-CPU insertion buckets
   int64_t prio_aging_expire_ns = 10 * sim::kNsPerSec;  // 0: no aging
-  uint32_t async_depth = 0;  // sysfs async_depth; 0: the kernel's (3/4 of a sched-tags word)
+  uint32_t async_depth = 0;  // sysfs async_depth; 0: the kernel's default
+  bool async_depth_scaled = true;  // knobs.dd_async_depth_scaled
+  // queue/nomerges=1 (QUEUE_FLAG_NOXMERGES): elv_merge tries only the
+  // one-hit cache, q->last_merge, then gives up.
+  bool noxmerges = false;
 
   // From the host spec's iosched block (ms tunables) and knobs.
   static DeadlineConfig From(const host::IoschedTunables& iosched, const host::Knobs& knobs);
@@ -131,7 +135,8 @@ class DeadlineSched final : public Elevator {
 
   // dd_bio_merge: back merge on the end-sector hash, front merge on the sort
   // tree.
-  // dd_init_hctx / dd_depth_updated: async_depth = 3/4 of a sched-tags word.
+  // dd_init_hctx / dd_depth_updated: the per-word depth writes may use
+  // (knobs.dd_async_depth_scaled) and the sched tags' min_shallow_depth.
   void InitHctx(Hctx* hctx) override;
   // dd_limit_depth: writes (and discards) get async_depth; reads everything.
   uint32_t LimitDepth(ReqOp op) override { return op == ReqOp::kRead ? 0 : async_depth_; }

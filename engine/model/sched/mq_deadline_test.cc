@@ -186,6 +186,55 @@ TEST(DeadlineSchedTest, WritesAreServedAfterWritesStarvedReadBatches) {
   EXPECT_EQ(order[3], 5000u);
 }
 
+// writes_starved over the values sysfs accepts: the first call continues the
+// initial read batch, then N read batches pass over the queued write, so
+// with fifo_batch=1 the write is dispatched (N + 1)th after the first; 0
+// sends it at the first choice (dd->starved++ >= 0).
+class WritesStarvedTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(WritesStarvedTest, WriteGoesAfterThatManyReadBatches) {
+  DeadlineConfig dc;
+  dc.fifo_batch = 1;
+  dc.writes_starved = GetParam();
+  Rig rig(dc);
+  std::vector<Request> rqs;
+  for (int i = 0; i < 12; ++i) rqs.push_back(Rq(100 + 100 * static_cast<uint64_t>(i)));
+  rqs.push_back(Rq(50000, ReqOp::kWrite));
+  rig.Run(InsertAll(rig, rqs));
+  std::vector<uint64_t> order;
+  rig.Run(DispatchAll(rig, order));
+  ASSERT_EQ(order.size(), rqs.size());
+  EXPECT_EQ(order[static_cast<size_t>(1 + GetParam())], 50000u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Values, WritesStarvedTest, ::testing::Values(0, 1, 2, 4, 8));
+
+// fifo_batch over its values: with writes_starved=1 and both directions
+// queued, the initial read batch runs on into the first chosen read batch
+// (2 x fifo_batch reads), then fifo_batch writes, then fifo_batch reads.
+class FifoBatchTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(FifoBatchTest, BatchesAreFifoBatchLong) {
+  const int batch = GetParam();
+  DeadlineConfig dc;
+  dc.fifo_batch = batch;
+  dc.writes_starved = 1;
+  Rig rig(dc);
+  std::vector<Request> rqs;
+  for (int i = 0; i < 4 * batch; ++i) rqs.push_back(Rq(100 + 8 * static_cast<uint64_t>(i)));
+  for (int i = 0; i < 4 * batch; ++i) rqs.push_back(Rq(1000000 + 8 * static_cast<uint64_t>(i), ReqOp::kWrite));
+  rig.Run(InsertAll(rig, rqs));
+  std::vector<uint64_t> order;
+  rig.Run(DispatchAll(rig, order));
+  ASSERT_EQ(order.size(), rqs.size());
+  auto is_write = [&order](int i) { return order[static_cast<size_t>(i)] >= 1000000; };
+  for (int i = 0; i < 2 * batch; ++i) EXPECT_FALSE(is_write(i)) << "dispatch " << i;
+  for (int i = 2 * batch; i < 3 * batch; ++i) EXPECT_TRUE(is_write(i)) << "dispatch " << i;
+  EXPECT_FALSE(is_write(3 * batch));
+}
+
+INSTANTIATE_TEST_SUITE_P(Values, FifoBatchTest, ::testing::Values(1, 4, 16, 64));
+
 TEST(DeadlineSchedTest, BackMergeAppendsTheBio) {
   Rig rig;
   std::vector<Request> rqs = {Rq(1000)};
