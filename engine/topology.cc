@@ -522,6 +522,15 @@ model::QueueConfig QueueConfigFor(const Disk& d, const host::KernelConfig& kconf
     qc.sysfs.nr_requests = host::DefaultNrRequests(host::TagDepth(*d.spec), d.scheduler);
     qc.sysfs.iosched = host::IoschedTunables{};
   }
+  // The driver's queue limits: null_blk leaves blk_set_default_limits'
+  // BLK_SAFE_MAX_SECTORS (255 sectors, max_sectors_kb 127); scsi_debug's
+  // optimal transfer length and NVMe's MDTS (QEMU's 7: 512 KiB) give 1024;
+  // the HBA presets keep 1024 (the common max_sectors_kb of 512).
+  qc.max_sectors = std::holds_alternative<host::NullBlkSpec>(d.spec->driver) ? 255 : 1024;
+  if (const auto* nb = std::get_if<host::NullBlkSpec>(&d.spec->driver)) qc.logical_block_bytes = nb->bs;
+  if (const auto* nv = std::get_if<host::NvmeSpec>(&d.spec->driver)) qc.logical_block_bytes = nv->bs;
+  if (const auto* sd = std::get_if<host::ScsiDebugSpec>(&d.spec->driver)) qc.logical_block_bytes = sd->sector_size;
+  if (const auto* hba = std::get_if<host::HbaSpec>(&d.spec->driver)) qc.logical_block_bytes = hba->sector_size;
   qc.timeout_timer = true;
   // QUEUE_FLAG_STATS while a blk-stat consumer is registered: wbt's callback
   // (wbt_enable_default -> wbt_init, on every mq queue unless wbt is off)

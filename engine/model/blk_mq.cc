@@ -23,6 +23,11 @@ RequestQueue::RequestQueue(Kernel& kernel, std::string name, TagSet& set, BlkMqD
       config_(config),
       timeout_(this) {
   fn_blk_execute_rq_ = kernel.Intern("blk_execute_rq");
+  {
+    const uint32_t lbs = std::max<uint32_t>(512, config_.logical_block_bytes);
+    const uint64_t max = uint64_t{std::max<uint32_t>(1, config_.max_sectors)} << kSectorShift;
+    max_request_bytes_ = static_cast<uint32_t>(std::max<uint64_t>(lbs, max / lbs * lbs));
+  }
   set.AddQueue(this);
   const int ncpus = kernel.machine().num_cpus();
   for (uint32_t i = 0; i < set.nr_hw_queues(); ++i) {
@@ -48,6 +53,7 @@ RequestQueue::RequestQueue(Kernel& kernel, std::string name, TagSet& set, BlkMqD
                                : static_cast<uint32_t>(host::DefaultNrRequests(
                                      static_cast<int>(set.config().queue_depth), config_.sysfs.scheduler));
     ElevatorInit init{&kernel, name_, &config_.sysfs, depth};
+    init.max_request_bytes = max_request_bytes_;
     init.cgroup_bfq_weights = &config_.cgroup_bfq_weights;
     elevator_ = type->init_sched(init);
     const size_t n = set.config().hctx_shared ? 1 : hctxs_.size();
@@ -275,7 +281,7 @@ bool RequestQueue::AttemptPlugMerge(sim::Cpu& cpu, Plug* plug, Bio* bio) {
   Request* last = plug->mq_list.back();
   if (!RqMergeOk(this, last, bio)) return false;
   if (last->sector + (last->bytes >> kSectorShift) != bio->sector) return false;
-  if (last->bytes + bio->bytes > kMaxMergeBytes) return false;
+  if (last->bytes + bio->bytes > max_request_bytes_) return false;
   MergeBio(last, bio, /*front=*/false);
   disk_.merges[bio->op == ReqOp::kWrite ? 1 : 0] += 1;
   kernel_.Count(Counter::k_plug_merge);
@@ -305,7 +311,7 @@ bool RequestQueue::SwQueueMerge(sim::Cpu& cpu, RequestList& list, Hctx* hctx, Bi
     const bool back = rq->sector + (rq->bytes >> kSectorShift) == bio->sector;
     const bool front = bio->sector + bio_sectors == rq->sector;
     if (!back && !front) continue;
-    if (rq->bytes + bio->bytes > kMaxMergeBytes) return false;
+    if (rq->bytes + bio->bytes > max_request_bytes_) return false;
     MergeBio(rq, bio, /*front=*/!back);
     kernel_.WriteLine(cpu, rq->line);
     disk_.merges[bio->op == ReqOp::kWrite ? 1 : 0] += 1;
@@ -431,7 +437,55 @@ sim::Task RequestQueue::GetRequestSlow(sim::Cpu& cpu, Bio* bio, Plug* plug, Requ
   }
 }
 
+namespace {
+
+// bio_chain: the pieces of a split bio end the original once all have
+// ended, with the first error any of them met.
+class SplitBio final : public BioOwner {
+ public:
+  SplitBio(Bio* parent, uint32_t pieces) : parent_(parent), remaining_(pieces), bios_(pieces) {}
+  Bio& piece(uint32_t i) { return bios_[i]; }
+  void BioEndio(sim::Cpu& cpu, Bio* bio, BlkStatus status) override {
+    if (status != BlkStatus::kOk && status_ == BlkStatus::kOk) status_ = status;
+    if (--remaining_ > 0) return;
+    Bio* parent = parent_;
+    const BlkStatus s = status_;
+    delete this;
+    parent->owner->BioEndio(cpu, parent, s);
+  }
+
+ private:
+  Bio* parent_;
+  uint32_t remaining_;
+  BlkStatus status_ = BlkStatus::kOk;
+  std::vector<Bio> bios_;
+};
+
+}  // namespace
+
 sim::Task RequestQueue::SubmitBio(sim::Cpu& cpu, Bio* bio, Plug* plug) {
+  if (bio->bytes > max_request_bytes_ && !bio->passthrough) {
+    // __bio_split_to_limits (bio_split_rw): the head of max_sectors goes on,
+    // the rest is resubmitted (submit_bio_noacct) and split again, so a bio
+    // becomes pieces of the queue's largest request, the last shorter; each
+    // is its own request in /sys/block/X/stat.
+    const uint32_t n = (bio->bytes + max_request_bytes_ - 1) / max_request_bytes_;
+    auto* split = new SplitBio(bio, n);
+    for (uint32_t i = 0; i < n; ++i) {
+      Bio& b = split->piece(i);
+      b = *bio;
+      b.sector = bio->sector + ((uint64_t{i} * max_request_bytes_) >> kSectorShift);
+      b.bytes = std::min(max_request_bytes_, bio->bytes - i * max_request_bytes_);
+      b.owner = split;
+      b.bi_next = nullptr;
+    }
+    kernel_.Count(Counter::k_bio_split, n - 1);
+    for (uint32_t i = 0; i < n; ++i) {
+      if (i > 0) cpu.Charge(kernel_.fn.submit_bio_noacct, kernel_.costs().submit_bio_noacct);
+      co_await SubmitBio(cpu, &split->piece(i), plug);
+    }
+    co_return;
+  }
   sim::StackFrame frame(cpu, kernel_.fn.blk_mq_submit_bio);
   bio->passthrough = false;
   bio->queued_ns = cpu.now();

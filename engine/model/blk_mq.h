@@ -67,6 +67,12 @@ struct QueueConfig {
   // blkcg id -> the cgroup's bfq.weight (host spec `cgroups`; id 0 is the
   // root cgroup). Only bfq reads it.
   std::vector<int> cgroup_bfq_weights;
+  // queue/max_sectors_kb in 512-byte sectors, as the driver sets its limits
+  // (null_blk leaves blk_set_default_limits' BLK_SAFE_MAX_SECTORS, 255):
+  // a bio over it is split (__bio_split_to_limits) and no merge grows a
+  // request past it.
+  uint32_t max_sectors = 1024;
+  uint32_t logical_block_bytes = 512;
 };
 
 // blk_plug (per submitting task, on its stack in the kernel).
@@ -128,6 +134,9 @@ class RequestQueue {
 
   const std::string& name() const { return name_; }
   const QueueConfig& config() const { return config_; }
+  // The largest request: max_sectors rounded down to the logical block
+  // (get_max_io_size), in bytes.
+  uint32_t max_request_bytes() const { return max_request_bytes_; }
   Kernel& kernel() { return kernel_; }
   TagSet& tag_set() { return set_; }
   const TagSet& tag_set() const { return set_; }
@@ -265,6 +274,7 @@ class RequestQueue {
   sim::CacheLine shared_restart_line_;
   BlkMqDriver* driver_;
   QueueConfig config_;
+  uint32_t max_request_bytes_ = 512 * 1024;
   std::vector<std::unique_ptr<Hctx>> hctxs_;
   std::vector<std::unique_ptr<Ctx>> ctxs_;
   DiskStats disk_;

@@ -47,8 +47,8 @@ namespace blklab::model {
 
 class Hctx;
 
-// The largest request a scheduler's merge may build: max_sectors_kb's
-// default (BLK_DEF_MAX_SECTORS), which the model's queues keep.
+// The largest request a scheduler's merge may build when its queue does not
+// say (RequestQueue::max_request_bytes, the queue's max_sectors).
 inline constexpr uint32_t kMaxMergeBytes = 512 * 1024;
 
 class Elevator {
@@ -91,6 +91,7 @@ struct ElevatorInit {
   uint32_t nr_requests = 0;        // q->nr_requests (resolved)
   const std::vector<int>* cgroup_bfq_weights = nullptr;  // blkcg id -> bfq.weight (host spec cgroups)
   bool rotational = false;         // /sys/block/X/queue/rotational
+  uint32_t max_request_bytes = kMaxMergeBytes;  // the queue's max_sectors, in bytes
 };
 
 struct ElevatorType {

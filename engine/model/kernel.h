@@ -72,7 +72,8 @@ class BlkCpuDone;
   X(rq_timed_out)                 \
   X(scsi_eh_abort)                \
   X(scsi_eh_retry)                \
-  X(requests_completed)
+  X(requests_completed)           \
+  X(bio_split)
 
 enum class Counter : int {
 #define BLKLAB_COUNTER_ENUM(name) k_##name,

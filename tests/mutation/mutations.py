@@ -8,6 +8,11 @@ A mutation that every test survives is a hole in the suite.
 """
 
 MUTATIONS = [
+    ("bios are never split at max_sectors",
+     "engine/model/blk_mq.cc",
+     "  if (bio->bytes > max_request_bytes_ && !bio->passthrough) {",
+     "  if (false) {",
+     "QueueLimits"),
     ("NVMe: coalescing never holds an interrupt back",
      "engine/model/drivers/nvme.cc",
      "if (config_.irq_coalesce_threshold > 0 || config_.irq_coalesce_time_ns > 0) {",

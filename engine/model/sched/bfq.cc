@@ -62,6 +62,7 @@ const ElevatorType kBfqElevator = {
       if (init.cgroup_bfq_weights != nullptr) c.cgroup_weights = *init.cgroup_bfq_weights;
       c.rotational = init.rotational;
       c.noxmerges = init.sysfs->nomerges == 1;
+      c.max_request_bytes = init.max_request_bytes;
       return std::make_unique<BfqSched>(*init.kernel, init.qname, c);
     },
 };
@@ -791,9 +792,9 @@ sim::Task BfqSched::BioMerge(sim::Cpu& cpu, Hctx*, Bio* bio, Request** merged_in
   sim::AccessCost ac = kernel_.Access(cpu);
   ac.Work(kernel_.costs().bfq_bio_merge);
   ac.Load(bfqd_line_);
-  auto back_ok = [bio](const Request* rq) {
+  auto back_ok = [this, bio](const Request* rq) {
     return EndSector(rq) == bio->sector && rq->op == bio->op && rq->ioc == bio->ioc && rq->blkcg == bio->blkcg &&
-           rq->bytes + bio->bytes <= kMaxMergeBytes;
+           rq->bytes + bio->bytes <= config_.max_request_bytes;
   };
   Request* rq = nullptr;
   if (last_merge_ != nullptr && back_ok(last_merge_)) {
@@ -823,7 +824,7 @@ sim::Task BfqSched::BioMerge(sim::Cpu& cpu, Hctx*, Bio* bio, Request** merged_in
       auto f = q->sort.lower_bound({end, 0});
       if (f != q->sort.end() && f->first == end) {
         Request* r = q->rqs[f->second];
-        if (r->op == bio->op && r->bytes + bio->bytes <= kMaxMergeBytes) {
+        if (r->op == bio->op && r->bytes + bio->bytes <= config_.max_request_bytes) {
           ac.Load(q->line);
           ac.Store(r->line);
           q->sort.erase(*f);

@@ -116,6 +116,7 @@ struct BfqConfig {
   // queue/nomerges=1 (QUEUE_FLAG_NOXMERGES): elv_merge tries only
   // q->last_merge's back merge here, no hash or front lookup.
   bool noxmerges = false;
+  uint32_t max_request_bytes = kMaxMergeBytes;  // the queue's max_sectors
   int64_t slice_idle_ns = 8'000'000;
   bool low_latency = true;
   int64_t timeout_ns = 125'000'000;

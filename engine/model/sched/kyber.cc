@@ -27,7 +27,9 @@ KyberConfig KyberConfig::From(const host::IoschedTunables& iosched) {
 const ElevatorType kKyberElevator = {
     host::Scheduler::kKyber,
     [](const ElevatorInit& init) -> std::unique_ptr<Elevator> {
-      return std::make_unique<KyberSched>(*init.kernel, init.qname, KyberConfig::From(init.sysfs->iosched));
+      KyberConfig c = KyberConfig::From(init.sysfs->iosched);
+      c.max_request_bytes = init.max_request_bytes;
+      return std::make_unique<KyberSched>(*init.kernel, init.qname, c);
     },
 };
 
@@ -50,7 +52,7 @@ void KyberSched::DomainWait::SbqWake(sim::Cpu& cpu) {
 }
 
 KyberSched::KyberSched(Kernel& kernel, const std::string& qname, const KyberConfig& config)
-    : kernel_(kernel), qname_(qname) {
+    : kernel_(kernel), qname_(qname), max_request_bytes_(config.max_request_bytes) {
   latency_targets_ = {config.read_lat_nsec, config.write_lat_nsec, kDiscardTargetNs};
   for (int d = 0; d < kNumDomains; ++d) tokens_[d] = std::make_unique<SbitmapQueue>(kernel, kDepth[d]);
   cpu_latency_ = std::vector<CpuLatency>(kernel.machine().num_cpus());
@@ -123,7 +125,7 @@ sim::Task KyberSched::BioMerge(sim::Cpu& cpu, Hctx* hctx, Bio* bio, Request** me
     Request* rq = tail[j];
     ++scanned;
     ac.Load(rq->line);
-    if (rq->op != bio->op || rq->ioprio_class != bio->ioprio_class || rq->bytes + bio->bytes > kMaxMergeBytes) {
+    if (rq->op != bio->op || rq->ioprio_class != bio->ioprio_class || rq->bytes + bio->bytes > max_request_bytes_) {
       continue;
     }
     if (rq->sector + (rq->bytes >> kSectorShift) == bio->sector) {

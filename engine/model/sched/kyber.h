@@ -82,6 +82,7 @@ namespace blklab::model {
 struct KyberConfig {
   int64_t read_lat_nsec = 2'000'000;
   int64_t write_lat_nsec = 10'000'000;
+  uint32_t max_request_bytes = kMaxMergeBytes;  // the queue's max_sectors
 
   static KyberConfig From(const host::IoschedTunables& iosched);
 };
@@ -198,6 +199,7 @@ class KyberSched final : public Elevator {
   sim::SimTime timer_expires_ = 0;  // kqd->timer.expires (it runs at its wheel bucket)
   sim::CacheLine kqd_line_;  // the timer and the tunables, read at every completion
   size_t queued_ = 0;
+  uint32_t max_request_bytes_;  // the queue's max_sectors
   uint32_t async_depth_ = 0;  // kqd->async_depth (KYBER_ASYNC_PERCENT of a word)
   KyberStats stats_;
   sim::FnId fn_bio_merge_, fn_insert_, fn_dispatch_, fn_has_work_, fn_completed_, fn_finish_, fn_timer_;

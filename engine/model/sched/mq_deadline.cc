@@ -34,6 +34,7 @@ const ElevatorType kMqDeadlineElevator = {
     [](const ElevatorInit& init) -> std::unique_ptr<Elevator> {
       DeadlineConfig config = DeadlineConfig::From(init.sysfs->iosched, init.kernel->knobs());
       config.noxmerges = init.sysfs->nomerges == 1;
+      config.max_request_bytes = init.max_request_bytes;
       return std::make_unique<DeadlineSched>(*init.kernel, init.qname, config);
     },
 };
@@ -142,9 +143,9 @@ sim::Task DeadlineSched::BioMerge(sim::Cpu& cpu, Hctx*, Bio* bio, Request** merg
   const int dir = bio->op == ReqOp::kWrite ? 1 : 0;
   PerPrio& p = prio_[static_cast<size_t>(PrioOf(bio->ioprio_class))];
   // blk_rq_merge_ok: same direction, op and I/O priority.
-  auto back_mergeable = [bio, dir](const Request* rq) {
+  auto back_mergeable = [this, bio, dir](const Request* rq) {
     return EndSector(rq) == bio->sector && Dir(rq) == dir && rq->op == bio->op &&
-           rq->ioprio_class == bio->ioprio_class && rq->bytes + bio->bytes <= kMaxMergeBytes;
+           rq->ioprio_class == bio->ioprio_class && rq->bytes + bio->bytes <= config_.max_request_bytes;
   };
   // elv_merge: the last_merge one-hit cache, then the hash (back merge), then
   // dd_request_merge's sort-tree lookup (front merge).
@@ -157,7 +158,7 @@ sim::Task DeadlineSched::BioMerge(sim::Cpu& cpu, Hctx*, Bio* bio, Request** merg
   // front_merges says; with NOXMERGES nothing else is tried.
   Request* front_hit = last_merge_ != nullptr && last_merge_->sector == end && Dir(last_merge_) == dir &&
                                last_merge_->op == bio->op && last_merge_->ioprio_class == bio->ioprio_class &&
-                               last_merge_->bytes + bio->bytes <= kMaxMergeBytes
+                               last_merge_->bytes + bio->bytes <= config_.max_request_bytes
                            ? last_merge_
                            : nullptr;
   if (last_merge_ != nullptr && back_mergeable(last_merge_)) {
@@ -187,7 +188,7 @@ sim::Task DeadlineSched::BioMerge(sim::Cpu& cpu, Hctx*, Bio* bio, Request** merg
     ac.Load(*p.sort_line);
     Request* rq = front_hit != nullptr ? front_hit : p.sort[dir].LowerBound(SortTree::Key{end, 0}, NodeReader(ac));
     if (rq != nullptr && rq->sector == end && rq->op == bio->op && rq->ioprio_class == bio->ioprio_class &&
-        rq->bytes + bio->bytes <= kMaxMergeBytes) {
+        rq->bytes + bio->bytes <= config_.max_request_bytes) {
       // dd_request_merged: the request moves in the sort tree.
       p.sort[dir].Erase(rq, NodeReader(ac), NodeWriter(ac, p));
       bio->bi_next = rq->bio;

@@ -112,6 +112,7 @@ struct DeadlineConfig {
   // queue/nomerges=1 (QUEUE_FLAG_NOXMERGES): elv_merge tries only the
   // one-hit cache, q->last_merge, then gives up.
   bool noxmerges = false;
+  uint32_t max_request_bytes = kMaxMergeBytes;  // the queue's max_sectors
 
   // From the host spec's iosched block (ms tunables) and knobs.
   static DeadlineConfig From(const host::IoschedTunables& iosched, const host::Knobs& knobs);
