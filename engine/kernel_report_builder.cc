@@ -242,6 +242,8 @@ absl::Status BuildKernelReportFor(const std::string& host_name, Simulation& s, s
     row.write_ios = ds.ios[1];
     row.read_merges = ds.merges[0];
     row.write_merges = ds.merges[1];
+    row.read_sectors = ds.sectors[0];
+    row.write_sectors = ds.sectors[1];
     row.read_ticks_ms = ds.ticks_ns[0] / 1000000;
     row.write_ticks_ms = ds.ticks_ns[1] / 1000000;
     row.in_queue_ms = ds.in_queue_ns / 1000000;

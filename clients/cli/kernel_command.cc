@@ -30,21 +30,24 @@ using kernel_lab::LabJob;
 using kernel_lab::Scenario;
 
 constexpr char kKernelUsage[] =
-    "usage: blklab kernel run [--host=PRESET|FILE] [--blktrace] [fio options] [job files]\n"
-    "       blklab kernel compare [--host=PRESET|FILE] [fio options] [job files]\n"
+    "usage: blklab kernel run [--host=PRESET|FILE] [--blktrace] [--real [--apply]] [fio options] [job files]\n"
+    "       blklab kernel compare [--host=PRESET|FILE] [--real [--apply]] [fio options] [job files]\n"
     "       blklab kernel compare SCENARIO.yaml\n"
     "       blklab kernel suite [--ci] [--results=FILE] [SCENARIO.yaml|DIR]...  (default: tests/kernel/scenarios)\n"
     "       blklab kernel image\n"
     "The real kernel (Debian's 6.1) booted in QEMU as the host spec says; the image is built by\n"
     "scripts/kernel-lab-image (or taken from $BLKLAB_LAB_IMAGE). Under TCG the guest CPU is slow and its\n"
-    "timers run late: compare shares, orders and counts per I/O in a device-bound regime.\n";
+    "timers run late: compare shares, orders and counts per I/O in a device-bound regime.\n"
+    "--real: the same set-up on this machine's own kernel instead of a VM (null_blk and scsi_debug\n"
+    "only, modules not loaded before, fio only on the devices it makes, everything undone on exit).\n"
+    "Without --apply it prints the script and touches nothing; --apply runs it, as root.\n";
 
 int Fail(const absl::Status& s) {
   std::cerr << "blklab kernel: " << s.message() << "\n";
   return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
 }
 
-absl::StatusOr<LabJob> JobFromArgs(const std::vector<std::string>& args) {
+absl::StatusOr<LabJob> JobFromArgs(const std::vector<std::string>& args, bool* apply) {
   LabJob job;
   std::string host_arg = DefaultHostArg();
   for (const std::string& a : args) {
@@ -52,11 +55,16 @@ absl::StatusOr<LabJob> JobFromArgs(const std::vector<std::string>& args) {
       host_arg = a.substr(7);
     } else if (a == "--blktrace") {
       job.blktrace = true;
+    } else if (a == "--real") {
+      job.real = true;
+    } else if (a == "--apply") {
+      *apply = true;
     } else {
       job.fio_args.push_back(a);
     }
   }
   if (IsAutoHost(host_arg)) return absl::InvalidArgumentError("--host=auto: name the host the lab should boot");
+  if (*apply && !job.real) return absl::InvalidArgumentError("--apply: only with --real");
   BLKLAB_ASSIGN_OR_RETURN(job.host_doc, LoadHostDoc(host_arg));
   BLKLAB_ASSIGN_OR_RETURN(job.host, LoadHost(host_arg));
   job.read_file = LocalFileReader();
@@ -79,39 +87,45 @@ absl::StatusOr<LabJob> JobFromScenario(const Scenario& s) {
   return job;
 }
 
-absl::StatusOr<kernel_lab::LabImage> Image() {
-  absl::StatusOr<kernel_lab::LabImage> image = kernel_lab::FindImage();
-  if (!image.ok()) return image.status();
-  return image;
+// --real without --apply: the script that would run, and nothing done.
+int PrintRealPlan(const LabJob& job, const char* command) {
+  absl::StatusOr<kernel_lab::GuestPlan> plan = kernel_lab::PlanRealRun(job);
+  if (!plan.ok()) return Fail(plan.status());
+  std::cout << "blklab kernel " << command
+            << " --real: nothing was done. With --apply, as root, this script runs on this machine's own kernel "
+               "and undoes its set-up on every exit (blklab_undo):\n\n"
+            << kernel_lab::RealScript(*plan, job.fio_args);
+  return 0;
+}
+
+// Runs the job on the lab's VM, or on this machine's kernel with --real.
+absl::StatusOr<KernelRun> RunOnKernel(const LabJob& job) {
+  if (job.real) return kernel_lab::RunOnRealKernel(job);
+  // Refusals first: no image build for a host the VM cannot be.
+  BLKLAB_RETURN_IF_ERROR(kernel_lab::PlanGuest(job.host_doc, job.host).status());
+  BLKLAB_ASSIGN_OR_RETURN(kernel_lab::LabImage image, kernel_lab::FindImage());
+  return kernel_lab::RunOnKernel(image, job);
 }
 
 int Run(const std::vector<std::string>& args) {
-  absl::StatusOr<LabJob> job = JobFromArgs(args);
+  bool apply = false;
+  absl::StatusOr<LabJob> job = JobFromArgs(args, &apply);
   if (!job.ok()) return Fail(job.status());
-  // Refusals first: no image build for a host the VM cannot be.
-  if (absl::StatusOr<kernel_lab::GuestPlan> plan = kernel_lab::PlanGuest(job->host_doc, job->host); !plan.ok()) {
-    return Fail(plan.status());
-  }
-  absl::StatusOr<kernel_lab::LabImage> image = Image();
-  if (!image.ok()) return Fail(image.status());
-  absl::StatusOr<KernelRun> run = kernel_lab::RunOnKernel(*image, *job);
+  if (job->real && !apply) return PrintRealPlan(*job, "run");
+  absl::StatusOr<KernelRun> run = RunOnKernel(*job);
   if (!run.ok()) return Fail(run.status());
   const bool json = std::any_of(job->fio_args.begin(), job->fio_args.end(), [](const std::string& a) {
     return absl::StartsWith(a, "--output-format=") && absl::StrContains(a, "json");
   });
   std::string out = run->fio_output;
   if (json) {
-    // The kernel section joins fio's JSON object as its last key.
-    const size_t end = out.rfind('}');
-    if (end != std::string::npos) {
-      out = absl::StrCat(out.substr(0, end), ",\n  \"kernel\" : ", kernel_lab::KernelSectionJson(run->kernel),
-                         "\n}\n");
-    }
+    out = kernel_lab::WithKernelJson(out, run->kernel);
   } else {
     absl::StrAppend(&out, kernel_lab::KernelSectionText(run->kernel));
     if (!run->blktrace_summary.empty()) absl::StrAppend(&out, "  blktrace:\n", run->blktrace_summary);
-    absl::StrAppendFormat(&out, "  lab: guest CPUs %.0f%% busy while fio ran; image: %s", 100 * kernel_lab::GuestCpuBusy(run->kernel),
-                          run->image);
+    absl::StrAppendFormat(&out, "  lab: %s CPUs %.0f%% busy while fio ran; image: %s\n", job->real ? "the" : "guest",
+                          100 * kernel_lab::GuestCpuBusy(run->kernel), run->image);
+    if (job->real) absl::StrAppend(&out, "  undone on exit:\n", run->restore);
   }
   std::cout << out << std::flush;
   std::cerr << run->kernel.fio_stderr;
@@ -124,19 +138,26 @@ struct Compared {
   std::vector<std::string> analytic;  // "value: kernel K, expected E (error X%)"
   double guest_busy = 0;
   std::string release, accel;
+  bool real = false;  // this machine's kernel, the model on the spec as written
 };
 
 absl::StatusOr<Compared> CompareJob(const LabJob& job, const std::vector<kernel_lab::MetricSpec>* metrics,
                                     const std::vector<kernel_lab::AnalyticSpec>& analytic) {
-  BLKLAB_RETURN_IF_ERROR(kernel_lab::PlanGuest(job.host_doc, job.host).status());
+  if (job.real) {
+    BLKLAB_RETURN_IF_ERROR(kernel_lab::PlanRealRun(job).status());
+  } else {
+    BLKLAB_RETURN_IF_ERROR(kernel_lab::PlanGuest(job.host_doc, job.host).status());
+  }
   // The model first: a job it cannot run needs no boot.
   BLKLAB_ASSIGN_OR_RETURN(std::string model_text, kernel_lab::RunOnModel(job));
   BLKLAB_ASSIGN_OR_RETURN(util::DocNode model_json, kernel_lab::ParseFioJson(model_text));
-  BLKLAB_ASSIGN_OR_RETURN(kernel_lab::LabImage image, Image());
   LabJob kjob = job;
   kjob.fio_args = kernel_lab::WithJsonOutput(job.fio_args);
-  BLKLAB_ASSIGN_OR_RETURN(KernelRun run, kernel_lab::RunOnKernel(image, kjob));
-  BLKLAB_ASSIGN_OR_RETURN(util::DocNode kernel_json, kernel_lab::ParseFioJson(run.fio_output));
+  BLKLAB_ASSIGN_OR_RETURN(KernelRun run, RunOnKernel(kjob));
+  // The guest's disk counters (sectors per request) join fio's JSON as
+  // `blklab kernel run` prints them.
+  BLKLAB_ASSIGN_OR_RETURN(util::DocNode kernel_json,
+                          kernel_lab::ParseFioJson(kernel_lab::WithKernelJson(run.fio_output, run.kernel)));
   const kernel_lab::KernelSection k = run.kernel;
   const kernel_lab::DiskNameMap names = [k](const std::string& n) { return kernel_lab::SpecName(k, n); };
   const std::vector<kernel_lab::MetricSpec> defaults = kernel_lab::DefaultMetrics(kernel_json, names);
@@ -156,6 +177,7 @@ absl::StatusOr<Compared> CompareJob(const LabJob& job, const std::vector<kernel_
   c.guest_busy = kernel_lab::GuestCpuBusy(k);
   c.release = k.release;
   c.accel = k.accel;
+  c.real = job.real;
   return c;
 }
 
@@ -177,9 +199,12 @@ Verdict VerdictOf(const Compared& c) {
 
 void PrintCompared(const std::string& title, const Compared& c) {
   std::cout << title << "\n"
-            << absl::StrFormat("kernel: Linux %s under QEMU/%s, guest CPUs %.0f%% busy while fio ran; "
-                               "model: blklab with the lab kernel's settings (examples/hosts/lab-6.1.yaml)\n",
-                               c.release, c.accel, 100 * c.guest_busy)
+            << (c.real ? absl::StrFormat("kernel: Linux %s on this machine, its CPUs %.0f%% busy while fio ran; "
+                                         "model: blklab on the spec as written\n",
+                                         c.release, 100 * c.guest_busy)
+                       : absl::StrFormat("kernel: Linux %s under QEMU/%s, guest CPUs %.0f%% busy while fio ran; "
+                                         "model: blklab with the lab kernel's settings (examples/hosts/lab-6.1.yaml)\n",
+                                         c.release, c.accel, 100 * c.guest_busy))
             << kernel_lab::CompareTable(c.rows);
   for (const std::string& a : c.analytic) std::cout << "analytic " << a << "\n";
   const size_t off = std::count_if(c.rows.begin(), c.rows.end(), [](const CompareRow& r) { return !r.agrees; });
@@ -217,8 +242,10 @@ int Compare(const std::vector<std::string>& args) {
     PrintCompared(absl::StrCat(s->name, " (", s->mechanism, ")"), *c);
     return VerdictOf(*c) == Verdict::kDisagree ? 3 : 0;
   }
-  absl::StatusOr<LabJob> job = JobFromArgs(args);
+  bool apply = false;
+  absl::StatusOr<LabJob> job = JobFromArgs(args, &apply);
   if (!job.ok()) return Fail(job.status());
+  if (job->real && !apply) return PrintRealPlan(*job, "compare");
   absl::StatusOr<Compared> c = CompareJob(*job, nullptr, {});
   if (!c.ok()) return Fail(c.status());
   PrintCompared(absl::StrCat("host ", job->host.name), *c);
@@ -312,7 +339,7 @@ int RunKernelCommand(const std::vector<std::string>& args) {
   if (args[0] == "compare") return Compare(rest);
   if (args[0] == "suite") return Suite(rest);
   if (args[0] == "image") {
-    absl::StatusOr<kernel_lab::LabImage> image = Image();
+    absl::StatusOr<kernel_lab::LabImage> image = kernel_lab::FindImage();
     if (!image.ok()) return Fail(image.status());
     std::cout << "dir " << image->dir << "\n" << image->description;
     return 0;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "engine/host/presets.h"
 #include "engine/util/check.h"
@@ -139,15 +140,45 @@ absl::Status CheckCpus(const host::CpuSpec& c) {
 }
 
 struct Script {
+  // On the machine's own kernel (--real): modules must not be loaded before,
+  // devices keep the kernel's names, mounts and cgroups already there are
+  // used, and every change has its undo in `restore`.
+  bool real = false;
+  std::string sys = "/sys";    // "$sys" on a real kernel (the script sets it)
+  std::string proc = "/proc";  // "$proc"
+  std::string tmp = "/tmp";    // "$work": the run's own directory
   std::vector<std::string> lines;
+  // Undo lines in the order the changes were made; they run reversed, after
+  // the modules' undo in `restore_modules` (a scheduler module can go only
+  // once the queues that use it are gone).
+  std::vector<std::string> restore;
+  std::vector<std::string> restore_modules;
   // guest kernel name -> spec instance name, in device order
   std::vector<std::pair<std::string, std::string>> renames;
   void Add(std::string line) { lines.push_back(std::move(line)); }
+  // Loads a module; on a real kernel only when it is not loaded, and undone.
+  // `mine`: a module whose devices the run creates, which must not exist
+  // before (its parameters would not be the spec's).
+  void Modprobe(const std::string& module, const std::string& args, bool mine) {
+    if (!real) {
+      Add(absl::StrCat("modprobe ", module, args));
+      return;
+    }
+    const std::string loaded = absl::StrCat(sys, "/module/", absl::StrReplaceAll(module, {{"-", "_"}}));
+    const std::string var = absl::StrCat("loaded_", absl::StrReplaceAll(module, {{"-", "_"}}));
+    if (mine) {
+      Add(absl::StrCat("[ ! -d ", loaded, " ] || { echo 'blklab: ", module,
+                       " is already loaded, with devices and parameters the spec did not ask for; "
+                       "unload it first (modprobe -r ", module, ")'; exit 1; }"));
+    }
+    Add(absl::StrCat("[ -d ", loaded, " ] || { modprobe ", module, args, " && ", var, "=1; }"));
+    restore_modules.push_back(absl::StrCat("[ -z \"$", var, "\" ] || modprobe -r ", module));
+  }
 };
 
 // One null_blk entry: module parameters; several: configfs devices sharing
 // the module's global tag set when they ask for shared_tags.
-absl::Status PlanNullBlk(const HostSpec& spec, Script& s, GuestPlan& plan) {
+absl::Status PlanNullBlk(const HostSpec& spec, Script& s) {
   std::vector<const host::DeviceSpec*> entries;
   for (const host::DeviceSpec& d : spec.devices) {
     if (std::holds_alternative<host::NullBlkSpec>(d.driver)) entries.push_back(&d);
@@ -160,10 +191,10 @@ absl::Status PlanNullBlk(const HostSpec& spec, Script& s, GuestPlan& plan) {
                     "queue_mode=1 is the legacy request path, gone since 5.0");
     }
   }
-  s.Add("modprobe configfs");
+  s.Modprobe("configfs", "", /*mine=*/false);
   if (entries.size() == 1) {
     const auto& n = std::get<host::NullBlkSpec>(entries[0]->driver);
-    s.Add("modprobe null_blk" + ModprobeArgs(NullBlkFields(n)));
+    s.Modprobe("null_blk", ModprobeArgs(NullBlkFields(n)), /*mine=*/true);
     for (int i = 0; i < n.nr_devices; ++i) {
       s.renames.emplace_back(absl::StrCat("nullb", i), host::DeviceInstanceName(*entries[0], i));
     }
@@ -182,19 +213,23 @@ absl::Status PlanNullBlk(const HostSpec& spec, Script& s, GuestPlan& plan) {
     }
     shared = &n;
   }
-  std::string module = "modprobe null_blk nr_devices=0";
+  std::string module = " nr_devices=0";
   if (shared != nullptr) {
     absl::StrAppend(&module, " hw_queue_depth=", shared->hw_queue_depth, " submit_queues=", shared->submit_queues,
                     " poll_queues=", shared->poll_queues);
   }
-  s.Add(module);
-  s.Add("mount -t configfs none /sys/kernel/config");
+  s.Modprobe("null_blk", module, /*mine=*/true);
+  const std::string config = s.sys + "/kernel/config";
+  s.Add(absl::StrCat("grep -q \" ", config, " configfs\" ", s.proc, "/mounts || { mount -t configfs none ", config,
+                     " && mounted_configfs=1; }"));
+  s.restore.push_back(absl::StrCat("[ -z \"$mounted_configfs\" ] || umount ", config));
   int index = 0;
   for (const host::DeviceSpec* d : entries) {
     const auto& n = std::get<host::NullBlkSpec>(d->driver);
     for (int i = 0; i < n.nr_devices; ++i, ++index) {
-      const std::string dir = absl::StrCat("/sys/kernel/config/nullb/dev", index);
+      const std::string dir = absl::StrCat(config, "/nullb/dev", index);
       s.Add("mkdir " + dir);
+      s.restore.push_back(absl::StrCat("[ ! -d ", dir, " ] || { echo 0 > ", dir, "/power; rmdir ", dir, "; }"));
       for (const auto& [name, value] : NullBlkFields(n)) {
         if (name == "nr_devices") continue;
         std::string attr = name;
@@ -212,7 +247,6 @@ absl::Status PlanNullBlk(const HostSpec& spec, Script& s, GuestPlan& plan) {
       s.renames.emplace_back(absl::StrCat("nullb", index), host::DeviceInstanceName(*d, i));
     }
   }
-  (void)plan;
   return absl::OkStatus();
 }
 
@@ -228,17 +262,20 @@ absl::Status PlanScsiDebug(const HostSpec& spec, Script& s) {
   }
   if (entry == nullptr) return absl::OkStatus();
   const auto& sd = std::get<host::ScsiDebugSpec>(entry->driver);
-  s.Add("modprobe sd_mod");
-  s.Add("modprobe scsi_debug" + ModprobeArgs(ScsiDebugFields(sd), {"queue_depth"}));
-  // LUNs as the sd driver names them, in host:channel:target:lun order.
-  s.Add("for d in /sys/block/sd*; do echo \"$(basename \"$(readlink -f \"$d/device\")\") ${d##*/}\"; done | "
-        "sort -t: -n -k1,1 -k2,2 -k3,3 -k4,4 | awk '{print $2}' > /tmp/sd-order");
+  s.Modprobe("sd_mod", "", /*mine=*/false);
+  s.Modprobe("scsi_debug", ModprobeArgs(ScsiDebugFields(sd), {"queue_depth"}), /*mine=*/true);
+  // scsi_debug's LUNs as the sd driver names them, in host:channel:target:lun
+  // order (on a real machine, only the disks whose host is scsi_debug's).
+  s.Add("for d in " + s.sys + "/block/sd*; do [ -e \"$d/device/model\" ] && grep -q scsi_debug \"$d/device/model\" || continue; echo \"$(basename \"$(readlink -f \"$d/device\")\") ${d##*/}\"; done | "
+        "sort -t: -n -k1,1 -k2,2 -k3,3 -k4,4 | awk '{print $2}' > " + s.tmp + "/sd-order");
   const int n = host::DeviceInstances(*entry);
   for (int i = 0; i < n; ++i) {
-    s.renames.emplace_back(absl::StrCat("$(sed -n ", i + 1, "p /tmp/sd-order)"), host::DeviceInstanceName(*entry, i));
+    s.renames.emplace_back(absl::StrCat("$(sed -n ", i + 1, "p ", s.tmp, "/sd-order)"), host::DeviceInstanceName(*entry, i));
   }
   if (sd.queue_depth > 0) {
-    s.Add(absl::StrCat("for q in /sys/block/sd*/device/queue_depth; do echo ", sd.queue_depth, " > $q; done"));
+    for (int i = 0; i < n; ++i) {
+      s.Add(absl::StrCat("echo ", sd.queue_depth, " > ", s.sys, "/block/$(sed -n ", i + 1, "p ", s.tmp, "/sd-order)/device/queue_depth"));
+    }
   }
   return absl::OkStatus();
 }
@@ -251,6 +288,10 @@ absl::Status PlanNvme(const DocNode& doc, const HostSpec& spec, Script& s, Guest
     const auto* n = std::get_if<host::NvmeSpec>(&d.driver);
     if (n == nullptr) continue;
     const std::string field = absl::StrCat("devices[", i, "].nvme.");
+    if (s.real) {
+      return absl::UnimplementedError(absl::StrCat(
+          "devices[", i, "].nvme: --real touches no NVMe drive of this machine (only the lab emulates a controller)"));
+    }
     for (const char* timing : {"latency_nsec", "write_latency_nsec", "max_iops", "max_mbps", "parallelism",
                                "irq_coalesce_threshold", "irq_coalesce_time_us"}) {
       const DocNode* devs = Written(doc, {"devices"});
@@ -293,9 +334,26 @@ absl::Status PlanNvme(const DocNode& doc, const HostSpec& spec, Script& s, Guest
 void RenameDevices(Script& s, GuestPlan& plan) {
   for (size_t i = 0; i < s.renames.size(); ++i) {
     s.Add(absl::StrCat("k", i, "=", s.renames[i].first));
-    s.Add(absl::StrCat("[ -n \"$k", i, "\" ] && [ -e /sys/block/$k", i, "/dev ] || { echo \"blklab: device ", i,
+    s.Add(absl::StrCat("[ -n \"$k", i, "\" ] && [ -e ", s.sys, "/block/$k", i, "/dev ] || { echo \"blklab: device ", i,
                        " (", s.renames[i].second, ") did not appear\"; exit 1; }"));
-    s.Add(absl::StrCat("m", i, "=$(cat /sys/block/$k", i, "/dev)"));
+  }
+  if (s.real) {
+    // A real machine's device nodes stay as the kernel named them: the
+    // spec must name them so, and the jobs use those names.
+    s.Add("echo '@@blklab-begin devices@@'");
+    for (size_t i = 0; i < s.renames.size(); ++i) {
+      const std::string& name = s.renames[i].second;
+      s.Add(absl::StrCat("[ \"$k", i, "\" = ", name, " ] || { echo \"blklab: device ", i, " came up as $k", i,
+                         ", the spec names it ", name, ": name it so in the spec\"; exit 1; }"));
+      s.Add(absl::StrCat("echo \"", name, " $k", i, "\""));
+      s.Add(absl::StrCat("eval dev_", i, "=$k", i));
+      plan.devices.push_back(name);
+    }
+    s.Add("echo '@@blklab-end devices@@'");
+    return;
+  }
+  for (size_t i = 0; i < s.renames.size(); ++i) {
+    s.Add(absl::StrCat("m", i, "=$(cat ", s.sys, "/block/$k", i, "/dev)"));
   }
   for (size_t i = 0; i < s.renames.size(); ++i) s.Add(absl::StrCat("rm -f /dev/$k", i));
   s.Add("echo '@@blklab-begin devices@@'");
@@ -341,24 +399,44 @@ void PlanQueues(const DocNode& doc, const HostSpec& spec, Script& s) {
     }
     for (int k = 0; k < host::DeviceInstances(d); ++k, ++instance) {
       for (const auto& [attr, value] : attrs) {
-        s.Add(absl::StrCat("echo ", value, " > /sys/block/$dev_", instance, "/queue/", attr,
+        s.Add(absl::StrCat("echo ", value, " > ", s.sys, "/block/$dev_", instance, "/queue/", attr,
                            " || { echo 'blklab: cannot write ", value, " to queue/", attr, " of ",
                            host::DeviceInstanceName(d, k), "'; exit 1; }"));
       }
     }
   }
   // The scheduler modules go first: insert them at the start.
-  std::vector<std::string> loads;
-  for (const std::string& m : modules) loads.push_back("modprobe " + m);
-  s.lines.insert(s.lines.begin(), loads.begin(), loads.end());
+  Script loads = s;
+  loads.lines.clear();
+  loads.restore_modules.clear();
+  for (const std::string& m : modules) loads.Modprobe(m, "", /*mine=*/false);
+  s.lines.insert(s.lines.begin(), loads.lines.begin(), loads.lines.end());
+  s.restore_modules.insert(s.restore_modules.begin(), loads.restore_modules.begin(), loads.restore_modules.end());
 }
 
 void PlanCgroups(const HostSpec& spec, Script& s) {
-  s.Add("mount -t cgroup2 none /sys/fs/cgroup && echo +io > /sys/fs/cgroup/cgroup.subtree_control");
+  const std::string root = s.sys + "/fs/cgroup";
+  if (!s.real) {
+    s.Add(absl::StrCat("mount -t cgroup2 none ", root, " && echo +io > ", root, "/cgroup.subtree_control"));
+  } else if (!spec.cgroups.empty()) {
+    // The machine's own cgroup v2 hierarchy: io enabled at the root if it
+    // was not, and the spec's groups made new (never one that exists).
+    s.Add(absl::StrCat("[ -f ", root, "/cgroup.controllers ] || { echo \"blklab: no cgroup v2 hierarchy at ", root,
+                       "\"; exit 1; }"));
+    s.Add(absl::StrCat("grep -qw io ", root, "/cgroup.subtree_control || { echo +io > ", root,
+                       "/cgroup.subtree_control && enabled_io=1; }"));
+    s.restore.push_back(absl::StrCat("[ -z \"$enabled_io\" ] || echo -io > ", root, "/cgroup.subtree_control"));
+  }
+  std::set<std::string> made;
   for (const auto& [path, cg] : spec.cgroups) {
-    std::string parent = "/sys/fs/cgroup";
+    std::string parent = root;
     for (absl::string_view part : absl::StrSplit(path, '/')) {
       const std::string dir = absl::StrCat(parent, "/", part);
+      if (s.real && made.insert(dir).second) {
+        s.Add(absl::StrCat("[ ! -e ", dir, " ] || { echo \"blklab: cgroup ", dir,
+                           " exists already; --real makes its own\"; exit 1; }"));
+        s.restore.push_back(absl::StrCat("[ ! -d ", dir, " ] || rmdir ", dir));
+      }
       s.Add(absl::StrCat("mkdir -p ", dir, " && echo +io > ", dir, "/cgroup.subtree_control 2>/dev/null; true"));
       parent = dir;
     }
@@ -376,7 +454,13 @@ void PlanVm(const DocNode& doc, const HostSpec& spec, Script& s, GuestPlan& plan
       {"dirty_writeback_centisecs", spec.vm.dirty_writeback_centisecs},
   };
   for (const auto& [name, value] : sysctls) {
-    if (Written(doc, {"vm", name}) != nullptr) s.Add(absl::StrCat("echo ", value, " > /proc/sys/vm/", name));
+    if (Written(doc, {"vm", name}) == nullptr) continue;
+    const std::string file = absl::StrCat(s.proc, "/sys/vm/", name);
+    if (s.real) {
+      s.Add(absl::StrCat("old_", name, "=$(cat ", file, ")"));
+      s.restore.push_back(absl::StrCat("[ -z \"$old_", name, "\" ] || echo \"$old_", name, "\" > ", file));
+    }
+    s.Add(absl::StrCat("echo ", value, " > ", file));
   }
 }
 
@@ -397,21 +481,31 @@ HostSpec WithLabKernel(HostSpec spec) {
   return spec;
 }
 
-absl::StatusOr<GuestPlan> PlanGuest(const DocNode& doc, const HostSpec& spec) {
-  BLKLAB_RETURN_IF_ERROR(CheckKernel(doc, spec));
-  BLKLAB_RETURN_IF_ERROR(CheckCpus(spec.cpus));
+namespace {
+
+absl::StatusOr<GuestPlan> Plan(const DocNode& doc, const HostSpec& spec, bool real) {
   if (!spec.filesystems.empty()) {
-    return Refuse("filesystems", "the lab image has no mkfs; jobs run on the raw devices");
+    return real ? absl::UnimplementedError("filesystems: --real makes no filesystems; jobs run on the raw devices")
+                : Refuse("filesystems", "the lab image has no mkfs; jobs run on the raw devices");
   }
   for (size_t i = 0; i < spec.devices.size(); ++i) {
     if (std::holds_alternative<host::HbaSpec>(spec.devices[i].driver)) {
-      return Refuse(absl::StrCat("devices[", i, "].hba"), "no RAID/HBA controller or its firmware can be emulated");
+      return real ? absl::UnimplementedError(absl::StrCat("devices[", i, "].hba: --real drives null_blk and ",
+                                                          "scsi_debug only, never a machine's controller"))
+                  : Refuse(absl::StrCat("devices[", i, "].hba"), "no RAID/HBA controller or its firmware can be emulated");
     }
   }
   GuestPlan plan;
   plan.vcpus = spec.cpus.count;
   Script s;
-  BLKLAB_RETURN_IF_ERROR(PlanNullBlk(spec, s, plan));
+  if (real) {
+    plan.real = true;
+    s.real = true;
+    s.sys = "$sys";
+    s.proc = "$proc";
+    s.tmp = "$work";
+  }
+  BLKLAB_RETURN_IF_ERROR(PlanNullBlk(spec, s));
   BLKLAB_RETURN_IF_ERROR(PlanScsiDebug(spec, s));
   BLKLAB_RETURN_IF_ERROR(PlanNvme(doc, spec, s, plan));
   RenameDevices(s, plan);
@@ -420,7 +514,22 @@ absl::StatusOr<GuestPlan> PlanGuest(const DocNode& doc, const HostSpec& spec) {
   PlanVm(doc, spec, s, plan);
   plan.kernel_cmdline.push_back("scsi_mod.scan=sync");
   plan.setup_script = absl::StrJoin(s.lines, "\n") + "\n";
+  std::vector<std::string> undo(s.restore.rbegin(), s.restore.rend());
+  undo.insert(undo.end(), s.restore_modules.rbegin(), s.restore_modules.rend());
+  plan.restore_script = undo.empty() ? "" : absl::StrJoin(undo, "\n") + "\n";
   return plan;
+}
+
+}  // namespace
+
+absl::StatusOr<GuestPlan> PlanGuest(const DocNode& doc, const HostSpec& spec) {
+  BLKLAB_RETURN_IF_ERROR(CheckKernel(doc, spec));
+  BLKLAB_RETURN_IF_ERROR(CheckCpus(spec.cpus));
+  return Plan(doc, spec, /*real=*/false);
+}
+
+absl::StatusOr<GuestPlan> PlanReal(const DocNode& doc, const HostSpec& spec) {
+  return Plan(doc, spec, /*real=*/true);
 }
 
 }  // namespace blklab::kernel_lab

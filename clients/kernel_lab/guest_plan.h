@@ -52,11 +52,27 @@ struct GuestPlan {
   std::string setup_script;
   // Spec instance names of the host's block devices, in spec order.
   std::vector<std::string> devices;
+  // PlanReal: lines that undo the set-up, in the order they run (each
+  // guarded, so that it undoes only what the set-up got to); empty in a VM.
+  std::string restore_script;
+  bool real = false;  // PlanReal's
 };
 
 // `doc` is the spec as written (ParseHostDoc), `spec` the same decoded and
 // resolved; the refusals read `doc` for what was written.
 absl::StatusOr<GuestPlan> PlanGuest(const util::DocNode& doc, const host::HostSpec& spec);
+
+// The same translation for the machine's own kernel (`blklab kernel run
+// --real`). The script refers to $sys, $proc and $work (set by the runner).
+// It refuses to start when null_blk or scsi_debug is loaded already, or a
+// cgroup the spec names exists; it loads only modules that are not loaded,
+// keeps the kernel's device names (a spec name that differs fails the run)
+// and writes nothing the restore script does not undo: the devices go with
+// their modules, vm sysctls get their old values, the cgroups it made are
+// removed. NVMe, HBA and filesystems are refused by name; the spec's kernel,
+// knobs, costs and CPU topology describe the model's side and are not
+// checked against the machine.
+absl::StatusOr<GuestPlan> PlanReal(const util::DocNode& doc, const host::HostSpec& spec);
 
 }  // namespace blklab::kernel_lab
 

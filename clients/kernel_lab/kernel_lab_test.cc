@@ -1,11 +1,16 @@
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "absl/strings/match.h"
 #include "clients/kernel_lab/guest_plan.h"
 #include "clients/kernel_lab/kernel_report.h"
+#include "clients/kernel_lab/lab_run.h"
 #include "clients/kernel_lab/scenario.h"
 #include "clients/kernel_lab/vm.h"
 #include "engine/host/host_spec.h"
+#include "engine/util/file.h"
 #include "engine/util/json_reader.h"
 #include "engine/util/yaml_reader.h"
 #include "gmock/gmock.h"
@@ -87,7 +92,8 @@ devices:
   EXPECT_THAT(p->setup_script, HasSubstr("modprobe bfq"));
   EXPECT_THAT(p->setup_script, HasSubstr("modprobe scsi_debug delay=1 ndelay=500000 max_queue=16"));
   EXPECT_THAT(p->setup_script, Not(HasSubstr("queue_depth=4")));  // not a module parameter
-  EXPECT_THAT(p->setup_script, HasSubstr("echo 4 > $q"));
+  EXPECT_THAT(p->setup_script, HasSubstr("echo 4 > /sys/block/$(sed -n 1p /tmp/sd-order)/device/queue_depth"));
+  EXPECT_THAT(p->setup_script, HasSubstr("echo 4 > /sys/block/$(sed -n 2p /tmp/sd-order)/device/queue_depth"));
   EXPECT_THAT(p->setup_script, HasSubstr("echo 300 > /sys/fs/cgroup/a/io.bfq.weight"));
   EXPECT_EQ(p->devices, (std::vector<std::string>{"sda", "sdb"}));
 }
@@ -126,6 +132,135 @@ TEST(GuestPlanTest, TheLabKernelIsDebians61) {
   s.knobs.sched_eevdf = true;
   EXPECT_FALSE(WithLabKernel(s).knobs.sched_eevdf);
   EXPECT_EQ(WithLabKernel(s).kernel.hz, 250);
+}
+
+// --real against a stand-in for /sys and /proc (BLKLAB_REAL_ROOT), with a
+// modprobe that makes and removes null_blk's devices there and an fio that
+// records what it saw: the set-up is in place while fio runs and undone
+// after it, and a module already loaded stops the run before any change.
+class RealRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::path(::testing::TempDir()) / "blklab-real-root";
+    std::filesystem::remove_all(root_);
+    for (const char* d : {"bin", "sys/module/bfq", "sys/module/configfs", "sys/block", "sys/fs/cgroup", "proc/sys/vm"}) {
+      std::filesystem::create_directories(root_ / d);
+    }
+    Write("sys/fs/cgroup/cgroup.controllers", "io memory\n");
+    Write("sys/fs/cgroup/cgroup.subtree_control", "memory\n");
+    Write("proc/sys/vm/dirty_ratio", "20\n");
+    for (const char* f : {"stat", "interrupts", "softirqs", "schedstat", "mounts"}) Write(std::string("proc/") + f, "");
+    Write("bin/modprobe", R"sh(#!/bin/sh
+r=$BLKLAB_REAL_ROOT
+echo "$*" >> $r/modprobe.log
+if [ "$1" = -r ]; then rm -rf $r/sys/module/$2; [ "$2" = null_blk ] && rm -rf $r/sys/block/nullb*; exit 0; fi
+m=$1; shift; mkdir -p $r/sys/module/$m
+[ $m = null_blk ] || exit 0
+for a; do case $a in nr_devices=*) n=${a#*=};; esac; done
+i=0
+while [ $i -lt $n ]; do
+  mkdir -p $r/sys/block/nullb$i/queue; echo 252:$i > $r/sys/block/nullb$i/dev
+  echo 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 > $r/sys/block/nullb$i/stat; i=$((i+1))
+done
+)sh");
+    Write("bin/fio", R"sh(#!/bin/sh
+r=$BLKLAB_REAL_ROOT
+echo "dirty_ratio=$(cat $r/proc/sys/vm/dirty_ratio) scheduler=$(cat $r/sys/block/nullb0/queue/scheduler) weight=$(cat $r/sys/fs/cgroup/a/io.bfq.weight) args=$*" > $r/fio.log
+echo 12 0 96 0 0 0 0 0 0 0 0 0 0 0 0 0 0 > $r/sys/block/nullb0/stat
+echo "fio ran"
+)sh");
+    // cgroupfs removes a group with its control files in it.
+    Write("bin/rmdir", R"sh(#!/bin/sh
+case "$1" in "$BLKLAB_REAL_ROOT"/sys/fs/cgroup/*) rm -rf "$1";; *) exec /bin/rmdir "$@";; esac
+)sh");
+    for (const char* b : {"bin/modprobe", "bin/fio", "bin/rmdir"}) {
+      std::filesystem::permissions(root_ / b, std::filesystem::perms::owner_all, std::filesystem::perm_options::add);
+    }
+    old_path_ = std::getenv("PATH");
+    setenv("PATH", ((root_ / "bin").string() + ":" + old_path_).c_str(), 1);
+    setenv("BLKLAB_REAL_ROOT", root_.c_str(), 1);
+  }
+  void TearDown() override {
+    setenv("PATH", old_path_.c_str(), 1);
+    unsetenv("BLKLAB_REAL_ROOT");
+  }
+  void Write(const std::string& rel, const std::string& text) {
+    std::ofstream(root_ / rel) << text;
+  }
+  std::string Read(const std::string& rel) {
+    return util::ReadFileToString((root_ / rel).string()).value_or("<missing>");
+  }
+  LabJob Job() {
+    LabJob job;
+    job.host_doc = util::ParseYaml(R"yaml(name: real
+cpus: {count: 2}
+vm: {dirty_ratio: 5}
+cgroups:
+  a: {bfq_weight: 300}
+devices:
+  - name: nullb0
+    null_blk: {irqmode: 2, completion_nsec: 100000, nr_devices: 1}
+    queue: {scheduler: bfq}
+)yaml").value();
+    job.host = host::HostSpecFromDoc(job.host_doc).value();
+    job.real = true;
+    job.fio_args = {"--name=r", "--filename=/dev/nullb0", "--rw=randread"};
+    return job;
+  }
+  std::filesystem::path root_;
+  std::string old_path_;
+};
+
+TEST_F(RealRunTest, SetsUpRunsFioAndUndoesEverything) {
+  absl::StatusOr<KernelRun> run = RunOnRealKernel(Job());
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->fio_output, "fio ran\n");
+  EXPECT_THAT(Read("fio.log"), HasSubstr("dirty_ratio=5 scheduler=bfq weight=300"));
+  EXPECT_EQ(run->kernel.disk.at("nullb0")[0], 12);  // reads over the run
+  EXPECT_EQ(run->kernel.disk.at("nullb0")[2], 96);  // sectors
+  // Undone: the sysctl's old value, the cgroup made, io at the root, the
+  // module loaded and its device; bfq was loaded before and stays.
+  EXPECT_EQ(Read("proc/sys/vm/dirty_ratio"), "20\n");
+  EXPECT_FALSE(std::filesystem::exists(root_ / "sys/fs/cgroup/a"));
+  EXPECT_EQ(Read("sys/fs/cgroup/cgroup.subtree_control"), "-io\n");
+  EXPECT_FALSE(std::filesystem::exists(root_ / "sys/module/null_blk"));
+  EXPECT_FALSE(std::filesystem::exists(root_ / "sys/block/nullb0"));
+  EXPECT_TRUE(std::filesystem::exists(root_ / "sys/module/bfq"));
+  EXPECT_THAT(Read("modprobe.log"), HasSubstr("null_blk queue_mode=2"));
+  EXPECT_THAT(Read("modprobe.log"), HasSubstr("-r null_blk"));
+  EXPECT_THAT(Read("modprobe.log"), Not(HasSubstr("-r bfq")));
+  EXPECT_THAT(run->restore, HasSubstr("modprobe -r null_blk"));
+}
+
+TEST_F(RealRunTest, ALoadedModuleStopsTheRunBeforeAnyChange) {
+  std::filesystem::create_directories(root_ / "sys/module/null_blk");
+  absl::StatusOr<KernelRun> run = RunOnRealKernel(Job());
+  ASSERT_FALSE(run.ok());
+  EXPECT_THAT(run.status().message(), HasSubstr("null_blk is already loaded"));
+  EXPECT_EQ(Read("proc/sys/vm/dirty_ratio"), "20\n");
+  EXPECT_EQ(Read("sys/fs/cgroup/cgroup.subtree_control"), "memory\n");
+  EXPECT_TRUE(std::filesystem::exists(root_ / "sys/module/null_blk"));  // not ours: left loaded
+  EXPECT_EQ(Read("fio.log"), "<missing>");
+}
+
+TEST_F(RealRunTest, RefusesWhatIsNotItsOwnByName) {
+  LabJob job = Job();
+  job.fio_args = {"--name=r", "--filename=/dev/sda", "--rw=randread"};
+  EXPECT_THAT(PlanRealRun(job).status().message(), HasSubstr("a job targets /dev/sda"));
+  job = Job();
+  job.blktrace = true;
+  EXPECT_THAT(PlanRealRun(job).status().message(), HasSubstr("--blktrace"));
+  job = Job();
+  job.host_doc = util::ParseYaml("name: n\ndevices:\n  - name: nvme0n1\n    nvme: {}\n").value();
+  job.host = host::HostSpecFromDoc(job.host_doc).value();
+  job.fio_args = {"--name=r", "--filename=/dev/nvme0n1"};
+  EXPECT_THAT(PlanRealRun(job).status().message(), HasSubstr("devices[0].nvme: --real touches no NVMe drive"));
+  // Nothing of the VM's: no device nodes made, no hierarchy mounted.
+  absl::StatusOr<GuestPlan> plan = PlanRealRun(Job());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(plan->setup_script, Not(HasSubstr("mknod")));
+  EXPECT_THAT(plan->setup_script, Not(HasSubstr("mount -t cgroup2")));
+  EXPECT_THAT(plan->setup_script, Not(HasSubstr("rm -f /dev")));
 }
 
 TEST(VmTest, NewcArchiveIsWhatTheInitramfsUnpackerReads) {
@@ -168,6 +303,22 @@ TEST(KernelReportTest, CountersAreDeltasOverTheRunUnderSpecNames) {
   EXPECT_THAT(KernelSectionText(k), HasSubstr("sdb: ios=100/0, merge=50/0, sectors=1200/0, KiB/io=6.0/0.0"));
 }
 
+TEST(KernelReportTest, TheKernelKeyJoinsFiosJsonAndParses) {
+  GuestOutput out;
+  out.sections["devices"] = "nullb0 nullb0\n";
+  out.sections["diskstats-before"] = "nullb0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+  out.sections["diskstats-after"] = "nullb0 10 0 80 5 0 0 0 0 0 3 5 0 0 0 0 0 0\n";
+  out.sections["debugfs"] = "nullb0 hctx0/tags: nr_tags=64\tbusy=0\r\nnullb0 hctx0/state: \x01\n";
+  const KernelSection k = ParseKernelSection(out);
+  absl::StatusOr<util::DocNode> doc =
+      util::ParseJson(WithKernelJson("{\n  \"jobs\" : []\n}\n", k));
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  const util::DocNode* dev = doc->Find("kernel")->Find("devices");
+  ASSERT_TRUE(dev != nullptr && dev->is_list() && dev->size() == 1);
+  EXPECT_EQ(dev->items()[0].Find("read_sectors")->AsDouble().value_or(-1), 80);
+  EXPECT_EQ(doc->Find("kernel")->Find("debugfs")->text(), k.debugfs);
+}
+
 constexpr char kFio[] = R"yaml({
   "jobs" : [
     {"jobname" : "r", "job options" : {"filename" : "/dev/nullb0"},
@@ -179,7 +330,9 @@ constexpr char kFio[] = R"yaml({
      "write" : {"io_bytes" : 1228800, "iops" : 100.0, "total_ios" : 300},
      "trim" : {"io_bytes" : 0, "iops" : 0, "total_ios" : 0}}
   ],
-  "disk_util" : [{"name" : "guest0", "read_ios" : 100, "write_ios" : 150, "read_merges" : 0, "write_merges" : 150}]
+  "disk_util" : [{"name" : "guest0", "read_ios" : 100, "write_ios" : 200, "read_merges" : 0, "write_merges" : 200}],
+  "kernel" : {"devices" : [{"name" : "nullb0", "read_ios" : 100, "read_sectors" : 800,
+                            "write_ios" : 200, "write_sectors" : 3200}]}
 })yaml";
 
 TEST(ScenarioTest, MetricsReadFiosJson) {
@@ -198,11 +351,29 @@ TEST(ScenarioTest, MetricsReadFiosJson) {
   EXPECT_DOUBLE_EQ(eval("lat_us(r, read, 99)"), 3000);
   EXPECT_DOUBLE_EQ(eval("mean_lat_us(r, read)"), 2000);
   EXPECT_DOUBLE_EQ(eval("merges_per_io(nullb0, write)"), 1.0);
+  // The disk counted 200 writes of 8 KiB, 50 of them in fio's ramp time:
+  // fio's 300 4 KiB writes made 150 requests, half a request each.
   EXPECT_DOUBLE_EQ(eval("request_kib(nullb0, write)"), 8.0);
   EXPECT_DOUBLE_EQ(eval("ios_per_job_io(nullb0, write)"), 0.5);
+  EXPECT_DOUBLE_EQ(eval("ios_per_job_io(nullb0, read)"), 1.0);
   EXPECT_FALSE(EvalMetric("share(nosuch)", *fio, names).ok());
   EXPECT_FALSE(EvalMetric("merges_per_io(nullb0, sideways)", *fio, names).ok());
   EXPECT_FALSE(EvalMetric("bogus", *fio, names).ok());
+}
+
+TEST(ScenarioTest, SizesReadTheModelsDiskstats) {
+  absl::StatusOr<util::DocNode> fio = util::ParseJson(R"json({
+  "jobs" : [{"jobname" : "s", "job options" : {"filename" : "/dev/nullb0"},
+             "read" : {"io_bytes" : 4096000, "iops" : 1.0, "total_ios" : 1000}}],
+  "disk_util" : [{"name" : "nullb0", "read_ios" : 5000, "read_merges" : 0}],
+  "blklab" : {"diskstats" : [{"name" : "nullb0", "read_ios" : 5000, "read_sectors" : 30000}]}
+})json");
+  ASSERT_TRUE(fio.ok()) << fio.status();
+  const DiskNameMap same = [](const std::string& n) { return n; };
+  EXPECT_DOUBLE_EQ(EvalMetric("request_kib(nullb0, read)", *fio, same).value_or(-1), 3.0);
+  EXPECT_NEAR(EvalMetric("ios_per_job_io(nullb0, read)", *fio, same).value_or(-1), 4.0 / 3.0, 1e-12);
+  EXPECT_THAT(EvalMetric("request_kib(nullb1, read)", *fio, same).status().message(),
+              HasSubstr("no sector counts for nullb1"));
 }
 
 TEST(ScenarioTest, ParsesAndChecksTolerances) {

@@ -243,4 +243,10 @@ std::string KernelSectionJson(const KernelSection& k) {
   return o.Print();
 }
 
+std::string WithKernelJson(const std::string& fio_json, const KernelSection& k) {
+  const size_t end = fio_json.rfind('}');
+  if (end == std::string::npos) return fio_json;
+  return absl::StrCat(fio_json.substr(0, end), ",\n  \"kernel\" : ", KernelSectionJson(k), "\n}\n");
+}
+
 }  // namespace blklab::kernel_lab

@@ -61,6 +61,10 @@ std::string KernelSectionText(const KernelSection& k);
 // The same as a JSON object's text.
 std::string KernelSectionJson(const KernelSection& k);
 
+// fio's JSON output with the kernel section joined as its last key,
+// "kernel"; text without a JSON object is returned unchanged.
+std::string WithKernelJson(const std::string& fio_json, const KernelSection& k);
+
 }  // namespace blklab::kernel_lab
 
 #endif  // BLKLAB_CLIENTS_KERNEL_LAB_KERNEL_REPORT_H_

@@ -1,5 +1,10 @@
 #include "clients/kernel_lab/lab_run.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -10,9 +15,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "clients/kernel_lab/guest_plan.h"
 #include "engine/engine.h"
 #include "engine/report/report.h"
+#include "engine/util/file.h"
 #include "engine/util/json_reader.h"
 #include "engine/util/status_macros.h"
 
@@ -21,10 +30,10 @@ namespace {
 
 constexpr char kSnapshot[] = R"sh(snapshot() {
   echo "@@blklab-begin diskstats-$1@@"
-  for d in /sys/block/*; do echo "${d##*/} $(cat $d/stat)"; done
+  for d in $sys/block/*; do echo "${d##*/} $(cat $d/stat)"; done
   echo "@@blklab-end diskstats-$1@@"
   for f in stat interrupts softirqs schedstat; do
-    echo "@@blklab-begin $f-$1@@"; cat /proc/$f; echo "@@blklab-end $f-$1@@"
+    echo "@@blklab-begin $f-$1@@"; cat $proc/$f; echo "@@blklab-end $f-$1@@"
   done
 }
 )sh";
@@ -34,7 +43,7 @@ constexpr char kSnapshot[] = R"sh(snapshot() {
 constexpr char kDebugfs[] = R"sh(echo "@@blklab-begin debugfs@@"
 for name in $lab_devices; do
   eval dev=\$dev_of_$(echo $name | tr -c 'A-Za-z0-9\n' _)
-  for h in /sys/kernel/debug/block/$dev/hctx*; do
+  for h in $sys/kernel/debug/block/$dev/hctx*; do
     [ -d "$h" ] || continue
     for f in state dispatch_busy dispatch tags sched_tags; do
       [ -r $h/$f ] || continue
@@ -69,8 +78,37 @@ done
 echo "@@blklab-end blktrace@@"
 )sh";
 
+// On the machine's own kernel: the undo runs on every exit (a failed
+// set-up, fio's end, a signal), prints what it ran, and keeps the status.
+constexpr char kRealPrologue[] = R"sh(sys=${BLKLAB_REAL_ROOT:-}/sys
+proc=${BLKLAB_REAL_ROOT:-}/proc
+work=$(mktemp -d "${TMPDIR:-/tmp}/blklab-real.XXXXXX") || exit 1
+command -v fio >/dev/null || { echo 'blklab: fio is not installed on this machine'; exit 1; }
+blklab_restore() {
+  status=$?
+  trap - EXIT INT TERM HUP
+  set +e
+  echo '@@blklab-begin restore@@'
+  blklab_undo
+  echo '@@blklab-end restore@@'
+  rm -rf "$work"
+  exit $status
+}
+trap blklab_restore EXIT
+trap 'exit 130' INT TERM HUP
+)sh";
+
 std::string GuestScript(const GuestPlan& plan, const std::vector<std::string>& fio_args, bool blktrace) {
   std::string s = "#!/bin/sh\n";
+  if (plan.real) {
+    std::string undo = "blklab_undo() {\n  :\n";
+    for (absl::string_view line : absl::StrSplit(plan.restore_script, '\n', absl::SkipEmpty())) {
+      absl::StrAppend(&undo, "  echo ", ShellQuote(std::string(line)), "\n  ", line, "\n");
+    }
+    absl::StrAppend(&s, undo, "}\n", kRealPrologue);
+  } else {
+    absl::StrAppend(&s, "sys=/sys\nproc=/proc\n");
+  }
   absl::StrAppend(&s, "echo '@@blklab-begin uname@@'; uname -r; echo '@@blklab-end uname@@'\n");
   absl::StrAppend(&s, "set -e\n", plan.setup_script, "set +e\n");
   std::vector<std::string> names;
@@ -85,14 +123,16 @@ std::string GuestScript(const GuestPlan& plan, const std::vector<std::string>& f
   }
   absl::StrAppend(&s, kSnapshot);
   if (blktrace) absl::StrAppend(&s, kBlktraceStart);
-  absl::StrAppend(&s, "cd /lab/jobs 2>/dev/null || cd /tmp\nsnapshot before\n");
+  const std::string tmp = plan.real ? "$work" : "/tmp";
+  if (!plan.real) absl::StrAppend(&s, "cd /lab/jobs 2>/dev/null || cd /tmp\n");
+  absl::StrAppend(&s, "snapshot before\n");
   std::vector<std::string> quoted;
   for (const std::string& a : fio_args) quoted.push_back(ShellQuote(a));
-  absl::StrAppend(&s, "echo '@@blklab-begin fio@@'\nfio ", absl::StrJoin(quoted, " "),
-                  " 2>/tmp/fio.err\nfio_status=$?\necho '@@blklab-end fio@@'\n");
+  absl::StrAppend(&s, "echo '@@blklab-begin fio@@'\nfio ", absl::StrJoin(quoted, " "), " 2>", tmp,
+                  "/fio.err\nfio_status=$?\necho '@@blklab-end fio@@'\n");
   absl::StrAppend(&s, "snapshot after\n");
   if (blktrace) absl::StrAppend(&s, kBlktraceStop);
-  absl::StrAppend(&s, "echo '@@blklab-begin fio-stderr@@'; cat /tmp/fio.err; echo '@@blklab-end fio-stderr@@'\n");
+  absl::StrAppend(&s, "echo '@@blklab-begin fio-stderr@@'; cat ", tmp, "/fio.err; echo '@@blklab-end fio-stderr@@'\n");
   absl::StrAppend(&s, "echo \"@@blklab-begin fio-exit@@\"; echo $fio_status; echo \"@@blklab-end fio-exit@@\"\n");
   absl::StrAppend(&s, kDebugfs);
   absl::StrAppend(&s, "exit 0\n");
@@ -166,8 +206,85 @@ absl::StatusOr<KernelRun> RunOnKernel(const LabImage& image, const LabJob& job) 
   return r;
 }
 
+absl::StatusOr<GuestPlan> PlanRealRun(const LabJob& job) {
+  if (job.blktrace) {
+    return absl::UnimplementedError("--blktrace: not with --real (it would stop every blktrace on the machine)");
+  }
+  BLKLAB_RETURN_IF_ERROR(CheckFioArgs(job.fio_args));
+  BLKLAB_ASSIGN_OR_RETURN(GuestPlan plan, PlanReal(job.host_doc, job.host));
+  // fio runs only on the devices the plan makes: never on a disk of the
+  // machine's.
+  BLKLAB_ASSIGN_OR_RETURN(ParsedFio parsed, ParseFio(job.fio_args, job.host, job.read_file, nullptr));
+  std::set<std::string> made;
+  for (const std::string& d : plan.devices) made.insert("/dev/" + d);
+  std::vector<std::string> targets = JobTargets(parsed.jobs);
+  // The command line's own file options too, whatever the job files say.
+  for (const std::string& a : job.fio_args) {
+    if (absl::StartsWith(a, "--directory") || absl::StartsWith(a, "--filename_format")) {
+      return absl::FailedPreconditionError(absl::StrCat(a, ": not with --real; name the devices with --filename"));
+    }
+    if (absl::StartsWith(a, "--filename=")) {
+      for (absl::string_view f : absl::StrSplit(a.substr(11), ':')) targets.emplace_back(f);
+    }
+  }
+  for (const std::string& target : targets) {
+    if (!made.contains(target)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--real: a job targets ", target, ", which is not a device the spec makes (",
+          absl::StrJoin(made, ", "), "); --real runs fio only on the devices it creates"));
+    }
+  }
+  return plan;
+}
+
+std::string RealScript(const GuestPlan& plan, const std::vector<std::string>& fio_args) {
+  return GuestScript(plan, fio_args, /*blktrace=*/false);
+}
+
+absl::StatusOr<KernelRun> RunOnRealKernel(const LabJob& job) {
+  const char* fake_root = std::getenv("BLKLAB_REAL_ROOT");
+  if (geteuid() != 0 && (fake_root == nullptr || *fake_root == '\0')) {
+    return absl::PermissionDeniedError("--real --apply: run as root (it loads modules and writes sysfs)");
+  }
+  BLKLAB_ASSIGN_OR_RETURN(GuestPlan plan, PlanRealRun(job));
+  const std::string script = RealScript(plan, job.fio_args);
+  std::string dir = std::filesystem::temp_directory_path() / "blklab-real-script.XXXXXX";
+  if (mkdtemp(dir.data()) == nullptr) return absl::InternalError("--real: cannot make a temporary directory");
+  const std::string path = dir + "/run.sh";
+  BLKLAB_RETURN_IF_ERROR(util::WriteStringToFile(path, script, "--real: the run's script"));
+  const absl::Time start = absl::Now();
+  FILE* p = popen(absl::StrCat("/bin/sh ", ShellQuote(path), " 2>&1").c_str(), "r");
+  if (p == nullptr) {
+    std::filesystem::remove_all(dir);
+    return absl::InternalError("--real: cannot start /bin/sh");
+  }
+  GuestOutput out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.transcript.append(buf, n);
+  const int status = pclose(p);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  ParseTranscript(out.transcript, out);
+  out.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  out.accel = "none (this machine)";
+  out.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  auto fio = out.sections.find("fio");
+  if (out.exit_status != 0 || fio == out.sections.end()) {
+    return absl::FailedPreconditionError(absl::StrCat("--real: the set-up failed (exit ", out.exit_status,
+                                                      "); what was undone is listed:\n", out.transcript.substr(0, 4000)));
+  }
+  KernelRun r;
+  r.image = "this machine's kernel";
+  r.fio_output = fio->second;
+  r.kernel = ParseKernelSection(out);
+  r.fio_exit = std::atoi(out.sections["fio-exit"].c_str());
+  r.restore = out.sections["restore"];
+  return r;
+}
+
 absl::StatusOr<std::string> RunOnModel(const LabJob& job) {
-  const host::HostSpec spec = WithLabKernel(job.host);
+  const host::HostSpec spec = job.real ? job.host : WithLabKernel(job.host);
   BLKLAB_ASSIGN_OR_RETURN(ParsedFio parsed,
                           ParseFio(WithJsonOutput(job.fio_args), spec, job.read_file, nullptr));
   RunRequest req;
@@ -175,7 +292,7 @@ absl::StatusOr<std::string> RunOnModel(const LabJob& job) {
   req.jobs = parsed.jobs;
   BLKLAB_ASSIGN_OR_RETURN(RunResult result, RunFio(req));
   WallClock clock{0, 0, "Thu Jan  1 00:00:00 1970"};
-  report::ReportInput input = BuildReport(req, result, clock, /*with_kernel_report=*/false);
+  report::ReportInput input = BuildReport(req, result, clock, /*with_kernel_report=*/true);
   report::OutputFormats formats;
   formats.json = true;
   return report::WriteReport(input, formats);

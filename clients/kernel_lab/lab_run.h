@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "clients/kernel_lab/guest_plan.h"
 #include "clients/kernel_lab/kernel_report.h"
 #include "clients/kernel_lab/scenario.h"
 #include "clients/kernel_lab/vm.h"
@@ -31,6 +32,9 @@ struct LabJob {
   std::vector<std::string> fio_args;  // fio's command line; job files by path
   workload::FileReader read_file;     // reads the job files named in fio_args
   bool blktrace = false;              // trace the devices and summarise
+  // On this machine's own kernel (--real): the model then runs the spec as
+  // written, not with the lab kernel's settings.
+  bool real = false;
 };
 
 struct KernelRun {
@@ -39,13 +43,26 @@ struct KernelRun {
   KernelSection kernel;
   std::string blktrace_summary;
   std::string image;  // image.txt
+  std::string restore;  // --real: the undo lines that ran
 };
 
 // Boots the lab and runs the job. Refusals (Unimplemented) name the spec
 // field the VM cannot express.
 absl::StatusOr<KernelRun> RunOnKernel(const LabImage& image, const LabJob& job);
 
-// Runs the job on the model with the lab kernel's settings; fio's JSON text.
+// --real: the plan for this machine's kernel, after the refusals (NVMe, HBA,
+// filesystems, --blktrace, fio's file options) and the check that every job
+// targets a device the spec makes; RealScript is what would run.
+absl::StatusOr<GuestPlan> PlanRealRun(const LabJob& job);
+std::string RealScript(const GuestPlan& plan, const std::vector<std::string>& fio_args);
+
+// Runs the job on this machine's kernel: RealScript under /bin/sh, which
+// undoes its set-up on every exit. Root only (PermissionDenied), unless
+// BLKLAB_REAL_ROOT names a stand-in tree for /sys and /proc (tests).
+absl::StatusOr<KernelRun> RunOnRealKernel(const LabJob& job);
+
+// Runs the job on the model with the lab kernel's settings (the spec's own
+// with --real); fio's JSON text.
 absl::StatusOr<std::string> RunOnModel(const LabJob& job);
 
 // fio's JSON text (possibly after other output) parsed.

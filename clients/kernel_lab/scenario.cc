@@ -105,6 +105,21 @@ size_t DiskCount(const DocNode& fio) {
   return disks != nullptr && disks->is_list() ? disks->size() : 0;
 }
 
+// A disk's /sys/block/*/stat counters, over the whole run (ramp time
+// included, as fio's disk_util): the guest's (the lab's "kernel" key, named
+// as the host spec names them) or the model's ("blklab" key, "diskstats").
+const DocNode* DiskStat(const DocNode& doc, const std::string& dev) {
+  for (const auto& [root, list] : {std::pair{"kernel", "devices"}, std::pair{"blklab", "diskstats"}}) {
+    const DocNode* l = Path(doc, {root, list});
+    if (l == nullptr || !l->is_list()) continue;
+    for (const DocNode& d : l->items()) {
+      const DocNode* n = d.Find("name");
+      if (n != nullptr && n->is_string() && n->text() == dev) return &d;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 bool Tolerance::Holds(double kernel, double model) const {
@@ -229,20 +244,36 @@ absl::StatusOr<double> EvalMetric(const std::string& expr, const DocNode& fio, c
     if (args[1] != "read" && args[1] != "write") {
       return absl::InvalidArgumentError(absl::StrCat("metric '", expr, "': direction must be read or write"));
     }
-    const DocNode* d = Disk(fio, args[0], names);
-    if (d == nullptr) return absl::InvalidArgumentError(absl::StrCat("metric '", expr, "': no disk ", args[0]));
-    const double ios = Number(d->Find(args[1] + "_ios"));
-    if (fn == "merges_per_io") return ios > 0 ? Number(d->Find(args[1] + "_merges")) / ios : 0.0;
-    // The jobs on this device: all of them when there is one disk.
+    if (fn == "merges_per_io") {
+      const DocNode* d = Disk(fio, args[0], names);
+      if (d == nullptr) return absl::InvalidArgumentError(absl::StrCat("metric '", expr, "': no disk ", args[0]));
+      const double ios = Number(d->Find(args[1] + "_ios"));
+      return ios > 0 ? Number(d->Find(args[1] + "_merges")) / ios : 0.0;
+    }
+    // Sizes come from the disk's sectors per request, never from fio's byte
+    // counts over the disk's request count: fio leaves ramp_time out of its
+    // job figures, the disk counts every request of the run.
+    const DocNode* st = DiskStat(fio, args[0]);
+    if (st == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "metric '", expr, "': no sector counts for ", args[0],
+          " (the lab's \"kernel\" section or the model's \"blklab\" diskstats)"));
+    }
+    const double ios = Number(st->Find(args[1] + "_ios"));
+    const double request_bytes = ios > 0 ? 512.0 * Number(st->Find(args[1] + "_sectors")) / ios : 0.0;
+    if (fn == "request_kib") return request_bytes / 1024.0;
+    // Block requests per fio I/O: the mean fio I/O size over the mean
+    // request size, both free of ramp time (every byte fio moved reaches the
+    // disk: direct I/O or a cold page cache).
     std::vector<const DocNode*> on_dev;
     for (const DocNode* j : JobsNamed(fio, "")) {
       const std::string f = JobFilename(fio, *j);
-      if (DiskCount(fio) == 1 || absl::StrContains(f, args[0])) on_dev.push_back(j);
+      if (DiskCount(fio) <= 1 || absl::StrContains(f, args[0])) on_dev.push_back(j);
     }
     const Dir dir = args[1] == "read" ? Dir{true, false, false} : Dir{false, true, false};
-    if (fn == "request_kib") return ios > 0 ? Sum(on_dev, dir, "io_bytes") / ios / 1024.0 : 0.0;
     const double job_ios = Sum(on_dev, dir, "total_ios");
-    return job_ios > 0 ? ios / job_ios : 0.0;
+    const double job_io_bytes = job_ios > 0 ? Sum(on_dev, dir, "io_bytes") / job_ios : 0.0;
+    return request_bytes > 0 ? job_io_bytes / request_bytes : 0.0;
   }
   return absl::InvalidArgumentError(absl::StrCat("metric '", expr, "': unknown function or wrong arguments"));
 }

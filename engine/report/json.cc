@@ -42,11 +42,27 @@ namespace {
 
 void Indent(std::string* out, int depth) { out->append(static_cast<size_t>(depth) * 2, ' '); }
 
+// fio escapes '"' and '\\' only; control characters are escaped as well, as
+// RFC 8259 requires (a kernel section's multi-line text, a description with
+// a newline), so the output always parses.
 void Quote(std::string* out, const std::string& s) {
   out->push_back('"');
   for (char c : s) {
-    if (c == '"' || c == '\\') out->push_back('\\');
-    out->push_back(c);
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out->push_back('\\');
+      out->push_back(c);
+    } else if (c == '\n') {
+      out->append("\\n");
+    } else if (c == '\t') {
+      out->append("\\t");
+    } else if (c == '\r') {
+      out->append("\\r");
+    } else if (u < 0x20) {
+      absl::StrAppendFormat(out, "\\u%04x", u);
+    } else {
+      out->push_back(c);
+    }
   }
   out->push_back('"');
 }

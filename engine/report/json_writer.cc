@@ -235,6 +235,21 @@ Json KernelReportJson(const stats::KernelReport& k) {
     }
   }
   o.Add("btt", std::move(btt));
+  // Each disk's counters as /sys/block/*/stat has them (fio's disk_util
+  // carries no sectors): requests, merges and 512-byte sectors per direction.
+  Json diskstats = Json::Array();
+  for (const stats::DeviceRow& d : k.devices) {
+    Json row = Json::Object();
+    row.Add("name", d.name);
+    row.AddUint("read_ios", d.read_ios);
+    row.AddUint("read_merges", d.read_merges);
+    row.AddUint("read_sectors", d.read_sectors);
+    row.AddUint("write_ios", d.write_ios);
+    row.AddUint("write_merges", d.write_merges);
+    row.AddUint("write_sectors", d.write_sectors);
+    diskstats.Push(std::move(row));
+  }
+  o.Add("diskstats", std::move(diskstats));
   if (k.page_cache) {
     const stats::PageCacheRow& p = *k.page_cache;
     Json pc = Json::Object();

@@ -621,7 +621,10 @@ TEST(KernelReportTest, JsonKeyAndNormalSections) {
   EXPECT_NE(std::find(paths.begin(), paths.end(), "/blklab/locks[0]/wait_ns"), paths.end());
   EXPECT_NE(std::find(paths.begin(), paths.end(), "/blklab/counters[0]/count"), paths.end());
   EXPECT_NE(std::find(paths.begin(), paths.end(), "/blklab/sched[0]/max_delay_at_ns"), paths.end());
-  EXPECT_EQ(paths.back(), "/blklab/btt[2]/max_ns");  // Q2G has no requests: no row
+  // Q2G has no requests: no row.
+  EXPECT_NE(std::find(paths.begin(), paths.end(), "/blklab/btt[2]/max_ns"), paths.end());
+  EXPECT_EQ(std::find(paths.begin(), paths.end(), "/blklab/btt[3]/n"), paths.end());
+  EXPECT_EQ(paths.back(), "/blklab/diskstats[0]/write_sectors");
   const std::string normal = WriteNormal(in);
   EXPECT_GT(normal.find("blklab CPU modes"), normal.find("Run status group"));
   EXPECT_NE(normal.find("[k] blk_mq_submit_bio"), std::string::npos);

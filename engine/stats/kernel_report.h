@@ -98,6 +98,7 @@ struct DeviceRow {
   }
   uint64_t read_ios = 0, write_ios = 0;
   uint64_t read_merges = 0, write_merges = 0;
+  uint64_t read_sectors = 0, write_sectors = 0;  // 512-byte units, as /sys/block/*/stat
   int64_t read_ticks_ms = 0, write_ticks_ms = 0, in_queue_ms = 0;
   double util_pct = 0;
 };
