@@ -79,6 +79,20 @@ const std::vector<std::string> kDeadlineJob = {
     "--iodepth_batch_submit=4", "--iodepth_batch_complete=4", "--numjobs=8",
     "--cpus_allowed_policy=split", "--runtime=5ms", "--time_based"};
 
+// bfq on a 4-tag null_blk: four clones created together share one queue
+// (stable merge) or have four.
+constexpr char kBfqYaml[] =
+    "name: knob-bfq\ncpus: {count: 2}\ndevices:\n  - name: nullb0\n"
+    "    null_blk: {irqmode: 2, completion_nsec: 100000, submit_queues: 1, poll_queues: 0, hw_queue_depth: 4}\n"
+    "    queue: {scheduler: bfq}\n";
+const std::vector<std::string> kBfqClonesJob = {"--name=t", "--ioengine=psync", "--direct=1", "--rw=randread",
+                                                "--numjobs=4", "--runtime=20ms", "--time_based"};
+
+constexpr char kDeadlineNrRequestsYaml[] =
+    "name: knob-dd-nr\ncpus: {count: 2}\ndevices:\n  - name: nullb0\n"
+    "    null_blk: {irqmode: 2, completion_nsec: 100000, submit_queues: 1, poll_queues: 0, hw_queue_depth: 2}\n"
+    "    queue: {scheduler: mq-deadline, nr_requests: 64}\n";
+
 const std::vector<std::string> kDeadlineWriteJob = {
     "--name=t", "--ioengine=libaio", "--direct=1", "--rw=randwrite", "--bs=4k", "--iodepth=128",
     "--runtime=5ms", "--time_based"};
@@ -192,6 +206,10 @@ std::map<std::string, KnobCase> Cases() {
       // 128 writes in flight on 128 scheduler tags: 3/4 of each word holds
       // them to 96 before the fix, all 128 after it.
       {"dd_async_depth_scaled", {DeadlineYaml("", 1, 64), kDeadlineWriteJob}},
+      // nr_requests written above mq-deadline's own (4 on 2 tags): writes
+      // keep async_depth 4, one bit of each sched-tags word.
+      {"dd_async_depth_old_nr_requests", {kDeadlineNrRequestsYaml, kDeadlineWriteJob}},
+      {"bfq_stable_merge", {kBfqYaml, kBfqClonesJob}},
       {"dd_insert_buckets", {DeadlineYaml("dd_insert_side_lists: false"), kDeadlineJob}},
       {"dd_insert_side_lists", {DeadlineYaml(""), kDeadlineJob}},
       {"dd_skip_merge_if_contended", {DeadlineYaml(""), kDeadlineJob}},

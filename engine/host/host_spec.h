@@ -135,6 +135,16 @@ namespace blklab::host {
        "mq-deadline's async_depth defaults to nr_requests and is scaled to each sched-tags word "       \
        "(dd_to_word_depth), the tags' min_shallow_depth 1 (39823b47bbd4, 6.11; stable 6.1.105, 6.6.46); " \
        "false: 3/4 of a sched-tags word, a written value used as given per word (6.6-6.10)")             \
+  BOOL(bfq_stable_merge, true, 0, 0,                                                                   \
+       "bfq merges a sync queue created within 180 ms of its group's last one, with the same ioprio, "  \
+       "into that one on a non-rotational queueing device (bfq_do_or_sched_stable_merge, \"block, bfq: " \
+       "merge bursts of newly-created queues\", 5.14): fio's numjobs clones share one queue; false: "   \
+       "one queue per process, the burst heuristics alone (before 5.14)")                                 \
+  BOOL(dd_async_depth_old_nr_requests, true, 0, 0,                                                     \
+       "with dd_async_depth_scaled: blk_mq_update_nr_requests calls dd_depth_updated before it stores "  \
+       "the new nr_requests, so after a write of nr_requests the default async_depth stays the "          \
+       "scheduler's own (2 x min(tags, 128)) while dd_to_word_depth divides by the value written "        \
+       "(6.1.192); false: async_depth follows the value written")                                          \
   BOOL(menu_iowait_latency_limit, false, 0, 0,                                                        \
        "cpuidle's menu governor lets a CPU with tasks asleep in iowait enter only states whose exit "      \
        "latency is under the predicted idle / (1 + 10 x those tasks) (performance_multiplier, until "      \

@@ -71,127 +71,6 @@ RequestQueue::RequestQueue(Kernel& kernel, std::string name, TagSet& set, BlkMqD
   }
 }
 
-// --- accounting -------------------------------------------------------------
-
-void RequestQueue::AccountStart(sim::Cpu& cpu, Request* rq) {
-  if (config_.sysfs.iostats) {
-    cpu.Charge(kernel_.fn.blk_account_io_start, kernel_.costs().blk_account_io_start);
-    // update_io_ticks: a cmpxchg on the shared part stamp, at most once per jiffy.
-    if (cpu.now() >= next_part_stamp_) {
-      const int64_t jiffy = kernel_.jiffy_ns();
-      next_part_stamp_ = (cpu.now() / jiffy + 1) * jiffy;
-      cpu.Charge(kernel_.fn.blk_account_io_start,
-                 part_stamp_line_.Write(kernel_.machine(), cpu.id(), kernel_.costs().atomic_local));
-    }
-  }
-  UpdateIoTicks(cpu.now(), /*end=*/false);
-  ++disk_.in_flight;
-}
-
-void RequestQueue::UpdateIoTicks(sim::SimTime now, bool end) {
-  const int64_t now_jiffies = now / kernel_.jiffy_ns();
-  if (now_jiffies <= disk_.stamp_jiffies) return;
-  disk_.io_ticks_jiffies += end ? now_jiffies - disk_.stamp_jiffies : 1;
-  disk_.stamp_jiffies = now_jiffies;
-}
-
-void RequestQueue::AccountDone(sim::Cpu& cpu, Request* rq, sim::SimTime now) {
-  // __blk_mq_end_request_acct: the scheduler's completed_request, then
-  // blk_account_io_done; neither for a passthrough command (no
-  // RQF_USE_SCHED, blk_do_io_stat false).
-  if (rq->passthrough) return;
-  if (elevator_) elevator_->CompletedRequest(cpu, rq, now);
-  if (config_.sysfs.iostats) {
-    cpu.Charge(kernel_.fn.blk_account_io_done, kernel_.costs().blk_account_io_done);
-  }
-  const int dir = rq->op == ReqOp::kWrite ? 1 : 0;
-  disk_.ios[dir] += 1;
-  disk_.sectors[dir] += rq->bytes >> kSectorShift;
-  disk_.ticks_ns[dir] += now - rq->alloc_time_ns;
-  disk_.in_queue_ns += now - rq->alloc_time_ns;
-  if (rq->issue_time_ns >= 0) {  // ended without reaching the driver: Q2C only
-    disk_.g2d.Add(rq->issue_time_ns - rq->alloc_time_ns);
-    disk_.d2c.Add(now - rq->issue_time_ns);
-  }
-  disk_.q2c.Add(now - (rq->queue_time_ns >= 0 ? rq->queue_time_ns : rq->alloc_time_ns));
-  UpdateIoTicks(now, /*end=*/true);
-  --disk_.in_flight;
-}
-
-void RequestQueue::FinishDiskStats(sim::SimTime t) {
-  // part_stat_show / diskstats_show: update_io_ticks(part, jiffies, true)
-  // while requests are in flight.
-  if (disk_.in_flight > 0) UpdateIoTicks(t, /*end=*/true);
-}
-
-std::string RequestQueue::DescribeParking(const Request* rq) const {
-  if (rq->state == Request::State::kInFlight) return "started, held by the driver";
-  for (const Request* r = requeue_list_.front(); r != nullptr; r = r->next) {
-    if (r == rq) return "on the requeue list (requeue work pending)";
-  }
-  for (const auto& h : hctxs_) {
-    if (!h->DispatchHolds(rq)) continue;
-    return absl::StrCat("parked on hctx->dispatch of hctx ", h->queue_num(), " (SCHED_RESTART ",
-                        h->sched_restart() ? "set" : "clear", ", ",
-                        h->run_work_pending() ? "a queue run pending" : "no queue run or delayed run pending",
-                        h->stopped() ? ", hctx stopped" : "", ")");
-  }
-  if (rq->tag == kNoTag && rq->internal_tag != kNoTag) return "in the I/O scheduler";
-  return "on a software queue or being inserted";
-}
-
-sim::SimTime RequestQueue::NextTimeout() const {
-  sim::SimTime next = 0;
-  const uint32_t nr_tag_objs = set_.config().hctx_shared ? 1 : set_.nr_hw_queues();
-  for (uint32_t i = 0; i < nr_tag_objs; ++i) {
-    const Tags& t = set_.tags(i);
-    for (uint32_t tag = 0; tag < t.nr_tags(); ++tag) {
-      const Request* rq = t.rq(tag);
-      if (rq != nullptr && rq->q == this && rq->state == Request::State::kInFlight && !rq->timed_out &&
-          (next == 0 || rq->deadline < next)) {
-        next = rq->deadline;
-      }
-    }
-  }
-  return next;
-}
-
-void RequestQueue::RqTimedOut(sim::Cpu& cpu, Request* rq) {
-  kernel_.Count(Counter::k_rq_timed_out);
-  cpu.Charge(kernel_.fn.blk_mq_end_request, kernel_.costs().line_read_hit);
-  rq->timed_out = true;
-  absl::StatusOr<BlkEhTimerReturn> r = driver_->Timeout(cpu, rq);
-  if (!r.ok()) {
-    kernel_.Fail(absl::Status(
-        r.status().code(),
-        absl::StrCat(name_, ": request tag ", rq->tag, " sector ", rq->sector, " was in flight past io_timeout=",
-                     config_.sysfs.io_timeout, " ms at ", cpu.now() / sim::kNsPerMs, " ms of virtual time; ",
-                     r.status().message())));
-    return;
-  }
-  if (*r == BlkEhTimerReturn::kResetTimer) timeout_.Add(cpu, rq, config_.timeout_timer);
-}
-
-std::vector<const Request*> RequestQueue::StuckRequests(sim::SimTime now, int64_t age_ns) const {
-  std::vector<const Request*> out;
-  const uint32_t nr_tag_objs = set_.config().hctx_shared ? 1 : set_.nr_hw_queues();
-  for (uint32_t i = 0; i < nr_tag_objs; ++i) {
-    const Tags& t = set_.tags(i);
-    for (uint32_t tag = 0; tag < t.nr_tags(); ++tag) {
-      const Request* rq = t.rq(tag);
-      if (rq != nullptr && rq->q == this && now - rq->alloc_time_ns > age_ns) out.push_back(rq);
-    }
-  }
-  for (const auto& st : sched_tags_) {
-    for (uint32_t tag = 0; tag < st->nr_tags(); ++tag) {
-      const Request* rq = st->rq(tag);
-      // Requests holding a driver tag were listed above.
-      if (rq != nullptr && rq->tag == kNoTag && now - rq->alloc_time_ns > age_ns) out.push_back(rq);
-    }
-  }
-  return out;
-}
-
 // --- submission -------------------------------------------------------------
 
 void RequestQueue::InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx, Plug* plug) {
@@ -239,29 +118,6 @@ void RequestQueue::InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx,
 
 namespace {
 
-// blk_rq_merge_ok: same queue and op, not passthrough, same I/O priority
-// and cgroup (blk_cgroup_mergeable).
-bool RqMergeOk(const RequestQueue* q, const Request* rq, const Bio* bio) {
-  return rq->q == q && rq->op == bio->op && !rq->passthrough && rq->ioprio_class == bio->ioprio_class &&
-         rq->ioprio_level == bio->ioprio_level && rq->blkcg == bio->blkcg;
-}
-
-// bio_attempt_back_merge / bio_attempt_front_merge: link `bio` at the
-// request's tail or head and grow the request.
-void MergeBio(Request* rq, Bio* bio, bool front) {
-  if (front) {
-    bio->bi_next = rq->bio;
-    rq->bio = bio;
-    rq->sector = bio->sector;
-  } else {
-    rq->biotail->bi_next = bio;
-    rq->biotail = bio;
-    bio->bi_next = nullptr;
-  }
-  rq->bytes += bio->bytes;
-  ++rq->nr_bios;
-}
-
 // Whether `list` (a ctx's requests of every hctx type) holds one of
 // `hctx`'s: the kernel keeps one list per type and tests that one.
 bool HoldsRequestsOf(const RequestList& list, const Hctx* hctx) {
@@ -272,54 +128,6 @@ bool HoldsRequestsOf(const RequestList& list, const Hctx* hctx) {
 }
 
 }  // namespace
-
-bool RequestQueue::AttemptPlugMerge(sim::Cpu& cpu, Plug* plug, Bio* bio) {
-  // blk_attempt_plug_merge: only the last request of the plug, lock-free;
-  // a back merge within max_sectors (512 KiB by default).
-  if (plug == nullptr || plug->mq_list.empty() || config_.sysfs.nomerges == 2) return false;
-  cpu.Charge(kernel_.fn.blk_attempt_plug_merge, kernel_.costs().plug_merge);
-  Request* last = plug->mq_list.back();
-  if (!RqMergeOk(this, last, bio)) return false;
-  if (last->sector + (last->bytes >> kSectorShift) != bio->sector) return false;
-  if (last->bytes + bio->bytes > max_request_bytes_) return false;
-  MergeBio(last, bio, /*front=*/false);
-  disk_.merges[bio->op == ReqOp::kWrite ? 1 : 0] += 1;
-  kernel_.Count(Counter::k_plug_merge);
-  return true;
-}
-
-bool RequestQueue::SwQueueMerge(sim::Cpu& cpu, RequestList& list, Hctx* hctx, Bio* bio) {
-  // blk_bio_list_merge: list_for_each_entry_reverse with a stop count of 8;
-  // blk_rq_merge_ok and blk_try_merge (back: the request ends where the bio
-  // starts; front: the bio ends where the request starts). A request that
-  // is adjacent but would grow past max_sectors ends the scan
-  // (BIO_MERGE_FAILED).
-  const auto& c = kernel_.costs();
-  Request* last8[8];
-  size_t n = 0;
-  for (Request* r = list.front(); r != nullptr; r = r->next) {
-    if (r->mq_hctx != hctx) continue;
-    last8[n % 8] = r;
-    ++n;
-  }
-  const size_t scan = std::min<size_t>(n, 8);
-  const uint64_t bio_sectors = bio->bytes >> kSectorShift;
-  for (size_t i = 0; i < scan; ++i) {
-    Request* rq = last8[(n - 1 - i) % 8];
-    cpu.Charge(kernel_.fn.blk_mq_attempt_bio_merge, (i == 0 ? c.sw_queue_merge_base : 0) + c.sw_queue_merge_per_rq);
-    if (!RqMergeOk(this, rq, bio)) continue;
-    const bool back = rq->sector + (rq->bytes >> kSectorShift) == bio->sector;
-    const bool front = bio->sector + bio_sectors == rq->sector;
-    if (!back && !front) continue;
-    if (rq->bytes + bio->bytes > max_request_bytes_) return false;
-    MergeBio(rq, bio, /*front=*/!back);
-    kernel_.WriteLine(cpu, rq->line);
-    disk_.merges[bio->op == ReqOp::kWrite ? 1 : 0] += 1;
-    kernel_.Count(Counter::k_sw_queue_merge);
-    return true;
-  }
-  return false;
-}
 
 Request* RequestQueue::AllocRequestFast(sim::Cpu& cpu, Bio* bio, Plug* plug) {
   // blk_mq_get_cached_request, then __blk_mq_alloc_requests with a free tag.
@@ -341,7 +149,7 @@ Request* RequestQueue::AllocRequestFast(sim::Cpu& cpu, Bio* bio, Plug* plug) {
   }
   // ->limit_depth: the scheduler may shallow this allocation (not for
   // passthrough commands, which take a scheduler tag without RQF_USE_SCHED).
-  const uint32_t shallow_depth = elevator_ && !bio->passthrough ? elevator_->LimitDepth(bio->op) : 0;
+  const uint32_t shallow_depth = elevator_ && !bio->passthrough ? elevator_->LimitDepth(*bio) : 0;
   // Batched allocation (5.16+): with a plug expecting several IOs, no
   // shallow depth and no shared tags, take several tags with one atomic
   // (blk_mq_get_tags; the scheduler's tags when there is one). The plug's
@@ -393,7 +201,7 @@ sim::Task RequestQueue::GetRequestSlow(sim::Cpu& cpu, Bio* bio, Plug* plug, Requ
   Tags& tags = AllocTags(hctx);
   SbitmapQueue& bt = tags.bitmap_tags();
   const bool fair = !elevator_ && tags_shared();
-  const uint32_t shallow = elevator_ && !bio->passthrough ? elevator_->LimitDepth(bio->op) : 0;
+  const uint32_t shallow = elevator_ && !bio->passthrough ? elevator_->LimitDepth(*bio) : 0;
   for (;;) {
     cpu.Charge(kernel_.fn.blk_mq_get_tag, c.sbitmap_get);
     sim::WaitQueue& wq = bt.NextWaitQueue(hctx->wait_index);
@@ -437,53 +245,9 @@ sim::Task RequestQueue::GetRequestSlow(sim::Cpu& cpu, Bio* bio, Plug* plug, Requ
   }
 }
 
-namespace {
-
-// bio_chain: the pieces of a split bio end the original once all have
-// ended, with the first error any of them met.
-class SplitBio final : public BioOwner {
- public:
-  SplitBio(Bio* parent, uint32_t pieces) : parent_(parent), remaining_(pieces), bios_(pieces) {}
-  Bio& piece(uint32_t i) { return bios_[i]; }
-  void BioEndio(sim::Cpu& cpu, Bio* bio, BlkStatus status) override {
-    if (status != BlkStatus::kOk && status_ == BlkStatus::kOk) status_ = status;
-    if (--remaining_ > 0) return;
-    Bio* parent = parent_;
-    const BlkStatus s = status_;
-    delete this;
-    parent->owner->BioEndio(cpu, parent, s);
-  }
-
- private:
-  Bio* parent_;
-  uint32_t remaining_;
-  BlkStatus status_ = BlkStatus::kOk;
-  std::vector<Bio> bios_;
-};
-
-}  // namespace
-
 sim::Task RequestQueue::SubmitBio(sim::Cpu& cpu, Bio* bio, Plug* plug) {
   if (bio->bytes > max_request_bytes_ && !bio->passthrough) {
-    // __bio_split_to_limits (bio_split_rw): the head of max_sectors goes on,
-    // the rest is resubmitted (submit_bio_noacct) and split again, so a bio
-    // becomes pieces of the queue's largest request, the last shorter; each
-    // is its own request in /sys/block/X/stat.
-    const uint32_t n = (bio->bytes + max_request_bytes_ - 1) / max_request_bytes_;
-    auto* split = new SplitBio(bio, n);
-    for (uint32_t i = 0; i < n; ++i) {
-      Bio& b = split->piece(i);
-      b = *bio;
-      b.sector = bio->sector + ((uint64_t{i} * max_request_bytes_) >> kSectorShift);
-      b.bytes = std::min(max_request_bytes_, bio->bytes - i * max_request_bytes_);
-      b.owner = split;
-      b.bi_next = nullptr;
-    }
-    kernel_.Count(Counter::k_bio_split, n - 1);
-    for (uint32_t i = 0; i < n; ++i) {
-      if (i > 0) cpu.Charge(kernel_.fn.submit_bio_noacct, kernel_.costs().submit_bio_noacct);
-      co_await SubmitBio(cpu, &split->piece(i), plug);
-    }
+    co_await SubmitSplit(cpu, bio, plug);
     co_return;
   }
   sim::StackFrame frame(cpu, kernel_.fn.blk_mq_submit_bio);

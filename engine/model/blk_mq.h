@@ -249,6 +249,9 @@ class RequestQueue {
   Request* AllocRequestFast(sim::Cpu& cpu, Bio* bio, Plug* plug);
   sim::Task GetRequestSlow(sim::Cpu& cpu, Bio* bio, Plug* plug, Request** out);
   void InitRequest(sim::Cpu& cpu, Request* rq, Bio* bio, Hctx* hctx, Plug* plug);
+  // __bio_split_to_limits: `bio` (over max_request_bytes_) submitted as
+  // pieces of max_request_bytes_, the last shorter; it ends when all have.
+  sim::Task SubmitSplit(sim::Cpu& cpu, Bio* bio, Plug* plug);
   bool AttemptPlugMerge(sim::Cpu& cpu, Plug* plug, Bio* bio);
   // blk_bio_list_merge on a software queue's list (no scheduler); true when
   // a request of `hctx` took `bio`. REQUIRES: the ctx's lock is held.

@@ -57,9 +57,9 @@ class Elevator {
 
   // ->init_hctx: called once per hctx of the queue, after its ctxs are mapped.
   virtual void InitHctx(Hctx* hctx) {}
-  // ->limit_depth: the shallow depth an allocation of `op` may use in each
+  // ->limit_depth: the shallow depth an allocation for `bio` may use in each
   // word of the scheduler tags' sbitmap (v6.6 semantics), or 0 for all of it.
-  virtual uint32_t LimitDepth(ReqOp op) { return 0; }
+  virtual uint32_t LimitDepth(const Bio& bio) { return 0; }
   // ->bio_merge: tries to merge `bio` into a queued request; *merged_into is
   // that request or null. REQUIRES: the caller has Synced.
   virtual sim::Task BioMerge(sim::Cpu& cpu, Hctx* hctx, Bio* bio, Request** merged_into) = 0;

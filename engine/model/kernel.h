@@ -69,6 +69,7 @@ class BlkCpuDone;
   X(bfq_idle_timer_fired)         \
   X(bfq_injected)                 \
   X(bfq_wr_raised)                \
+  X(bfq_stable_merged)            \
   X(rq_timed_out)                 \
   X(scsi_eh_abort)                \
   X(scsi_eh_retry)                \

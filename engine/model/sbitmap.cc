@@ -39,7 +39,18 @@ uint32_t SbitmapQueue::CalcWakeBatch(uint32_t depth) const {
 
 void SbitmapQueue::SetMinShallowDepth(uint32_t min_shallow_depth) {
   min_shallow_depth_ = min_shallow_depth;
-  wake_batch_ = CalcWakeBatch(depth_);
+  UpdateWakeBatch();
+}
+
+void SbitmapQueue::UpdateWakeBatch() {
+  // sbitmap_queue_update_wake_batch: a new batch size restarts every wait
+  // queue's count at 1, so that the next free wakes a sleeper (a count left
+  // at a larger old batch would wait for frees that shallow allocations can
+  // never make).
+  const uint32_t batch = CalcWakeBatch(depth_);
+  if (batch == wake_batch_) return;
+  wake_batch_ = batch;
+  for (WaitState& ws : ws_) ws.wait_cnt = 1;
 }
 
 int SbitmapQueue::FindInWord(Word& w, uint32_t hint, uint32_t shallow_depth) const {
@@ -247,7 +258,7 @@ void SbitmapQueue::Resize(sim::Cpu& cpu, uint32_t depth) {
   for (uint32_t i = 0; i < words_.size(); ++i) {
     words_[i].depth = i < map_nr_ ? std::min(bits_per_word, depth - i * bits_per_word) : 0;
   }
-  wake_batch_ = CalcWakeBatch(depth);
+  UpdateWakeBatch();
   cpu.Charge(kernel_.fn.sbitmap_queue_clear, cost);
 }
 

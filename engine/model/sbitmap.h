@@ -122,6 +122,7 @@ class SbitmapQueue {
   };
   int FindInWord(Word& w, uint32_t hint, uint32_t shallow_depth = 0) const;
   uint32_t CalcWakeBatch(uint32_t depth) const;
+  void UpdateWakeBatch();
   void WakeUp(sim::Cpu& cpu);
 
   Kernel& kernel_;

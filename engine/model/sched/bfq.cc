@@ -9,36 +9,6 @@
 
 namespace blklab::model {
 
-namespace {
-constexpr int kServiceShift = 22;                      // WFQ_SERVICE_SHIFT
-constexpr uint64_t kDefaultMaxBudget = 16 * 1024;      // bfq_default_max_budget, sectors
-constexpr uint64_t kStatsMinBudgets = 194;             // bfq_stats_min_budgets
-constexpr int64_t kMinTtNs = 2 * sim::kNsPerMs;        // BFQ_MIN_TT
-constexpr int64_t kWrMinIdleNs = 2000 * sim::kNsPerMs;  // bfq_wr_min_idle_time
-constexpr int64_t kClassIdleTimeoutNs = 200 * sim::kNsPerMs;  // BFQ_CL_IDLE_TIMEOUT (HZ / 5)
-constexpr int64_t kBurstIntervalNs = 180 * sim::kNsPerMs;     // bfq_burst_interval
-constexpr int kLargeBurstThresh = 8;                   // bfq_large_burst_thresh
-constexpr int kWrCoeff = 30;                           // bfq_wr_coeff
-constexpr uint64_t kMaxServiceFromWr = 120000;         // sectors
-constexpr uint64_t kSeekThrSectors = 800;              // BFQQ_SEEK_THR
-constexpr uint32_t kSectThrNonrot = 64;                // BFQQ_SECT_THR_NONROT
-constexpr int kHwQueueThreshold = 3, kHwQueueSamples = 32;
-// Peak rate, sectors per second: ref_rate {14000, 33000} in (sectors/us) << 16
-// and ref_wr_duration {7000, 2500} ms (bfq_init_queue / bfq_init).
-constexpr double kRefRate[2] = {14000.0 * 1e6 / 65536, 33000.0 * 1e6 / 65536};
-constexpr int64_t kRefWrDurationMs[2] = {7000, 2500};
-constexpr int64_t kRateRefIntervalNs = sim::kNsPerSec;  // BFQ_RATE_REF_INTERVAL
-constexpr int kRateMinSamples = 32;
-constexpr int64_t kRateMinIntervalNs = 300 * sim::kNsPerMs;
-
-int ClassIndex(int ioprio_class) {
-  // IOPRIO_CLASS_RT = 1 -> 0, BE (and none) -> 1, IDLE = 3 -> 2.
-  return ioprio_class == 1 ? 0 : ioprio_class == 3 ? 2 : 1;
-}
-uint64_t Sectors(const Request* rq) { return rq->bytes >> kSectorShift; }
-uint64_t EndSector(const Request* rq) { return rq->sector + Sectors(rq); }
-}  // namespace
-
 BfqConfig BfqConfig::From(const host::IoschedTunables& t) {
   BfqConfig c;
   c.slice_idle_ns = t.slice_idle_us >= 0 ? t.slice_idle_us * 1000 : int64_t{t.slice_idle} * sim::kNsPerMs;
@@ -63,6 +33,7 @@ const ElevatorType kBfqElevator = {
       c.rotational = init.rotational;
       c.noxmerges = init.sysfs->nomerges == 1;
       c.max_request_bytes = init.max_request_bytes;
+      c.stable_merge = init.kernel->knobs().bfq_stable_merge;
       return std::make_unique<BfqSched>(*init.kernel, init.qname, c);
     },
 };
@@ -88,260 +59,10 @@ BfqSched::BfqSched(Kernel& kernel, const std::string& qname, const BfqConfig& co
 void BfqSched::InitHctx(Hctx* hctx) {
   q_ = hctx->queue();
   word_bits_ = hctx->sched_tags()->bitmap_tags().bits_per_word();
-}
-
-uint32_t BfqSched::LimitDepth(ReqOp op) {
-  // bfq_limit_depth / bfq_update_depths: sync reads use every tag; sync
-  // writes (direct I/O) 3/4 of each sched-tags word, 6/16 while a
-  // weight-raised queue is busy; async requests (discards) 1/2, 3/16. (The
-  // per-group limit over the weights of several cgroups,
-  // bfqq_request_over_limit, is not modelled.)
-  if (op == ReqOp::kRead || word_bits_ == 0) return 0;
-  const bool wr = wr_busy_queues_ > 0;
-  if (op == ReqOp::kDiscard) return std::max<uint32_t>(wr ? word_bits_ * 3 / 16 : word_bits_ / 2, 1);
-  return std::max<uint32_t>(wr ? word_bits_ * 6 / 16 : word_bits_ * 3 / 4, 1);
-}
-
-// --- groups and queues ------------------------------------------------------
-
-BfqSched::Group* BfqSched::GetGroup(int blkcg) {
-  if (blkcg == 0) return &root_;
-  auto it = groups_.find(blkcg);
-  if (it != groups_.end()) return it->second.get();
-  auto g = std::make_unique<Group>();
-  g->blkcg = blkcg;
-  g->entity.id = next_id_++;
-  const size_t i = static_cast<size_t>(blkcg);
-  g->entity.weight = i < config_.cgroup_weights.size() ? config_.cgroup_weights[i] : 100;
-  g->entity.cls = 1;  // BFQ_DEFAULT_GRP_CLASS: the parent's BE tree
-  g->entity.parent = &root_;
-  g->entity.my_group = g.get();
-  Group* raw = g.get();
-  groups_.emplace(blkcg, std::move(g));
-  return raw;
-}
-
-BfqSched::Queue* BfqSched::GetQueue(sim::Cpu& cpu, uint32_t ioc, int blkcg, int ioprio_class, int ioprio_level) {
-  const uint64_t key = (uint64_t{ioc} << 16) | static_cast<uint64_t>(blkcg);
-  auto it = queues_.find(key);
-  if (it != queues_.end()) return it->second.get();
-  // bfq_get_queue + bfq_init_bfqq.
-  auto q = std::make_unique<Queue>();
-  q->key = key;
-  q->entity.id = next_id_++;
-  q->entity.cls = ClassIndex(ioprio_class);
-  const int level = q->entity.cls == 2 ? 7 : ioprio_level;
-  q->orig_weight = IoprioToWeight(level);
-  q->entity.weight = q->orig_weight;
-  q->entity.parent = GetGroup(blkcg);
-  q->entity.bfqq = q.get();
-  q->max_budget = 2 * MaxBudget() / 3;
-  q->budget_timeout = std::numeric_limits<int64_t>::min() / 2;  // "idle since forever"
-  q->seek_history = 1;
-  q->last_end_request = cpu.now() + 1;
-  Queue* raw = q.get();
-  queues_.emplace(key, std::move(q));
-  ++stats_.queues_created;
-  // bfq_init_rq -> bfq_handle_burst for a just-created queue.
-  if (burst_size_ > 0 || busy_queues_ == 0) HandleBurst(cpu.now(), raw);
-  return raw;
-}
-
-void BfqSched::HandleBurst(sim::SimTime now, Queue* q) {
-  if (q->in_large_burst) return;
-  if (now > last_ins_in_burst_ + kBurstIntervalNs) {
-    large_burst_ = false;
-    burst_list_.clear();
-    burst_size_ = 0;
-    if (busy_queues_ == 0) {
-      burst_list_.push_back(q);
-      burst_size_ = 1;
-    }
-  } else if (large_burst_) {
-    q->in_large_burst = true;
-  } else if (++burst_size_ >= kLargeBurstThresh) {
-    large_burst_ = true;
-    for (Queue* b : burst_list_) b->in_large_burst = true;
-    q->in_large_burst = true;
-    burst_list_.clear();
-  } else {
-    burst_list_.push_back(q);
-  }
-  last_ins_in_burst_ = now;
-}
-
-uint64_t BfqSched::MaxBudget() const {
-  // bfq_max_budget: the default until 194 budgets were assigned.
-  if (config_.user_max_budget > 0) return config_.user_max_budget;
-  if (budgets_assigned_ < kStatsMinBudgets) return kDefaultMaxBudget;
-  // bfq_calc_max_budget: sectors at the peak rate in one timeout.
-  return std::max<uint64_t>(static_cast<uint64_t>(peak_rate_ * static_cast<double>(config_.timeout_ns) / 1e9), 32);
-}
-
-int64_t BfqSched::WrDuration() const {
-  const int r = config_.rotational ? 0 : 1;
-  const double dur_ms = kRefRate[r] * static_cast<double>(kRefWrDurationMs[r]) / std::max(peak_rate_, 1.0);
-  return static_cast<int64_t>(std::clamp(dur_ms, 3000.0, 25000.0) * 1e6);
-}
-
-uint64_t BfqSched::Delta(uint64_t service, int weight) {
-  return (service << kServiceShift) / static_cast<uint64_t>(std::max(weight, 1));
-}
-
-// --- B-WF2Q+ ----------------------------------------------------------------
-
-void BfqSched::ActiveInsert(ServiceTree& st, Entity* e) {
-  // bfq_active_insert: a queue also goes to the head of bfqd->active_list.
-  st.active.insert({e->finish, e->id});
-  e->active = true;
-  if (e->bfqq != nullptr) e->bfqq->active_pos = active_list_.insert(active_list_.begin(), e->bfqq);
-}
-
-void BfqSched::ActiveErase(ServiceTree& st, Entity* e) {
-  st.active.erase({e->finish, e->id});
-  e->active = false;
-  if (e->bfqq != nullptr) active_list_.erase(e->bfqq->active_pos);
-}
-
-void BfqSched::ForgetIdle(ServiceTree& st) {
-  // bfq_forget_idle: with nothing active, vtime catches up with the last idle
-  // finish; the first idle entity whose finish vtime passed leaves wsum.
-  if (st.active.empty() && !st.idle.empty()) st.vtime = std::max(st.vtime, std::prev(st.idle.end())->first);
-  if (!st.idle.empty() && st.idle.begin()->first <= st.vtime) {
-    Entity* e = st.by_id[st.idle.begin()->second];
-    st.idle.erase(st.idle.begin());
-    st.by_id.erase(e->id);
-    st.wsum -= static_cast<uint64_t>(e->weight);
-    e->idle = false;
-  }
-}
-
-void BfqSched::ActivateEntity(Entity* e, bool requeue) {
-  Group* g = e->parent;
-  ServiceTree& st = g->st[e->cls];
-  const bool in_service = g->in_service == e;
-  bool backshifted = false;
-  if (in_service || e->active) {
-    // __bfq_requeue_entity: the in-service entity starts where its service
-    // ended; an active one only moves for its new budget.
-    if (in_service) {
-      e->finish = e->start + Delta(e->service, e->weight);
-      e->start = e->finish;
-    } else {
-      ActiveErase(st, e);
-    }
-  } else {
-    // __bfq_activate_entity; backshifted: a queue resuming its budget after
-    // waiting for its own requests starts from its old finish, not vtime.
-    backshifted = e->bfqq != nullptr && e->bfqq->non_blocking_wait_rq && st.vtime > e->finish;
-    const uint64_t min_vstart = backshifted ? e->finish : st.vtime;
-    if (e->idle) {
-      st.idle.erase({e->finish, e->id});
-      e->idle = false;
-      e->start = std::max(min_vstart, e->finish);
-    } else {
-      e->start = min_vstart;
-      st.wsum += static_cast<uint64_t>(e->weight);
-      st.by_id[e->id] = e;
-    }
-  }
-  if (!in_service || requeue) {
-    if (e->bfqq != nullptr) {
-      // __bfq_entity_update_weight_prio: a weight change applies here.
-      const int w = e->bfqq->orig_weight * e->bfqq->wr_coeff;
-      if (w != e->weight) {
-        st.wsum += static_cast<uint64_t>(w);
-        st.wsum -= static_cast<uint64_t>(e->weight);
-        e->weight = w;
-      }
-    }
-    e->finish = e->start + Delta(e->budget, e->weight);
-    if (backshifted && st.vtime > e->finish) {
-      const uint64_t d = (st.vtime - e->finish) / static_cast<uint64_t>(e->bfqq->wr_coeff);
-      e->start += d;
-      e->finish += d;
-    }
-    ActiveInsert(st, e);
-    if (in_service) g->in_service = nullptr;
-  }
-  // The parent group: activate it with this child's budget if it is idle.
-  if (g != &root_) {
-    Entity& ge = g->entity;
-    if (!ge.active && g->entity.parent->in_service != &ge) {
-      ge.budget = e->budget;
-      ActivateEntity(&ge, false);
-    }
-  }
-}
-
-void BfqSched::DeactivateEntity(Entity* e, bool keep_service) {
-  // __bfq_deactivate_entity: charged the service it received; on the idle
-  // tree while its finish is ahead of vtime, else forgotten.
-  Group* g = e->parent;
-  ServiceTree& st = g->st[e->cls];
-  if (e->active) ActiveErase(st, e);
-  if (g->in_service == e) g->in_service = nullptr;
-  e->finish = e->start + Delta(e->service, e->weight);
-  if (!keep_service) e->service = 0;
-  if (e->finish > st.vtime) {
-    st.idle.insert({e->finish, e->id});
-    e->idle = true;
-  } else {
-    st.by_id.erase(e->id);
-    st.wsum -= static_cast<uint64_t>(e->weight);
-  }
-}
-
-void BfqSched::Served(Queue* q, uint64_t sectors) {
-  // bfq_bfqq_served: the queue and every ancestor; each level's vtime.
-  for (Entity* e = &q->entity; e != nullptr;) {
-    e->service += sectors;
-    ServiceTree& st = e->parent->st[e->cls];
-    if (st.wsum > 0) st.vtime += Delta(sectors, static_cast<int>(std::min<uint64_t>(st.wsum, INT32_MAX)));
-    ForgetIdle(st);
-    e = e->parent == &root_ ? nullptr : &e->parent->entity;
-  }
-}
-
-BfqSched::Entity* BfqSched::NextEntity(Group* g, sim::SimTime now) {
-  // bfq_lookup_next_entity: RT, BE, IDLE in order; IDLE first once it waited
-  // BFQ_CL_IDLE_TIMEOUT.
-  int first = 0;
-  if (now > last_idle_class_served_ + kClassIdleTimeoutNs) {
-    if (!g->st[2].active.empty()) first = 2;
-    last_idle_class_served_ = now;
-  }
-  for (int i = 0; i < kNumClasses; ++i) {
-    const int cls = (first + i) % kNumClasses;
-    ServiceTree& st = g->st[cls];
-    if (st.active.empty()) continue;
-    uint64_t min_start = std::numeric_limits<uint64_t>::max();
-    for (const auto& [finish, id] : st.active) min_start = std::min(min_start, st.by_id[id]->start);
-    const uint64_t vtime = std::max(st.vtime, min_start);
-    if (g->in_service == nullptr) {
-      st.vtime = vtime;
-      ForgetIdle(st);
-    }
-    for (const auto& [finish, id] : st.active) {
-      Entity* e = st.by_id[id];
-      if (e->start <= vtime) return e;
-    }
-  }
-  return nullptr;
-}
-
-BfqSched::Queue* BfqSched::SelectNextQueue(sim::SimTime now) {
-  // bfq_get_next_queue: descend from the root, each level's next entity in
-  // service (off its active tree, still in wsum).
-  Group* g = &root_;
-  for (;;) {
-    Entity* e = NextEntity(g, now);
-    if (e == nullptr) return nullptr;
-    ActiveErase(g->st[e->cls], e);
-    g->in_service = e;
-    if (e->bfqq != nullptr) return e->bfqq;
-    g = e->my_group;
-  }
+  nr_requests_ = hctx->sched_tags()->nr_tags();
+  // bfq_depth_updated: an allocation over its queue's limit may be held to
+  // one bit a word, so the wake batch counts one bit a word.
+  hctx->sched_tags()->bitmap_tags().SetMinShallowDepth(1);
 }
 
 // --- requests within a queue ------------------------------------------------
@@ -491,7 +212,7 @@ void BfqSched::AddRequest(sim::Cpu& cpu, Queue* q, Request* rq) {
   q->seek_history = (q->seek_history << 1) | (seeky ? 1u : 0u);
   q->last_position = EndSector(rq);
   // Injection sampling while the process has only this request.
-  if (q->requests <= 1) {
+  if (bic_requests_[BicKey(rq->ioc, rq->blkcg)] <= 1) {
     if (now >= q->decrease_time + sim::kNsPerSec) {
       // bfq_reset_inject_limit.
       q->last_serv_time_ns = 0;
@@ -816,10 +537,7 @@ sim::Task BfqSched::BioMerge(sim::Cpu& cpu, Hctx*, Bio* bio, Request** merged_in
     *merged_into = rq;
     ++stats_.merged;
   } else if (!config_.noxmerges) {
-    const uint64_t key = (uint64_t{bio->ioc} << 16) | bio->blkcg;
-    auto it = queues_.find(key);
-    if (it != queues_.end()) {
-      Queue* q = it->second.get();
+    if (Queue* q = FindQueue(BicKey(bio->ioc, bio->blkcg)); q != nullptr) {
       const uint64_t end = bio->sector + (bio->bytes >> kSectorShift);
       auto f = q->sort.lower_bound({end, 0});
       if (f != q->sort.end() && f->first == end) {
@@ -859,7 +577,10 @@ sim::Task BfqSched::InsertRequests(sim::Cpu& cpu, Hctx*, RequestList& list) {
     ac.Store(st_line_);
     ac.Store(rq->line);
     Queue* q = GetQueue(cpu, rq->ioc, rq->blkcg, rq->ioprio_class, rq->ioprio_level);
-    ++q->requests;  // bfq_init_rq: bic->requests
+    ++bic_requests_[BicKey(rq->ioc, rq->blkcg)];  // bfq_init_rq: bic->requests
+    // bfqq_request_allocated: the queue and the groups above it.
+    ++q->entity.allocated;
+    if (q->entity.parent != &root_) ++q->entity.parent->entity.allocated;
     ac.Store(q->line);
     AddRequest(cpu, q, rq);
     SyncActive(q);
@@ -992,11 +713,11 @@ void BfqSched::CompletedRequest(sim::Cpu& cpu, Request* rq, sim::SimTime now) {
   if (waited) waited_rq_ = nullptr;  // the pointer is not kept past the free
   if (!lock_.TryLock(cpu)) {
     ++stats_.completion_lock_busy;
-    deferred_done_[cpu.id()].push_back(Done{q, waited});
+    deferred_done_[cpu.id()].push_back(Done{q, BicKey(rq->ioc, rq->blkcg), waited});
     cpu.RaiseHardirq(cpu.now(), &done_irq_, 0);
     return;
   }
-  CompleteLocked(cpu, q, waited, now);
+  CompleteLocked(cpu, q, BicKey(rq->ioc, rq->blkcg), waited, now);
   lock_.Unlock(cpu);
   // bfq_schedule_dispatch when the drive is empty.
   if (rq_in_driver_ == 0 && queued_ > 0 && q_ != nullptr) q_->RunHwQueuesAsync(cpu);
@@ -1010,18 +731,20 @@ sim::Task BfqSched::DoneIrq(sim::Cpu& cpu) {
   const Done d = pending.front();
   pending.pop_front();
   co_await lock_.Lock(cpu);
-  CompleteLocked(cpu, d.q, d.waited, cpu.now());
+  CompleteLocked(cpu, d.q, d.bic, d.waited, cpu.now());
   co_await cpu.Sync();
   lock_.Unlock(cpu);
   if (rq_in_driver_ == 0 && queued_ > 0 && q_ != nullptr) q_->RunHwQueuesAsync(cpu);
 }
 
-void BfqSched::CompleteLocked(sim::Cpu& cpu, Queue* q, bool waited, sim::SimTime now) {
+void BfqSched::CompleteLocked(sim::Cpu& cpu, Queue* q, uint64_t bic, bool waited, sim::SimTime now) {
   // bfq_finish_requeue_request: the inject limit, bfq_completed_request,
   // then the request's reference on the queue.
   now_ = now;
   if (waited) UpdateInjectLimit(q, now);
-  --q->requests;
+  --bic_requests_[bic];
+  --q->entity.allocated;  // bfqq_request_freed
+  if (q->entity.parent != &root_) --q->entity.parent->entity.allocated;
   sim::AccessCost ac = kernel_.Access(cpu);
   ac.Work(kernel_.costs().bfq_completed_request);
   ac.Store(bfqd_line_);

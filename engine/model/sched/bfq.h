@@ -2,7 +2,9 @@
 //
 // BfqSched models block/bfq-iosched.c, bfq-wf2q.c and bfq-cgroup.c (v6.x)
 // behind the Elevator interface (elevator.h), one `struct bfq_data` per
-// request queue:
+// request queue (bfq.cc: requests, the in-service queue, the elevator
+// operations; bfq_queues.cc: groups, queues, merges, bursts, tag limits;
+// bfq_wf2q.cc: B-WF2Q+):
 //
 //  * One bfqd->lock for everything, taken with interrupts off
 //    (spin_lock_irq; spin_lock_irqsave at completion): the bio merge probe,
@@ -60,8 +62,26 @@
 //    request (bic->requests <= 1) and reset every second (0 for a queue with
 //    a short think time): a deep-queue job keeps it at 0.
 //
+//  * Stable merging (bfq_do_or_sched_stable_merge, 5.14+): a sync queue
+//    created within bfq_burst_interval (180 ms) of the last queue created in
+//    its group, with the same I/O priority, is merged into that one at once
+//    on a non-rotational device with command queueing (the processes'
+//    requests go to one shared queue for good: fio's numjobs clones become
+//    one queue); the last-created queue moves on when 600 ms have passed
+//    or the priority or group differs. Burst handling then sees only the
+//    first queue. bic->requests (injection sampling) stays per process.
+//  * Tag limits (bfq_limit_depth): sync reads may use every scheduler tag,
+//    direct writes 3/4 of each sbitmap word, discards 1/2 (less while a
+//    weight-raised queue is busy); and a queue, or its cgroup, that already
+//    holds its weight's share of nr_requests (bfqq_request_over_limit:
+//    round(nr_requests x weight / wsum) at each level, higher classes' wsum
+//    folded in x8) gets one bit of each word, so that eight QD1 processes
+//    cannot take every tag from a ninth.
+//
 // Not modelled (documented): the same process's async queue and the
-// waker / woken queues as injection sources, queue merging of cooperating processes (bfq_setup_cooperator), soft real-time
+// waker / woken queues as injection sources, the delayed stable merge of
+// a rotational or non-queueing device and queue merging of cooperating
+// processes by sector proximity (bfq_setup_cooperator), soft real-time
 // weight raising (a queue must idle and come back at a bounded rate; fio
 // jobs without thinktime never qualify), async (buffered) writes, and the
 // per-cgroup blkio.bfq.* statistics.
@@ -117,6 +137,7 @@ struct BfqConfig {
   // q->last_merge's back merge here, no hash or front lookup.
   bool noxmerges = false;
   uint32_t max_request_bytes = kMaxMergeBytes;  // the queue's max_sectors
+  bool stable_merge = true;  // knobs.bfq_stable_merge
   int64_t slice_idle_ns = 8'000'000;
   bool low_latency = true;
   int64_t timeout_ns = 125'000'000;
@@ -136,6 +157,7 @@ struct BfqStats {
   uint64_t merged = 0;
   uint64_t dispatched = 0;
   uint64_t queues_created = 0;
+  uint64_t stable_merges = 0;  // processes whose queue joined the group's last one
   uint64_t expired[5] = {0, 0, 0, 0, 0};  // by BfqSched::Reason
   uint64_t idle_timer_armed = 0;
   uint64_t idle_timer_fired = 0;
@@ -156,7 +178,7 @@ class BfqSched final : public Elevator {
   BfqSched& operator=(const BfqSched&) = delete;
 
   void InitHctx(Hctx* hctx) override;
-  uint32_t LimitDepth(ReqOp op) override;
+  uint32_t LimitDepth(const Bio& bio) override;
   sim::Task BioMerge(sim::Cpu& cpu, Hctx* hctx, Bio* bio, Request** merged_into) override;
   sim::Task InsertRequests(sim::Cpu& cpu, Hctx* hctx, RequestList& list) override;
   sim::Task DispatchRequest(sim::Cpu& cpu, Hctx* hctx, Request** out) override;
@@ -169,6 +191,36 @@ class BfqSched final : public Elevator {
   static int IoprioToWeight(int level) { return (8 - level) * 10; }
 
  private:
+  // bfq's own constants (no sysfs file), with the kernel's names.
+  static constexpr int kServiceShift = 22;                      // WFQ_SERVICE_SHIFT
+  static constexpr uint64_t kDefaultMaxBudget = 16 * 1024;      // bfq_default_max_budget, sectors
+  static constexpr uint64_t kStatsMinBudgets = 194;             // bfq_stats_min_budgets
+  static constexpr int64_t kMinTtNs = 2 * sim::kNsPerMs;        // BFQ_MIN_TT
+  static constexpr int64_t kWrMinIdleNs = 2000 * sim::kNsPerMs;  // bfq_wr_min_idle_time
+  static constexpr int64_t kBurstIntervalNs = 180 * sim::kNsPerMs;     // bfq_burst_interval
+  static constexpr int64_t kStableMergeWindowNs = 600 * sim::kNsPerMs;  // bfq_activation_stable_merging
+  static constexpr int64_t kClassIdleTimeoutNs = 200 * sim::kNsPerMs;  // BFQ_CL_IDLE_TIMEOUT (HZ / 5)
+  static constexpr int kLargeBurstThresh = 8;                   // bfq_large_burst_thresh
+  static constexpr int kWrCoeff = 30;                           // bfq_wr_coeff
+  static constexpr uint64_t kMaxServiceFromWr = 120000;         // sectors
+  static constexpr uint64_t kSeekThrSectors = 800;              // BFQQ_SEEK_THR
+  static constexpr uint32_t kSectThrNonrot = 64;                // BFQQ_SECT_THR_NONROT
+  static constexpr int kHwQueueThreshold = 3, kHwQueueSamples = 32;
+  // Peak rate, sectors per second: ref_rate {14000, 33000} in (sectors/us) << 16
+  // and ref_wr_duration {7000, 2500} ms (bfq_init_queue / bfq_init).
+  static constexpr double kRefRate[2] = {14000.0 * 1e6 / 65536, 33000.0 * 1e6 / 65536};
+  static constexpr int64_t kRefWrDurationMs[2] = {7000, 2500};
+  static constexpr int64_t kRateRefIntervalNs = sim::kNsPerSec;  // BFQ_RATE_REF_INTERVAL
+  static constexpr int kRateMinSamples = 32;
+  static constexpr int64_t kRateMinIntervalNs = 300 * sim::kNsPerMs;
+
+  static int ClassIndex(int ioprio_class) {
+    // IOPRIO_CLASS_RT = 1 -> 0, BE (and none) -> 1, IDLE = 3 -> 2.
+    return ioprio_class == 1 ? 0 : ioprio_class == 3 ? 2 : 1;
+  }
+  static uint64_t Sectors(const Request* rq) { return rq->bytes >> kSectorShift; }
+  static uint64_t EndSector(const Request* rq) { return rq->sector + Sectors(rq); }
+
   struct Group;
   struct Queue;
   // struct bfq_entity: a queue's or a group's place in its parent's tree.
@@ -181,6 +233,7 @@ class BfqSched final : public Elevator {
     uint64_t start = 0;       // virtual times, fixed point
     uint64_t finish = 0;
     bool active = false;      // on its tree as active (busy or in service)
+    int allocated = 0;        // requests inserted and not yet completed (entity->allocated)
     bool idle = false;        // on the idle tree (wsum still counts it)
     Group* parent = nullptr;  // the group whose tree holds it
     Queue* bfqq = nullptr;    // the queue, or null for a group
@@ -196,6 +249,7 @@ class BfqSched final : public Elevator {
   };
   struct Group {
     int blkcg = 0;
+    Queue* last_created = nullptr;  // last_bfqq_created: stable merges join it
     Entity entity;  // unused for the root group
     std::array<ServiceTree, kNumClasses> st;
     Entity* in_service = nullptr;  // the child entity in service
@@ -203,6 +257,8 @@ class BfqSched final : public Elevator {
   };
   struct Queue {
     uint64_t key = 0;  // ioc << 16 | blkcg
+    sim::SimTime creation_time = 0;
+    int ioprio_class = 0, ioprio_level = 0;
     Entity entity;
     int orig_weight = 40;
     sim::PooledSet<std::pair<uint64_t, uint64_t>> sort;  // (sector, seq)
@@ -231,7 +287,6 @@ class BfqSched final : public Elevator {
     int counted_weight = 0;
     std::list<Queue*>::iterator active_pos;  // in active_list_ while entity.active
     // injection (bfq_choose_bfqq_for_injection / bfq_update_inject_limit)
-    uint32_t requests = 0;  // bic->requests: inserted and not yet finished
     uint32_t inject_limit = 0;
     int64_t last_serv_time_ns = 0;
     sim::SimTime decrease_time = std::numeric_limits<int64_t>::min() / 2;
@@ -251,10 +306,15 @@ class BfqSched final : public Elevator {
   // request the inject limit samples.
   struct Done {
     Queue* q;
+    uint64_t bic;  // the submitting process's key (ioc << 16 | blkcg)
     bool waited;
   };
   // bfq_finish_requeue_request's locked part. REQUIRES: lock_ held by `cpu`.
-  void CompleteLocked(sim::Cpu& cpu, Queue* q, bool waited, sim::SimTime now);
+  void CompleteLocked(sim::Cpu& cpu, Queue* q, uint64_t bic, bool waited, sim::SimTime now);
+  // The queue a process's requests go to (its own, or the one it was
+  // stably merged into), or null before its first request.
+  Queue* FindQueue(uint64_t bic) const;
+  static uint64_t BicKey(uint32_t ioc, int blkcg) { return (uint64_t{ioc} << 16) | static_cast<uint64_t>(blkcg); }
   Queue* GetQueue(sim::Cpu& cpu, uint32_t ioc, int blkcg, int ioprio_class, int ioprio_level);
   Group* GetGroup(int blkcg);
   static uint64_t Delta(uint64_t service, int weight);
@@ -301,10 +361,16 @@ class BfqSched final : public Elevator {
   BfqConfig config_;
   RequestQueue* q_ = nullptr;
   uint32_t word_bits_ = 0;  // bits per sched-tags sbitmap word
+  uint32_t nr_requests_ = 0;  // the sched tags' depth, q->nr_requests
+  // bfqq_request_over_limit: whether the queue of `bio`'s process, or a
+  // group above it, holds at least its weight's share of `limit` requests.
+  bool RequestOverLimit(const Bio& bio, uint32_t limit) const;
   sim::SpinLock lock_;  // bfqd->lock
   sim::CacheLine bfqd_line_;  // in-service queue, counters, peak rate
   sim::CacheLine st_line_;    // service trees
-  std::map<uint64_t, std::unique_ptr<Queue>> queues_;
+  std::map<uint64_t, std::unique_ptr<Queue>> queues_;  // by the creating process's key
+  std::map<uint64_t, Queue*> merged_into_;  // a stably merged process's key -> the shared queue
+  std::map<uint64_t, uint32_t> bic_requests_;  // bic->requests: inserted, not yet finished
   std::map<int, std::unique_ptr<Group>> groups_;
   std::list<Queue*> active_list_;  // bfqd->active_list: queues on an active tree, newest first
   // injection state (bfqd)

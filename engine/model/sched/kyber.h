@@ -112,7 +112,7 @@ class KyberSched final : public Elevator {
   KyberSched& operator=(const KyberSched&) = delete;
 
   void InitHctx(Hctx* hctx) override;
-  uint32_t LimitDepth(ReqOp op) override { return op == ReqOp::kDiscard ? async_depth_ : 0; }
+  uint32_t LimitDepth(const Bio& bio) override { return bio.op == ReqOp::kDiscard ? async_depth_ : 0; }
   sim::Task BioMerge(sim::Cpu& cpu, Hctx* hctx, Bio* bio, Request** merged_into) override;
   void PrepareRequest(sim::Cpu& cpu, Request* rq) override { rq->elv_token = -1; }
   sim::Task InsertRequests(sim::Cpu& cpu, Hctx* hctx, RequestList& list) override;

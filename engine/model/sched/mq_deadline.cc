@@ -25,6 +25,7 @@ DeadlineConfig DeadlineConfig::From(const host::IoschedTunables& iosched, const 
   dd.prio_aging_expire_ns = int64_t{iosched.prio_aging_expire} * sim::kNsPerMs;
   dd.async_depth = static_cast<uint32_t>(iosched.async_depth);
   dd.async_depth_scaled = knobs.dd_async_depth_scaled;
+  dd.async_depth_old_nr_requests = knobs.dd_async_depth_old_nr_requests;
   return dd;
 }
 
@@ -80,9 +81,17 @@ void DeadlineSched::InitHctx(Hctx* hctx) {
   if (config_.async_depth_scaled) {
     // dd_depth_updated (6.11+, 6.1.105+): async_depth = nr_requests unless
     // written; dd_to_word_depth scales it to a word, rounding up; the
-    // shallowest allocation may take one bit a word.
+    // shallowest allocation may take one bit a word. In 6.1.192 a write of
+    // nr_requests reaches dd_depth_updated before q->nr_requests changes:
+    // async_depth keeps the elevator's own default (blk_mq_init_sched's
+    // 2 x min(tags, BLKDEV_DEFAULT_RQ)), the scaling divides by the new.
     const uint64_t nrr = std::max<uint32_t>(1, hctx->sched_tags()->nr_tags());
-    const uint64_t depth = config_.async_depth > 0 ? config_.async_depth : nrr;
+    const uint64_t elevator_default =
+        static_cast<uint64_t>(host::DefaultNrRequests(static_cast<int>(hctx->tags().nr_tags()),
+                                                      host::Scheduler::kMqDeadline));
+    const uint64_t depth = config_.async_depth > 0                 ? config_.async_depth
+                           : config_.async_depth_old_nr_requests ? elevator_default
+                                                                   : nrr;
     async_depth_ = static_cast<uint32_t>(std::max<uint64_t>(1, ((depth << shift) + nrr - 1) / nrr));
     sbq.SetMinShallowDepth(1);
   } else {

@@ -109,6 +109,7 @@ struct DeadlineConfig {
   int64_t prio_aging_expire_ns = 10 * sim::kNsPerSec;  // 0: no aging
   uint32_t async_depth = 0;  // sysfs async_depth; 0: the kernel's default
   bool async_depth_scaled = true;  // knobs.dd_async_depth_scaled
+  bool async_depth_old_nr_requests = true;  // knobs.dd_async_depth_old_nr_requests
   // queue/nomerges=1 (QUEUE_FLAG_NOXMERGES): elv_merge tries only the
   // one-hit cache, q->last_merge, then gives up.
   bool noxmerges = false;
@@ -140,7 +141,7 @@ class DeadlineSched final : public Elevator {
   // (knobs.dd_async_depth_scaled) and the sched tags' min_shallow_depth.
   void InitHctx(Hctx* hctx) override;
   // dd_limit_depth: writes (and discards) get async_depth; reads everything.
-  uint32_t LimitDepth(ReqOp op) override { return op == ReqOp::kRead ? 0 : async_depth_; }
+  uint32_t LimitDepth(const Bio& bio) override { return bio.op == ReqOp::kRead ? 0 : async_depth_; }
   sim::Task BioMerge(sim::Cpu& cpu, Hctx* hctx, Bio* bio, Request** merged_into) override;
   // dd_insert_requests: inserts the whole list (emptied).
   sim::Task InsertRequests(sim::Cpu& cpu, Hctx* hctx, RequestList& list) override;
