@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -101,8 +102,24 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
   std::optional<IntervalTracker> intervals;
   sim::SimTime next_interval_end = req.status_interval_ns;
   if (on_snapshot && req.status_interval_ns > 0) intervals.emplace(s);
+  uint64_t ios_so_far = 0;
   while (s.done < s.clones.size()) {
-    horizon += slice_ns;
+    // The limits stop the run where they fall, not a slice later: the
+    // virtual-time limit caps the horizon (plus the grace for I/O in
+    // flight), and near the IO limit the slices shrink to the time the IO
+    // rate so far predicts for the IOs left.
+    int64_t step = slice_ns;
+    // A run with an IO limit of its own (not the default) starts with a
+    // 1 ms probe, so that the rate is known before a whole slice could pass
+    // the limit.
+    if (ios_so_far == 0 && req.limits.max_ios < RunLimits{}.max_ios) step = std::min(step, sim::kNsPerMs);
+    if (ios_so_far > 0 && horizon > 0 && req.limits.max_ios < std::numeric_limits<uint64_t>::max() / 2) {
+      const uint64_t left = req.limits.max_ios > ios_so_far ? req.limits.max_ios - ios_so_far : 0;
+      const double ns_per_io = static_cast<double>(horizon) / static_cast<double>(ios_so_far);
+      step = std::clamp<int64_t>(static_cast<int64_t>(std::min(static_cast<double>(left) * ns_per_io, 1e18)),
+                                 sim::kNsPerUs, slice_ns);
+    }
+    horizon = std::min(horizon + step, req.limits.max_virtual_ns + kVirtualLimitGraceNs);
     m.set_horizon(horizon);
     m.sim().Run(horizon);
     if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
@@ -117,6 +134,7 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
     }
     // The page cache's own I/O (readahead, writeback) is progress too.
     if (s.page_cache != nullptr) ios += s.page_cache->stats().read_bios + s.page_cache->stats().writeback_bios;
+    ios_so_far = ios;
     if (on_snapshot) {
       Snapshot snap;
       bool eta_known = true;
@@ -191,13 +209,14 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
           " job(s) still waiting, no I/O completed for ", (horizon - last_progress) / 1000000,
           " ms; stuck requests: ", stuck.empty() ? "none allocated" : absl::StrJoin(stuck, "; "), held));
     }
-    if (horizon > req.limits.max_virtual_ns + slice_ns) {
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "virtual-time limit of %g s reached", static_cast<double>(req.limits.max_virtual_ns) / 1e9));
-    }
-    if (ios > req.limits.max_ios) {
+    if (horizon >= req.limits.max_virtual_ns + kVirtualLimitGraceNs) {
       return absl::ResourceExhaustedError(
-          absl::StrCat("simulated-IO limit of ", req.limits.max_ios, " reached"));
+          absl::StrCat("virtual-time limit of ", VirtualLimitText(req.limits.max_virtual_ns), " reached"));
+    }
+    if (ios >= req.limits.max_ios) {
+      return absl::ResourceExhaustedError(absl::StrCat("simulated-IO limit of ", req.limits.max_ios, " reached (",
+                                                       ios, " IOs completed at ", horizon / sim::kNsPerUs,
+                                                       " us of virtual time)"));
     }
   }
 

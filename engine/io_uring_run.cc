@@ -48,7 +48,7 @@ absl::StatusOr<IoUringResult> RunIoUring(const IoUringRunRequest& req, const std
   }
   if (spec.runtime_s < 0 || static_cast<int64_t>(spec.runtime_s) * sim::kNsPerSec > req.limits.max_virtual_ns) {
     return absl::ResourceExhaustedError(absl::StrCat("-r", spec.runtime_s, " exceeds the virtual-time limit of ",
-                                                     req.limits.max_virtual_ns / sim::kNsPerSec, " s"));
+                                                     VirtualLimitText(req.limits.max_virtual_ns)));
   }
 
   // Files -> disks (each opened once, in argv order).
@@ -123,7 +123,7 @@ absl::StatusOr<IoUringResult> RunIoUring(const IoUringRunRequest& req, const std
     return true;
   };
   while (!all_exited()) {
-    horizon += kSliceNs;
+    horizon = std::min(horizon + kSliceNs, req.limits.max_virtual_ns + kVirtualLimitGraceNs);
     m.set_horizon(horizon);
     m.sim().Run(horizon);
     const IoUringSecond now = totals();
@@ -148,9 +148,9 @@ absl::StatusOr<IoUringResult> RunIoUring(const IoUringRunRequest& req, const std
                                                       " us of virtual time: no completion for ",
                                                       (horizon - last_progress) / 1000000, " ms"));
     }
-    if (horizon > req.limits.max_virtual_ns + kSliceNs) {
-      return absl::ResourceExhaustedError(absl::StrCat("virtual-time limit of ",
-                                                       req.limits.max_virtual_ns / sim::kNsPerSec, " s reached"));
+    if (horizon >= req.limits.max_virtual_ns + kVirtualLimitGraceNs) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("virtual-time limit of ", VirtualLimitText(req.limits.max_virtual_ns), " reached"));
     }
   }
   sim::SimTime end = horizon;

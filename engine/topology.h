@@ -148,6 +148,21 @@ bool TimeoutAhead(const Simulation& s, sim::SimTime horizon);
 
 // Every disk of the host, in host order (fio's ioscheduler= not applied).
 std::vector<Disk> ListDisks(const host::HostSpec& host);
+// The virtual-time limit as the messages print it: exact, with its unit
+// ("0.3 s", "3600 s").
+std::string VirtualLimitText(int64_t max_virtual_ns);
+
+// A run stops at its virtual-time limit plus this much, for the I/O in
+// flight to complete (a job whose runtime is the limit still ends).
+inline constexpr int64_t kVirtualLimitGraceNs = 10'000'000;
+
+// Shared by planning (topology_plan.cc) and building (topology.cc):
+// whether a clone of `spec` on disk `disk` goes through the page cache, and
+// the size of a clone's target (its file's, else its device's; fio's null
+// engine: size=, at least 1 GiB).
+bool Buffered(const workload::JobSpec& spec, int disk);
+uint64_t RegionBytes(const RunPlan& plan, const CloneTarget& t, const workload::JobSpec& spec);
+
 // The disk a file name (/dev/NAME or NAME) names, or InvalidArgument listing
 // the host's disks; `what` prefixes the message.
 absl::StatusOr<int> DiskByName(const std::vector<Disk>& disks, const std::string& name, const std::string& what);

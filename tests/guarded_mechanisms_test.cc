@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/engine.h"
 #include "engine/host/host_spec.h"
@@ -189,6 +190,41 @@ TEST(NvmeInterrupts, PollQueuesRaiseNone) {
   const RunResult r = NvmeRun("max_queues: 4, poll_queues: 1", {"--hipri=1"});
   ASSERT_GT(CounterOf(r.kernel, "requests_completed"), 1000u) << Describe(r);
   EXPECT_EQ(CounterOf(r.kernel, "hardirq"), 0u) << Describe(r);
+}
+
+// The run limits stop a run where they fall: a 0.3 s virtual-time limit at
+// 0.3 s (plus 10 ms for the I/O in flight), not a slice later, and a limit
+// of 5,000 IOs near 5,000, each named with its exact value.
+TEST(RunLimits, StopWhereTheyFall) {
+  const host::HostSpec host = NullHost(1, "irqmode: 0, submit_queues: 1, poll_queues: 0");
+  absl::StatusOr<ParsedFio> parsed = ParseFio(
+      {"--name=t", "--filename=/dev/nullb0", "--ioengine=libaio", "--direct=1", "--rw=randread", "--size=100g"}, host,
+      nullptr, nullptr);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  auto run = [&](int64_t max_virtual_ns, uint64_t max_ios, int64_t* last_ns, uint64_t* last_ios) {
+    RunRequest req;
+    req.host = host;
+    req.jobs = parsed->jobs;
+    req.limits.max_virtual_ns = max_virtual_ns;
+    req.limits.max_ios = max_ios;
+    req.snapshot_interval_ns = 100'000'000;
+    return RunFio(req, [&](const Snapshot& s) {
+      *last_ns = s.virtual_ns;
+      *last_ios = s.ios_completed;
+    });
+  };
+  int64_t ns = 0;
+  uint64_t ios = 0;
+  absl::StatusOr<RunResult> timed = run(300'000'000, 10'000'000'000ULL, &ns, &ios);
+  EXPECT_EQ(timed.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(timed.status().message(), "virtual-time limit of 0.3 s reached");
+  EXPECT_LE(ns, 310'000'000);
+  EXPECT_GE(ns, 300'000'000);
+  absl::StatusOr<RunResult> counted = run(3600'000'000'000LL, 5000, &ns, &ios);
+  EXPECT_EQ(counted.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(absl::StartsWith(counted.status().message(), "simulated-IO limit of 5000 reached (")) << counted.status();
+  EXPECT_GE(ios, 5000u);
+  EXPECT_LE(ios, 5100u);
 }
 
 }  // namespace
