@@ -30,7 +30,7 @@
 namespace blklab::server {
 namespace {
 
-constexpr char kToken[] = "s3cret-token";
+constexpr char kToken[] = "s3cret-token-0123456789";
 
 class AuthTest : public ::testing::Test {
  protected:
@@ -137,7 +137,7 @@ TEST_F(AuthTest, EveryMethodNeedsTheToken) {
     grpc::Status wrong = Call(m, "Bearer nope");
     EXPECT_EQ(wrong.error_code(), grpc::StatusCode::UNAUTHENTICATED) << m;
     EXPECT_EQ(wrong.error_message(), "invalid bearer token") << m;
-    EXPECT_EQ(Call(m, "s3cret-token").error_code(), grpc::StatusCode::UNAUTHENTICATED) << m << ": no scheme";
+    EXPECT_EQ(Call(m, "s3cret-token-0123456789").error_code(), grpc::StatusCode::UNAUTHENTICATED) << m << ": no scheme";
   }
 }
 
@@ -147,6 +147,16 @@ TEST_F(AuthTest, TheTokenLetsEveryMethodRun) {
     grpc::Status s = Call(m, absl::StrCat("Bearer ", kToken));
     EXPECT_NE(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << m << ": " << s.error_message();
     EXPECT_NE(s.error_code(), grpc::StatusCode::UNIMPLEMENTED) << m << ": " << s.error_message();
+  }
+}
+
+TEST_F(AuthTest, TheSchemeIsCaseInsensitive) {
+  const std::string m = "/blklab.v1.JobService/ListJobs";
+  for (const char* scheme : {"bearer ", "BEARER ", "Bearer ", "bEaReR "}) {
+    EXPECT_TRUE(Call(m, absl::StrCat(scheme, kToken)).ok()) << scheme;
+  }
+  for (const char* wrong : {"Basic ", "Bearer  ", "Bearer", "Bearerx "}) {
+    EXPECT_EQ(Call(m, absl::StrCat(wrong, kToken)).error_code(), grpc::StatusCode::UNAUTHENTICATED) << wrong;
   }
 }
 

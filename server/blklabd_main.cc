@@ -153,6 +153,24 @@ bool IsLoopback(const std::string& listen) {
   return all;
 }
 
+// A bearer token shorter than this is refused: guessable.
+constexpr size_t kMinTokenBytes = 16;
+
+// The PEM file a TLS flag names, or an error logged naming the flag, the
+// file and what is wrong with it.
+absl::StatusOr<std::string> ReadPem(const std::string& flag, const std::string& kind) {
+  const std::string path = flag == "tls_cert_file" ? absl::GetFlag(FLAGS_tls_cert_file) : absl::GetFlag(FLAGS_tls_key_file);
+  absl::StatusOr<std::string> text = path.empty() ? absl::InvalidArgumentError("not given (TLS needs both files)")
+                                                  : util::ReadFileToString(path);
+  if (text.ok() && !(absl::StrContains(*text, "-----BEGIN ") && absl::StrContains(*text, kind + "-----"))) {
+    text = absl::InvalidArgumentError(absl::StrCat("not a PEM ", kind, " (no '-----BEGIN ... ", kind, "-----' block)"));
+  }
+  if (!text.ok()) {
+    Log("error", "bad_flag", {{"flag", flag}, {"file", path}, {"error", std::string(text.status().message())}});
+  }
+  return text;
+}
+
 int Run() {
   const std::string listen = absl::GetFlag(FLAGS_listen);
   std::string data_dir = absl::GetFlag(FLAGS_data_dir);
@@ -166,10 +184,28 @@ int Run() {
       return 2;
     }
     token = std::string(absl::StripAsciiWhitespace(t->substr(0, t->find('\n'))));
-    if (token.empty()) {
-      Log("error", "bad_flag", {{"flag", "auth_token_file"}, {"error", "the token is empty"}});
+    if (token.size() < kMinTokenBytes) {
+      Log("error", "bad_flag",
+          {{"flag", "auth_token_file"},
+           {"error", absl::StrCat("the token is ", token.size(), " bytes; at least ", kMinTokenBytes,
+                                  " are needed (e.g. openssl rand -hex 32)")}});
       return 2;
     }
+  }
+  for (const auto& [flag, address] : {std::pair<std::string, std::string>{"listen", listen},
+                                      {"metrics_listen", absl::GetFlag(FLAGS_metrics_listen)}}) {
+    if (flag == "metrics_listen" && address.empty()) continue;
+    if (absl::Status s = CheckListenAddress(address, flag); !s.ok()) {
+      Log("error", "bad_flag", {{"flag", flag}, {"error", std::string(s.message())}});
+      return 2;
+    }
+  }
+  const bool tls = !absl::GetFlag(FLAGS_tls_cert_file).empty() || !absl::GetFlag(FLAGS_tls_key_file).empty();
+  if (!IsLoopback(listen) && !token.empty() && !tls) {
+    Log("warn", "token_in_clear",
+        {{"listen", listen},
+         {"warning", "WARNING: the bearer token travels unencrypted to and from a non-loopback address: anyone on "
+                     "the path can read it and call every method; give --tls_cert_file and --tls_key_file"}});
   }
   if (!IsLoopback(listen) && token.empty() && !absl::GetFlag(FLAGS_insecure_allow_remote)) {
     Log("error", "bad_flag",
@@ -259,18 +295,19 @@ int Run() {
   cc.limits.host = jm.limits.host;
   cc.limits.run.max_virtual_ns = jm.limits.max_virtual_ns;
   cc.limits.run.max_ios = jm.limits.max_simulated_ios;
+  // A fleet call may last as long as a cell may run, plus an hour to wait
+  // for a worker; a silent peer is noticed long before (fleet_silence).
+  cc.fleet_call_deadline = absl::Nanoseconds(jm.limits.max_wall_ns) + absl::Hours(1);
   ComparisonManager comparisons(cc);
   comparisons_ptr = &comparisons;
   ComparisonServiceImpl comparison_service(&comparisons, &gate, absl::GetFlag(FLAGS_max_streams));
 
   std::shared_ptr<grpc::ServerCredentials> creds;
   if (!absl::GetFlag(FLAGS_tls_cert_file).empty() || !absl::GetFlag(FLAGS_tls_key_file).empty()) {
-    absl::StatusOr<std::string> cert = util::ReadFileToString(absl::GetFlag(FLAGS_tls_cert_file));
-    absl::StatusOr<std::string> key = util::ReadFileToString(absl::GetFlag(FLAGS_tls_key_file));
-    if (!cert.ok() || !key.ok()) {
-      Log("error", "bad_flag", {{"flag", "tls_cert_file/tls_key_file"}, {"error", "both must be readable"}});
-      return 2;
-    }
+    absl::StatusOr<std::string> cert = ReadPem("tls_cert_file", "CERTIFICATE");
+    if (!cert.ok()) return 2;
+    absl::StatusOr<std::string> key = ReadPem("tls_key_file", "PRIVATE KEY");
+    if (!key.ok()) return 2;
     grpc::SslServerCredentialsOptions ssl;
     ssl.pem_key_cert_pairs.push_back({*key, *cert});
     creds = grpc::SslServerCredentials(ssl);
@@ -301,7 +338,10 @@ int Run() {
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     Log("error", "listen_failed",
-        {{"listen", listen}, {"error", "cannot listen there (is the port taken? another blklabd?)"}});
+        {{"listen", listen},
+         {"error", tls ? "cannot start: the port is taken, or gRPC refused the TLS key and certificate (a key "
+                         "that is not the certificate's, or a certificate that is not a valid X.509 one)"
+                       : "cannot listen there (is the port taken? another blklabd?)"}});
     return 1;
   }
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
@@ -338,9 +378,12 @@ int Run() {
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
     int sig = 0;
     sigwait(&set, &sig);
-    Log("info", "shutting_down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+    // SIGHUP (the terminal gone, or a supervisor's reload) is a clean stop
+    // as SIGTERM is: blklabd has no configuration or log file to reopen.
+    Log("info", "shutting_down", {{"signal", sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "SIGINT"}});
     health->SetServingStatus(false);
     jobs.Shutdown();         // ends watch streams, interrupts runs
     comparisons.Shutdown();  // cancels comparisons (their watches end) and waits for workers
@@ -364,11 +407,12 @@ int main(int argc, char** argv) {
       "the blklab gRPC server (blklab.v1 HostService, JobService and ComparisonService, grpc.health.v1, "
       "reflection v1alpha).\nUsage: blklabd [--listen=127.0.0.1:50051] [--data_dir=DIR] [flags]");
   absl::ParseCommandLine(argc, argv);
-  // Block SIGTERM/SIGINT before any thread starts; one thread sigwaits.
+  // Block SIGTERM/SIGINT/SIGHUP before any thread starts; one thread sigwaits.
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   return blklab::server::Run();
 }

@@ -3,6 +3,7 @@
 #include <netdb.h>
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <functional>
 #include <optional>
@@ -15,8 +16,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "compare/plot.h"
 #include "engine/host/presets.h"
+#include "engine/util/status_macros.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
 #include "server/convert.h"
 #include "server/log.h"
 #include "server/proto_time.h"
@@ -60,6 +65,121 @@ bool Retryable(grpc::StatusCode code) {
       return false;
   }
 }
+
+// The bounds of a figure of a cell's result other than 0: within them, the
+// sums, squares and ratios the summary takes of figures stay finite.
+constexpr double kMinFigure = 1e-100;
+constexpr double kMaxFigure = 1e100;
+
+absl::Status CheckFigure(double v, const std::string& at) {
+  if (std::isnan(v)) return absl::InvalidArgumentError(at + " is NaN");
+  if (std::isinf(v)) return absl::InvalidArgumentError(at + (v > 0 ? " is +inf" : " is -inf"));
+  if (v < 0) return absl::InvalidArgumentError(absl::StrCat(at, " is ", v, ": negative"));
+  if (v != 0 && (v < kMinFigure || v > kMaxFigure)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, " is ", v, ": out of range (0, or ", kMinFigure, " to ", kMaxFigure, ")"));
+  }
+  return absl::OkStatus();
+}
+
+// Every number of a cell's result as another process sent it (a fleet
+// server's reply, a job's stored result), over `m` and its messages,
+// repeated ones included: every figure counts, rates, shares or times, so
+// none is negative, and a floating-point one is finite and within
+// CheckFigure's range. The error names the field from `path`
+// ("result.log_series[0].value[3] is NaN").
+absl::Status CheckFigures(const google::protobuf::Message& m, const std::string& path) {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Reflection* reflection = m.GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  reflection->ListFields(m, &fields);
+  for (const FieldDescriptor* f : fields) {
+    const bool repeated = f->is_repeated();
+    const int n = repeated ? reflection->FieldSize(m, f) : 1;
+    for (int k = 0; k < n; ++k) {
+      const std::string at = absl::StrCat(path, ".", f->name(), repeated ? absl::StrCat("[", k, "]") : "");
+      absl::Status s;
+      switch (f->cpp_type()) {
+        case FieldDescriptor::CPPTYPE_MESSAGE:
+          s = CheckFigures(repeated ? reflection->GetRepeatedMessage(m, f, k) : reflection->GetMessage(m, f), at);
+          break;
+        case FieldDescriptor::CPPTYPE_DOUBLE:
+          s = CheckFigure(repeated ? reflection->GetRepeatedDouble(m, f, k) : reflection->GetDouble(m, f), at);
+          break;
+        case FieldDescriptor::CPPTYPE_FLOAT:
+          s = CheckFigure(repeated ? reflection->GetRepeatedFloat(m, f, k) : reflection->GetFloat(m, f), at);
+          break;
+        case FieldDescriptor::CPPTYPE_INT32:
+        case FieldDescriptor::CPPTYPE_INT64: {
+          const int64_t v = f->cpp_type() == FieldDescriptor::CPPTYPE_INT32
+                                ? (repeated ? reflection->GetRepeatedInt32(m, f, k) : reflection->GetInt32(m, f))
+                                : (repeated ? reflection->GetRepeatedInt64(m, f, k) : reflection->GetInt64(m, f));
+          if (v < 0) s = absl::InvalidArgumentError(absl::StrCat(at, " is ", v, ": negative"));
+          break;
+        }
+        default:
+          break;
+      }
+      if (!s.ok()) return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A cell's figures from another process, checked (CheckFigures), as the
+// comparison keeps them.
+absl::StatusOr<compare::CellResult> CheckedCellResult(const v1::ComparisonCellResult& p) {
+  BLKLAB_RETURN_IF_ERROR(CheckFigures(p, "result"));
+  return CellResultFromProto(p);
+}
+
+// Cancels a call that hears nothing for `limit` (Heard() restarts the
+// clock): a server that stopped answering though its connection lives.
+class SilenceWatch {
+ public:
+  SilenceWatch(grpc::ClientContext* ctx, absl::Duration limit)
+      : ctx_(ctx), limit_(limit), last_(absl::Now()), thread_([this] { Run(); }) {}
+  ~SilenceWatch() { Stop(); }
+  SilenceWatch(const SilenceWatch&) = delete;
+  SilenceWatch& operator=(const SilenceWatch&) = delete;
+
+  void Heard() {
+    absl::MutexLock lock(&mu_);
+    last_ = absl::Now();
+  }
+  // Ends the watch; whether it cancelled the call.
+  bool Stop() {
+    {
+      absl::MutexLock lock(&mu_);
+      done_ = true;
+    }
+    if (thread_.joinable()) thread_.join();
+    absl::MutexLock lock(&mu_);
+    return fired_;
+  }
+
+ private:
+  void Run() {
+    absl::MutexLock lock(&mu_);
+    while (!done_) {
+      const absl::Time due = last_ + limit_;
+      if (absl::Now() >= due) {
+        fired_ = true;
+        ctx_->TryCancel();
+        return;
+      }
+      mu_.AwaitWithDeadline(absl::Condition(&done_), due);
+    }
+  }
+
+  grpc::ClientContext* const ctx_;
+  const absl::Duration limit_;
+  absl::Mutex mu_;
+  absl::Time last_ ABSL_GUARDED_BY(mu_);
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  bool fired_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: it starts once the rest is set
+};
 
 // --fleet as a gRPC target and the number of addresses it names now.
 std::pair<std::string, int> FleetTarget(const std::string& fleet) {
@@ -126,8 +246,10 @@ ComparisonManager::ComparisonManager(ComparisonConfig config)
     const std::string target = FleetTarget(config_.fleet).first;
     grpc::ChannelArguments args;
     args.SetLoadBalancingPolicyName("round_robin");
-    // A server that vanishes without a reset (a lost node) is noticed in
-    // under a minute, not after TCP's timeout; blklabd accepts these pings.
+    // A connection lost without a reset (a lost node) is noticed in under a
+    // minute, not after TCP's timeout; blklabd accepts these pings. (A
+    // server that keeps its connection but stops answering is the silence
+    // watch's: RunCellOnFleet.)
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kFleetKeepaliveMs);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
     args.SetMaxReceiveMessageSize(64 << 20);
@@ -373,69 +495,102 @@ void ComparisonManager::Worker(Entry* e, bool fleet) {
       }
       continue;
     }
-    grpc::ClientContext ctx;
-    if (!config_.token.empty()) ctx.AddMetadata("authorization", "Bearer " + config_.token);
-    v1::RunComparisonCellRequest req;
-    *req.mutable_bundle() = e->bundle;
-    req.set_cell(i);
-    req.set_comparison(e->name);
-    {
-      absl::MutexLock lock(&mu_);
-      if (e->cancel.load()) ctx.TryCancel();
-      e->fleet_calls.push_back(&ctx);
-    }
-    // The stream's first message says the cell started there: from then on
-    // the cell shows that server.
-    std::unique_ptr<grpc::ClientReader<v1::RunComparisonCellResponse>> reader =
-        fleet_stub_->RunComparisonCell(&ctx, req);
-    v1::RunComparisonCellResponse msg;
-    std::optional<v1::ComparisonCellResult> resp;
-    std::string peer;
-    while (reader->Read(&msg)) {
-      if (peer.empty()) {
-        peer = ctx.peer();
-        absl::MutexLock lock(&mu_);
-        e->cells[static_cast<size_t>(i)].set_server(peer);
-        e->cells[static_cast<size_t>(i)].set_job(msg.job());
-        ++e->version;
-        changed_.SignalAll();
-      }
-      if (msg.has_result()) resp = msg.result();
-    }
-    grpc::Status status = reader->Finish();
-    if (status.ok() && !resp) status = grpc::Status(grpc::StatusCode::INTERNAL, "the stream ended without a result");
-    // The cell's own failure (a limit, a bad job) fails wherever it runs.
-    const bool cell_error = ctx.GetServerTrailingMetadata().count(kCellErrorTrailer) != 0;
-    {
-      absl::MutexLock lock(&mu_);
-      e->fleet_calls.erase(std::find(e->fleet_calls.begin(), e->fleet_calls.end(), &ctx));
-      if (!status.ok()) ++e->fleet_attempts[static_cast<size_t>(i)];
-    }
-    if (status.ok()) {
-      CellDone(e, i, CellResultFromProto(*resp), false);
+    std::string server;
+    bool server_fault = false;
+    absl::StatusOr<compare::CellResult> r = RunCellOnFleet(e, i, &server, &server_fault);
+    if (r.ok()) {
+      CellDone(e, i, std::move(r), false);
       continue;
     }
+    {
+      absl::MutexLock lock(&mu_);
+      ++e->fleet_attempts[static_cast<size_t>(i)];
+    }
     // Without local workers a cell that failed on every attempt fails.
-    bool retry = !cell_error && Retryable(status.error_code()) && !e->cancel.load();
+    bool retry = server_fault && !e->cancel.load();
     if (local_workers_ <= 0 && attempt >= kMaxFleetAttempts) retry = false;
+    const absl::Status error(r.status().code(), absl::StrCat("fleet server ", server, ": ", r.status().message()));
     if (retry) {
       Log("info", "comparison_cell_retry", {{"comparison", e->name},
                                         {"cell", absl::StrCat(i)},
-                                        {"server", peer},
-                                        {"code", absl::StrCat(status.error_code())},
-                                        {"error", status.error_message()}});
+                                        {"server", server},
+                                        {"code", absl::StrCat(static_cast<int>(error.code()))},
+                                        {"error", std::string(r.status().message())}});
     }
-    CellDone(e, i,
-             absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                          absl::StrCat("fleet server ", peer.empty() ? config_.fleet : peer, ": ",
-                                       status.error_message())),
-             retry);
+    CellDone(e, i, error, retry);
     if (retry) {
       // Let the balancer see the failure before the next call.
       absl::MutexLock lock(&mu_);
       changed_.WaitWithTimeout(&mu_, absl::Milliseconds(200));
     }
   }
+}
+
+absl::StatusOr<compare::CellResult> ComparisonManager::RunCellOnFleet(Entry* e, int i, std::string* server,
+                                                                      bool* server_fault) {
+  grpc::ClientContext ctx;
+  if (!config_.token.empty()) ctx.AddMetadata("authorization", "Bearer " + config_.token);
+  const absl::Time deadline = absl::Now() + config_.fleet_call_deadline;
+  ctx.set_deadline(absl::ToChronoTime(deadline));
+  v1::RunComparisonCellRequest req;
+  *req.mutable_bundle() = e->bundle;
+  req.set_cell(i);
+  req.set_comparison(e->name);
+  {
+    absl::MutexLock lock(&mu_);
+    if (e->cancel.load()) ctx.TryCancel();
+    e->fleet_calls.push_back(&ctx);
+  }
+  SilenceWatch silence(&ctx, config_.fleet_silence);
+  // The stream's first message says the cell is there: from then on the
+  // cell shows that server (and its job, once it is one).
+  std::unique_ptr<grpc::ClientReader<v1::RunComparisonCellResponse>> reader =
+      fleet_stub_->RunComparisonCell(&ctx, req);
+  v1::RunComparisonCellResponse msg;
+  std::optional<v1::ComparisonCellResult> resp;
+  bool heard = false;
+  std::string job;
+  while (reader->Read(&msg)) {
+    silence.Heard();
+    if (msg.has_result()) resp = std::move(*msg.mutable_result());
+    if (heard && msg.job() == job) continue;
+    heard = true;
+    *server = ctx.peer();
+    job = msg.job();
+    absl::MutexLock lock(&mu_);
+    e->cells[static_cast<size_t>(i)].set_server(*server);
+    e->cells[static_cast<size_t>(i)].set_job(job);
+    ++e->version;
+    changed_.SignalAll();
+  }
+  const grpc::Status status = reader->Finish();
+  const bool silent = silence.Stop();
+  {
+    absl::MutexLock lock(&mu_);
+    e->fleet_calls.erase(std::find(e->fleet_calls.begin(), e->fleet_calls.end(), &ctx));
+  }
+  // Without a message, the peer gRPC knows of (else the fleet's target).
+  if (server->empty()) *server = ctx.peer();
+  if (server->empty()) *server = config_.fleet;
+  if (silent) {
+    *server_fault = true;
+    return absl::DeadlineExceededError(
+        absl::StrCat("no message for ", absl::FormatDuration(config_.fleet_silence), ": the server stopped answering"));
+  }
+  if (!status.ok()) {
+    // The cell's own failure (a limit, a bad job), which the server marks,
+    // fails wherever it runs.
+    *server_fault = ctx.GetServerTrailingMetadata().count(kCellErrorTrailer) == 0 && Retryable(status.error_code());
+    if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "no result within ", absl::FormatDuration(config_.fleet_call_deadline), " (the call's deadline)"));
+    }
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+  }
+  // A reply no blklabd sends is the server's fault: the cell runs elsewhere.
+  *server_fault = true;
+  if (!resp) return absl::InternalError("the stream ended without a result");
+  return CheckedCellResult(*resp);
 }
 
 absl::StatusOr<compare::CellResult> ComparisonManager::RunCellHere(
@@ -551,7 +706,13 @@ absl::StatusOr<compare::CellResult> ComparisonManager::RunCellJob(
   // The server shuts down (the job ends CANCELLED at the next start; a
   // fleet caller runs the cell elsewhere).
   if (!end.ok()) return end.status();
-  if (end->result().has_comparison_cell()) return CellResultFromProto(end->result().comparison_cell());
+  if (end->result().has_comparison_cell()) {
+    // Figures no run gives (NaN, say) fail the cell here, not the outputs
+    // that print them later.
+    absl::StatusOr<compare::CellResult> r = CheckedCellResult(end->result().comparison_cell());
+    if (!r.ok()) return CellError(absl::Status(r.status().code(), absl::StrCat(job_name, ": ", r.status().message())));
+    return r;
+  }
   const absl::Status error(static_cast<absl::StatusCode>(end->error().code()),
                            absl::StrCat(job_name, ": ", end->error().message()));
   switch (end->state()) {
@@ -591,7 +752,7 @@ absl::StatusOr<v1::Comparison> ComparisonManager::Get(const std::string& name, b
 
 absl::StatusOr<v1::ListComparisonsResponse> ComparisonManager::List(int page_size,
                                                                     const std::string& page_token) const {
-  const int size = PageSize(page_size);
+  BLKLAB_ASSIGN_OR_RETURN(const int size, PageSize(page_size));
   absl::MutexLock lock(&mu_);
   std::vector<const Entry*> all;
   for (const auto& [name, e] : comparisons_) all.push_back(e.get());

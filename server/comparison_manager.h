@@ -22,11 +22,18 @@
 //    in flight at most (the addresses counted again at each Create). A call that fails because the server went away,
 //    drained or was overloaded (UNAVAILABLE, CANCELLED, DEADLINE_EXCEEDED,
 //    RESOURCE_EXHAUSTED, ABORTED, UNKNOWN, INTERNAL, UNAUTHENTICATED, and
-//    not marked kCellErrorTrailer) puts the cell back to
+//    not marked kCellErrorTrailer), that stopped answering, or that answered
+//    with figures no blklabd sends (CheckFigures: NaN, infinite, negative or
+//    out of range, named by field) puts the cell back to
 //    be taken by whoever is free next (another fleet server, or a local
-//    worker); after kMaxFleetAttempts such failures a cell runs only here.
+//    worker); after kMaxFleetAttempts such failures a cell runs only here
+//    (without local workers, it fails with the last server's error).
 //    A cell's own error (a limit reached, a job that cannot run), which the
 //    server running it marks, fails the comparison.
+//    Every call has a deadline (fleet_call_deadline), and a server that
+//    takes a cell sends a message at least every kCellHeartbeat while it
+//    waits for a worker or runs it: a call silent for fleet_silence is
+//    cancelled and the server taken for gone.
 // Results land at the cell's index, so neither placement nor order changes
 // a byte of the output.
 //
@@ -77,6 +84,13 @@ struct ComparisonConfig {
   int max_comparisons = 100;    // kept in memory
   int64_t max_bundle_bytes = 1 << 20;  // a job's bundle limit (each cell here is a job)
   int max_bundle_files = 256;
+  // A RunComparisonCell call's whole length: a cell's wall-time limit (a
+  // job's max_wall_time, 24 h by default) and an hour to wait for a worker.
+  absl::Duration fleet_call_deadline = absl::Hours(25);
+  // The longest a fleet call may go without a message (the server sends one
+  // every ComparisonManager::kCellHeartbeat) before the server is taken for
+  // gone and the cell runs elsewhere.
+  absl::Duration fleet_silence = absl::Seconds(30);
 };
 
 // The cell's own failure (its bundle, a limit it reached), as opposed to
@@ -111,6 +125,9 @@ class ComparisonManager {
   // RESOURCE_EXHAUSTED (the caller takes the cell elsewhere or later).
   static constexpr int kMaxWaitingCells = 64;
   static constexpr int kFleetKeepaliveMs = 30'000;
+  // How often RunComparisonCell sends a message while its cell waits or
+  // runs (the caller's fleet_silence is several of these).
+  static constexpr absl::Duration kCellHeartbeat = absl::Seconds(5);
   // Trailing metadata of a RunComparisonCell that failed because of the
   // cell itself (not retried elsewhere).
   static constexpr char kCellErrorTrailer[] = "blklab-cell-error";
@@ -156,6 +173,11 @@ class ComparisonManager {
   // Runs on the comparison's threads: takes pending cells until none is
   // left, here (`fleet` false) or on the fleet.
   void Worker(Entry* e, bool fleet);
+  // Runs cell `i` of `e` with one RunComparisonCell call on the fleet.
+  // *server: the server that took it (the fleet's target if none answered);
+  // *server_fault: the failure is that server's (it went away, stopped
+  // answering, or sent figures no blklabd sends), not the cell's.
+  absl::StatusOr<compare::CellResult> RunCellOnFleet(Entry* e, int i, std::string* server, bool* server_fault);
   // The next cell to run (its index); kNoMoreCells when the comparison has
   // ended or every cell is done; kNoCellNow (only without `wait`) when
   // cells still run that may come back. A fleet worker skips cells that

@@ -128,6 +128,10 @@ grpc::Status ComparisonServiceImpl::RunComparisonCell(grpc::ServerContext* ctx,
                                            }));
       done.Notify();
     });
+    // A message once the cell is a job here, and at least every
+    // kCellHeartbeat while it waits or runs: the caller tells a long cell
+    // from a server that stopped answering by them.
+    absl::Time last_write = absl::Now();
     while (!done.WaitForNotificationWithTimeout(absl::Milliseconds(50))) {
       if (ctx->IsCancelled()) cancel.store(true);
       std::string name;
@@ -135,12 +139,14 @@ grpc::Status ComparisonServiceImpl::RunComparisonCell(grpc::ServerContext* ctx,
         absl::MutexLock lock(&job_mu);
         name = job;
       }
-      if (!name.empty() && !told) {
-        told = true;
-        v1::RunComparisonCellResponse first;
-        first.set_started(true);
-        first.set_job(name);
-        if (!writer->Write(first)) cancel.store(true);
+      const bool first = !name.empty() && !told;
+      if (first || absl::Now() - last_write >= ComparisonManager::kCellHeartbeat) {
+        if (first) told = true;
+        v1::RunComparisonCellResponse msg;
+        msg.set_started(!name.empty());
+        msg.set_job(name);
+        if (!writer->Write(msg)) cancel.store(true);
+        last_write = absl::Now();
       }
     }
     run.join();

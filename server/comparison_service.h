@@ -11,7 +11,10 @@
 // cell's state (coalesced: a slow reader gets the latest state), until it
 // ends or the client goes away. RunComparisonCell runs the cell on a thread
 // of its own while the handler polls (every 50 ms) for the run's start,
-// which it reports, and for the caller's cancellation, which stops the run.
+// which it reports, and for the caller's cancellation, which stops the run;
+// while the cell waits for a worker or runs, it sends a message (the job,
+// no result) every ComparisonManager::kCellHeartbeat, so that the caller
+// can tell a long cell from a server that stopped answering.
 //
 // Thread-safety: thread-safe (the manager is).
 // Cost: unary handlers copy one comparison's cell states; a watch wakes per

@@ -107,7 +107,7 @@ grpc::ServerUnaryReactor* HostServiceImpl::ListHosts(grpc::CallbackServerContext
     if (!after.empty() && !absl::ConsumePrefix(&after, "h1:")) {
       return absl::InvalidArgumentError("page_token: not a token this server issued");
     }
-    const int size = PageSize(req->page_size());
+    BLKLAB_ASSIGN_OR_RETURN(const int size, PageSize(req->page_size()));
     BLKLAB_ASSIGN_OR_RETURN(std::vector<v1::Host> hosts, store_->ListHosts(std::string(after), size + 1));
     for (int i = 0; i < static_cast<int>(hosts.size()) && i < size; ++i) *resp->add_hosts() = std::move(hosts[i]);
     if (static_cast<int>(hosts.size()) > size) {

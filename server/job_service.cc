@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -397,22 +398,38 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* 
                                                    v1::ListJobsResponse* resp) {
   return gate_->Unary(ctx, [&]() -> absl::Status {
     BLKLAB_ASSIGN_OR_RETURN(JobFilter filter, ParseJobFilter(req->filter()));
+    // A token is "j2:SEQ:DIGEST": where the last page stopped, and the
+    // filter it was issued for (AIP-158: a token with another filter is an
+    // error, not a page of something else).
+    const std::string digest = QueryDigest(req->filter());
     int64_t before = 0;
     if (!req->page_token().empty()) {
-      absl::string_view token = req->page_token();
-      if (!absl::ConsumePrefix(&token, "j1:") || !absl::SimpleAtoi(token, &before) || before <= 0) {
+      std::vector<std::string> parts = absl::StrSplit(req->page_token(), ':');
+      if (parts.size() != 3 || parts[0] != "j2" || !absl::SimpleAtoi(parts[1], &before) || before <= 0) {
         return absl::InvalidArgumentError("page_token: not a token this server issued");
       }
+      if (parts[2] != digest) {
+        return absl::InvalidArgumentError("page_token: issued for another filter; list again from the first page");
+      }
     }
-    BLKLAB_ASSIGN_OR_RETURN(
-        Store::JobPage page,
-        store_->ListJobs(filter, before, PageSize(req->page_size()), req->view() == v1::JOB_VIEW_FULL));
-    for (v1::Job& j : page.jobs) {
+    BLKLAB_ASSIGN_OR_RETURN(const int size, PageSize(req->page_size()));
+    BLKLAB_ASSIGN_OR_RETURN(Store::JobPage page,
+                            store_->ListJobs(filter, before, size, req->view() == v1::JOB_VIEW_FULL));
+    // Cut by bytes too: at least one job, then none past kMaxPageBytes.
+    size_t bytes = 0;
+    for (size_t i = 0; i < page.jobs.size(); ++i) {
+      v1::Job& j = page.jobs[i];
       OmitLogContents(&j);
       FillProgress(&j);
+      if (i > 0 && bytes + j.ByteSizeLong() > kMaxPageBytes) {
+        page.more = true;
+        page.last_seq = page.seqs[i - 1];
+        break;
+      }
+      bytes += j.ByteSizeLong();
       *resp->add_jobs() = std::move(j);
     }
-    if (page.more) resp->set_next_page_token(absl::StrCat("j1:", page.last_seq));
+    if (page.more) resp->set_next_page_token(absl::StrCat("j2:", page.last_seq, ":", digest));
     return absl::OkStatus();
   });
 }

@@ -95,8 +95,21 @@ class RpcGate {
   const std::string token_;
 };
 
-// A list call's page size: 100 when the request gives none, at most 1000.
-int PageSize(int requested);
+// A list call's page size: 100 when the request gives none (0), at most
+// 1000; a negative size is INVALID_ARGUMENT.
+absl::StatusOr<int> PageSize(int requested);
+
+// A page is also cut once its messages reach this many bytes (the last
+// message may cross it), so that no page nears gRPC's message limit.
+inline constexpr size_t kMaxPageBytes = 16 << 20;
+
+// "host:port", "[v6]:port" or "unix:PATH": OK, or INVALID_ARGUMENT naming
+// `flag` when the port is not a number from 0 to 65535.
+absl::Status CheckListenAddress(const std::string& address, const std::string& flag);
+
+// A short, stable digest of a page's query (the filter): page tokens carry
+// it, and a token shown with another query is refused.
+std::string QueryDigest(absl::string_view query);
 
 // `bytes` random bytes as lowercase hex (job ids, etags).
 std::string RandomHex(int bytes);

@@ -81,6 +81,74 @@ void BindBlob(sqlite3_stmt* st, int i, const std::string& s) {
   sqlite3_bind_blob(st, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
 }
 
+// AIP-160's lexical level, for the subset ListJobs takes: words (field
+// names, bare values, the keywords AND, OR, NOT), double-quoted strings with
+// backslash escapes, and the comparison operators.
+struct FilterToken {
+  enum Kind { kWord, kString, kOp, kEnd } kind;
+  std::string text;
+  size_t pos = 0;
+  size_t length = 0;
+};
+
+bool IsFilterKeyword(const std::string& w) { return w == "AND" || w == "OR" || w == "NOT"; }
+
+absl::Status FilterError(const std::string& text, const FilterToken& at, absl::string_view what) {
+  const std::string got = at.kind == FilterToken::kEnd
+                              ? "the end of the filter"
+                              : absl::StrCat("\"", workload::QuoteForError(absl::string_view(text).substr(at.pos, at.length)),
+                                             "\"");
+  return absl::InvalidArgumentError(absl::StrCat("filter: ", what, ", got ", got, " at offset ", at.pos));
+}
+
+absl::StatusOr<std::vector<FilterToken>> TokenizeFilter(const std::string& text) {
+  std::vector<FilterToken> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    const char c = text[i];
+    if (absl::ascii_isspace(static_cast<unsigned char>(c))) {
+      ++i;
+    } else if (c == '"') {
+      std::string v;
+      size_t j = i + 1;
+      for (; j < text.size() && text[j] != '"'; ++j) {
+        if (text[j] == '\\' && j + 1 < text.size()) ++j;
+        v.push_back(text[j]);
+      }
+      if (j >= text.size()) {
+        return absl::InvalidArgumentError(absl::StrCat("filter: unterminated string starting at offset ", i));
+      }
+      out.push_back({FilterToken::kString, v, i, j + 1 - i});
+      i = j + 1;
+    } else if (c == '\'') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("filter: strings are double-quoted (AIP-160), got ' at offset ", i));
+    } else if (c == '=' || c == '<' || c == '>' || c == '!' || c == ':') {
+      size_t n = (i + 1 < text.size() && text[i + 1] == '=') ? 2 : 1;
+      const std::string op = text.substr(i, n);
+      if (op == "!" || op == "!=" || op == ":") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("filter: operator ", op, " at offset ", i, " is not supported (=, <, <=, >, >=)"));
+      }
+      out.push_back({FilterToken::kOp, op, i, n});
+      i += n;
+    } else if (absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '/') {
+      size_t j = i;
+      while (j < text.size() && (absl::ascii_isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_' ||
+                                 text[j] == '-' || text[j] == '.' || text[j] == '/' || text[j] == ':')) {
+        ++j;
+      }
+      out.push_back({FilterToken::kWord, text.substr(i, j - i), i, j - i});
+      i = j;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("filter: unexpected character '",
+                                                     workload::QuoteForError(text.substr(i, 1)), "' at offset ", i));
+    }
+  }
+  out.push_back({FilterToken::kEnd, "", text.size(), 0});
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<JobFilter> ParseJobFilter(const std::string& text) {
@@ -94,24 +162,26 @@ absl::StatusOr<JobFilter> ParseJobFilter(const std::string& text) {
     return absl::InvalidArgumentError(
         absl::StrCat("filter: ", text.size(), " bytes, the limit is ", kMaxFilterBytes));
   }
-  for (absl::string_view term : absl::StrSplit(text, " AND ")) {
-    term = absl::StripAsciiWhitespace(term);
-    const std::string quoted = workload::QuoteForError(term);
-    std::string op;
-    size_t pos = std::string::npos;
-    for (const char* candidate : {">=", "<=", "=", ">", "<"}) {
-      pos = term.find(candidate);
-      if (pos != absl::string_view::npos) {
-        op = candidate;
-        break;
-      }
+  BLKLAB_ASSIGN_OR_RETURN(std::vector<FilterToken> tokens, TokenizeFilter(text));
+  // AIP-160's conjunction of comparisons: FIELD OP VALUE (AND FIELD OP VALUE)*.
+  size_t i = 0;
+  auto at = [&](size_t k) -> const FilterToken& { return tokens[std::min(k, tokens.size() - 1)]; };
+  while (true) {
+    const FilterToken& name = at(i);
+    const FilterToken& oper = at(i + 1);
+    const FilterToken& val = at(i + 2);
+    if (name.kind != FilterToken::kWord || IsFilterKeyword(name.text)) {
+      return FilterError(text, name, "expected a field name (state, host, preset, create_time)");
     }
-    if (pos == absl::string_view::npos) {
-      return absl::InvalidArgumentError(absl::StrCat("filter: expected FIELD OP VALUE, got \"", quoted, "\""));
+    if (oper.kind != FilterToken::kOp) return FilterError(text, oper, "expected an operator (=, <, <=, >, >=)");
+    if (val.kind != FilterToken::kWord && val.kind != FilterToken::kString) {
+      return FilterError(text, val, "expected a value");
     }
-    const std::string field(absl::StripAsciiWhitespace(term.substr(0, pos)));
-    std::string value(absl::StripAsciiWhitespace(term.substr(pos + op.size())));
-    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+    const std::string& field = name.text;
+    const std::string& op = oper.text;
+    const std::string& value = val.text;
+    const std::string quoted = workload::QuoteForError(
+        absl::string_view(text).substr(name.pos, val.pos + val.length - name.pos));
     const bool repeated = (field == "state" && f.state) || (field == "host" && f.host) ||
                           (field == "preset" && f.preset) ||
                           (field == "create_time" && static_cast<int>(f.create_ms.size()) >= kMaxCreateTimeTerms);
@@ -142,6 +212,20 @@ absl::StatusOr<JobFilter> ParseJobFilter(const std::string& text) {
           "filter: unsupported term \"", quoted,
           "\" (use state = S, host = \"hosts/x\", preset = \"p\", create_time OP \"RFC3339\")"));
     }
+    i += 3;
+    const FilterToken& next = at(i);
+    if (next.kind == FilterToken::kEnd) break;
+    if (next.kind == FilterToken::kWord && next.text == "AND") {
+      ++i;
+      continue;
+    }
+    if (next.kind == FilterToken::kWord && next.text == "OR") {
+      return FilterError(text, next, "OR is not supported: terms are joined by AND only");
+    }
+    if (next.kind == FilterToken::kWord && absl::AsciiStrToUpper(next.text) == "AND") {
+      return FilterError(text, next, "AND is a keyword in upper case (AIP-160)");
+    }
+    return FilterError(text, next, "expected AND or the end of the filter");
   }
   return f;
 }
@@ -587,6 +671,7 @@ absl::StatusOr<Store::JobPage> Store::ListJobs(const JobFilter& filter, int64_t 
     if (!job.ok()) return job.status();
     page.jobs.push_back(*std::move(job));
     page.last_seq = sqlite3_column_int64(*st, 0);
+    page.seqs.push_back(page.last_seq);
   }
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) return Error("list jobs");
   sqlite3_reset(*st);

@@ -103,6 +103,7 @@ class Store {
   struct JobPage {
     std::vector<v1::Job> jobs;
     int64_t last_seq = 0;  // seq of the last job returned
+    std::vector<int64_t> seqs;  // each returned job's, in order
     bool more = false;
   };
   // Newest first: jobs with seq < `before_seq` (0: from the newest).

@@ -1,5 +1,6 @@
 #include "server/store.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -408,6 +409,36 @@ TEST(StoreTest, ListJobsPagesNewestFirstWithFilter) {
   const absl::Status big = ParseJobFilter(many).status();
   EXPECT_EQ(big.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_LT(big.message().size(), 200u) << big;
+}
+
+// AIP-160's grammar for the subset taken: AND/OR are upper-case keywords,
+// strings double-quoted, and anything the parser does not take is an error
+// that says where, never a filter that silently matches nothing.
+TEST(StoreTest, FilterGrammarIsAip160s) {
+  auto ok = ParseJobFilter("host = \"hosts/a\" AND state = SUCCEEDED");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->host.value_or(""), "hosts/a");
+  EXPECT_EQ(ok->state.value_or(v1::Job::STATE_UNSPECIFIED), v1::Job::SUCCEEDED);
+  EXPECT_TRUE(ParseJobFilter("host=hosts/a AND create_time>=2026-01-01T00:00:00Z").ok());
+  EXPECT_TRUE(ParseJobFilter("host = \"a \\\"b\\\"\"").ok());
+  const std::pair<const char*, const char*> bad[] = {
+      {"host = \"hosts/a\" and state = SUCCEEDED", "AND is a keyword in upper case"},
+      {"host = \"hosts/a", "unterminated string starting at offset 7"},
+      {"host = 'hosts/a'", "strings are double-quoted"},
+      {"state = QUEUED OR state = RUNNING", "OR is not supported"},
+      {"state = QUEUED junk", "expected AND or the end of the filter, got \"junk\" at offset 15"},
+      {"state = QUEUED AND", "expected a field name (state, host, preset, create_time), got the end of the filter"},
+      {"state QUEUED", "expected an operator"},
+      {"state != QUEUED", "operator != at offset 6 is not supported"},
+      {"NOT state = QUEUED", "expected a field name"},
+      {"state = ", "expected a value, got the end of the filter"},
+      {"state = QUEUED;", "unexpected character ';'"},
+  };
+  for (const auto& [filter, message] : bad) {
+    const absl::Status st = ParseJobFilter(filter).status();
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << filter;
+    EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr(message)) << filter;
+  }
 }
 
 }  // namespace

@@ -1,14 +1,18 @@
 #include "clients/cli/remote_fio.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -19,12 +23,14 @@
 #include <thread>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "clients/cli/fio_command.h"
 #include "clients/cli/host_arg.h"
 #include "clients/cli/run_signals.h"
@@ -108,35 +114,86 @@ bool IsVariableName(const std::string& s) {
   return true;
 }
 
-// Whether the CLI may write a log file of this name that came from the
-// server: a relative name without '..' (the current directory, as a local
-// run), or a name under a log prefix the user gave on this command line
-// (--write_bw_log=/tmp/x). Anything else could be a hostile server's choice.
-bool LogNameAllowed(const std::string& name, const std::vector<std::string>& user_prefixes) {
-  if (name.empty()) return false;
-  bool dotdot = false;
-  for (absl::string_view part : absl::StrSplit(name, '/')) dotdot = dotdot || part == "..";
-  if (name[0] != '/' && !dotdot) return true;
-  for (const std::string& p : user_prefixes) {
-    if (!p.empty() && absl::StartsWith(name, p) && name.find("/..", p.size()) == std::string::npos &&
-        name.find('/', p.size()) == std::string::npos) {
-      return true;
+// Whether `name`, which the server chose, is a log file the jobs' own
+// options name (the job files and arguments of this command line, parsed
+// here), as fio names them (engine/stats/job_log.cc): PREFIX_TYPE.N.log or
+// PREFIX_TYPE.log for each write_*_log (PREFIX its value, else the job's
+// name), or write_iolog's file. Only these are written, wherever they
+// point, as the in-process run writes them.
+bool IsOwnLogName(const std::string& name, const workload::ParsedJobs& jobs) {
+  for (const workload::JobSpec& j : jobs.jobs) {
+    if (!j.write_iolog.empty() && name == j.write_iolog) return true;
+    const std::pair<const workload::LogSpec*, std::vector<absl::string_view>> logs[] = {
+        {&j.write_bw_log, {"bw"}},
+        {&j.write_iops_log, {"iops"}},
+        {&j.write_lat_log, {"lat", "slat", "clat"}},
+        {&j.write_hist_log, {"clat_hist"}}};
+    for (const auto& [spec, types] : logs) {
+      if (!spec->enabled) continue;
+      absl::string_view rest = name;
+      if (!absl::ConsumePrefix(&rest, (spec->prefix.empty() ? j.name : spec->prefix) + "_") ||
+          !absl::ConsumeSuffix(&rest, ".log")) {
+        continue;
+      }
+      // TYPE, or TYPE.N with per_job_logs (N: the thread's number).
+      if (const size_t dot = rest.find('.'); dot != absl::string_view::npos) {
+        const absl::string_view n = rest.substr(dot + 1);
+        if (n.empty() || !std::all_of(n.begin(), n.end(), [](char c) { return absl::ascii_isdigit(c); })) continue;
+        rest = rest.substr(0, dot);
+      }
+      if (std::find(types.begin(), types.end(), rest) != types.end()) return true;
     }
   }
   return false;
 }
 
-// The log prefixes of the command line's own write_*_log options.
-std::vector<std::string> UserLogPrefixes(const std::vector<std::string>& args) {
-  std::vector<std::string> out;
-  for (const std::string& a : args) {
-    for (const char* opt :
-         {"--write_bw_log=", "--write_iops_log=", "--write_lat_log=", "--write_hist_log=", "--write_iolog="}) {
-      if (absl::StartsWith(a, opt)) out.push_back(a.substr(std::string(opt).size()));
+// A log file the CLI writes: created or truncated, a regular file, never
+// through a symbolic link as its last component (O_NOFOLLOW).
+class LogFileWriter {
+ public:
+  LogFileWriter() = default;
+  ~LogFileWriter() { (void)Close(); }
+  LogFileWriter(const LogFileWriter&) = delete;
+  LogFileWriter& operator=(const LogFileWriter&) = delete;
+
+  absl::Status Open(const std::string& path) {
+    BLKLAB_RETURN_IF_ERROR(Close());
+    path_ = path;
+    // O_NONBLOCK: a FIFO of that name fails at once rather than hang.
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0666);
+    if (fd_ < 0) return Error(errno == ELOOP ? "it is a symbolic link (not followed)" : std::strerror(errno));
+    struct stat st;
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd_);
+      fd_ = -1;
+      return Error("not a regular file");
     }
+    return absl::OkStatus();
   }
-  return out;
-}
+  absl::Status Write(absl::string_view data) {
+    while (!data.empty()) {
+      const ssize_t n = ::write(fd_, data.data(), data.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return Error(std::strerror(errno));
+      data.remove_prefix(static_cast<size_t>(n));
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Close() {
+    if (fd_ < 0) return absl::OkStatus();
+    const int r = ::close(fd_);
+    fd_ = -1;
+    return r == 0 ? absl::OkStatus() : Error(std::strerror(errno));
+  }
+
+ private:
+  absl::Status Error(absl::string_view why) const {
+    return absl::InvalidArgumentError(absl::StrCat("cannot write log file ", path_, ": ", why));
+  }
+
+  std::string path_;
+  int fd_ = -1;
+};
 
 // Reads `artifacts` of job `name` with ReadJobArtifacts, handing each chunk's
 // data to on_data(index into artifacts, data) in order; checks that the
@@ -176,45 +233,44 @@ absl::Status ReadArtifacts(RemoteClient& client, const std::string& name, const 
   return absl::OkStatus();
 }
 
-// fio's log files of the result (JobResult.logs lists names and sizes),
-// read in chunks with ReadJobArtifacts and written to the current directory
-// as the local run does. Names are checked before any file is written; a
-// file is written as its chunks arrive, never held whole.
-absl::Status WriteResultLogs(RemoteClient& client, const v1::Job& job,
-                             const std::vector<std::string>& user_prefixes) {
+// fio's log files of the result (JobResult.logs lists names and sizes)
+// that this command line's options name (`jobs`, as parsed here; null: the
+// parse failed, none), read in chunks with ReadJobArtifacts and written as
+// the local run writes them, each as its chunks arrive, never held whole.
+// Any other name the server returned is not asked for, and a warning on
+// stderr names it. Returns the first error, like the local run.
+absl::Status WriteResultLogs(RemoteClient& client, const v1::Job& job, const workload::ParsedJobs* jobs) {
   const v1::JobResult& result = job.result();
-  if (result.logs().empty()) return absl::OkStatus();
+  std::vector<const v1::LogFile*> own;
   for (const v1::LogFile& f : result.logs()) {
-    if (!LogNameAllowed(f.name(), user_prefixes)) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          "the server returned a log file named '", f.name().substr(0, 200),
-          "', outside the current directory and not a prefix given on this command line: no log written"));
+    if (jobs != nullptr && IsOwnLogName(f.name(), *jobs)) {
+      own.push_back(&f);
+      continue;
     }
+    std::cerr << kFioPrefix << ": warning: the server returned a log file named \""
+              << absl::CHexEscape(f.name().substr(0, 200))
+              << "\", which no write_*_log or write_iolog option of this command line names: not written\n";
   }
   std::vector<std::string> artifacts;
-  for (const v1::LogFile& f : result.logs()) artifacts.push_back(absl::StrCat("logs/", f.name()));
-  std::ofstream out;
+  for (const v1::LogFile* f : own) artifacts.push_back(absl::StrCat("logs/", f->name()));
+  LogFileWriter out;
   int open_index = -1;
   std::vector<int64_t> sizes;
   BLKLAB_RETURN_IF_ERROR(ReadArtifacts(
       client, job.name(), artifacts,
       [&](int index, const std::string& data) -> absl::Status {
         if (index != open_index) {
-          if (open_index >= 0) out.close();
-          out.open(result.logs(index).name(), std::ios::binary | std::ios::trunc);
-          if (!out) return absl::InternalError(absl::StrCat("log file ", result.logs(index).name(), ": cannot create"));
+          BLKLAB_RETURN_IF_ERROR(out.Open(own[static_cast<size_t>(index)]->name()));
           open_index = index;
         }
-        out.write(data.data(), static_cast<std::streamsize>(data.size()));
-        if (!out) return absl::InternalError(absl::StrCat("log file ", result.logs(index).name(), ": write failed"));
-        return absl::OkStatus();
+        return out.Write(data);
       },
       &sizes));
-  out.close();
-  for (int i = 0; i < result.logs_size(); ++i) {
-    if (sizes[i] != result.logs(i).size_bytes()) {
-      return absl::DataLossError(absl::StrCat("log file ", result.logs(i).name(), ": received ", sizes[i], " of ",
-                                              result.logs(i).size_bytes(), " bytes"));
+  BLKLAB_RETURN_IF_ERROR(out.Close());
+  for (size_t i = 0; i < own.size(); ++i) {
+    if (sizes[i] != own[i]->size_bytes()) {
+      return absl::DataLossError(
+          absl::StrCat("log file ", own[i]->name(), ": received ", sizes[i], " of ", own[i]->size_bytes(), " bytes"));
     }
   }
   return absl::OkStatus();
@@ -564,13 +620,12 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
   if (!s.ok()) return ReportStatus(kFioPrefix, s);
   if (final_job.state() != v1::Job::SUCCEEDED) return JobExit(kFioPrefix, final_job);
 
-  // fio writes each job's logs before the final report.
-  if (absl::Status ls = WriteResultLogs(client, final_job, UserLogPrefixes(all_args)); !ls.ok()) {
-    return Exit(server::ToGrpcCode(ls.code()), std::string(ls.message()));
-  }
-  if (job.collect_stacks()) {
-    absl::Status ss = WriteStacks(client, final_job, options->folded_file, options->flame_file);
-    if (!ss.ok()) return Exit(server::ToGrpcCode(ss.code()), std::string(ss.message()));
+  // fio writes each job's logs before the final report. As in-process, a
+  // file that cannot be written costs the exit value, not the report: the
+  // error follows it.
+  absl::Status files = WriteResultLogs(client, final_job, parsed.ok() ? &parsed->jobs : nullptr);
+  if (files.ok() && job.collect_stacks()) {
+    files = WriteStacks(client, final_job, options->folded_file, options->flame_file);
   }
   // What the jobs printed as they ran, and fio's exit value for failed jobs.
   for (const std::string& m : final_job.result().fio_stderr()) std::cerr << m << "\n";
@@ -588,6 +643,7 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
   if (formats.normal) text += final_job.result().fio_normal();
   out << text << std::flush;
   if (!out) return Exit(grpc::StatusCode::INVALID_ARGUMENT, "cannot write the report");
+  if (!files.ok()) return Exit(server::ToGrpcCode(files.code()), std::string(files.message()));
   return std::min(failed, 255);
 }
 

@@ -21,6 +21,13 @@
 // --eta=auto shows the progress line on stdout when it is a terminal
 // (always/never as fio); the line is erased before the result.
 // Ctrl-C cancels the job on the server (a second one stops waiting).
+// fio's log files come from the server (ReadJobArtifacts) and are written
+// here as the in-process run writes them, but only those that the
+// write_*_log and write_iolog options of this command line (its job files
+// included) name; another name the server returns is warned of on stderr
+// and not written. Files are opened without following a symbolic link as
+// their last component. A log that cannot be written is reported after the
+// report, and sets the exit code, as in-process.
 #ifndef BLKLAB_CLIENTS_CLI_REMOTE_FIO_H_
 #define BLKLAB_CLIENTS_CLI_REMOTE_FIO_H_
 

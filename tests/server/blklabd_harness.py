@@ -27,6 +27,16 @@ devices:
 """
 
 
+def code_of(fn):
+    """Calls fn(); (grpc status code, details) of what it raised, or (OK, "")."""
+    import grpc
+    try:
+        fn()
+        return grpc.StatusCode.OK, ""
+    except grpc.RpcError as e:
+        return e.code(), e.details()
+
+
 class Harness:
     """Starts blklabd processes (remembered for cleanup) and records checks."""
 

@@ -17,6 +17,12 @@ directory (each wait bounded) and checks:
   - a 1 s run with a latency log larger than a gRPC message writes the same
     files and prints the same bytes as the in-process run (ReadJobArtifacts);
     so do --folded and --flame (the call stacks);
+  - log files: only names the command line's options give are written
+    (a job file's absolute write_bw_log= path too, as in-process, with the
+    report); never through a symbolic link; a fake server (Python, in this
+    script) returning log names of its own ('.bashrc', '../x',
+    'link/evil', ...) gets them refused with a warning each, nothing
+    written, and the report still printed with the job's exit code;
   - a wrong token exits UNAUTHENTICATED (16), the right one works;
   - ./scripts/demo with DEMO_NONINTERACTIVE=1 runs to completion.
 """
@@ -29,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent import futures
 
 BLKLABD, BLKLAB, SRC = sys.argv[1:4]
 TMP = tempfile.mkdtemp(prefix="blklab-cli-remote.")
@@ -38,6 +45,9 @@ ENV.pop("BLKLAB_TOKEN", None)
 DEMO = os.path.join(SRC, "examples", "jobs", "demo.fio")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from blklabd_harness import Harness  # noqa: E402
+sys.path.insert(0, os.path.join(SRC, "clients", "python"))
+from blklab_client import job_pb2, service_pb2, service_pb2_grpc  # noqa: E402
+import grpc  # noqa: E402
 
 
 H = Harness(BLKLABD, TMP, ENV)
@@ -73,6 +83,68 @@ def wait_for(fn, timeout):
             return v
         time.sleep(0.05)
     return fn()
+
+
+class HostileJobs(service_pb2_grpc.JobServiceServicer):
+    """A server that answers any fio run with a SUCCEEDED job whose result
+    lists log files it named itself, besides the one the command line asks
+    for (ok_bw.1.log, from --write_bw_log=ok)."""
+    LOGS = {"ok_bw.1.log": b"5, 100, 0, 0, 0\n", ".bashrc": b"evil\n", "../x": b"evil\n", "sub/evil": b"evil\n",
+            "link/evil": b"evil\n", ".ssh/authorized_keys": b"evil\n", "ok_bw.1.log.sh": b"evil\n"}
+    REPORT = "HOSTILE SERVER'S REPORT\n"
+
+    def __init__(self):
+        self.asked = []
+
+    def CreateJob(self, request, context):
+        return job_pb2.Job(name="jobs/hostile", state=job_pb2.Job.QUEUED)
+
+    def WatchJob(self, request, context):
+        result = job_pb2.JobResult(fio_json=self.REPORT, fio_normal=self.REPORT)
+        for name, data in self.LOGS.items():
+            result.logs.add(name=name, size_bytes=len(data))
+        yield job_pb2.Snapshot(job="jobs/hostile", final_job=job_pb2.Job(
+            name="jobs/hostile", state=job_pb2.Job.SUCCEEDED, result=result))
+
+    def ReadJobArtifacts(self, request, context):
+        for a in request.artifacts:
+            self.asked.append(a)
+            data = self.LOGS.get(a[len("logs/"):], b"")
+            yield service_pb2.ArtifactChunk(artifact=a, offset=0, data=data, total_bytes=len(data))
+
+
+def hostile_server_checks():
+    """`blklab --server FAKE fio ...` against HostileJobs."""
+    hostile = HostileJobs()
+    pool = futures.ThreadPoolExecutor(max_workers=4)
+    fake = grpc.server(pool)
+    service_pb2_grpc.add_JobServiceServicer_to_server(hostile, fake)
+    port = fake.add_insecure_port("127.0.0.1:0")
+    fake.start()
+    try:
+        base = os.path.join(TMP, "hostile")
+        cwd, outside = os.path.join(base, "cwd"), os.path.join(base, "outside")
+        os.makedirs(os.path.join(cwd, "sub"))
+        os.makedirs(outside)
+        os.symlink(outside, os.path.join(cwd, "link"))
+        r = run(["--server", "127.0.0.1:%d" % port, "fio", "--name=ok", "--ioengine=io_uring", "--direct=1",
+                 "--rw=randread", "--runtime=200ms", "--time_based", "--write_bw_log=ok", "--output-format=json"],
+                cwd=cwd)
+        check(r.returncode == 0 and r.stdout == HostileJobs.REPORT,
+              "a hostile server's log names: the report is printed, exit 0 as the job (%d: %s)"
+              % (r.returncode, r.stderr.strip()[-300:]))
+        check(sorted(os.listdir(cwd)) == ["link", "ok_bw.1.log", "sub"] and not os.listdir(outside)
+              and not os.listdir(os.path.join(cwd, "sub")) and sorted(os.listdir(base)) == ["cwd", "outside"],
+              "only the log the command line names is written (%s)" % sorted(os.listdir(cwd)))
+        check(open(os.path.join(cwd, "ok_bw.1.log"), "rb").read() == HostileJobs.LOGS["ok_bw.1.log"],
+              "the named log has the server's bytes")
+        refused = [n for n in HostileJobs.LOGS if n != "ok_bw.1.log"]
+        check(all('"%s"' % n in r.stderr for n in refused) and r.stderr.count("no write_*_log or write_iolog option") == len(refused),
+              "a warning names each refused log (%s)" % r.stderr.strip()[-400:])
+        check(hostile.asked == ["logs/ok_bw.1.log"], "refused logs are not even read (%s)" % hostile.asked)
+    finally:
+        fake.stop(0)
+        pool.shutdown(wait=False)
 
 
 def main():
@@ -302,17 +374,36 @@ def main():
     r = remote(addr, ["jobs", "list"])
     check(r.returncode == 0 and "big" in r.stdout, "jobs list still works with that job stored (%s)"
           % r.stderr.strip()[:200])
+    # A job file's absolute log path: written there with the report, as the
+    # in-process run writes it (the job file is this command line's).
     abs_dir = os.path.join(TMP, "elsewhere")
     os.makedirs(abs_dir)
     open(os.path.join(TMP, "abslog.fio"), "w").write(
         "[j]\nioengine=io_uring\ndirect=1\nrw=randread\nruntime=200ms\ntime_based=1\nwrite_bw_log=%s/x\n" % abs_dir)
+    abs_log = os.path.join(abs_dir, "x_bw.1.log")
     r = remote(addr, ["fio", "abslog.fio", "--output-format=json"])
-    check(r.returncode == 7 and "outside the current directory" in r.stderr and not os.listdir(abs_dir),
-          "a log path the command line did not give is refused (%d: %s)" % (r.returncode, r.stderr.strip()[:200]))
+    remote_bytes = open(abs_log, "rb").read() if os.path.exists(abs_log) else None
+    local_abs = run(["fio", "abslog.fio", "--output-format=json"])
+    check(r.returncode == 0 and local_abs.returncode == 0 and r.stdout == local_abs.stdout and remote_bytes is not None
+          and remote_bytes == open(abs_log, "rb").read() and os.listdir(abs_dir) == ["x_bw.1.log"],
+          "a job file's absolute log path is written as in-process, with the report (%d: %s)"
+          % (r.returncode, r.stderr.strip()[:200]))
+    # Never through a symbolic link: the report, then the error.
+    victim = os.path.join(TMP, "victim")
+    open(victim, "w").write("precious\n")
+    os.remove(abs_log)
+    os.symlink(victim, abs_log)
+    r = remote(addr, ["fio", "abslog.fio", "--output-format=json"])
+    check(r.returncode == 3 and r.stdout == local_abs.stdout and "x_bw.1.log" in r.stderr and "symbolic link" in r.stderr
+          and open(victim).read() == "precious\n",
+          "a log file that is a symbolic link is not written through (%d: %s)" % (r.returncode, r.stderr.strip()[:200]))
+    os.remove(abs_log)
     r = remote(addr, ["fio", "--name=l", "--ioengine=io_uring", "--direct=1", "--rw=randread", "--runtime=200ms", "--time_based",
                       "--write_bw_log=%s/y" % abs_dir, "--output-format=json"])
     check(r.returncode == 0 and os.path.exists(os.path.join(abs_dir, "y_bw.1.log")),
           "a log prefix given on the command line is honoured (%s)" % r.stderr.strip()[:200])
+
+    hostile_server_checks()
 
     r = run(["--server", "127.0.0.1:1", "jobs", "list"], timeout=60)
     check(r.returncode == 14 and "UNAVAILABLE" in r.stderr and "is blklabd running" in r.stderr,
@@ -321,7 +412,7 @@ def main():
 
     # Auth.
     token_file = os.path.join(TMP, "token")
-    open(token_file, "w").write("s3cret-token\n")
+    open(token_file, "w").write("s3cret-token-0123456789\n")
     server, addr = start_server(os.path.join(TMP, "data-auth"), "--auth_token_file=" + token_file)
     r = remote(addr, ["fio", DEMO, "--output-format=json"], env=dict(ENV, BLKLAB_TOKEN="nope"))
     check(r.returncode == 16 and "UNAUTHENTICATED" in r.stderr, "wrong token exits UNAUTHENTICATED (16)")
@@ -329,7 +420,7 @@ def main():
     check(r.returncode == 16, "missing token exits UNAUTHENTICATED (16)")
     r = run(["--server=" + addr, "--token_file", token_file, "fio", DEMO, "--output-format=json"])
     check(r.returncode == 0 and r.stdout == local.stdout, "right token (--token_file) works")
-    r = run(["fio", DEMO, "--output-format=json"], env=dict(ENV, BLKLAB_SERVER=addr, BLKLAB_TOKEN="s3cret-token"))
+    r = run(["fio", DEMO, "--output-format=json"], env=dict(ENV, BLKLAB_SERVER=addr, BLKLAB_TOKEN="s3cret-token-0123456789"))
     check(r.returncode == 0 and r.stdout == local.stdout, "BLKLAB_SERVER and BLKLAB_TOKEN")
     stop(server)
 

@@ -12,6 +12,17 @@ depths x two samples) submitted to it with `blklab --server ... compare`:
     with the same bytes as in-process.
 Also: a server without a fleet runs a comparison alone; errors name the
 argument as in-process; cancel, delete, list; no token -> UNAUTHENTICATED.
+And against a fake fleet server (Python, in this script):
+  - one answering RunComparisonCell with NaN, infinite, negative or
+    out-of-range figures: with no other server the cell fails after its
+    fleet attempts with an error naming the field and the server, the
+    coordinator stays up and GetComparisonOutput(json) answers (not a
+    crash); with a local worker the cells run there instead and the JSON is
+    the in-process one;
+  - one that accepts the cell and never answers: the coordinator cancels
+    the call after its silence limit (30 s) and the cell runs elsewhere;
+  - a real server sends a message every few seconds while its cell runs
+    (what tells the two apart).
 
 usage: compare_fleet_test.py BLKLABD BLKLAB SOURCE_DIR
 """
@@ -21,12 +32,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
+from concurrent import futures
 
 BLKLABD, BLKLAB, SRC = sys.argv[1], sys.argv[2], sys.argv[3]
 sys.path.insert(0, os.path.join(SRC, "clients", "python"))
-from blklab_client import Client, service_pb2  # noqa: E402
+from blklab_client import Client, job_pb2, service_pb2, service_pb2_grpc  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from blklabd_harness import Harness  # noqa: E402
 import grpc  # noqa: E402
@@ -54,6 +67,153 @@ def blklab(args, server=None, token=TOKEN, timeout=600):
 
 def compare_args(runtime, fmt=None):
     return CMP + (["--format=" + fmt] if fmt else []) + ["--"] + JOB + ["--runtime=" + runtime]
+
+
+# What the fake fleet server breaks in its reply, by the caller's comparison
+# id, and what the coordinator's error must then say.
+BAD_FIGURES = {
+    "nan-iops": (lambda r: setattr(r, "iops", float("nan")), "result.iops is NaN"),
+    "inf-series": (lambda r: r.log_series[0].value.__setitem__(1, float("inf")),
+                   "result.log_series[0].value[1] is +inf"),
+    "negative-job": (lambda r: setattr(r.jobs[0], "iops", -5.0), "result.jobs[0].iops is -5: negative"),
+    "huge-pct": (lambda r: setattr(r, "usr_pct", 1e300), "result.usr_pct is 1e+300: out of range"),
+    "negative-ns": (lambda r: setattr(r.clat_percentiles[0], "value_ns", -1),
+                    "result.clat_percentiles[0].value_ns is -1: negative"),
+}
+
+
+class FakeFleetServer(service_pb2_grpc.ComparisonServiceServicer):
+    """RunComparisonCell as a broken or hostile fleet server answers it: a
+    comparison id starting with "silent" gets no message ever (until the
+    caller cancels); any other gets a result whose figures BAD_FIGURES[id]
+    (or a NaN IOPS) spoils."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.calls = {}
+        self.cancelled = 0
+
+    def RunComparisonCell(self, request, context):
+        cid = request.comparison.split("/")[-1]
+        with self.lock:
+            self.calls[cid] = self.calls.get(cid, 0) + 1
+        if cid.startswith("silent"):
+            while context.is_active():
+                time.sleep(0.1)
+            with self.lock:
+                self.cancelled += 1
+            return
+        yield service_pb2.RunComparisonCellResponse(started=True, job="jobs/fake")
+        r = job_pb2.ComparisonCellResult(iops=1000.0, dir_iops=[1000.0, 0.0, 0.0], usr_pct=10.0, sys_pct=20.0,
+                                          ios=20)
+        r.jobs.add(name="t", iops=1000.0)
+        r.clat_percentiles.add(percentile=50.0, value_ns=1000)
+        r.log_series.add(kind="iops", time_ms=[5, 10], value=[1.0, 2.0])
+        BAD_FIGURES.get(cid, BAD_FIGURES["nan-iops"])[0](r)
+        yield service_pb2.RunComparisonCellResponse(started=True, job="jobs/fake", result=r)
+
+
+def fake_fleet_checks(auth, b_addr):
+    """Section 7: figures no blklabd sends, a silent fleet server, heartbeats."""
+    fake = FakeFleetServer()
+    pool = futures.ThreadPoolExecutor(max_workers=8)
+    grpc_server = grpc.server(pool)
+    service_pb2_grpc.add_ComparisonServiceServicer_to_server(fake, grpc_server)
+    fake_port = grpc_server.add_insecure_port("127.0.0.1:0")
+    grpc_server.start()
+    fake_addr = "127.0.0.1:%d" % fake_port
+    one_cell = ["--host=nvme-8cpu", "--"] + JOB + ["--runtime=20ms"]
+    try:
+        # No other server: each cell fails after its fleet attempts, naming
+        # the field and the server; the coordinator stays up.
+        _, x_addr = H.start(os.path.join(TMP, "x"), auth, "--compare_workers=0", "--fleet=" + fake_addr,
+                            "--fleet_cells_per_server=1")
+        cx = Client(x_addr, token=TOKEN)
+        for cid, (_, expected) in BAD_FIGURES.items():
+            made = cx.create_comparison(one_cell, comparison_id=cid)
+            last = cx.wait_comparison(made.name, timeout=60)
+            check(last is not None and last.state == service_pb2.Comparison.FAILED and expected in last.error
+                  and fake_addr in last.error and last.cells[0].attempts == 4,
+                  "%s: the cell fails after 4 fleet attempts naming the field and the server (%s)"
+                  % (cid, last.error if last else None))
+            try:
+                cx.comparison_output(made.name, "json")
+                check(False, "%s: GetComparisonOutput(json) of the failed comparison is refused" % cid)
+            except grpc.RpcError as e:
+                check(e.code() == grpc.StatusCode.FAILED_PRECONDITION and expected in e.details(),
+                      "%s: GetComparisonOutput(json) is FAILED_PRECONDITION with the error (%s)" % (cid, e.details()))
+        check(cx.health_check() == 1 and len(cx.list_comparisons().comparisons) == len(BAD_FIGURES),
+              "the coordinator is still up after every bad reply")
+
+        # A local worker: the cells the fake spoils run here instead, and the
+        # JSON is the in-process one.
+        _, y_addr = H.start(os.path.join(TMP, "y"), auth, "--compare_workers=1", "--fleet=" + fake_addr,
+                            "--fleet_cells_per_server=1")
+        cy = Client(y_addr, token=TOKEN)
+        four = ["--host=nvme-8cpu", "--samples=4", "--"] + JOB + ["--runtime=20ms"]
+        made = cy.create_comparison(four, comparison_id="nan-recovered")
+        last = cy.wait_comparison(made.name, timeout=120)
+        local = blklab(["compare", "--format=json"] + four)
+        try:
+            out = cy.comparison_output(made.name, "json")
+            json.loads(out, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+        except (grpc.RpcError, ValueError) as e:
+            out = "error: %r" % e
+        check(last is not None and last.state == service_pb2.Comparison.SUCCEEDED
+              and all(c.server == "local" for c in last.cells) and fake.calls.get("nan-recovered", 0) >= 1,
+              "spoiled figures: the cells ran on the local worker instead (%s; fake calls %d)"
+              % (last.error if last else None, fake.calls.get("nan-recovered", 0)))
+        check(local.returncode == 0 and out == local.stdout,
+              "spoiled figures: the JSON is finite and the in-process bytes (%s)" % out[:200])
+
+        # A fleet server that takes a cell and never answers loses it after
+        # the silence limit; the local worker runs it.
+        two = ["--host=nvme-8cpu", "--samples=2", "--"] + JOB + ["--runtime=20ms"]
+        t0 = time.time()
+        made = cy.create_comparison(two, comparison_id="silent")
+        last = cy.wait_comparison(made.name, timeout=110)
+        took = time.time() - t0
+        local = blklab(["compare", "--format=json"] + two)
+        check(last is not None and last.state == service_pb2.Comparison.SUCCEEDED
+              and fake.calls.get("silent", 0) >= 1 and 25 <= took <= 110,
+              "a silent fleet server loses its cell in %.0f s, and the comparison succeeds (%s; calls %d)"
+              % (took, last.error if last else None, fake.calls.get("silent", 0)))
+        check(wait_until(lambda: fake.cancelled >= 1, 10), "the silent call was cancelled by the coordinator")
+        check(any(c.attempts >= 2 for c in last.cells) if last else False, "the silent server's cell ran again")
+        check(local.returncode == 0 and cy.comparison_output(made.name, "json") == local.stdout,
+              "after a silent server: the in-process JSON")
+    finally:
+        grpc_server.stop(0)
+        pool.shutdown(wait=False)
+
+    # A real server sends a message every few seconds while its cell runs.
+    cb = Client(b_addr, token=TOKEN)
+    bundle = job_pb2.ComparisonBundle(args=["--host=nvme-8cpu", "--"] + JOB + ["--runtime=3000s"])
+    call = cb.comparisons.RunComparisonCell(
+        service_pb2.RunComparisonCellRequest(bundle=bundle, cell=0, comparison="comparisons/heartbeat"),
+        metadata=cb.metadata, timeout=30)
+    t0 = time.time()
+    times = []
+    try:
+        for msg in call:
+            times.append(time.time() - t0)
+            if msg.HasField("result") or len(times) >= 3:
+                break
+    except grpc.RpcError:
+        pass  # the deadline: too few messages
+    finally:
+        call.cancel()
+    check(len(times) == 3 and 8 <= times[-1] <= 16,
+          "a running cell's server sends a message every 5 s (%s)" % ["%.1f" % t for t in times])
+
+
+def wait_until(fn, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if fn():
+            return True
+        time.sleep(0.1)
+    return fn()
 
 
 def main():
@@ -227,6 +387,9 @@ def main():
     r = blklab(["compare"] + compare_args("20ms", "csv"), server=solo)
     l2 = blklab(["compare"] + compare_args("20ms", "csv"))
     check(r.returncode == 0 and r.stdout == l2.stdout, "a server without a fleet: same CSV as in-process")
+
+    # 7. Fake fleet servers: spoiled figures, silence; a real one's heartbeats.
+    fake_fleet_checks(auth, b_addr)
 
 
 H.run_main(main)

@@ -32,7 +32,7 @@ TMP = tempfile.mkdtemp(prefix="blklabd-it.")
 os.environ["BLKLAB_PY_GEN"] = os.path.join(TMP, "pygen")
 from blklab_client import Client, job_pb2, host_pb2, health_pb2  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from blklabd_harness import Harness  # noqa: E402
+from blklabd_harness import Harness, code_of  # noqa: E402
 import grpc  # noqa: E402
 
 ENV = dict(os.environ, SOURCE_DATE_EPOCH="1700000000", TZ="UTC")
@@ -47,14 +47,6 @@ stop = H.stop
 
 def start_server(data_dir, *extra):
     return H.start(data_dir, *extra)
-
-
-def code_of(fn):
-    try:
-        fn()
-        return grpc.StatusCode.OK, ""
-    except grpc.RpcError as e:
-        return e.code(), e.details()
 
 
 def mask(text):
@@ -259,11 +251,11 @@ def main():
 
     # Auth: missing or wrong token -> UNAUTHENTICATED.
     token_file = os.path.join(TMP, "token")
-    open(token_file, "w").write("s3cret-token\n")
+    open(token_file, "w").write("s3cret-token-0123456789\n")
     server, addr = start_server(os.path.join(TMP, "data-auth"), "--auth_token_file=" + token_file)
     for label, tok, want in (("missing token", None, grpc.StatusCode.UNAUTHENTICATED),
                              ("wrong token", "nope", grpc.StatusCode.UNAUTHENTICATED),
-                             ("right token", "s3cret-token", grpc.StatusCode.OK)):
+                             ("right token", "s3cret-token-0123456789", grpc.StatusCode.OK)):
         ca = Client(addr, token=tok)
         check(code_of(lambda: ca.list_jobs())[0] == want, "auth: %s -> %s" % (label, want.name))
         check(code_of(lambda: list(ca.watch("jobs/x", timeout=5)))[0] in (want, grpc.StatusCode.NOT_FOUND)
