@@ -139,10 +139,13 @@ struct Compared {
   double guest_busy = 0;
   std::string release, accel;
   bool real = false;  // this machine's kernel, the model on the spec as written
+  int kernel_runs = 1;  // the kernel's figures are the median of this many runs
+  std::vector<std::string> runs_text;  // per metric, every run's kernel figure
+  std::vector<std::vector<double>> kernel_values;  // per metric, every run's (kernel_runs > 1)
 };
 
 absl::StatusOr<Compared> CompareJob(const LabJob& job, const std::vector<kernel_lab::MetricSpec>* metrics,
-                                    const std::vector<kernel_lab::AnalyticSpec>& analytic) {
+                                    const std::vector<kernel_lab::AnalyticSpec>& analytic, int kernel_runs = 1) {
   if (job.real) {
     BLKLAB_RETURN_IF_ERROR(kernel_lab::PlanRealRun(job).status());
   } else {
@@ -153,30 +156,53 @@ absl::StatusOr<Compared> CompareJob(const LabJob& job, const std::vector<kernel_
   BLKLAB_ASSIGN_OR_RETURN(util::DocNode model_json, kernel_lab::ParseFioJson(model_text));
   LabJob kjob = job;
   kjob.fio_args = kernel_lab::WithJsonOutput(job.fio_args);
-  BLKLAB_ASSIGN_OR_RETURN(KernelRun run, RunOnKernel(kjob));
-  // The guest's disk counters (sectors per request) join fio's JSON as
-  // `blklab kernel run` prints them.
-  BLKLAB_ASSIGN_OR_RETURN(util::DocNode kernel_json,
-                          kernel_lab::ParseFioJson(kernel_lab::WithKernelJson(run.fio_output, run.kernel)));
-  const kernel_lab::KernelSection k = run.kernel;
-  const kernel_lab::DiskNameMap names = [k](const std::string& n) { return kernel_lab::SpecName(k, n); };
-  const std::vector<kernel_lab::MetricSpec> defaults = kernel_lab::DefaultMetrics(kernel_json, names);
   Compared c;
-  BLKLAB_ASSIGN_OR_RETURN(c.rows, kernel_lab::CompareMetrics(metrics != nullptr ? *metrics : defaults, kernel_json,
-                                                            names, model_json));
-  for (const kernel_lab::AnalyticSpec& a : analytic) {
-    BLKLAB_ASSIGN_OR_RETURN(double v, kernel_lab::EvalMetric(a.expr, kernel_json, names));
-    BLKLAB_ASSIGN_OR_RETURN(double m, kernel_lab::EvalMetric(a.expr, model_json, names));
-    for (const kernel_lab::MetricSpec& ms : metrics != nullptr ? *metrics : defaults) {
-      if (ms.expr == a.expr && !ms.tolerance.Holds(a.expected, m)) c.model_misses_analytic = true;
+  std::vector<std::vector<double>> kernel_values;  // per metric, one per run
+  for (int run_index = 0; run_index < kernel_runs; ++run_index) {
+    BLKLAB_ASSIGN_OR_RETURN(KernelRun run, RunOnKernel(kjob));
+    // The guest's disk counters (sectors per request) join fio's JSON as
+    // `blklab kernel run` prints them.
+    BLKLAB_ASSIGN_OR_RETURN(util::DocNode kernel_json,
+                            kernel_lab::ParseFioJson(kernel_lab::WithKernelJson(run.fio_output, run.kernel)));
+    const kernel_lab::KernelSection k = run.kernel;
+    const kernel_lab::DiskNameMap names = [k](const std::string& n) { return kernel_lab::SpecName(k, n); };
+    const std::vector<kernel_lab::MetricSpec> defaults = kernel_lab::DefaultMetrics(kernel_json, names);
+    BLKLAB_ASSIGN_OR_RETURN(c.rows, kernel_lab::CompareMetrics(metrics != nullptr ? *metrics : defaults, kernel_json,
+                                                              names, model_json));
+    kernel_values.resize(c.rows.size());
+    for (size_t i = 0; i < c.rows.size(); ++i) kernel_values[i].push_back(c.rows[i].kernel);
+    c.analytic.clear();
+    c.model_misses_analytic = false;
+    for (const kernel_lab::AnalyticSpec& a : analytic) {
+      BLKLAB_ASSIGN_OR_RETURN(double v, kernel_lab::EvalMetric(a.expr, kernel_json, names));
+      BLKLAB_ASSIGN_OR_RETURN(double m, kernel_lab::EvalMetric(a.expr, model_json, names));
+      for (const kernel_lab::MetricSpec& ms : metrics != nullptr ? *metrics : defaults) {
+        if (ms.expr == a.expr && !ms.tolerance.Holds(a.expected, m)) c.model_misses_analytic = true;
+      }
+      c.analytic.push_back(absl::StrFormat(
+          "%s: expected %.6g, kernel %.6g (lab timing error %+.1f%%), model %.6g (%+.1f%%)", a.expr, a.expected, v,
+          100 * (v - a.expected) / a.expected, m, 100 * (m - a.expected) / a.expected));
     }
-    c.analytic.push_back(absl::StrFormat("%s: expected %.6g, kernel %.6g (lab timing error %+.1f%%), model %.6g (%+.1f%%)",
-                                         a.expr, a.expected, v, 100 * (v - a.expected) / a.expected, m,
-                                         100 * (m - a.expected) / a.expected));
+    c.guest_busy = kernel_lab::GuestCpuBusy(k);
+    c.release = k.release;
+    c.accel = k.accel;
   }
-  c.guest_busy = kernel_lab::GuestCpuBusy(k);
-  c.release = k.release;
-  c.accel = k.accel;
+  // Several runs: each metric's kernel figure is their median.
+  if (kernel_runs > 1) {
+    c.kernel_runs = kernel_runs;
+    c.kernel_values = kernel_values;
+    for (size_t i = 0; i < c.rows.size(); ++i) {
+      std::vector<double> v = kernel_values[i];
+      std::sort(v.begin(), v.end());
+      const size_t n = v.size();
+      c.rows[i].kernel = n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+      c.rows[i].agrees = c.rows[i].tolerance.Holds(c.rows[i].kernel, c.rows[i].model);
+      c.runs_text.push_back(absl::StrCat(c.rows[i].metric, ": ", absl::StrJoin(kernel_values[i], " ",
+                                                                                   [](std::string* out, double x) {
+                                                                                     absl::StrAppendFormat(out, "%.4g", x);
+                                                                                   })));
+    }
+  }
   c.real = job.real;
   return c;
 }
@@ -206,6 +232,10 @@ void PrintCompared(const std::string& title, const Compared& c) {
                                          "model: blklab with the lab kernel's settings (examples/hosts/lab-6.1.yaml)\n",
                                          c.release, c.accel, 100 * c.guest_busy))
             << kernel_lab::CompareTable(c.rows);
+  if (c.kernel_runs > 1) {
+    std::cout << "kernel: the median of " << c.kernel_runs << " runs (its figure varies from run to run):\n";
+    for (const std::string& r : c.runs_text) std::cout << "  " << r << "\n";
+  }
   for (const std::string& a : c.analytic) std::cout << "analytic " << a << "\n";
   const size_t off = std::count_if(c.rows.begin(), c.rows.end(), [](const CompareRow& r) { return !r.agrees; });
   switch (VerdictOf(c)) {
@@ -237,7 +267,7 @@ int Compare(const std::vector<std::string>& args) {
     if (!s.ok()) return Fail(s.status());
     absl::StatusOr<LabJob> job = JobFromScenario(*s);
     if (!job.ok()) return Fail(job.status());
-    absl::StatusOr<Compared> c = CompareJob(*job, &s->metrics, s->analytic);
+    absl::StatusOr<Compared> c = CompareJob(*job, &s->metrics, s->analytic, s->kernel_runs);
     if (!c.ok()) return Fail(c.status());
     PrintCompared(absl::StrCat(s->name, " (", s->mechanism, ")"), *c);
     return VerdictOf(*c) == Verdict::kDisagree ? 3 : 0;
@@ -296,7 +326,7 @@ int Suite(const std::vector<std::string>& args) {
     }
     if (ci_only && !s->ci) continue;
     absl::StatusOr<LabJob> job = JobFromScenario(*s);
-    absl::StatusOr<Compared> c = job.ok() ? CompareJob(*job, &s->metrics, s->analytic) : job.status();
+    absl::StatusOr<Compared> c = job.ok() ? CompareJob(*job, &s->metrics, s->analytic, s->kernel_runs) : job.status();
     if (!c.ok()) {
       std::cout << "ERROR " << s->name << ": " << c.status().message() << "\n" << std::flush;
       ++errors;
@@ -314,8 +344,14 @@ int Suite(const std::vector<std::string>& args) {
                                       ",\"metrics\":[");
       for (size_t i = 0; i < c->rows.size(); ++i) {
         const CompareRow& r = c->rows[i];
-        absl::StrAppendFormat(&line, "%s{\"metric\":\"%s\",\"kernel\":%.6g,\"model\":%.6g,\"agrees\":%s}",
-                              i ? "," : "", r.metric, r.kernel, r.model, r.agrees ? "true" : "false");
+        std::string runs;
+        if (c->kernel_runs > 1) {
+          runs = absl::StrCat(",\"kernel_runs\":[", absl::StrJoin(c->kernel_values[i], ",", [](std::string* out, double x) {
+                                absl::StrAppendFormat(out, "%.6g", x);
+                              }), "]");
+        }
+        absl::StrAppendFormat(&line, "%s{\"metric\":\"%s\",\"kernel\":%.6g,\"model\":%.6g,\"agrees\":%s%s}",
+                              i ? "," : "", r.metric, r.kernel, r.model, r.agrees ? "true" : "false", runs);
       }
       results << line << "]}\n" << std::flush;
     }

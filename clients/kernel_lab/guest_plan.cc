@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "clients/kernel_lab/doc_path.h"
 #include "engine/host/presets.h"
 #include "engine/util/check.h"
 #include "engine/util/status_macros.h"
@@ -27,14 +28,7 @@ absl::Status Refuse(absl::string_view field, absl::string_view why) {
 }
 
 // The node at `path` in the document as written, or nullptr.
-const DocNode* Written(const DocNode& doc, std::initializer_list<absl::string_view> path) {
-  const DocNode* n = &doc;
-  for (absl::string_view key : path) {
-    if (n == nullptr || !n->is_map()) return nullptr;
-    n = n->Find(key);
-  }
-  return n;
-}
+const DocNode* Written(const DocNode& doc, std::initializer_list<absl::string_view> path) { return DocPath(doc, path); }
 
 std::string Bool01(bool b) { return b ? "1" : "0"; }
 

@@ -397,6 +397,15 @@ analytic:
   EXPECT_TRUE(s->metrics[1].tolerance.Holds(1000, 1099));
   EXPECT_FALSE(s->metrics[1].tolerance.Holds(1000, 1101));
   EXPECT_EQ(s->analytic.at(0).expected, 8000);
+  EXPECT_EQ(s->kernel_runs, 1);
+  absl::StatusOr<Scenario> runs = ParseScenario(
+      "name: x\nkernel_runs: 5\nhost: {name: x}\nfio: x.fio\nmetrics: [{value: total_iops, tolerance: 1}]\n", "r.yaml");
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  EXPECT_EQ(runs->kernel_runs, 5);
+  EXPECT_THAT(ParseScenario("name: x\nkernel_runs: 0\nhost: {name: x}\nfio: x.fio\nmetrics: []\n", "r.yaml")
+                  .status()
+                  .message(),
+              HasSubstr("r.yaml: kernel_runs: a whole number from 1 to 9"));
   absl::StatusOr<Scenario> bad = ParseScenario("name: x\nhost: {}\nfio: x\nmetric: []\n", "bad.yaml");
   EXPECT_THAT(bad.status().message(), HasSubstr("bad.yaml: unknown or mistyped field 'metric'"));
 }

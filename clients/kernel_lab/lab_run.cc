@@ -111,9 +111,7 @@ std::string GuestScript(const GuestPlan& plan, const std::vector<std::string>& f
   }
   absl::StrAppend(&s, "echo '@@blklab-begin uname@@'; uname -r; echo '@@blklab-end uname@@'\n");
   absl::StrAppend(&s, "set -e\n", plan.setup_script, "set +e\n");
-  std::vector<std::string> names;
-  for (const std::string& d : plan.devices) names.push_back(d);
-  absl::StrAppend(&s, "lab_devices='", absl::StrJoin(names, " "), "'\n");
+  absl::StrAppend(&s, "lab_devices='", absl::StrJoin(plan.devices, " "), "'\n");
   for (size_t i = 0; i < plan.devices.size(); ++i) {
     std::string var = plan.devices[i];
     for (char& c : var) {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "clients/kernel_lab/doc_path.h"
 #include "engine/util/status_macros.h"
 #include "engine/util/yaml_reader.h"
 
@@ -53,14 +54,7 @@ double Number(const DocNode* n) {
   return d.ok() ? *d : 0;
 }
 
-const DocNode* Path(const DocNode& n, std::initializer_list<absl::string_view> keys) {
-  const DocNode* p = &n;
-  for (absl::string_view k : keys) {
-    if (p == nullptr || !p->is_map()) return nullptr;
-    p = p->Find(k);
-  }
-  return p;
-}
+const DocNode* Path(const DocNode& n, std::initializer_list<absl::string_view> keys) { return DocPath(n, keys); }
 
 std::vector<const DocNode*> JobsNamed(const DocNode& fio, absl::string_view name) {
   std::vector<const DocNode*> out;
@@ -144,6 +138,10 @@ absl::StatusOr<Scenario> ParseScenario(const std::string& text, const std::strin
       s.mechanism = v.text();
     } else if (k == "ci" && v.is_bool()) {
       s.ci = v.bool_value();
+    } else if (k == "kernel_runs" && v.is_number()) {
+      absl::StatusOr<int64_t> n = v.AsInt64();
+      if (!n.ok() || *n < 1 || *n > 9) return Bad(file, "kernel_runs: a whole number from 1 to 9");
+      s.kernel_runs = static_cast<int>(*n);
     } else if (k == "host" && v.is_map()) {
       s.host = v;
     } else if (k == "fio" && v.is_string()) {

@@ -49,6 +49,10 @@ struct Scenario {
   std::string name;
   std::string mechanism;
   bool ci = false;
+  // Runs of the guest whose median per metric is the kernel's figure (1-9):
+  // for scenarios whose kernel side was seen to vary from run to run more
+  // than the tolerance (the model's side is deterministic).
+  int kernel_runs = 1;
   util::DocNode host;  // the host spec as written
   std::string fio_file;  // the job file, relative to the scenario's folder
   std::string fio;       // its text (read by the caller)
