@@ -428,12 +428,24 @@ std::vector<MetricFamily> JobMetrics::Collect() const {
   return out;
 }
 
+namespace {
+constexpr int kMetricsThreads = 8;            // connections served at once
+constexpr int kMetricsReadTimeoutMs = 2000;   // an idle connection is closed after this
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& listen,
                                                                     std::shared_ptr<JobMetrics> jobs,
                                                                     std::shared_ptr<prometheus::Registry> registry) {
   std::unique_ptr<MetricsServer> server(new MetricsServer());
   try {
-    server->exposer_ = std::make_unique<prometheus::Exposer>(listen, /*num_threads=*/2);
+    // CivetWeb serves each connection on a thread of its own while it waits
+    // for the request: an idle client holds a thread until the read times
+    // out (30 s by default). Enough threads, a 2 s read timeout and no
+    // keep-alive keep a few idle or slow connections from blinding the
+    // scrapes.
+    server->exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
+        "listening_ports", listen, "num_threads", absl::StrCat(kMetricsThreads), "request_timeout_ms",
+        absl::StrCat(kMetricsReadTimeoutMs), "enable_keep_alive", "no"});
   } catch (const std::exception& e) {
     return absl::FailedPreconditionError(absl::StrCat("metrics_listen ", listen,
                                                       ": cannot listen (is the port taken? another blklabd?): ",
