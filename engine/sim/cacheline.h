@@ -1,7 +1,7 @@
 // engine/sim/cacheline.h
 //
 // CacheLine is a cheap MESI model of one hot shared cache line
-// (KERNEL_MODEL.md §1.3): it remembers which CPU wrote it last and which CPUs
+// (docs/kernel-model.md §1.3): it remembers which CPU wrote it last and which CPUs
 // hold a current copy. A read by a CPU holding a copy is a hit; otherwise the
 // line comes from the closest CPU holding it (price by topology,
 // Machine::TransferCost).

@@ -3,7 +3,7 @@
 // Cpu models one logical CPU executing kernel and user work in three levels,
 // from highest priority: hardirq (device interrupts, IPIs, hrtimers), softirq
 // (BLOCK_SOFTIRQ ...), and tasks (fio threads, kblockd workers), else idle
-// (KERNEL_MODEL.md §1.1).
+// (docs/kernel-model.md §1.1).
 //
 // Work is written as sim::Task coroutines made of steps. A step charges CPU
 // time to a function name (Charge); the CPU's local clock advances by it and
@@ -45,10 +45,8 @@
 //    eligibility against the weighted average, earliest virtual deadline
 //    first; a wake-up pre-empts (at the same points) only when that pick
 //    chooses the woken thread, never while the running thread is eligible
-//    and inside the slice it was picked with (RUN_TO_PARITY). Not modelled:
-//    cgroup hierarchies (one flat cfs_rq per CPU), custom slices
-//    (PREEMPT_SHORT, 6.12), delayed dequeue (6.12), and irq time is not
-//    taken out of the running thread's vruntime.
+//    and inside the slice it was picked with (RUN_TO_PARITY). What is not
+//    modelled: sched_fair.h.
 //  * A context spinning on a lock keeps its CPU busy until the lock is
 //    granted. Spinning on a spin_lock_irqsave lock, or while holding one,
 //    holds back hardirqs (irqs off); spinning on a plain spin_lock leaves
@@ -67,14 +65,7 @@
 //    wake-up is already on its way (or arrives before the CPU's own clock
 //    reaches the idle entry); the first wake-up (a thread, a hardirq) after
 //    that runs only after the state's exit latency, counted as idle time.
-//    menu as in 6.8 (menu_select / menu_update): the typical of the last
-//    eight idle intervals, bounded, when over 15 us, by the CPU's next
-//    HrTimer scaled by its bucket's correction factor; with the tick already
-//    stopped a prediction under a tick gives way to the next timer;
-//    otherwise the exit latency is at most the prediction, divided by 1 + 10
-//    x the CPU's iowait tasks with menu_iowait_latency_limit (which also
-//    splits the buckets by iowait, as before 6.13); a physical state rather
-//    than POLL when its latency is acceptable and no timer comes first. POLL
+//    The menu governor's selection is described in cpuidle_menu.h. POLL
 //    ends at cpuidle_poll_time (the first target residency of at least
 //    10 us, at most a 16th of a tick), menu counts the idle as lasting to
 //    the next timer and selects again. The tick keeps firing on an idle CPU
@@ -86,6 +77,13 @@
 //    no task ending POLL (poll_idle goes on until need_resched; here the
 //    interrupt ends the idle period and menu selects again), and exit
 //    latency as a waste of power rather than time.
+// Layout: Cpu's definitions follow the kernel's files: cpu.cc the core loop,
+//  the interrupt levels, schedule() and the accounting (kernel/sched/core.c);
+//  sched_fair.cc CFS and EEVDF, balancing and the tick (kernel/sched/fair.c,
+//  CfsRq in sched_fair.h); softirq.cc raise_softirq, the softirq level and
+//  ksoftirqd (kernel/softirq.c); cpuidle.cc idle entry and exit, POLL, the
+//  CPU's timers (kernel/sched/idle.c, drivers/cpuidle/cpuidle.c), with the
+//  governor in cpuidle_menu.{h,cc} (MenuGovernor). Thread is in thread.h.
 // Thread-safety: thread-compatible; owned by the Machine of one run.
 // Cost: Charge is two array additions; Sync is one comparison when nothing
 //  else is due. With cpuidle states, each HrTimer start and expiry is an
@@ -99,14 +97,17 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "engine/sim/cpuidle_menu.h"
 #include "engine/sim/machine.h"
 #include "engine/sim/pool_allocator.h"
+#include "engine/sim/sched_fair.h"
 #include "engine/sim/simulator.h"
 #include "engine/sim/task.h"
+#include "engine/sim/thread.h"
 #include "engine/sim/time.h"
-#include "engine/util/check.h"
 #include "engine/util/check.h"
 
 namespace blklab::sim {
@@ -131,137 +132,6 @@ class IrqHandler {
 
 // Why the running context returned control to its CPU.
 enum class SuspendReason : uint8_t { kNone, kYield, kSpin, kSleep };
-
-// A simulated thread (task_struct): a root coroutine on one CPU at a time.
-// A thread allowed more than one CPU (set_cpus_allowed) may move when it
-// wakes from Cpu::SleepMigratable (select_task_rq_fair's wake-up path:
-// its previous CPU if idle, else an idle CPU of that CPU's LLC, else it
-// stays); the code it runs re-reads on_cpu() after such a sleep. Sleeps
-// inside kernel paths (Cpu::Sleep) wake on the same CPU. A CPU about to go
-// idle, unless its idle periods are short (rq->avg_idle), pulls such a
-// woken thread that waits on a busy CPU before it has run there, or one
-// pre-empted at its return to user space (Cpu::PreemptPointMigratable),
-// once it is cache cold (newidle balancing, Cpu::PullQueuedThread); an
-// overloaded CPU's tick pushes either kind to an idle CPU, hot or not, once
-// per balance interval (periodic balancing, Cpu::PushQueuedThread). A
-// thread pre-empted inside the kernel never moves (its code holds its CPU).
-class Thread {
- public:
-  enum class State : uint8_t { kNew, kRunnable, kRunning, kSleeping, kDone };
-
-  // nice: -20 (kblockd WQ_HIGHPRI workers) .. 19. Lower nice pre-empts higher
-  // nice at the next Sync of the running task.
-  Thread(Machine& machine, std::string name, int cpu, int nice = 0);
-  Thread(const Thread&) = delete;
-  Thread& operator=(const Thread&) = delete;
-
-  // Makes the thread runnable at `at` with `root` as its body.
-  void Start(Task root, SimTime at);
-
-  // Wakes a sleeping thread: it becomes runnable on its CPU at `at`
-  // (the caller has charged try_to_wake_up). No effect unless sleeping.
-  void Wake(SimTime at);
-
-  // The CPUs the thread may run on (sched_setaffinity); empty or one CPU:
-  // pinned to the CPU it was made on.
-  void set_cpus_allowed(std::vector<int> cpus) { cpus_allowed_ = std::move(cpus); }
-  const std::vector<int>& cpus_allowed() const { return cpus_allowed_; }
-
-  const std::string& name() const { return name_; }
-  int cpu() const { return cpu_; }
-  // The CPU the thread is on (or last ran on, while it sleeps).
-  Cpu& on_cpu() const { return *on_cpu_; }
-  // Wake-ups that moved it to another CPU (perf's cpu-migrations).
-  uint64_t migrations() const { return migrations_; }
-  int nice() const { return prio_ - kNiceZeroPrio; }
-  // SCHED_FIFO at `rt_priority` (1..99; a threaded interrupt handler runs
-  // at 50): it takes the CPU from any CFS thread at that thread's next
-  // Sync (a CONFIG_PREEMPT kernel pre-empts at interrupt exit), has no
-  // time slice, and is never displaced by a woken CFS thread.
-  void set_sched_fifo(int rt_priority) {
-    BLKLAB_CHECK(rt_priority >= 1 && rt_priority < kMaxRtPrio);
-    prio_ = kMaxRtPrio - 1 - rt_priority;
-  }
-  // A real-time thread (the kernel's rt_prio(p->prio)).
-  bool rt() const { return prio_ < kMaxRtPrio; }
-  State state() const { return state_; }
-  bool sleeping() const { return state_ == State::kSleeping; }
-  // A thread that mostly sleeps (ksoftirqd, fio's main and helper threads):
-  // its wake-up sets need_resched on the running task (EEVDF places it with
-  // positive lag), honoured at that task's next pre-emption point.
-  void set_wakeup_preempts(bool on) { wakeup_preempts_ = on; }
-  // Times it left a CPU: to sleep (nvcsw) or pre-empted (nivcsw), as
-  // getrusage counts them (fio's ctx).
-  uint64_t context_switches() const { return context_switches_; }
-  // CPU time this thread used in user and kernel mode (its rusage; kernel
-  // mode includes the interrupts that ran on top of it when the CPU counts
-  // them so, MachineCosts::irq_time_in_task).
-  int64_t user_ns() const { return stats_->mode_ns[0]; }
-  int64_t sys_ns() const { return stats_->mode_ns[1] + stats_->mode_ns[2] + stats_->mode_ns[3]; }
-  // Its CPU time and schedstat figures (owned by the Machine).
-  const ThreadStats& stats() const { return *stats_; }
-
- private:
-  friend class Cpu;
-  ThreadStats* stats_;  // mode_ns is its rusage; run_delay etc. its schedstat
-  // select_task_rq at a wake-up from SleepMigratable.
-  int SelectWakeCpu() const;
-  // Moves the thread's home to `cpu` (a migration).
-  void MoveTo(int cpu);
-
-  Machine& machine_;
-  std::string name_;
-  int cpu_;
-  Cpu* on_cpu_;
-  // The kernel's p->prio: 0..99 real-time (lower first), 100..139 CFS
-  // (120 + nice).
-  static constexpr int kMaxRtPrio = 100;
-  static constexpr int kNiceZeroPrio = 120;
-  int prio_;
-  // Order of choice when the CPU picks its next thread: real-time by
-  // priority, then a woken thread that pre-empts (ksoftirqd), then CFS by
-  // nice.
-  int PickRank() const { return rt() ? prio_ : wakeup_preempts_ ? kMaxRtPrio : prio_ + 1; }
-  std::vector<int> cpus_allowed_;
-  bool migrate_on_wake_ = false;  // asleep in SleepMigratable
-  Cpu* iowait_on_ = nullptr;      // asleep in iowait, counted in that CPU's nr_iowait
-  // Woken from SleepMigratable and waiting in a runqueue, not yet run.
-  bool movable_ = false;
-  // Suspended at the return to user space (Cpu::PreemptPointMigratable)
-  // and waiting there, pre-empted.
-  bool at_user_boundary_ = false;
-  // Either, for a fair-class thread (the fair balancers never move a
-  // real-time one): while queued it is counted in Machine::queued_movable,
-  // and balancing (newidle or periodic) may move it.
-  bool movable_while_queued() const { return !rt() && (movable_ || at_user_boundary_); }
-  SimTime last_ran_ = 0;  // when it last left a CPU (task_hot's exec_start)
-  uint64_t migrations_ = 0;
-  // 1 while started, not done, fair-class and allowed several CPUs: it
-  // counts in its CPU's homed_threads_ (the load balancer's weight).
-  int homed_ = 0;
-  State state_ = State::kNew;
-  Task root_;
-  std::coroutine_handle<> resume_;
-  uint64_t context_switches_ = 0;
-  int64_t stack_slot_ = -1;  // StackProfile slot, made on first use
-  // Woken, it takes the CPU at the running task's next pre-emption point
-  // (Cpu::PreemptPoint, or when it sleeps): ksoftirqd, whose wake-up sets
-  // need_resched on the task that raised the softirq (EEVDF favours a
-  // thread that mostly sleeps); honoured at voluntary pre-emption points.
-  bool wakeup_preempts_ = false;
-  // What was left of its time slice when a woken thread pre-empted it.
-  int64_t slice_left_ns_ = 0;
-  // EEVDF's sched_entity (MachineCosts::eevdf), in virtual ns (CPU time x
-  // 1024 / weight) on its CPU's scale: vruntime, virtual deadline, and the
-  // lag (V - vruntime, clamped) it had when it last left a runqueue.
-  int64_t vruntime_ = 0;
-  int64_t deadline_ = 0;
-  int64_t vlag_ = 0;
-  bool protect_slice_ = false;  // RUN_TO_PARITY: picked, slice not yet renewed
-  bool placed_ = false;         // placed once (the first gets half a slice)
-  // sched_prio_to_weight[nice + 20] (1024 at nice 0).
-  int64_t Weight() const;
-};
 
 class Cpu final : public EventHandler {
  public:
@@ -595,7 +465,50 @@ class Cpu final : public EventHandler {
            !resuming_spin_ && !(spinning_ && !spin_irqs_on_);
   }
   void Kick(SimTime at);  // make sure the CPU looks at its work at `at`
+  // The CPU runs its contexts, highest level first, until it idles, spins
+  // or the running context yields to an event; each pass is the steps
+  // below.
   void Loop();
+  // What a pass of Loop found to do next.
+  enum class LoopStep : uint8_t { kRun, kSpin, kIdle };
+  // Chooses the context to run (*h, at *run_level): a hardirq or softirq
+  // under way or pending, else the task level. kSpin: the spinning context
+  // is next and its lock not yet granted; kIdle: the CPU went idle.
+  LoopStep PickContext(std::coroutine_handle<>* h, Level* run_level);
+  // The spinning context, if its level `l` is next to run: resumed when the
+  // grant landed during an interrupt (false), else the CPU goes on spinning
+  // (true).
+  bool SpinnerBlocks(Level l);
+  // Starts the first pending hardirq's handler; returns its coroutine.
+  std::coroutine_handle<> StartHardirq();
+  // Starts the first pending softirq's handler (softirq.cc).
+  std::coroutine_handle<> StartSoftirq();
+  // The task level: pre-emption of the running thread where it can lose
+  // the CPU, then, with none running, a pull, the pick and the switch.
+  // False when the CPU goes idle instead (Loop returns).
+  bool ScheduleTask();
+  // Whether the running thread gives the CPU up here (wake-up pre-emption,
+  // the end of its slice) and where it is queued if it does.
+  void PreemptCurrentThread();
+  // The pre-emption decision under EEVDF for a running fair thread
+  // (sched_fair.c): `displaced` (queued behind) or `keeps_place` (queued in
+  // front, a real-time thread takes the CPU).
+  void CheckPreemptEevdf(bool slice_over, bool* displaced, bool* keeps_place);
+  // Nothing to run and nothing pulled: the switch to the idle task, and
+  // the idle state (Loop returns).
+  void GoIdle();
+  // The next thread to run, taken off the runqueue: real-time by priority,
+  // then a pre-empting one, then CFS (pick_eevdf under EEVDF).
+  Thread* PickNextThread();
+  // context_switch to `next`: its slice, schedstat and the switch's price.
+  void SwitchTo(Thread* next);
+  // Resumes `h` at `run_level`.
+  void RunContext(std::coroutine_handle<> h, Level run_level);
+  // The context run at `run_level` returned control, finished or
+  // suspended: false when Loop returns (a yield, a spin).
+  bool ContextReturned(Level run_level);
+  // A finished softirq handler: back to the task level (softirq.cc).
+  void ExitSoftirq();
   void ArriveHardirq(IrqWork w);
   // `woken`: by a wake-up (ttwu), which ends an idle period's avg_idle
   // sample; a balance's migration does not.
@@ -647,20 +560,13 @@ class Cpu final : public EventHandler {
   // EEVDF (MachineCosts::eevdf). The entities of this CPU's cfs_rq are the
   // running thread, if a CFS one, and the queued CFS threads.
   // update_curr: the running CFS thread's vruntime advances by its time on
-  // the CPU since exec_start_, weighted; a used-up slice gets a new
+  // the CPU since cfs_.exec_start, weighted; a used-up slice gets a new
   // deadline (update_deadline), which ends RUN_TO_PARITY's protection.
   void UpdateCurr();
   // avg_vruntime: V, the load-weighted mean vruntime of the entities
-  // (min_vruntime_ when there are none); `load` gets their total weight.
+  // (cfs_.min_vruntime when there are none); `load` gets their total weight.
   int64_t AvgVruntime(int64_t* load) const;
-  // The CFS entities (the running one if fair, the queued fair ones):
-  // sum((v_i - base) * w_i) and sum(w_i), base a member's vruntime; load 0
-  // when there are none.
-  struct FairSums {
-    int64_t base = 0;
-    __int128 sum = 0;
-    int64_t load = 0;
-  };
+  // The CFS entities' sums (FairSums, sched_fair.h).
   FairSums SumFair() const;
   // entity_eligible: vruntime <= V, from the entities' sums (O(1), so a
   // pick over n entities is O(n)).
@@ -677,9 +583,6 @@ class Cpu final : public EventHandler {
   // need_resched for a running CFS thread under EEVDF: a queued real-time
   // thread, or check_preempt_wakeup_fair chose a woken one.
   bool EevdfNeedResched() const;
-  // place_entity: vruntime V - lag (the lag scaled by (load + w) / load
-  // when the queue is not empty), deadline one virtual slice on (half for a
-  // new thread). REQUIRES: `t` is not among the entities yet.
   // The running thread goes to sleep in iowait on this CPU.
   void BeginIowait();
   // menu_select when the CPU goes idle: the state from the typical recent
@@ -698,14 +601,10 @@ class Cpu final : public EventHandler {
   // The first wake-up of an idle CPU at `at`: menu_reflect's interval, and
   // when the CPU runs again (after the state's exit latency).
   SimTime LeaveIdleState(SimTime at);
-  // menu_update for an idle period of `measured_ns` (to the wake-up).
-  void ReflectIdle(int64_t measured_ns);
-  // Time to the earliest HrTimer armed on this CPU (kSimTimeNever: none).
-  int64_t NextTimerNs() const;
-  // get_typical_interval over the last kIdleIntervals idle periods, in
-  // microseconds; UINT32_MAX when they give no confident prediction.
-  uint32_t TypicalIdleIntervalUs() const;
 
+  // place_entity: vruntime V - lag (the lag scaled by (load + w) / load
+  // when the queue is not empty), deadline one virtual slice on (half for a
+  // new thread). REQUIRES: `t` is not among the entities yet.
   void PlaceEntity(Thread* t);
   // update_entity_lag, before `t` leaves the entities (sleep, migration).
   void SaveLag(Thread* t);
@@ -735,11 +634,7 @@ class Cpu final : public EventHandler {
   bool resched_pending_ = false;
   bool full_preemption_ = false;
   const bool eevdf_;
-  // check_preempt_wakeup_fair chose a woken thread over the running one
-  // (EEVDF): need_resched until the running thread gives the CPU up.
-  bool eevdf_resched_ = false;
-  SimTime exec_start_ = 0;     // when the running thread's vruntime was last advanced
-  int64_t min_vruntime_ = 0;   // V when the queue is empty
+  CfsRq cfs_;  // EEVDF's per-CPU state (sched_fair.h)
   bool task_in_user_ = false;  // the running thread's last charge was user code
   uint64_t run_gen_ = 0;
   SimTime run_scheduled_at_ = kSimTimeNever;
@@ -805,24 +700,17 @@ class Cpu final : public EventHandler {
   SimTime next_far_balance_ = 0;  // and across LLCs
   // cpuidle (MachineCosts::cpuidle_states non-empty): the state the idle CPU
   // is in (-1: none, it runs or has been woken), since when, and when a
-  // woken CPU runs again; menu's ring of recent idle intervals (us).
-  static constexpr int kIdleIntervals = 8;
+  // woken CPU runs again; the menu governor's state (cpuidle_menu.h).
   int cpuidle_state_ = -1;
   SimTime cpuidle_entered_at_ = 0;
   SimTime cpuidle_running_at_ = 0;
-  uint32_t cpuidle_intervals_us_[kIdleIntervals] = {};
-  int cpuidle_interval_next_ = 0;
   std::vector<uint64_t> cpuidle_usage_;
   int64_t cpuidle_exit_wait_ns_ = 0;
-  // menu's correction factors per bucket (1.0 = kMenuResolution x
-  // kMenuDecay), the bucket and next timer of the current idle period.
-  int64_t menu_correction_[12] = {8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192};
   uint64_t cpuidle_poll_gen_ = 0;  // the pending poll limit's
-  int menu_bucket_ = 0;
-  int64_t menu_next_timer_ns_ = kSimTimeNever;
+  MenuGovernor menu_;
   // HrTimers armed on this CPU, by (expiry, timer id), kept only with
   // cpuidle states (tracks_timers).
-  PooledSet<std::pair<SimTime, uint64_t>> timers_;
+  CpuTimerSet timers_;
   int nr_iowait_ = 0;
 };
 

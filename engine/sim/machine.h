@@ -6,7 +6,7 @@
 // (with the composite rows the reports spread as perf would: a context switch
 // over __schedule and its callees, a wake-up over try_to_wake_up and its),
 // and the cacheline-transfer prices that follow from the topology
-// (KERNEL_MODEL.md §1.1, §1.3).
+// (docs/kernel-model.md §1.1, §1.3).
 //
 // Invariants: CPU ids are 0..num_cpus()-1; function ids are dense and
 //  assigned in interning order, so they are the same on every run of the same

@@ -1,6 +1,6 @@
 // engine/sim/spinlock.h
 //
-// SpinLock models a kernel qspinlock (KERNEL_MODEL.md §1.4): an uncontended
+// SpinLock models a kernel qspinlock (docs/kernel-model.md §1.4): an uncontended
 // acquire is an atomic on the lock's cacheline; contended waiters queue FIFO
 // (MCS) with their CPUs busy, and that time is charged to
 // `native_queued_spin_lock_slowpath`. An arriving waiter's xchg on the lock

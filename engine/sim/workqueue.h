@@ -1,7 +1,7 @@
 // engine/sim/workqueue.h
 //
 // WorkQueue models kblockd: a WQ_HIGHPRI per-CPU workqueue with one kworker
-// thread (nice -20) per CPU (KERNEL_MODEL.md §1.5). Queueing a work item that
+// thread (nice -20) per CPU (docs/kernel-model.md §1.5). Queueing a work item that
 // is already pending does nothing (queue_work_on), so many kicks collapse into
 // one run. Modifying it (mod_delayed_work_on, which
 // kblockd_mod_delayed_work_on is) takes a pending item back wherever it is,
