@@ -36,7 +36,7 @@ TEST(CostTableTest, SetCostByName) {
 }
 
 // The fitted groups scale guessed rows only, each row at most once, by a
-// multiplier a fit may reach (CALIBRATION.md: outside constants are never
+// multiplier a fit may reach (docs/calibration.md: outside constants are never
 // fitted); every other row of the calibrated table is its default.
 TEST(CostTableTest, CalibratedTableScalesOnlyTheGroupsGuessedRows) {
   const CostTable& calibrated = CalibratedCostTable();

@@ -7,7 +7,7 @@
 // i + cores are SMT siblings; cores are numbered socket by socket and LLC
 // group by LLC group; NUMA nodes split a socket's cores evenly.
 //
-// TransferCost prices moving a cacheline between two CPUs (KERNEL_MODEL.md
+// TransferCost prices moving a cacheline between two CPUs (docs/kernel-model.md
 // §1.3): 0 on the same core (shared L1/L2), line_transfer_llc within an LLC
 // group, line_transfer_die between LLC groups of one socket (another CCX/CCD
 // or die), line_transfer_socket across sockets.

@@ -9,7 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/str_join.h"
-#include "engine/host/cpu_topology.h"
+#include "engine/host/driver_type.h"
+#include "engine/host/spec_fields.h"
 #include "engine/util/json_reader.h"
 #include "engine/util/status_macros.h"
 #include "engine/util/yaml_reader.h"
@@ -20,100 +21,14 @@ namespace {
 using util::DocNode;
 using util::SourcePos;
 
-// ---- Field tables -------------------------------------------------------------
-
-enum class FieldType { kInt, kInt64, kBool };
-
-template <typename S>
-struct FieldDesc {
-  const char* name;
-  FieldType type;
-  int S::*i;
-  int64_t S::*l;
-  bool S::*b;
-  int64_t lo;
-  int64_t hi;
-};
-
-template <typename S>
-std::span<const FieldDesc<S>> FieldsOf();
-
-#define BLKLAB_DESC_INT(name, def, lo, hi, doc) FieldDesc<S>{#name, FieldType::kInt, &S::name, nullptr, nullptr, lo, hi},
-#define BLKLAB_DESC_INT64(name, def, lo, hi, doc) \
-  FieldDesc<S>{#name, FieldType::kInt64, nullptr, &S::name, nullptr, lo, hi},
-#define BLKLAB_DESC_BOOL(name, def, lo, hi, doc) FieldDesc<S>{#name, FieldType::kBool, nullptr, nullptr, &S::name, 0, 1},
-#define BLKLAB_FIELD_TABLE(TYPE, LIST)                                                  \
-  template <>                                                                           \
-  std::span<const FieldDesc<TYPE>> FieldsOf<TYPE>() {                                   \
-    using S = TYPE;                                                                     \
-    static const FieldDesc<S> kFields[] = {LIST(BLKLAB_DESC_INT, BLKLAB_DESC_INT64, BLKLAB_DESC_BOOL)}; \
-    return kFields;                                                                     \
-  }
-
-BLKLAB_FIELD_TABLE(CpuSpec, BLKLAB_CPU_FIELDS)
-BLKLAB_FIELD_TABLE(KernelConfig, BLKLAB_KCONFIG_FIELDS)
-BLKLAB_FIELD_TABLE(Knobs, BLKLAB_KNOB_FIELDS)
-BLKLAB_FIELD_TABLE(NullBlkSpec, BLKLAB_NULL_BLK_FIELDS)
-BLKLAB_FIELD_TABLE(NvmeSpec, BLKLAB_NVME_FIELDS)
-BLKLAB_FIELD_TABLE(ScsiDebugSpec, BLKLAB_SCSI_DEBUG_FIELDS)
-BLKLAB_FIELD_TABLE(HbaSpec, BLKLAB_HBA_FIELDS)
-BLKLAB_FIELD_TABLE(IoschedTunables, BLKLAB_IOSCHED_FIELDS)
-BLKLAB_FIELD_TABLE(QueueSpec, BLKLAB_QUEUE_FIELDS)
-BLKLAB_FIELD_TABLE(CgroupSpec, BLKLAB_CGROUP_FIELDS)
-BLKLAB_FIELD_TABLE(VmSpec, BLKLAB_VM_FIELDS)
-
-#undef BLKLAB_FIELD_TABLE
-#undef BLKLAB_DESC_INT
-#undef BLKLAB_DESC_INT64
-#undef BLKLAB_DESC_BOOL
-
-std::string Join(const std::string& path, absl::string_view key) {
-  return path.empty() ? std::string(key) : absl::StrCat(path, ".", key);
-}
-
-std::string RangeMessage(int64_t lo, int64_t hi, int64_t got) {
-  if (hi - lo == 1) return absl::StrCat("must be ", lo, " or ", hi, ", got ", got);
-  if (hi - lo == 2) return absl::StrCat("must be ", lo, ", ", lo + 1, " or ", hi, ", got ", got);
-  return absl::StrCat("must be in [", lo, ", ", hi, "], got ", got);
-}
-
-absl::Status FieldError(const std::string& path, absl::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat(path, ": ", message));
-}
-
-template <typename S>
-absl::Status ValidateRanges(const S& s, const std::string& path) {
-  for (const FieldDesc<S>& f : FieldsOf<S>()) {
-    int64_t v = 0;
-    if (f.type == FieldType::kInt) {
-      v = s.*(f.i);
-    } else if (f.type == FieldType::kInt64) {
-      v = s.*(f.l);
-    } else {
-      continue;
-    }
-    if (v < f.lo || v > f.hi) return FieldError(Join(path, f.name), RangeMessage(f.lo, f.hi, v));
-  }
-  return absl::OkStatus();
-}
-
-template <typename S>
-DocNode EncodeFields(const S& s, DocNode map = DocNode::Map()) {
-  for (const FieldDesc<S>& f : FieldsOf<S>()) {
-    switch (f.type) {
-      case FieldType::kInt:
-        map.AddEntry(f.name, {}, DocNode::Int(s.*(f.i)));
-        break;
-      case FieldType::kInt64:
-        map.AddEntry(f.name, {}, DocNode::Int(s.*(f.l)));
-        break;
-      case FieldType::kBool:
-        map.AddEntry(f.name, {}, DocNode::Bool(s.*(f.b)));
-        break;
-    }
-  }
-  return map;
-}
+using spec_internal::EncodeFields;
+using spec_internal::FieldDesc;
+using spec_internal::FieldsOf;
+using spec_internal::FieldType;
+using spec_internal::Join;
+using spec_internal::kCgroupDependentNames;
+using spec_internal::kCgroupDependents;
+using spec_internal::RangeMessage;
 
 // ---- Decoding -----------------------------------------------------------------
 
@@ -230,6 +145,7 @@ class Decoder {
   absl::Status DecodeKernel(const DocNode& node, HostSpec& spec);
   absl::Status DecodeDevice(const DocNode& node, const std::string& path, DeviceSpec& dev);
   absl::Status DecodeQueue(const DocNode& node, const std::string& path, QueueSpec& queue);
+  absl::Status DecodeFilesystems(const DocNode& node, HostSpec& spec);
 
   std::map<std::string, SourcePos> positions_;
 };
@@ -239,14 +155,15 @@ const std::string kHostKeys[] = {"name", "description", "cpus", "kernel", "knobs
 const std::string kFilesystemKeys[] = {"path", "device", "type", "files"};
 const std::string kExistingFileKeys[] = {"path", "mib"};
 const std::string kKernelKeys[] = {"hz", "version", "config"};
-const std::string kDeviceKeys[] = {"name", "null_blk", "nvme", "scsi_debug", "hba", "queue"};
 const std::string kQueueExtraKeys[] = {"scheduler", "iosched"};
-const char* const kDriverKeys[] = {"null_blk", "nvme", "scsi_debug", "hba"};
 
-// Kconfig options that depend on BLK_CGROUP.
-bool KernelConfig::*const kCgroupDependents[] = {&KernelConfig::BLK_DEV_THROTTLING,
-                                                 &KernelConfig::BLK_CGROUP_IOCOST};
-const char* const kCgroupDependentNames[] = {"BLK_DEV_THROTTLING", "BLK_CGROUP_IOCOST"};
+// A device entry's keys: its name, one block per driver type, its queue.
+std::vector<std::string> DeviceKeys() {
+  std::vector<std::string> keys = {"name"};
+  for (const DriverType* type : DriverTypes()) keys.emplace_back(type->key());
+  keys.emplace_back("queue");
+  return keys;
+}
 
 absl::Status Decoder::DecodeKernel(const DocNode& node, HostSpec& spec) {
   BLKLAB_RETURN_IF_ERROR(ExpectMap(node, "kernel", kKernelKeys));
@@ -297,35 +214,80 @@ absl::Status Decoder::DecodeDevice(const DocNode& node, const std::string& path,
   if (!node.is_map()) {
     return Error(path, node.pos(), absl::StrCat("expected a map, got a ", DocNode::KindName(node.kind())));
   }
-  BLKLAB_RETURN_IF_ERROR(ExpectMap(node, path, kDeviceKeys));
+  BLKLAB_RETURN_IF_ERROR(ExpectMap(node, path, DeviceKeys()));
   const DocNode* name = node.Find("name");
   if (name == nullptr) return Error(Join(path, "name"), node.pos(), "required");
   BLKLAB_ASSIGN_OR_RETURN(dev.name, ReadString(*name, Join(path, "name")));
   int drivers = 0;
-  for (const char* d : kDriverKeys) drivers += node.Find(d) != nullptr ? 1 : 0;
+  for (const DriverType* type : DriverTypes()) drivers += node.Find(type->key()) != nullptr ? 1 : 0;
   if (drivers != 1) {
     return Error(path, node.pos(),
-                 absl::StrCat("exactly one driver block (null_blk, nvme, scsi_debug or hba) is required, got ", drivers));
+                 absl::StrCat("exactly one driver block (", DriverKeyList(), ") is required, got ", drivers));
   }
-  if (const DocNode* d = node.Find("null_blk")) {
-    NullBlkSpec s;
-    BLKLAB_RETURN_IF_ERROR(DecodeFields(*d, Join(path, "null_blk"), s));
-    dev.driver = s;
-  } else if (const DocNode* d = node.Find("nvme")) {
-    NvmeSpec s;
-    BLKLAB_RETURN_IF_ERROR(DecodeFields(*d, Join(path, "nvme"), s));
-    dev.driver = s;
-  } else if (const DocNode* d = node.Find("scsi_debug")) {
-    ScsiDebugSpec s;
-    BLKLAB_RETURN_IF_ERROR(DecodeFields(*d, Join(path, "scsi_debug"), s));
-    dev.driver = s;
-  } else if (const DocNode* d = node.Find("hba")) {
-    HbaSpec s;
-    BLKLAB_RETURN_IF_ERROR(DecodeFields(*d, Join(path, "hba"), s));
-    dev.driver = s;
+  for (const DriverType* type : DriverTypes()) {
+    const DocNode* d = node.Find(type->key());
+    if (d == nullptr) continue;
+    DriverSpec driver = type->Default();
+    BLKLAB_RETURN_IF_ERROR(std::visit(
+        [&](auto& s) { return DecodeFields(*d, Join(path, type->key()), s); }, driver));
+    dev.driver = std::move(driver);
+    break;
   }
   if (const DocNode* q = node.Find("queue")) {
     BLKLAB_RETURN_IF_ERROR(DecodeQueue(*q, Join(path, "queue"), dev.queue));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Decoder::DecodeFilesystems(const DocNode& node, HostSpec& spec) {
+  const DocNode* fss = &node;
+  if (!fss->is_null() && !fss->is_list()) {
+    return Error("filesystems", fss->pos(), absl::StrCat("expected a list, got a ", DocNode::KindName(fss->kind())));
+  }
+  if (fss->is_list()) {
+    for (size_t i = 0; i < fss->items().size(); ++i) {
+      const DocNode& item = fss->items()[i];
+      const std::string path = absl::StrCat("filesystems[", i, "]");
+      Remember(path, item.pos());
+      if (!item.is_map()) {
+        return Error(path, item.pos(), absl::StrCat("expected a map, got a ", DocNode::KindName(item.kind())));
+      }
+      BLKLAB_RETURN_IF_ERROR(ExpectMap(item, path, kFilesystemKeys));
+      FilesystemSpec fs;
+      for (const char* key : {"path", "device"}) {
+        const DocNode* v = item.Find(key);
+        if (v == nullptr) return Error(Join(path, key), item.pos(), "required");
+        BLKLAB_ASSIGN_OR_RETURN(std::string text, ReadString(*v, Join(path, key)));
+        (std::string_view(key) == "path" ? fs.path : fs.device) = std::move(text);
+      }
+      if (const DocNode* t = item.Find("type")) {
+        BLKLAB_ASSIGN_OR_RETURN(fs.type, ReadString(*t, Join(path, "type")));
+      }
+      if (const DocNode* files = item.Find("files")) {
+        const std::string fpath = Join(path, "files");
+        if (!files->is_list()) {
+          return Error(fpath, files->pos(), absl::StrCat("expected a list, got a ", DocNode::KindName(files->kind())));
+        }
+        if (files->items().size() > 1024) {
+          return Error(fpath, files->pos(), absl::StrCat(files->items().size(), " files exceed the limit of 1024"));
+        }
+        for (size_t k = 0; k < files->items().size(); ++k) {
+          const DocNode& f = files->items()[k];
+          const std::string at = absl::StrCat(fpath, "[", k, "]");
+          if (!f.is_map()) return Error(at, f.pos(), absl::StrCat("expected a map, got a ", DocNode::KindName(f.kind())));
+          BLKLAB_RETURN_IF_ERROR(ExpectMap(f, at, kExistingFileKeys));
+          ExistingFileSpec e;
+          const DocNode* p = f.Find("path");
+          if (p == nullptr) return Error(Join(at, "path"), f.pos(), "required");
+          BLKLAB_ASSIGN_OR_RETURN(e.path, ReadString(*p, Join(at, "path")));
+          const DocNode* m = f.Find("mib");
+          if (m == nullptr) return Error(Join(at, "mib"), f.pos(), "required");
+          BLKLAB_ASSIGN_OR_RETURN(e.mib, ReadInt(*m, Join(at, "mib"), 1, int64_t{1} << 30));
+          fs.files.push_back(std::move(e));
+        }
+      }
+      spec.filesystems.push_back(std::move(fs));
+    }
   }
   return absl::OkStatus();
 }
@@ -391,56 +353,7 @@ absl::StatusOr<HostSpec> Decoder::DecodeHost(const DocNode& root) {
       }
     }
   }
-  if (const DocNode* fss = root.Find("filesystems")) {
-    if (!fss->is_null() && !fss->is_list()) {
-      return Error("filesystems", fss->pos(), absl::StrCat("expected a list, got a ", DocNode::KindName(fss->kind())));
-    }
-    if (fss->is_list()) {
-      for (size_t i = 0; i < fss->items().size(); ++i) {
-        const DocNode& item = fss->items()[i];
-        const std::string path = absl::StrCat("filesystems[", i, "]");
-        Remember(path, item.pos());
-        if (!item.is_map()) {
-          return Error(path, item.pos(), absl::StrCat("expected a map, got a ", DocNode::KindName(item.kind())));
-        }
-        BLKLAB_RETURN_IF_ERROR(ExpectMap(item, path, kFilesystemKeys));
-        FilesystemSpec fs;
-        for (const char* key : {"path", "device"}) {
-          const DocNode* v = item.Find(key);
-          if (v == nullptr) return Error(Join(path, key), item.pos(), "required");
-          BLKLAB_ASSIGN_OR_RETURN(std::string text, ReadString(*v, Join(path, key)));
-          (std::string_view(key) == "path" ? fs.path : fs.device) = std::move(text);
-        }
-        if (const DocNode* t = item.Find("type")) {
-          BLKLAB_ASSIGN_OR_RETURN(fs.type, ReadString(*t, Join(path, "type")));
-        }
-        if (const DocNode* files = item.Find("files")) {
-          const std::string fpath = Join(path, "files");
-          if (!files->is_list()) {
-            return Error(fpath, files->pos(), absl::StrCat("expected a list, got a ", DocNode::KindName(files->kind())));
-          }
-          if (files->items().size() > 1024) {
-            return Error(fpath, files->pos(), absl::StrCat(files->items().size(), " files exceed the limit of 1024"));
-          }
-          for (size_t k = 0; k < files->items().size(); ++k) {
-            const DocNode& f = files->items()[k];
-            const std::string at = absl::StrCat(fpath, "[", k, "]");
-            if (!f.is_map()) return Error(at, f.pos(), absl::StrCat("expected a map, got a ", DocNode::KindName(f.kind())));
-            BLKLAB_RETURN_IF_ERROR(ExpectMap(f, at, kExistingFileKeys));
-            ExistingFileSpec e;
-            const DocNode* p = f.Find("path");
-            if (p == nullptr) return Error(Join(at, "path"), f.pos(), "required");
-            BLKLAB_ASSIGN_OR_RETURN(e.path, ReadString(*p, Join(at, "path")));
-            const DocNode* m = f.Find("mib");
-            if (m == nullptr) return Error(Join(at, "mib"), f.pos(), "required");
-            BLKLAB_ASSIGN_OR_RETURN(e.mib, ReadInt(*m, Join(at, "mib"), 1, int64_t{1} << 30));
-            fs.files.push_back(std::move(e));
-          }
-        }
-        spec.filesystems.push_back(std::move(fs));
-      }
-    }
-  }
+  if (const DocNode* fss = root.Find("filesystems")) BLKLAB_RETURN_IF_ERROR(DecodeFilesystems(*fss, spec));
   if (const DocNode* cgroups = root.Find("cgroups")) {
     if (!cgroups->is_null() && !cgroups->is_map()) {
       return Error("cgroups", cgroups->pos(), absl::StrCat("expected a map of cgroup paths, got a ",
@@ -458,37 +371,6 @@ absl::StatusOr<HostSpec> Decoder::DecodeHost(const DocNode& root) {
   }
   return spec;
 }
-
-// ---- Validation helpers -----------------------------------------------------
-
-bool ValidName(const std::string& s, size_t max_len, bool allow_upper_dot) {
-  if (s.empty() || s.size() > max_len) return false;
-  for (char c : s) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-                    (allow_upper_dot && ((c >= 'A' && c <= 'Z') || c == '.'));
-    if (!ok) return false;
-  }
-  return true;
-}
-
-bool IsPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
-
-bool HostSharedTags(const DeviceSpec& d) {
-  if (const auto* n = std::get_if<NullBlkSpec>(&d.driver)) return n->shared_tag_bitmap;
-  if (const auto* s = std::get_if<ScsiDebugSpec>(&d.driver)) return s->host_max_queue > 0;
-  if (const auto* h = std::get_if<HbaSpec>(&d.driver)) return h->host_tagset;
-  return false;
-}
-
-int PollQueues(const DeviceSpec& d, const CpuSpec& cpus) {
-  if (const auto* n = std::get_if<NullBlkSpec>(&d.driver)) return n->poll_queues;
-  if (const auto* s = std::get_if<ScsiDebugSpec>(&d.driver)) return s->poll_queues;
-  if (std::holds_alternative<HbaSpec>(d.driver)) return 0;
-  const auto& nv = std::get<NvmeSpec>(d.driver);
-  return std::min(nv.poll_queues, HardwareQueues(d, cpus));
-}
-
-const char* DriverKey(const DriverSpec& driver) { return kDriverKeys[driver.index()]; }
 
 }  // namespace
 
@@ -525,20 +407,13 @@ int DefaultNrRequests(int tag_depth, Scheduler s) {
   return s == Scheduler::kNone || s == Scheduler::kDefault ? tag_depth : 2 * std::min(tag_depth, 128);
 }
 
-int DeviceInstances(const DeviceSpec& device) {
-  if (const auto* n = std::get_if<NullBlkSpec>(&device.driver)) return n->nr_devices;
-  if (const auto* s = std::get_if<ScsiDebugSpec>(&device.driver)) {
-    return s->add_host * s->num_tgts * s->max_luns;
-  }
-  if (const auto* h = std::get_if<HbaSpec>(&device.driver)) return h->virtual_drives;
-  return 1;
-}
+int DeviceInstances(const DeviceSpec& device) { return DriverTypeOf(device.driver).Instances(device.driver); }
 
 std::string DeviceInstanceName(const DeviceSpec& device, int index) {
   const int count = DeviceInstances(device);
   if (count == 1) return device.name;
   const std::string& n = device.name;
-  const bool scsi = std::holds_alternative<HbaSpec>(device.driver) || std::holds_alternative<ScsiDebugSpec>(device.driver);
+  const bool scsi = DriverTypeOf(device.driver).scsi();
   const bool sd_name = scsi && n.size() >= 3 && n.size() <= 6 &&
                        n.compare(0, 2, "sd") == 0 &&
                        std::all_of(n.begin() + 2, n.end(), [](char c) { return c >= 'a' && c <= 'z'; });
@@ -557,34 +432,19 @@ std::string DeviceInstanceName(const DeviceSpec& device, int index) {
 }
 
 int HardwareQueues(const DeviceSpec& device, const CpuSpec& cpus) {
-  if (const auto* n = std::get_if<NullBlkSpec>(&device.driver)) {
-    const int nodes = cpus.sockets * cpus.numa_nodes_per_socket;
-    return (n->use_per_node_hctx ? nodes : n->submit_queues) + n->poll_queues;
-  }
-  if (const auto* s = std::get_if<ScsiDebugSpec>(&device.driver)) return s->submit_queues + s->poll_queues;
-  if (const auto* h = std::get_if<HbaSpec>(&device.driver)) return h->nr_hw_queues;
-  const auto& nv = std::get<NvmeSpec>(device.driver);
-  const int64_t wanted = int64_t{nv.nr_io_queues > 0 ? nv.nr_io_queues : cpus.count} + nv.write_queues + nv.poll_queues;
-  return static_cast<int>(std::min<int64_t>(wanted, nv.max_queues));
+  return DriverTypeOf(device.driver).HardwareQueues(device.driver, cpus);
 }
 
-int TagDepth(const DeviceSpec& device) {
-  if (const auto* n = std::get_if<NullBlkSpec>(&device.driver)) return n->hw_queue_depth;
-  if (const auto* s = std::get_if<ScsiDebugSpec>(&device.driver)) {
-    return s->host_max_queue > 0 ? s->host_max_queue : s->max_queue;
-  }
-  if (const auto* h = std::get_if<HbaSpec>(&device.driver)) return h->can_queue;
-  return std::get<NvmeSpec>(device.driver).io_queue_depth - 1;
-}
+int TagDepth(const DeviceSpec& device) { return DriverTypeOf(device.driver).TagDepth(device.driver); }
 
 void ResolveDefaults(HostSpec& spec) {
   for (DeviceSpec& d : spec.devices) {
     if (d.queue.scheduler == Scheduler::kDefault) {
       // elevator_get_default(): none with BLK_MQ_F_NO_SCHED_BY_DEFAULT, or
       // with several hw queues unless tags are host-wide; else mq-deadline.
-      const auto* n = std::get_if<NullBlkSpec>(&d.driver);
-      const bool no_sched = n != nullptr && n->no_sched;
-      const bool single = HardwareQueues(d, spec.cpus) == 1 || HostSharedTags(d);
+      const DriverType& driver = DriverTypeOf(d.driver);
+      const bool no_sched = driver.NoSched(d.driver);
+      const bool single = HardwareQueues(d, spec.cpus) == 1 || driver.HostSharedTags(d.driver);
       d.queue.scheduler = (!no_sched && single) ? Scheduler::kMqDeadline : Scheduler::kNone;
     }
     if (d.queue.nr_requests == 0) {
@@ -592,289 +452,6 @@ void ResolveDefaults(HostSpec& spec) {
       d.queue.nr_requests = DefaultNrRequests(TagDepth(d), d.queue.scheduler);
     }
   }
-}
-
-absl::Status ValidateHostSpec(const HostSpec& spec, const HostLimits& limits) {
-  if (!ValidName(spec.name, 64, true)) {
-    return FieldError("name", absl::StrCat("must be 1-64 characters of [A-Za-z0-9._-], got \"", spec.name, "\""));
-  }
-  if (spec.description.size() > 200) return FieldError("description", "must be at most 200 bytes");
-  for (char c : spec.description) {
-    if (static_cast<unsigned char>(c) < 0x20) return FieldError("description", "must be one line of text");
-  }
-
-  // cpus
-  if (spec.cpus.count > limits.max_cpus) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("cpus.count: ", spec.cpus.count, " CPUs exceed the limit of ", limits.max_cpus));
-  }
-  BLKLAB_RETURN_IF_ERROR(ValidateRanges(spec.cpus, "cpus"));
-  BLKLAB_RETURN_IF_ERROR(ValidateRanges(spec.vm, "vm"));
-  BLKLAB_RETURN_IF_ERROR(CpuTopology::Create(spec.cpus).status());
-  {
-    const CpuSpec& c = spec.cpus;
-    if (c.cpuidle_state1_exit_latency_ns == 0 &&
-        (c.cpuidle_state1_target_residency_ns != 0 || c.cpuidle_state2_exit_latency_ns != 0 ||
-         c.cpuidle_state2_target_residency_ns != 0)) {
-      return FieldError("cpus.cpuidle_state1_exit_latency_ns",
-                        "must be > 0 when another cpuidle_state field is set (0 means no idle states)");
-    }
-    if (c.cpuidle_state2_exit_latency_ns == 0 && c.cpuidle_state2_target_residency_ns != 0) {
-      return FieldError("cpus.cpuidle_state2_exit_latency_ns", "must be > 0 when its target residency is set");
-    }
-    if (c.cpuidle_state2_exit_latency_ns != 0) {
-      if (c.cpuidle_state2_exit_latency_ns < c.cpuidle_state1_exit_latency_ns) {
-        return FieldError("cpus.cpuidle_state2_exit_latency_ns",
-                          absl::StrCat("must be >= cpuidle_state1_exit_latency_ns (", c.cpuidle_state1_exit_latency_ns,
-                                       "), got ", c.cpuidle_state2_exit_latency_ns));
-      }
-      if (CpuidleTargetResidencyNs(c, 2) < CpuidleTargetResidencyNs(c, 1)) {
-        return FieldError("cpus.cpuidle_state2_target_residency_ns",
-                          absl::StrCat("must be >= state1's target residency (", CpuidleTargetResidencyNs(c, 1),
-                                       " ns), got ", CpuidleTargetResidencyNs(c, 2)));
-      }
-    }
-  }
-  const int numa_nodes = spec.cpus.sockets * spec.cpus.numa_nodes_per_socket;
-
-  // kernel
-  const int hz = spec.kernel.hz;
-  if (hz != 100 && hz != 250 && hz != 300 && hz != 1000) {
-    return FieldError("kernel.hz", absl::StrCat("must be 100, 250, 300 or 1000, got ", hz));
-  }
-  if (spec.kernel.version.size() > 32 ||
-      !std::all_of(spec.kernel.version.begin(), spec.kernel.version.end(), [](char c) {
-        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '.' || c == '-' || c == '+';
-      })) {
-    return FieldError("kernel.version", "must be at most 32 characters of [0-9a-z.+-], like \"6.8\" or \"5.16-rc5\"");
-  }
-  const KernelConfig& kc = spec.kernel.config;
-  if (!kc.BLK_CGROUP) {
-    for (size_t i = 0; i < std::size(kCgroupDependents); ++i) {
-      if (kc.*kCgroupDependents[i]) {
-        return FieldError(absl::StrCat("kernel.config.", kCgroupDependentNames[i]), "requires BLK_CGROUP");
-      }
-    }
-  }
-
-  // knobs
-  if (spec.knobs.config_blk_cgroup != kc.BLK_CGROUP) {
-    return FieldError("knobs.config_blk_cgroup", "contradicts kernel.config.BLK_CGROUP");
-  }
-  if (spec.knobs.dd_insert_buckets && spec.knobs.dd_insert_side_lists) {
-    return FieldError("knobs.dd_insert_buckets",
-                      "cannot be combined with dd_insert_side_lists (two alternative insert schemes)");
-  }
-
-  // devices
-  if (spec.devices.empty()) return FieldError("devices", "at least one device is required");
-  if (spec.devices.size() > static_cast<size_t>(limits.max_devices)) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("devices: ", spec.devices.size(), " devices exceed the limit of ", limits.max_devices));
-  }
-  int64_t total_devices = 0;
-  int64_t total_requests = 0;
-  for (size_t i = 0; i < spec.devices.size(); ++i) {
-    const DeviceSpec& d = spec.devices[i];
-    const std::string path = absl::StrCat("devices[", i, "]");
-    if (!ValidName(d.name, 32, true)) {
-      return FieldError(Join(path, "name"),
-                        absl::StrCat("must be 1-32 characters of [A-Za-z0-9._-], got \"", d.name, "\""));
-    }
-    for (size_t j = 0; j < i; ++j) {
-      if (spec.devices[j].name == d.name) {
-        return FieldError(Join(path, "name"), absl::StrCat("duplicate device name \"", d.name, "\""));
-      }
-    }
-    const std::string dpath = Join(path, DriverKey(d.driver));
-    if (const auto* n = std::get_if<NullBlkSpec>(&d.driver)) {
-      BLKLAB_RETURN_IF_ERROR(ValidateRanges(*n, dpath));
-      if (!IsPowerOfTwo(n->bs)) return FieldError(Join(dpath, "bs"), absl::StrCat("must be a power of two, got ", n->bs));
-      if (n->home_node >= numa_nodes) {
-        return FieldError(Join(dpath, "home_node"),
-                          absl::StrCat("must be -1 or a NUMA node below ", numa_nodes, ", got ", n->home_node));
-      }
-      if (n->hw_queue_depth > limits.max_queue_depth) {
-        return absl::ResourceExhaustedError(absl::StrCat(Join(dpath, "hw_queue_depth"), ": ", n->hw_queue_depth,
-                                                         " exceeds the limit of ", limits.max_queue_depth));
-      }
-    } else if (const auto* nv = std::get_if<NvmeSpec>(&d.driver)) {
-      BLKLAB_RETURN_IF_ERROR(ValidateRanges(*nv, dpath));
-      if (!IsPowerOfTwo(nv->bs)) return FieldError(Join(dpath, "bs"), absl::StrCat("must be a power of two, got ", nv->bs));
-      if (nv->write_queues + nv->poll_queues >= nv->max_queues) {
-        return FieldError(Join(dpath, "poll_queues"),
-                          "write_queues + poll_queues must leave at least one default queue under max_queues");
-      }
-      if (nv->io_queue_depth - 1 > limits.max_queue_depth) {
-        return absl::ResourceExhaustedError(absl::StrCat(Join(dpath, "io_queue_depth"), ": ", nv->io_queue_depth,
-                                                         " exceeds the limit of ", limits.max_queue_depth));
-      }
-    } else if (const auto* h = std::get_if<HbaSpec>(&d.driver)) {
-      BLKLAB_RETURN_IF_ERROR(ValidateRanges(*h, dpath));
-      if (!IsPowerOfTwo(h->sector_size)) {
-        return FieldError(Join(dpath, "sector_size"), absl::StrCat("must be a power of two, got ", h->sector_size));
-      }
-      if (!IsPowerOfTwo(h->stripe_kb)) {
-        return FieldError(Join(dpath, "stripe_kb"), absl::StrCat("must be a power of two, got ", h->stripe_kb));
-      }
-      if (h->irq_poll_sleep_max_us < h->irq_poll_sleep_min_us) {
-        return FieldError(Join(dpath, "irq_poll_sleep_max_us"),
-                          absl::StrCat("must be at least irq_poll_sleep_min_us (", h->irq_poll_sleep_min_us, "), got ",
-                                       h->irq_poll_sleep_max_us));
-      }
-    } else {
-      const auto& s = std::get<ScsiDebugSpec>(d.driver);
-      BLKLAB_RETURN_IF_ERROR(ValidateRanges(s, dpath));
-      if (!IsPowerOfTwo(s.sector_size)) {
-        return FieldError(Join(dpath, "sector_size"), absl::StrCat("must be a power of two, got ", s.sector_size));
-      }
-    }
-    const int hwq = HardwareQueues(d, spec.cpus);
-    if (hwq > limits.max_hw_queues) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat(dpath, ": ", hwq, " hardware queues exceed the limit of ", limits.max_hw_queues));
-    }
-
-    // queue
-    const std::string qpath = Join(path, "queue");
-    const QueueSpec& q = d.queue;
-    BLKLAB_RETURN_IF_ERROR(ValidateRanges(q, qpath));
-    BLKLAB_RETURN_IF_ERROR(ValidateRanges(q.iosched, Join(qpath, "iosched")));
-    if (q.nr_requests != 0 && q.nr_requests < 4) {
-      return FieldError(Join(qpath, "nr_requests"), absl::StrCat("must be 0 (default) or >= 4, got ", q.nr_requests));
-    }
-    if (q.nr_requests > limits.max_queue_depth) {
-      return absl::ResourceExhaustedError(absl::StrCat(Join(qpath, "nr_requests"), ": ", q.nr_requests,
-                                                       " exceeds the limit of ", limits.max_queue_depth));
-    }
-    const auto* nb = std::get_if<NullBlkSpec>(&d.driver);
-    if (q.scheduler != Scheduler::kDefault && q.scheduler != Scheduler::kNone && nb != nullptr && nb->no_sched) {
-      return FieldError(Join(qpath, "scheduler"),
-                        absl::StrCat(SchedulerName(q.scheduler), " conflicts with null_blk.no_sched"));
-    }
-    // The iosched directory holds the tunables of the queue's scheduler only
-    // (the kernel's choice, when not given, may be mq-deadline).
-    const IoschedTunables iosched_defaults;
-    const bool may_be_deadline = q.scheduler == Scheduler::kMqDeadline || q.scheduler == Scheduler::kDefault;
-    const auto foreign = [&](absl::string_view field, absl::string_view owner) {
-      return FieldError(Join(Join(qpath, "iosched"), std::string(field)),
-                        absl::StrCat("a ", owner, " tunable, but the queue's scheduler is ",
-                                     q.scheduler == Scheduler::kDefault ? "the kernel's default"
-                                                                        : SchedulerName(q.scheduler)));
-    };
-#define BLKLAB_FOREIGN_TUNABLE(name, ...) \
-  if (q.iosched.name != iosched_defaults.name) return foreign(#name, owner);
-    if (!may_be_deadline) {
-      const absl::string_view owner = "mq-deadline";
-      BLKLAB_DEADLINE_TUNABLES(BLKLAB_FOREIGN_TUNABLE, BLKLAB_FOREIGN_TUNABLE, BLKLAB_FOREIGN_TUNABLE)
-    }
-    if (q.scheduler != Scheduler::kKyber) {
-      const absl::string_view owner = "kyber";
-      BLKLAB_KYBER_TUNABLES(BLKLAB_FOREIGN_TUNABLE, BLKLAB_FOREIGN_TUNABLE, BLKLAB_FOREIGN_TUNABLE)
-    }
-    if (q.scheduler != Scheduler::kBfq) {
-      const absl::string_view owner = "bfq";
-      BLKLAB_BFQ_TUNABLES(BLKLAB_FOREIGN_TUNABLE, BLKLAB_FOREIGN_TUNABLE, BLKLAB_FOREIGN_TUNABLE)
-    }
-#undef BLKLAB_FOREIGN_TUNABLE
-    if (q.io_poll && PollQueues(d, spec.cpus) == 0) {
-      return FieldError(Join(qpath, "io_poll"), absl::StrCat("needs poll queues (", DriverKey(d.driver), ".poll_queues)"));
-    }
-
-    const int64_t instances = DeviceInstances(d);
-    total_devices += instances;
-    // Scheduler tags are counted whatever the spec's scheduler: a job's
-    // ioscheduler= may switch the device to mq-deadline.
-    const bool no_sched = nb != nullptr && nb->no_sched;
-    const int64_t sched_depth = no_sched ? 0 : (q.nr_requests == 0 ? 256 : q.nr_requests);
-    if (const auto* h = std::get_if<HbaSpec>(&d.driver)) {
-      // One tag set for the host (per hw queue without host_tagset); with
-      // host-wide tags the scheduler tags are one set per queue too.
-      const int64_t sets = h->host_tagset ? 1 : hwq;
-      total_requests += sets * h->can_queue + instances * sets * sched_depth;
-    } else {
-      total_requests += instances * hwq * (int64_t{TagDepth(d)} + sched_depth);
-    }
-  }
-  if (total_devices > limits.max_devices) {
-    return absl::ResourceExhaustedError(absl::StrCat("devices: ", total_devices,
-                                                     " block devices (after nr_devices and LUNs) exceed the limit of ",
-                                                     limits.max_devices));
-  }
-  if (total_requests > limits.max_total_requests) {
-    return absl::ResourceExhaustedError(absl::StrCat("devices: ", total_requests,
-                                                     " preallocated requests (hw queues x depth) exceed the limit of ",
-                                                     limits.max_total_requests));
-  }
-
-  // costs
-  CostTable scratch;
-  for (const auto& [name, value] : spec.costs) {
-    BLKLAB_RETURN_IF_ERROR(SetCost(scratch, name, value));
-    if (value > 1000000000) {
-      return FieldError(Join("costs", name), absl::StrCat("must be <= 1000000000 ns, got ", value));
-    }
-  }
-  // cgroups: paths as fio's cgroup= gives them (relative to the cgroup2
-  // mount), at most 256.
-  if (spec.cgroups.size() > 256) {
-    return absl::ResourceExhaustedError(absl::StrCat("cgroups: ", spec.cgroups.size(), " cgroups exceed the limit of 256"));
-  }
-  // filesystems: absolute, normalised mount points, each once; the device
-  // is checked against the expanded device names when a run is planned.
-  if (spec.filesystems.size() > 64) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("filesystems: ", spec.filesystems.size(), " filesystems exceed the limit of 64"));
-  }
-  std::set<std::string> mounts;
-  for (size_t i = 0; i < spec.filesystems.size(); ++i) {
-    const FilesystemSpec& fs = spec.filesystems[i];
-    const std::string path = absl::StrCat("filesystems[", i, "]");
-    bool ok = !fs.path.empty() && fs.path[0] == '/' && fs.path.size() <= 200 &&
-              (fs.path == "/" || fs.path.back() != '/');
-    for (absl::string_view part : absl::StrSplit(absl::string_view(fs.path).substr(1), '/')) {
-      ok = ok && (fs.path == "/" || (!part.empty() && part != "." && part != ".."));
-    }
-    if (!ok) {
-      return FieldError(Join(path, "path"), absl::StrCat("\"", fs.path.substr(0, 64),
-                                                         "\": a mount point is an absolute path without . or .. "
-                                                         "parts, empty parts or a trailing /"));
-    }
-    if (!mounts.insert(fs.path).second) {
-      return FieldError(Join(path, "path"), absl::StrCat("\"", fs.path, "\" is mounted twice"));
-    }
-    if (fs.type != "ext4" && fs.type != "xfs") {
-      return FieldError(Join(path, "type"), absl::StrCat("\"", fs.type.substr(0, 32), "\": ext4 or xfs"));
-    }
-    if (fs.device.empty() || fs.device.size() > 32) {
-      return FieldError(Join(path, "device"), "a device name of the host");
-    }
-    std::set<std::string> names;
-    for (size_t k = 0; k < fs.files.size(); ++k) {
-      const ExistingFileSpec& f = fs.files[k];
-      const std::string at = absl::StrCat(path, ".files[", k, "]");
-      const std::string prefix = fs.path == "/" ? "/" : fs.path + "/";
-      if (f.path.size() <= prefix.size() || !absl::StartsWith(f.path, prefix) || f.path.size() > 400 ||
-          absl::StrContains(f.path, "/./") || absl::StrContains(f.path, "/../") || absl::EndsWith(f.path, "/")) {
-        return FieldError(Join(at, "path"), absl::StrCat("\"", f.path.substr(0, 64), "\": an absolute file path under ",
-                                                         fs.path, " without . or .. parts"));
-      }
-      if (!names.insert(f.path).second) {
-        return FieldError(Join(at, "path"), absl::StrCat("\"", f.path.substr(0, 64), "\" is listed twice"));
-      }
-      if (f.mib < 1 || f.mib > (int64_t{1} << 30)) {
-        return FieldError(Join(at, "mib"), absl::StrCat(f.mib, ": 1 .. 1073741824 MiB"));
-      }
-    }
-  }
-  for (const auto& [path, cg] : spec.cgroups) {
-    const bool ok = ValidCgroupPath(path);
-    if (!ok) {
-      return FieldError("cgroups", absl::StrCat("\"", path, "\": a cgroup path is [A-Za-z0-9._-] names joined by /, "
-                                                "relative to the cgroup2 mount (as fio's cgroup= takes it)"));
-    }
-  }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<HostSpec> HostSpecFromDoc(const DocNode& doc, const HostLimits& limits) {
@@ -921,7 +498,7 @@ DocNode HostSpecToDoc(const HostSpec& in) {
     DocNode dev = DocNode::Map();
     dev.AddEntry("name", {}, DocNode::String(d.name));
     DocNode driver = std::visit([](const auto& s) { return EncodeFields(s); }, d.driver);
-    dev.AddEntry(DriverKey(d.driver), {}, std::move(driver));
+    dev.AddEntry(std::string(DriverTypeOf(d.driver).key()), {}, std::move(driver));
     DocNode queue = DocNode::Map();
     queue.AddEntry("scheduler", {}, DocNode::String(std::string(SchedulerName(d.queue.scheduler))));
     queue = EncodeFields(d.queue, std::move(queue));

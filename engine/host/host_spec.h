@@ -3,7 +3,7 @@
 // HostSpec is the typed description of one simulated machine: its CPU
 // topology, kernel (HZ, Kconfig options, era knobs), block devices with their
 // driver parameters and /sys/block/<dev>/queue settings, and cost-table
-// overrides. It is what a user writes as YAML or JSON (ARCHITECTURE.md, "Host
+// overrides. It is what a user writes as YAML or JSON (docs/architecture.md, "Host
 // specs"), what presets are made of (presets.h), and what the topology builder
 // wires into a simulation. Field names are the kernel's: null_blk and
 // scsi_debug module parameters, nvme-pci module parameters, sysfs queue
@@ -12,7 +12,7 @@
 // Every field has a default, so a document only names what it changes. The
 // defaults describe a modern 6.x kernel (6.9 or later) and the drivers' own
 // module-parameter defaults. Era knobs (`knobs`) switch single mechanisms back
-// to what older kernels did; the reference cases (REFERENCE_CASES.md) flip
+// to what older kernels did; the reference cases (docs/reference-cases.md) flip
 // them one at a time.
 //
 // Invariants (after ParseHostSpec / ValidateHostSpec succeed): every field is
@@ -209,7 +209,7 @@ namespace blklab::host {
   INT64(mbps, 0, 0, 1000000, "bandwidth cap, MB/s (0 = none)")
 
 // devices[].nvme: nvme-pci module parameters and the controller's limits,
-// plus the media model (KERNEL_MODEL.md §3.7; drivers/nvme/host/pci.c): the
+// plus the media model (docs/kernel-model.md §3.7; drivers/nvme/host/pci.c): the
 // driver asks for one I/O queue per CPU (nr_io_queues overrides it) plus
 // write_queues and poll_queues and gets at most max_queues; poll queues come
 // out of that and always leave one interrupt queue. CPUs map to queues as
@@ -258,7 +258,7 @@ namespace blklab::host {
       "(sdebug_change_qdepth: 1..SDEBUG_CANQUEUE + 10); 0 = cmd_per_lun")
 
 // devices[].hba: a generic RAID/HBA "firmware" SCSI host (megaraid_sas,
-// mpi3mr; KERNEL_MODEL.md §3.6, §3.7): one Scsi_Host whose tag set of
+// mpi3mr; docs/kernel-model.md §3.6, §3.7): one Scsi_Host whose tag set of
 // can_queue tags is shared host-wide (host_tagset) by `virtual_drives` LUNs,
 // each its own request queue (TAG_QUEUE_SHARED when there are several), with
 // `nr_hw_queues` hardware queues exposed to blk-mq. Each command costs the
@@ -430,6 +430,9 @@ struct QueueSpec {
   friend bool operator==(const QueueSpec&, const QueueSpec&) = default;
 };
 
+// A device entry's driver block. Each alternative has its DriverType
+// (driver_type.h: decoding, validation, queue geometry), found by an
+// exhaustive std::visit: an alternative without one does not compile.
 using DriverSpec = std::variant<NullBlkSpec, NvmeSpec, ScsiDebugSpec, HbaSpec>;
 
 struct DeviceSpec {

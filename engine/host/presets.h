@@ -12,7 +12,7 @@
 //                        scheduler: the engine's speed benchmark
 //   nvme-8cpu            8 CPUs, one NVMe drive with a queue per CPU
 //   rc1-mpi3mr-64vd      RC1 (timeout busy-iter over host-shared tags, 64 LUNs)
-//   rc2-io_uring-core    REFERENCE_CASES.md RC2 (BLK_CGROUP cost)
+//   rc2-io_uring-core    docs/reference-cases.md RC2 (BLK_CGROUP cost)
 //   rc3-megaraid-1vd     RC3 (128 exposed hw queues run on every completion)
 //   rc4-desktop-7950x    RC4 (mq-deadline dd->lock, 32 submitters)
 //   rc5-scsi_debug-luns  RC5 (RESTART walk over shared-tag LUNs, 4.14 era)

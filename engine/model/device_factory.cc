@@ -139,7 +139,7 @@ DiskInfo DescribeDisks(const host::DeviceSpec& device) {
   return std::visit(
       Overloaded{
           [](const host::NullBlkSpec& nb) {
-            return DiskInfo{static_cast<uint64_t>(nb.gb) << 30, nb.poll_queues > 0, false};
+            return DiskInfo{static_cast<uint64_t>(nb.gb) << 30, nb.poll_queues > 0, 0, nb.shared_tags};
           },
           [](const host::NvmeSpec& nv) {
             // Poll queues exist when asked for and the controller grants more

@@ -9,8 +9,9 @@
 //   CheckModelled    what the model cannot run for this entry, by field
 //   CreateBlockDevice builds the driver instance and the disks a job uses
 //
-// Adding a driver: its host-spec block (host_spec.h), its model under
-// drivers/, and one case in each visit here.
+// The host-spec side of a driver (decoding, validation, queue geometry) is
+// its host::DriverType (engine/host/driver_type.h). Adding a driver: its
+// DriverType, its model under drivers/, and one case in each visit here.
 //
 // Thread-safety: functions of their arguments only.
 #ifndef BLKLAB_ENGINE_MODEL_DEVICE_FACTORY_H_
@@ -34,6 +35,7 @@ struct DiskInfo {
   uint64_t size_bytes = 0;
   bool has_poll_queues = false;  // HCTX_TYPE_POLL queues exist (hipri needs them)
   int scsi_hosts = 0;            // SCSI hosts the entry makes (numbered host0, host1, ...)
+  bool module_tag_set = false;   // its disks use the module's one tag set (null_blk shared_tags)
 };
 
 // Per disk of `device` (host::DeviceInstances of them), the same for each.
