@@ -1,8 +1,8 @@
 #include "engine/job/io_engine.h"
 
-namespace blklab::job {
+#include "engine/job/io_engine_type.h"
 
-using workload::IoEngine;
+namespace blklab::job {
 
 void IoContext::WakeWaiter(sim::Cpu& on) {
   if (!waiting || !thread.sleeping()) return;
@@ -82,28 +82,9 @@ sim::Task BufferedIo(IoContext& ctx, IoU* u) {
 }
 
 std::unique_ptr<IoEngineModel> MakeIoEngine(IoContext& ctx) {
-  switch (ctx.spec.ioengine) {
-    case IoEngine::kIoUring:
-    case IoEngine::kIoUringCmd:
-      return MakeIoUringEngine(ctx);
-    case IoEngine::kLibaio:
-    case IoEngine::kPosixaio:
-      return MakeLibaioEngine(ctx);
-    case IoEngine::kNull:
-      return MakeNullEngine(ctx);
-    case IoEngine::kFalloc:
-    case IoEngine::kFtruncate:
-      return MakeFileOperationEngine(ctx);
-    case IoEngine::kSg:
-      return MakeSgEngine(ctx);
-    case IoEngine::kSplice:
-      return MakeSpliceEngine(ctx);
-    case IoEngine::kMmap:
-      return MakeMmapEngine(ctx);
-    default:
-      BLKLAB_CHECK(workload::IsSynchronous(ctx.spec.ioengine));
-      return MakeSyncEngine(ctx);
-  }
+  const IoEngineType* type = FindIoEngineType(ctx.spec.ioengine);
+  BLKLAB_CHECK(type != nullptr);
+  return type->make(ctx);
 }
 
 }  // namespace blklab::job

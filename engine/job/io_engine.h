@@ -2,7 +2,7 @@
 //
 // IoEngineModel is the model of one fio I/O engine (fio's `struct ioengine_ops`:
 // ->queue, ->commit, ->getevents, ->event), as the kernel sees it
-// (KERNEL_MODEL.md §2.1, §3.8). A JobThread (job_thread.h) runs fio's main
+// (docs/kernel-model.md §2.1, §3.8). A JobThread (job_thread.h) runs fio's main
 // loop and asks its engine to:
 //
 //   Commit     submit a batch of prepared io_us: the submitting syscall(s),
@@ -15,9 +15,12 @@
 //              reaping syscall, polling, or sleeping)
 //
 // Engines: io_uring (and io_uring_cmd), libaio (and posixaio), the
-// synchronous ones (psync, sync, pvsync, pvsync2, vsync) and fio's null
-// engine, each in its own file. MakeIoEngine is the one place that picks an
-// engine by name; adding one is a file plus a line there.
+// synchronous ones (psync, sync, pvsync, pvsync2, vsync), fio's null engine,
+// the file operation engines (falloc, ftruncate), sg, splice and mmap, each
+// family in its own file (engines/*_engine.cc) with its registry entries
+// (IoEngineType, io_engine_type.h). MakeIoEngine makes the model the job's
+// engine registered; code asks an engine's flags (workload/io_engine_info.h),
+// never a list of engine names.
 //
 // IoContext is what an engine sees of its fio thread: the CPU and thread it
 // runs on, its request queue, the ring completions are posted to, and the
@@ -42,6 +45,7 @@
 #include "engine/sim/spinlock.h"
 #include "engine/stats/job_stats.h"
 #include "engine/util/check.h"
+#include "engine/workload/io_engine_info.h"
 #include "engine/workload/job_spec.h"
 
 namespace blklab::job {
@@ -183,11 +187,10 @@ class IoEngineModel {
   virtual bool polled() const { return false; }
 };
 
-// The engine of `ctx.spec.ioengine`. REQUIRES: a modelled engine.
+// The engine of `ctx.spec.ioengine`, made by its registered IoEngineType
+// (io_engine_type.h). REQUIRES: a modelled engine.
 std::unique_ptr<IoEngineModel> MakeIoEngine(IoContext& ctx);
 
-// Engines (one file each).
-std::unique_ptr<IoEngineModel> MakeIoUringEngine(IoContext& ctx);
 // The engines whose every I/O completes inside its own call (psync and its
 // kin, sg, splice, mmap): a completion posts the io_u and wakes the caller
 // sleeping in WaitCompleted; reaping needs no call.
@@ -205,14 +208,6 @@ class SyncEngineBase : public IoEngineModel {
   IoContext& ctx_;
   sim::FnId fn_io_schedule_;
 };
-
-std::unique_ptr<IoEngineModel> MakeLibaioEngine(IoContext& ctx);
-std::unique_ptr<IoEngineModel> MakeSyncEngine(IoContext& ctx);
-std::unique_ptr<IoEngineModel> MakeNullEngine(IoContext& ctx);
-std::unique_ptr<IoEngineModel> MakeFileOperationEngine(IoContext& ctx);
-std::unique_ptr<IoEngineModel> MakeSgEngine(IoContext& ctx);
-std::unique_ptr<IoEngineModel> MakeSpliceEngine(IoContext& ctx);
-std::unique_ptr<IoEngineModel> MakeMmapEngine(IoContext& ctx);
 
 // fio's sg engine (engines/sg_engine.cc): the bytes a command sends or
 // receives, the media access the device makes for it, and whether it is a
@@ -276,11 +271,12 @@ sim::Task SubmitBatch(IoContext& ctx, std::vector<IoU*>& batch, sim::FnId syscal
     plug.nr_ios = static_cast<uint32_t>(batch.size());
     p = &plug;
   }
+  const bool passthrough = workload::IoEngineHas(ctx.spec.ioengine, workload::IoEngineFlag::kNvmePassthrough);
   for (IoU* u : batch) {
     per_io(u);
     u->state = IoU::State::kInFlight;
     if (u->inode != nullptr) co_await FileDio(ctx, u);
-    if (ctx.spec.ioengine == workload::IoEngine::kIoUringCmd) {
+    if (passthrough) {
       // nvme_uring_cmd_io: a passthrough request (blk_execute_rq_nowait).
       co_await u->queue->ExecutePassthrough(ctx.cpu(), &u->bio);
     } else {

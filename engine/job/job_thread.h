@@ -4,7 +4,7 @@
 // (do_io: get an io_u, queue it, commit a batch, reap when the queue is
 // full) driving one of the I/O engine models (io_engine.h: io_uring, libaio,
 // the synchronous engines, fio's null engine) against a simulated request
-// queue (KERNEL_MODEL.md §2.1, §3.8).
+// queue (docs/kernel-model.md §2.1, §3.8).
 //
 // User-space work is charged to `fio:*` functions (usr time), kernel work to
 // kernel names (sys time). Statistics go to a stats::JobStatsCollector in
@@ -24,6 +24,14 @@
 // fails prints fio's message, ends the job with error 84 (EILSEQ) as fio
 // does. The checksums cost CPU per KiB from the cost table (fio_verify_*).
 //
+// The methods are split along fio's sources: job_thread.cc holds the
+// constructor and do_io's loop (backend.c, io_u.c's get/queue/reap);
+// job_verify.cc verify (verify.c, do_verify, the io_piece log; state in
+// JobVerifyState, job_verify.h); job_iolog.cc the files and write_iolog
+// (filesetup.c, iolog.c; JobIologState, job_iolog.h); job_rate.cc rate,
+// flow and thinktime (io_u.c, flow.c; JobRateState, job_rate.h);
+// job_report.cc the statistics, logs and messages it reports.
+//
 // Invariants: at most `iodepth` io_us exist; every issued I/O is reaped
 //  before the thread ends (fio drains its queue).
 // Thread-safety: thread-compatible; part of one simulation.
@@ -41,17 +49,17 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/btree_map.h"
 #include "engine/job/file_service.h"
 #include "engine/job/io_engine.h"
+#include "engine/job/job_iolog.h"
+#include "engine/job/job_rate.h"
+#include "engine/job/job_verify.h"
 #include "engine/job/medium_content.h"
 #include "engine/job/verify_content.h"
 #include "engine/model/blk_mq.h"
 #include "engine/model/kernel.h"
 #include "engine/model/request.h"
 #include "engine/sim/cpu.h"
-#include "engine/sim/pool_allocator.h"
-#include "engine/sim/rng.h"
 #include "engine/stats/job_log.h"
 #include "engine/stats/job_stats.h"
 #include "engine/util/check.h"
@@ -139,7 +147,7 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   uint64_t ios_issued() const { return ios_issued_; }
   uint32_t in_flight() const { return ctx_.in_flight; }
   // True while fio's flow control holds the clone back (FlowHold).
-  bool held_by_flow() const { return flow_held_; }
+  bool held_by_flow() const { return rate_.flow_held; }
 
   // The result; valid once done().
   const stats::JobResult& result() const { return result_; }
@@ -187,18 +195,36 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   void OnEvent(uint32_t kind, uint64_t arg) override;  // timed wake-up (rate, thinktime)
 
  private:
+  // --- do_io (job_thread.cc) ---
   sim::Task Main();
   sim::Task AsyncLoop();
   sim::Task SyncLoop();
   sim::Task Commit();                         // submit the queued io_us
   sim::Task Reap(uint32_t min, uint32_t max);
   bool TryReapFromRing(uint32_t min, uint32_t max);  // Reap without suspending, if possible
+  sim::Task Quiesce();                        // io_u_quiesce: reap everything in flight
+  bool SyncDue(const IoU* u) const;           // fsync= / fdatasync=: a sync follows this write
+  // fsync(2) of file `file` (-1: each of the clone's files in turn), in the
+  // sync statistics; `due`: the sync fsync= / fdatasync= asked for (an
+  // fdatasync for the latter).
+  sim::Task FileSync(int file = -1, bool due = false);
+  sim::Task QueueAndMaybeReap(IoU* u);        // queue u; commit a full batch; reap a full queue
+  void ReapCompleted(uint32_t max);
+  bool Stopping();
+  bool PrepareIo(IoU* u);
+  // The common tail of preparing an I/O whose direction, offset and length
+  // are set: fio's accounting at get_io_u and td_io_queue.
+  void StartIo(IoU* u);
+
+  // --- rate, flow, thinktime (job_rate.cc) ---
   sim::Task SleepUntil(sim::SimTime t);       // usec_sleep: the CPU is free meanwhile
   sim::Task Throttle(IoU* u);                 // rate / rate_iops: wait for the IO's slot
   sim::Task ThinkTime(bool issued);           // thinktime after thinktime_blocks IOs
-  sim::Task Quiesce();                        // io_u_quiesce: reap everything in flight
   sim::Task FlowHold();                       // flow_threshold_exceeded: wait for the flow's peers
-  sim::Task VerifyPhase();                    // do_verify: read back and check the logged writes
+  // fio's rate_ddir: the direction a mixed job issues next under rate caps.
+  workload::Direction RateDirection(workload::Direction picked) const;
+
+  // --- files and write_iolog (job_iolog.cc) ---
   FileService FreshFiles() const;  // the job's generators as at its start (td_fill_rand_seeds)
   // Points `u` at file `f` of the clone: its disk, inode, mapping and readahead state.
   void SetFile(IoU* u, uint32_t f);
@@ -217,6 +243,9 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   void CloseFiles();
   // td_io_open_file for each file: a fresh readahead state.
   void OpenFiles();
+  // init_iolog_write: with write_iolog, the log's version line and every
+  // file added, its time origin now.
+  void IologInit();
   // write_iolog (fio's log_file / log_io_u): a file's add, open (logged
   // at its first I/O, as fio opens it) and close (when its pass ends, or
   // at the job's end), and an I/O of `ddir` ("read", "write", "trim",
@@ -233,31 +262,27 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   // ones too) and what it held is forgotten (verify headers, VERIFY's
   // content): a later job finds it laid out anew.
   void UnlinkFiles();
-  bool SyncDue(const IoU* u) const;           // fsync= / fdatasync=: a sync follows this write
-  // fsync(2) of file `file` (-1: each of the clone's files in turn), in the
-  // sync statistics; `due`: the sync fsync= / fdatasync= asked for (an
-  // fdatasync for the latter).
-  sim::Task FileSync(int file = -1, bool due = false);
-  sim::Task QueueAndMaybeReap(IoU* u);        // queue u; commit a full batch; reap a full queue
-  void ReapCompleted(uint32_t max);
-  bool Stopping();
-  bool PrepareIo(IoU* u);
-  // The common tail of preparing an I/O whose direction, offset and length
-  // are set: fio's accounting at get_io_u and td_io_queue.
-  void StartIo(IoU* u);
-  // Verify: the written-block log (fio's io_hist_list / io_hist_tree).
+
+  // --- verify (job_verify.cc): the written-block log (fio's io_hist_list /
+  // io_hist_tree) and the checks ---
   void InitVerify();
+  // A write being prepared: populate_verify_io_u's fill and checksums
+  // (`bytes` long), then log_io_piece.
+  void PopulateVerify(IoU* u, uint64_t bytes);
   void LogPiece(IoU* u);
   bool GetNextVerify(IoU* u);   // the oldest completed logged write as a verify read
   bool CheckGetVerify(IoU* u);  // verify_backlog's turn
   bool NextReplayedVerify(IoU* u);  // experimental_verify: the next replayed write
   void SetVerifyRead(IoU* u, uint32_t file, uint64_t offset, uint32_t len, uint16_t numberio);
+  sim::Task VerifyPhase();      // do_verify: read back and check the logged writes
   void CompleteVerify(IoU* u);  // at reap: the device's headers, the checks
   void VerifyRead(IoU* u);
   // A reaped I/O on a disk whose content is kept: writes record what they
   // wrote, trims zeroes, an sg VERIFY compares (a miscompare fails the job
   // with EIO, as the CHECK CONDITION fails fio's SG_IO).
   void CompleteMedium(IoU* u, MediumContent& m);
+
+  // --- statistics, logs, messages (job_report.cc) ---
   void Message(std::string line);
   void MaybeStartStats();
   void FinishStats();
@@ -294,64 +319,26 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   uint64_t major_faults_at_start_ = 0;  // ... and the major ones, when the stats started
   uint64_t bytes_issued_ = 0;
   uint64_t bytes_limit_ = 0;
-  uint64_t loops_done_ = 0;
-  bool counts_toward_limit_[workload::kNumDirections] = {};  // directions io_size counts   // sequential passes ended (ClonePlan::pass_end_ends_loop)
+  uint64_t loops_done_ = 0;             // sequential passes ended (ClonePlan::pass_end_ends_loop)
+  bool counts_toward_limit_[workload::kNumDirections] = {};  // directions io_size counts
   uint64_t ios_issued_ = 0;
   uint64_t ios_completed_ = 0;
-  uint64_t think_count_ = 0;               // IOs since the last think time
-  sim::SimTime rate_next_[3] = {0, 0, 0};  // earliest issue time per direction
-  sim::RngStream rate_rng_;
-  uint64_t wake_gen_ = 0;
-  uint64_t flow_count_ = 0;                // td->flow_counter: this job's I/Os let through its flow
-  bool flow_held_ = false;
+  JobRateState rate_;                      // rate, flow, thinktime (job_rate.h)
   bool terminated_ = false;                // fio's td->terminate: runtime over or an error
   bool last_was_sync_ = false;             // td->last_was_sync: the last I/O was a sync
-
-  // --- verify ---
-  struct VerifyPiece {  // fio's struct io_piece
-    uint64_t offset = 0;  // on the file's disk
-    uint32_t file = 0;
-    uint32_t len = 0;
-    uint16_t numberio = 0;
-    bool in_flight = false;  // IP_F_IN_FLIGHT: its write is not reaped yet
-    bool orphan = false;     // dropped from the log while in flight: freed at its reap
-  };
-  bool verify_ = false;          // verify= other than 0
-  bool verify_checks_ = false;   // completions are checked (not verify=null, not ioengine=null)
-  bool verify_headers_ = false;  // writes carry headers (not verify=null)
-  bool log_pieces_ = false;      // writes are logged (td_write, do_verify, not experimental_verify)
-  bool piece_list_ = false;      // the log is in write order (random map), else by offset
-  bool check_numberio_ = false;  // verify_header's numberio check applies
-  std::vector<VerifyPiece> pieces_;
-  std::vector<int32_t> free_pieces_;
-  sim::PooledDeque<int32_t> hist_list_;           // io_hist_list
-  absl::btree_map<std::pair<uint32_t, uint64_t>, int32_t> hist_tree_;  // io_hist_tree, by file and offset
-  uint64_t hist_len_ = 0;                         // td->io_hist_len
-  uint64_t verify_batch_ = 0;                     // td->verify_batch
-  bool last_reaped_read_ = false;                 // td->last_ddir == DDIR_READ
-  uint64_t write_issues_ = 0;                     // td->io_issues[DDIR_WRITE]
-  uint32_t verify_interval_ = 0;
-  int64_t verify_fill_per_kib_ = 0;  // populate_verify_io_u: random fill
-  int64_t verify_hash_per_kib_ = 0;  // the checksum, at write and at verify
-  std::string verify_name_;          // fio's name of the checksum in messages
-  uint64_t all_bytes_issued_ = 0;    // do_io's bytes_issued (verify reads too)
-  uint64_t total_bytes_ = 0;         // do_io's total_bytes (size, doubled with verify_backlog)
-  uint64_t write_bytes_done_ = 0;    // bytes_done[WRITE] + [TRIM] of the round (verify_bytes)
-  std::optional<FileService> replay_;  // experimental_verify
+  uint64_t write_issues_ = 0;              // td->io_issues[DDIR_WRITE]
+  uint64_t all_bytes_issued_ = 0;          // do_io's bytes_issued (verify reads too)
+  uint64_t total_bytes_ = 0;               // do_io's total_bytes (size, doubled with verify_backlog)
+  JobVerifyState verify_;                  // verify= (job_verify.h)
   std::vector<model::FileRaState> ra_;  // per file: the open file's readahead state
   // ioengine=mmap, per file: the process's shared mapping of it (mapped at
   // its first I/O, unmapped when the file is closed); empty otherwise.
   std::vector<model::VmArea> vmas_;
-  // write_iolog: the log's text and its time origin (init_iolog).
-  std::string iolog_;
-  sim::SimTime iolog_start_ = 0;
-  std::vector<bool> iolog_open_;  // per file: opened in the log and not closed
-  uint64_t last_offset_ = 0;
+  JobIologState iolog_;  // write_iolog (job_iolog.h)
+  uint64_t last_offset_ = 0;  // the last I/O's file offset (a sync io_u's stale one)
   // fsync= / fdatasync=: N writes were issued; the next get_io_u is a sync
   // (fill_io_u's DDIR_SYNC), none if the job ends first.
-  bool sync_pending_ = false;      // the last I/O's file offset (a sync io_u's stale one)
-  uint64_t verify_read_issues_ = 0;
-  uint64_t verify_bytes_done_ = 0;   // td->bytes_verified
+  bool sync_pending_ = false;
   int error_ = 0;
   std::string verror_;  // fio's td_verror text for error_ (empty: the verify check's)
   std::vector<std::string> messages_;
@@ -363,9 +350,6 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   // io_completed, with the measurements the job's disable_* options keep.
   int64_t user_issue_ns_ = 0;
   int64_t user_complete_ns_ = 0;
-  bool has_rate_ = false;
-  // fio's rate_ddir: the direction a mixed job issues next under rate caps.
-  workload::Direction RateDirection(workload::Direction picked) const;
 };
 
 }  // namespace blklab::job

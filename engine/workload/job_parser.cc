@@ -18,7 +18,7 @@ namespace {
 
 constexpr char kCommandLine[] = "<command line>";
 
-std::string Trim(absl::string_view s) { return std::string(absl::StripAsciiWhitespace(s)); }
+std::string TrimLine(absl::string_view s) { return std::string(absl::StripAsciiWhitespace(s)); }
 
 absl::Status At(const std::string& file, int line, absl::string_view msg) {
   return absl::InvalidArgumentError(absl::StrCat(file, ":", line, ": ", msg));
@@ -196,9 +196,9 @@ OptionLine SplitOptionLine(const std::string& text, const std::string& file, int
   ol.line = line;
   const size_t eq = text.find('=');
   if (eq == std::string::npos) {
-    ol.name = Trim(text);
+    ol.name = TrimLine(text);
   } else {
-    ol.name = Trim(text.substr(0, eq));
+    ol.name = TrimLine(text.substr(0, eq));
     ol.value = text.substr(eq + 1);
   }
   return ol;
@@ -248,7 +248,7 @@ absl::Status HandleInclude(const std::string& path_in, const std::string& filena
         absl::StrCat(filename, ":", line, ": more than ", opt.limits.max_includes, " includes in all"));
   }
   if (!opt.read_file) return At(filename, line, absl::StrCat("cannot read include ", QuoteForError(path_in)));
-  const std::string path = Trim(path_in);
+  const std::string path = TrimLine(path_in);
   std::string used = path;
   absl::StatusOr<std::string> text = opt.read_file(path);
   if (!text.ok() && !path.empty() && path[0] != '/' && !DirName(filename).empty()) {
@@ -282,10 +282,10 @@ absl::Status ParseText(const std::string& text, const std::string& filename, int
       return At(filename, line_no, absl::StrCat("line longer than ", opt.limits.max_line_length, " bytes"));
     }
     if (raw.find('\0') != std::string::npos) return At(filename, line_no, "NUL byte in job file");
-    std::string line = Trim(raw);
+    std::string line = TrimLine(raw);
     if (line.empty() || line[0] == ';' || line[0] == '#') continue;
     const size_t cut = line.find_first_of(";#");
-    if (cut != std::string::npos) line = Trim(line.substr(0, cut));
+    if (cut != std::string::npos) line = TrimLine(line.substr(0, cut));
     if (line.empty()) continue;
     absl::StatusOr<std::string> substituted = SubstituteVars(line, opt.lookup_var, opt.limits.max_line_length);
     if (!substituted.ok()) return At(filename, line_no, std::string(substituted.status().message()));

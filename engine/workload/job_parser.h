@@ -2,7 +2,7 @@
 //
 // fio's front end: the command line (fio's init.c parse_cmd_line) and the
 // job-file grammar (init.c parse_jobs_ini), turned into typed JobSpecs, plus
-// the rules that form jobs from them (FIO_COMPAT.md a.1-a.7): [global*]
+// the rules that form jobs from them (docs/fio-compatibility.md a.1-a.7): [global*]
 // sections, inline `;`/`#` comments, `include`, `${VAR}` and `$ncpus`-style
 // substitution, bare flags, command-line globals under job-file settings,
 // command-line jobs first, later job files reset to built-in defaults with an

@@ -56,8 +56,6 @@ const char* RwPatternName(RwPattern p) {
   return "?";
 }
 
-bool IsFileOperationEngine(IoEngine e) { return e == IoEngine::kFalloc || e == IoEngine::kFtruncate; }
-
 std::string FioFileName(const JobSpec& spec, uint32_t jobnum, uint32_t filenum) {
   if (spec.filename_format.empty()) return absl::StrCat(spec.name, ".", jobnum, ".", filenum);
   std::string out = spec.filename_format;
@@ -75,19 +73,6 @@ std::string FioFileName(const JobSpec& spec, uint32_t jobnum, uint32_t filenum) 
     }
   }
   return out;
-}
-
-bool IsSynchronous(IoEngine e) {
-  switch (e) {
-    case IoEngine::kIoUring:
-    case IoEngine::kIoUringCmd:
-    case IoEngine::kLibaio:
-    case IoEngine::kPosixaio:
-    case IoEngine::kNull:
-      return false;
-    default:
-      return true;
-  }
 }
 
 uint64_t MinBlockSize(const JobSpec& spec, Direction d) {

@@ -4,6 +4,7 @@
 // `struct thread_options` (thread_options.h), reduced to what a block-layer
 // simulator uses, with enums instead of strings. It is produced by the job
 // parser (job_parser.h) and read by the engine and the I/O generators.
+// The engine is an IoEngine id; its names and flags are in io_engine_info.h.
 //
 // Invariants (established by the parser):
 //  - bs, bs range and bssplit sizes are > 0; bs_range.lo <= bs_range.hi.
@@ -22,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/workload/io_engine_info.h"
 #include "engine/workload/value_syntax.h"
 
 namespace blklab::workload {
@@ -50,32 +52,6 @@ bool IsMixed(RwPattern p);  // two directions in one job
 const char* RwPatternName(RwPattern p);
 
 enum class RwSequencer : uint8_t { kSequential, kIdentical };
-
-// Engines blklab models. kUnmodelled: any other engine name (kept in
-// JobSpec::ioengine_name); only accepted with ParseOptions::accept_unmodelled.
-enum class IoEngine : uint8_t {
-  kPsync,
-  kSync,
-  kVsync,
-  kPvsync,
-  kPvsync2,
-  kIoUring,
-  kIoUringCmd,
-  kLibaio,
-  kPosixaio,
-  kNull,
-  kFalloc,     // fallocate(2) per I/O: reads allocate (KEEP_SIZE), writes allocate, trims punch holes
-  kFtruncate,  // ftruncate(2) to each write's offset
-  kSg,         // SG_IO per I/O on a SCSI disk (sg_write_mode= picks the command)
-  kSplice,     // splice(2) and vmsplice(2) through a pipe, buffered
-  kMmap,       // memcpy to or from a shared mapping of the file (page faults)
-  kUnmodelled,
-};
-// True for the engines that call a file operation per I/O instead of moving
-// data (falloc, ftruncate): they need a regular file and have no page cache.
-bool IsFileOperationEngine(IoEngine e);
-// True for engines that keep at most one I/O in flight per job.
-bool IsSynchronous(IoEngine e);
 
 // Engine-private flags (io_uring, pvsync2, libaio).
 struct EngineFlags {

@@ -1,36 +1,92 @@
 // The table of fio 3.33's job options (option_table.h): every option and
-// alias, its kind, tier, default, choices, owning engines, help, and (for
-// options that land in one JobSpec field as parsed) its binding.
+// alias, its kind, tier, default, choices, owning engines, help, and its
+// binding (the field it writes and how, a posval list, or a callback from
+// option_bind.h).
 #include <vector>
 
+#include "engine/workload/job_spec.h"
+#include "engine/workload/option_bind.h"
 #include "engine/workload/option_table.h"
 
 namespace blklab::workload {
 
+namespace {
+
+// The posval lists of the kChoice rows and of the callbacks that match a
+// word (fio's `posval[]`): the word as written, then the value stored. The
+// order is the order of "valid values: ..." in errors.
+// clang-format off
+constexpr OptionPosval kPosvalRw[] = {
+    {"read", RwPattern::kRead}, {"write", RwPattern::kWrite}, {"trim", RwPattern::kTrim},
+    {"randread", RwPattern::kRandRead}, {"randwrite", RwPattern::kRandWrite}, {"randtrim", RwPattern::kRandTrim},
+    {"rw", RwPattern::kReadWrite}, {"readwrite", RwPattern::kReadWrite}, {"randrw", RwPattern::kRandRw},
+    {"trimwrite", RwPattern::kTrimWrite}, {"randtrimwrite", RwPattern::kRandTrimWrite}};
+constexpr OptionPosval kPosvalRwSequencer[] = {
+    {"sequential", RwSequencer::kSequential}, {"identical", RwSequencer::kIdentical}};
+constexpr OptionPosval kPosvalRandomGenerator[] = {
+    {"tausworthe", RandomGenerator::kTausworthe}, {"lfsr", RandomGenerator::kLfsr},
+    {"tausworthe64", RandomGenerator::kTausworthe64}};
+// roundrobin:N, random:N, sequential:N take a count (option_bind_io.cc).
+constexpr OptionPosval kPosvalFileServiceType[] = {
+    {"roundrobin", FileServiceType::kRoundRobin}, {"random", FileServiceType::kRandom},
+    {"sequential", FileServiceType::kSequential}, {"zipf", FileServiceType::kZipf},
+    {"pareto", FileServiceType::kPareto}, {"normal", FileServiceType::kNormal}, {"gauss", FileServiceType::kGauss}};
+// td_io_open_file: posix_fadvise at each open (fio's F_ADV_*).
+constexpr OptionPosval kPosvalFadviseHint[] = {
+    {"0", FadviseHint::kNone}, {"1", FadviseHint::kType}, {"random", FadviseHint::kRandom},
+    {"sequential", FadviseHint::kSequential}};
+// sync=: the file opened O_SYNC (sync, 1) or O_DSYNC (dsync).
+constexpr OptionPosval kPosvalSync[] = {
+    {"none", SyncIo::kNone}, {"0", SyncIo::kNone}, {"sync", SyncIo::kSync}, {"1", SyncIo::kSync},
+    {"dsync", SyncIo::kDsync}};
+constexpr OptionPosval kPosvalZonemode[] = {
+    {"none", ZoneMode::kNone}, {"strided", ZoneMode::kStrided}, {"zbd", ZoneMode::kZbd}};
+constexpr OptionPosval kPosvalThinktimeBlocksType[] = {
+    {"complete", ThinktimeBlocksType::kComplete}, {"issue", ThinktimeBlocksType::kIssue}};
+constexpr OptionPosval kPosvalRateProcess[] = {
+    {"linear", RateProcess::kLinear}, {"poisson", RateProcess::kPoisson}};
+constexpr OptionPosval kPosvalCpusAllowedPolicy[] = {
+    {"shared", CpusAllowedPolicy::kShared}, {"split", CpusAllowedPolicy::kSplit}};
+constexpr OptionPosval kPosvalUnifiedRwReporting[] = {
+    {"none", UnifiedRwReporting::kNone}, {"mixed", UnifiedRwReporting::kMixed}, {"both", UnifiedRwReporting::kBoth},
+    {"0", UnifiedRwReporting::kNone}, {"1", UnifiedRwReporting::kMixed}, {"2", UnifiedRwReporting::kBoth}};
+constexpr OptionPosval kPosvalKbBase[] = {{"1024", 1024}, {"1000", 1000}};
+constexpr OptionPosval kPosvalUnitBase[] = {{"0", 0}, {"8", 8}, {"1", 1}};
+// fio's sg engine: what a write direction I/O sends (engines/sg.c).
+constexpr OptionPosval kPosvalSgWriteMode[] = {
+    {"write", SgWriteMode::kWrite}, {"write_and_verify", SgWriteMode::kWriteAndVerify},
+    {"verify", SgWriteMode::kWriteAndVerify}, {"write_same", SgWriteMode::kWriteSame},
+    {"write_same_ndob", SgWriteMode::kWriteSameNdob}, {"verify_bytchk_00", SgWriteMode::kVerifyBytchk00},
+    {"verify_bytchk_01", SgWriteMode::kVerifyBytchk01}, {"verify_bytchk_11", SgWriteMode::kVerifyBytchk11},
+    {"write_stream", SgWriteMode::kWriteStream}};
+// clang-format on
+
+}  // namespace
+
 // clang-format off
 const std::vector<OptionDef>& AllOptions() {
   static const std::vector<OptionDef>* table = new std::vector<OptionDef>{
-    {"description", "", OptionId::kDescription, OptionKind::kString, 1, "", "", "", "free-text job description", BindString<&JobSpec::description>()},
-    {"name", "", OptionId::kName, OptionKind::kString, 1, "", "", "", "job name", BindString<&JobSpec::name>()},
-    {"wait_for", "", OptionId::kWaitFor, OptionKind::kString, 1, "", "", "", "", BindString<&JobSpec::wait_for>()},
-    {"filename", "", OptionId::kFilename, OptionKind::kString, 1, "", "", "", "target file(s), colon separated"},
+    {"description", "", OptionId::kDescription, OptionKind::kString, 1, "", "", "", "free-text job description", BindString<&JobSpec::description>().AllowEmpty()},
+    {"name", "", OptionId::kName, OptionKind::kString, 1, "", "", "", "job name", BindString<&JobSpec::name>().AllowEmpty()},
+    {"wait_for", "", OptionId::kWaitFor, OptionKind::kString, 1, "", "", "", "", BindString<&JobSpec::wait_for>().AllowEmpty()},
+    {"filename", "", OptionId::kFilename, OptionKind::kString, 1, "", "", "", "target file(s), colon separated", BindCallback(&option_bind::ApplyFilename).AllowEmpty()},
     {"lockfile", "", OptionId::kGeneric, OptionKind::kChoice, 3, "none", "none exclusive readwrite", "", ""},
-    {"directory", "", OptionId::kDirectory, OptionKind::kString, 2, "", "", "", "", BindString<&JobSpec::directory>()},
+    {"directory", "", OptionId::kDirectory, OptionKind::kString, 2, "", "", "", "", BindString<&JobSpec::directory>().AllowEmpty()},
     {"filename_format", "", OptionId::kFilenameFormat, OptionKind::kString, 1, "$jobname.$jobnum.$filenum", "", "", "", BindString<&JobSpec::filename_format>()},
     {"unique_filename", "", OptionId::kGeneric, OptionKind::kBool, 3, "1", "", "", ""},
     {"opendir", "", OptionId::kGeneric, OptionKind::kString, 3, "", "", "", ""},
-    {"rw", "readwrite", OptionId::kRw, OptionKind::kChoice, 1, "read", "read write trim randread randwrite randtrim rw readwrite randrw trimwrite randtrimwrite", "", "I/O pattern, optional :N modifier"},
-    {"bs", "blocksize", OptionId::kBs, OptionKind::kString, 1, "4096", "", "", "block size per direction"},
-    {"ba", "blockalign", OptionId::kBlockalign, OptionKind::kString, 1, "", "", "", "offset alignment per direction"},
-    {"bsrange", "blocksize_range", OptionId::kBsrange, OptionKind::kString, 1, "", "", "", "block size range per direction"},
-    {"bssplit", "", OptionId::kBssplit, OptionKind::kString, 1, "", "", "", "weighted block sizes"},
+    {"rw", "readwrite", OptionId::kRw, OptionKind::kChoice, 1, "read", "read write trim randread randwrite randtrim rw readwrite randrw trimwrite randtrimwrite", "", "I/O pattern, optional :N modifier", BindCallback(&option_bind::ApplyRw, kPosvalRw)},
+    {"bs", "blocksize", OptionId::kBs, OptionKind::kString, 1, "4096", "", "", "block size per direction", BindCallback(&option_bind::ApplyBs)},
+    {"ba", "blockalign", OptionId::kBlockalign, OptionKind::kString, 1, "", "", "", "offset alignment per direction", BindPerDirSize<&JobSpec::blockalign>()},
+    {"bsrange", "blocksize_range", OptionId::kBsrange, OptionKind::kString, 1, "", "", "", "block size range per direction", BindCallback(&option_bind::ApplyBsrange)},
+    {"bssplit", "", OptionId::kBssplit, OptionKind::kString, 1, "", "", "", "weighted block sizes", BindCallback(&option_bind::ApplyBssplit)},
     {"bs_unaligned", "blocksize_unaligned", OptionId::kBsUnaligned, OptionKind::kFlag, 2, "", "", "", "", BindBool<&JobSpec::bs_unaligned>()},
     {"randrepeat", "", OptionId::kRandrepeat, OptionKind::kBool, 1, "1", "", "", "", BindBool<&JobSpec::randrepeat>()},
-    {"randseed", "", OptionId::kRandseed, OptionKind::kInt, 1, "0x89", "", "", "random seed"},
+    {"randseed", "", OptionId::kRandseed, OptionKind::kInt, 1, "0x89", "", "", "random seed", BindCallback(&option_bind::ApplyRandseed)},
     {"norandommap", "", OptionId::kNorandommap, OptionKind::kFlag, 1, "", "", "", "allow repeated random blocks", BindBool<&JobSpec::norandommap>()},
     {"ignore_error", "", OptionId::kGeneric, OptionKind::kString, 3, "", "", "", ""},
-    {"rw_sequencer", "", OptionId::kRwSequencer, OptionKind::kChoice, 2, "sequential", "sequential identical", "", ""},
-    {"ioengine", "", OptionId::kIoengine, OptionKind::kString, 1, "psync", "", "", "I/O engine"},
+    {"rw_sequencer", "", OptionId::kRwSequencer, OptionKind::kChoice, 2, "sequential", "sequential identical", "", "", BindChoice<&JobSpec::rw_sequencer>(kPosvalRwSequencer)},
+    {"ioengine", "", OptionId::kIoengine, OptionKind::kString, 1, "psync", "", "", "I/O engine", BindCallback(&option_bind::ApplyIoengine)},
     {"iodepth", "", OptionId::kIodepth, OptionKind::kInt, 1, "1", "", "", "max I/Os in flight", BindU32<&JobSpec::iodepth>(1, 1u << 20)},
     {"iodepth_batch", "iodepth_batch_submit", OptionId::kIodepthBatchSubmit, OptionKind::kInt, 1, "1", "", "", "", BindU32<&JobSpec::iodepth_batch_submit>(0, 1u << 20)},
     {"iodepth_batch_complete_min", "iodepth_batch_complete", OptionId::kIodepthBatchCompleteMin, OptionKind::kInt, 1, "1", "", "", "", BindU32<&JobSpec::iodepth_batch_complete_min>(0, 1u << 20)},
@@ -41,39 +97,39 @@ const std::vector<OptionDef>& AllOptions() {
     {"size", "", OptionId::kSize, OptionKind::kString, 1, "", "", "", "region size (bytes or %)", BindSizeOrPercent<&JobSpec::size>()},
     {"io_size", "io_limit", OptionId::kIoSize, OptionKind::kString, 1, "", "", "", "amount of I/O", BindSizeOrPercent<&JobSpec::io_size>()},
     {"fill_device", "fill_fs", OptionId::kGeneric, OptionKind::kBool, 3, "0", "", "", ""},
-    {"filesize", "", OptionId::kFilesize, OptionKind::kString, 1, "", "", "", ""},
+    {"filesize", "", OptionId::kFilesize, OptionKind::kString, 1, "", "", "", "", BindCallback(&option_bind::ApplyFilesize)},
     {"file_append", "", OptionId::kGeneric, OptionKind::kBool, 3, "0", "", "", ""},
     {"offset", "fileoffset", OptionId::kOffset, OptionKind::kString, 1, "0", "", "", "region start (bytes or %)", BindSizeOrPercent<&JobSpec::offset>()},
     {"offset_increment", "", OptionId::kOffsetIncrement, OptionKind::kString, 1, "0", "", "", "per-clone offset shift", BindSizeOrPercent<&JobSpec::offset_increment>()},
     {"offset_align", "", OptionId::kOffsetAlign, OptionKind::kInt, 2, "0", "", "", "", BindU64<&JobSpec::offset_align>()},
     {"number_ios", "", OptionId::kNumberIos, OptionKind::kInt, 1, "0", "", "", "", BindU64<&JobSpec::number_ios>()},
-    {"random_generator", "", OptionId::kRandomGenerator, OptionKind::kChoice, 1, "tausworthe", "tausworthe lfsr tausworthe64", "", ""},
-    {"random_distribution", "", OptionId::kRandomDistribution, OptionKind::kString, 1, "random", "", "", "random offset distribution"},
-    {"percentage_random", "", OptionId::kPercentageRandom, OptionKind::kString, 1, "100,100,100", "", "", ""},
+    {"random_generator", "", OptionId::kRandomGenerator, OptionKind::kChoice, 1, "tausworthe", "tausworthe lfsr tausworthe64", "", "", BindChoice<&JobSpec::random_generator>(kPosvalRandomGenerator)},
+    {"random_distribution", "", OptionId::kRandomDistribution, OptionKind::kString, 1, "random", "", "", "random offset distribution", BindCallback(&option_bind::ApplyRandomDistribution)},
+    {"percentage_random", "", OptionId::kPercentageRandom, OptionKind::kString, 1, "100,100,100", "", "", "", BindCallback(&option_bind::ApplyPercentageRandom)},
     {"allrandrepeat", "", OptionId::kGeneric, OptionKind::kBool, 2, "0", "", "", ""},
     {"nrfiles", "nr_files", OptionId::kNrfiles, OptionKind::kInt, 2, "1", "", "", "", BindU32<&JobSpec::nrfiles>(1, 1u << 20)},
-    {"file_service_type", "", OptionId::kFileServiceType, OptionKind::kChoice, 2, "roundrobin", "random zipf pareto normal gauss roundrobin sequential", "", ""},
+    {"file_service_type", "", OptionId::kFileServiceType, OptionKind::kChoice, 2, "roundrobin", "random zipf pareto normal gauss roundrobin sequential", "", "", BindCallback(&option_bind::ApplyFileServiceType, kPosvalFileServiceType)},
     {"openfiles", "", OptionId::kGeneric, OptionKind::kInt, 2, "", "", "", "", BindU32<&JobSpec::openfiles>(0, 1u << 20)},
     {"fallocate", "", OptionId::kGeneric, OptionKind::kChoice, 3, "native", "none native posix keep truncate 0 1", "", ""},
-    {"fadvise_hint", "", OptionId::kFadviseHint, OptionKind::kChoice, 1, "1", "0 1 random sequential", "", ""},
+    {"fadvise_hint", "", OptionId::kFadviseHint, OptionKind::kChoice, 1, "1", "0 1 random sequential", "", "", BindChoice<&JobSpec::fadvise_hint>(kPosvalFadviseHint)},
     {"fsync", "", OptionId::kFsync, OptionKind::kInt, 2, "0", "", "", "", BindU32<&JobSpec::fsync_blocks>(0, UINT32_MAX)},
     {"fdatasync", "", OptionId::kFdatasync, OptionKind::kInt, 2, "0", "", "", "", BindU32<&JobSpec::fdatasync_blocks>(0, UINT32_MAX)},
     {"write_barrier", "", OptionId::kGeneric, OptionKind::kInt, 3, "0", "", "", ""},
     {"sync_file_range", "", OptionId::kGeneric, OptionKind::kSize, 3, "", "", "", ""},
     {"direct", "", OptionId::kDirect, OptionKind::kBool, 1, "0", "", "", "O_DIRECT (bypass page cache)", BindBool<&JobSpec::direct>()},
     {"atomic", "", OptionId::kGeneric, OptionKind::kBool, 3, "0", "", "", ""},
-    {"buffered", "", OptionId::kBuffered, OptionKind::kBool, 1, "1", "", "", ""},
+    {"buffered", "", OptionId::kBuffered, OptionKind::kBool, 1, "1", "", "", "", BindCallback(&option_bind::ApplyBuffered)},
     {"overwrite", "", OptionId::kGeneric, OptionKind::kBool, 3, "0", "", "", ""},
     {"loops", "", OptionId::kLoops, OptionKind::kInt, 1, "1", "", "", "", BindU64<&JobSpec::loops>()},
     {"numjobs", "", OptionId::kNumjobs, OptionKind::kInt, 1, "1", "", "", "number of clones", BindU32<&JobSpec::numjobs>(1, 1u << 20)},
-    {"startdelay", "", OptionId::kStartdelay, OptionKind::kString, 1, "0", "", "", ""},
+    {"startdelay", "", OptionId::kStartdelay, OptionKind::kString, 1, "0", "", "", "", BindCallback(&option_bind::ApplyStartdelay)},
     {"runtime", "timeout", OptionId::kRuntime, OptionKind::kTime, 1, "0", "", "", "run time limit (s)", BindTime<&JobSpec::runtime_ns>(TimeUnit::kSeconds)},
     {"time_based", "", OptionId::kTimeBased, OptionKind::kFlag, 1, "", "", "", "loop until runtime", BindBool<&JobSpec::time_based>()},
     {"verify_only", "", OptionId::kVerifyOnly, OptionKind::kFlag, 1, "", "", "", "refused: verify without writing", BindBool<&JobSpec::verify_only>()},
     {"ramp_time", "", OptionId::kRampTime, OptionKind::kTime, 1, "", "", "", "warm-up before stats (s)", BindTime<&JobSpec::ramp_time_ns>(TimeUnit::kSeconds)},
     {"clocksource", "", OptionId::kGeneric, OptionKind::kChoice, 3, "", "gettimeofday clock_gettime cpu", "", ""},
     {"mem", "iomem", OptionId::kGeneric, OptionKind::kChoice, 3, "malloc", "malloc shm shmhuge mmap mmapshared mmaphuge", "", ""},
-    {"verify", "", OptionId::kVerify, OptionKind::kChoice, 1, "0", "0 md5 crc64 crc32 crc32c-intel crc32c crc16 crc7 sha1 sha256 sha512 sha3-224 sha3-256 sha3-384 sha3-512 xxhash meta pattern null", "", "", BindString<&JobSpec::verify>()},
+    {"verify", "", OptionId::kVerify, OptionKind::kChoice, 1, "0", "0 md5 crc64 crc32 crc32c-intel crc32c crc16 crc7 sha1 sha256 sha512 sha3-224 sha3-256 sha3-384 sha3-512 xxhash meta pattern null", "", "", BindString<&JobSpec::verify>().AllowEmpty()},
     {"do_verify", "", OptionId::kDoVerify, OptionKind::kBool, 1, "1", "", "", "run the verify phase after writing", BindBool<&JobSpec::do_verify>()},
     {"verify_interval", "", OptionId::kVerifyInterval, OptionKind::kInt, 1, "", "", "", "bytes per verify header", BindU64<&JobSpec::verify_interval>()},
     {"verify_offset", "", OptionId::kGeneric, OptionKind::kInt, 3, "", "", "", ""},
@@ -91,7 +147,7 @@ const std::vector<OptionDef>& AllOptions() {
     {"trim_backlog", "", OptionId::kGeneric, OptionKind::kString, 3, "", "", "", ""},
     {"trim_backlog_batch", "", OptionId::kGeneric, OptionKind::kInt, 3, "", "", "", ""},
     {"write_iolog", "", OptionId::kWriteIolog, OptionKind::kString, 1, "", "", "", "", BindString<&JobSpec::write_iolog>()},
-    {"read_iolog", "", OptionId::kGeneric, OptionKind::kString, 2, "", "", "", ""},
+    {"read_iolog", "", OptionId::kGeneric, OptionKind::kString, 2, "", "", "", "", BindCallback(&option_bind::ApplyUnmodelledEffect)},
     {"read_iolog_chunked", "", OptionId::kGeneric, OptionKind::kBool, 3, "0", "", "", ""},
     {"replay_no_stall", "", OptionId::kGeneric, OptionKind::kBool, 3, "0", "", "", ""},
     {"replay_redirect", "", OptionId::kGeneric, OptionKind::kString, 3, "", "", "", ""},
@@ -104,8 +160,8 @@ const std::vector<OptionDef>& AllOptions() {
     {"merge_blktrace_iters", "", OptionId::kGeneric, OptionKind::kFloatList, 3, "", "", "", ""},
     {"exec_prerun", "", OptionId::kGeneric, OptionKind::kString, 3, "", "", "", ""},
     {"exec_postrun", "", OptionId::kGeneric, OptionKind::kString, 3, "", "", "", ""},
-    {"ioscheduler", "", OptionId::kIoscheduler, OptionKind::kString, 2, "", "", "", "", BindString<&JobSpec::ioscheduler>()},
-    {"zonemode", "", OptionId::kZonemode, OptionKind::kChoice, 2, "none", "none strided zbd", "", ""},
+    {"ioscheduler", "", OptionId::kIoscheduler, OptionKind::kString, 2, "", "", "", "", BindString<&JobSpec::ioscheduler>().AllowEmpty()},
+    {"zonemode", "", OptionId::kZonemode, OptionKind::kChoice, 2, "none", "none strided zbd", "", "", BindChoice<&JobSpec::zonemode>(kPosvalZonemode)},
     {"zonesize", "", OptionId::kGeneric, OptionKind::kString, 2, "0", "", "", "", BindSizeOrPercent<&JobSpec::zonesize>()},
     {"zonecapacity", "", OptionId::kGeneric, OptionKind::kString, 2, "0", "", "", ""},
     {"zonerange", "", OptionId::kGeneric, OptionKind::kString, 2, "0", "", "", "", BindSizeOrPercent<&JobSpec::zonerange>()},
@@ -118,18 +174,18 @@ const std::vector<OptionDef>& AllOptions() {
     {"zone_reset_frequency", "", OptionId::kGeneric, OptionKind::kFloatList, 2, "", "", "", ""},
     {"lockmem", "", OptionId::kGeneric, OptionKind::kString, 3, "0", "", "", ""},
     {"rwmixread", "", OptionId::kRwmixread, OptionKind::kInt, 1, "50", "", "", "", BindU32<&JobSpec::rwmixread>(0, 100)},
-    {"rwmixwrite", "", OptionId::kRwmixwrite, OptionKind::kInt, 1, "50", "", "", ""},
+    {"rwmixwrite", "", OptionId::kRwmixwrite, OptionKind::kInt, 1, "50", "", "", "", BindCallback(&option_bind::ApplyRwmixwrite)},
     {"nice", "", OptionId::kGeneric, OptionKind::kInt, 3, "0", "", "", ""},
     {"prio", "", OptionId::kPrio, OptionKind::kInt, 2, "", "", "", "", BindU32<&JobSpec::prio>(0, 7)},
     {"prioclass", "", OptionId::kPrioclass, OptionKind::kInt, 1, "", "", "", "", BindU32<&JobSpec::prioclass>(0, 3)},
     {"thinktime", "", OptionId::kThinktime, OptionKind::kInt, 1, "0", "", "", "idle time after I/Os (us)", BindTime<&JobSpec::thinktime_ns>(TimeUnit::kMicroseconds)},
     {"thinktime_spin", "", OptionId::kThinktimeSpin, OptionKind::kInt, 1, "0", "", "", "", BindTime<&JobSpec::thinktime_spin_ns>(TimeUnit::kMicroseconds)},
     {"thinktime_blocks", "", OptionId::kThinktimeBlocks, OptionKind::kInt, 1, "1", "", "", "", BindU64<&JobSpec::thinktime_blocks>()},
-    {"thinktime_blocks_type", "", OptionId::kThinktimeBlocksType, OptionKind::kChoice, 1, "complete", "complete issue", "", ""},
+    {"thinktime_blocks_type", "", OptionId::kThinktimeBlocksType, OptionKind::kChoice, 1, "complete", "complete issue", "", "", BindChoice<&JobSpec::thinktime_blocks_type>(kPosvalThinktimeBlocksType)},
     {"thinktime_iotime", "", OptionId::kGeneric, OptionKind::kInt, 3, "0", "", "", ""},
     {"rate", "", OptionId::kRate, OptionKind::kString, 1, "", "", "", "bandwidth cap per direction", BindPerDirSize<&JobSpec::rate_bps>()},
     {"rate_min", "ratemin", OptionId::kRateMin, OptionKind::kString, 2, "", "", "", "", BindPerDirSize<&JobSpec::rate_min_bps>()},
-    {"rate_process", "", OptionId::kRateProcess, OptionKind::kChoice, 1, "linear", "linear poisson", "", ""},
+    {"rate_process", "", OptionId::kRateProcess, OptionKind::kChoice, 1, "linear", "linear poisson", "", "", BindChoice<&JobSpec::rate_process>(kPosvalRateProcess)},
     {"rate_cycle", "ratecycle", OptionId::kGeneric, OptionKind::kInt, 2, "1000", "", "", ""},
     {"rate_ignore_thinktime", "", OptionId::kGeneric, OptionKind::kBool, 3, "", "", "", ""},
     {"rate_iops", "", OptionId::kRateIops, OptionKind::kString, 1, "", "", "", "IOPS cap per direction", BindPerDirSize<&JobSpec::rate_iops>()},
@@ -140,7 +196,7 @@ const std::vector<OptionDef>& AllOptions() {
     {"latency_percentile", "", OptionId::kGeneric, OptionKind::kFloatList, 3, "100", "", "", ""},
     {"latency_run", "", OptionId::kGeneric, OptionKind::kBool, 3, "0", "", "", ""},
     {"invalidate", "", OptionId::kGeneric, OptionKind::kBool, 2, "1", "", "", "", BindBool<&JobSpec::invalidate>()},
-    {"sync", "", OptionId::kSyncIo, OptionKind::kChoice, 2, "none", "none 0 sync 1 dsync", "", ""},
+    {"sync", "", OptionId::kSyncIo, OptionKind::kChoice, 2, "none", "none 0 sync 1 dsync", "", "", BindChoice<&JobSpec::sync_io>(kPosvalSync)},
     {"write_hint", "", OptionId::kGeneric, OptionKind::kChoice, 3, "", "none short medium long extreme", "", ""},
     {"create_serialize", "", OptionId::kGeneric, OptionKind::kBool, 3, "1", "", "", ""},
     {"create_fsync", "", OptionId::kGeneric, OptionKind::kBool, 3, "1", "", "", ""},
@@ -150,10 +206,10 @@ const std::vector<OptionDef>& AllOptions() {
     {"allow_mounted_write", "", OptionId::kGeneric, OptionKind::kBool, 3, "0", "", "", ""},
     {"pre_read", "", OptionId::kGeneric, OptionKind::kBool, 2, "0", "", "", "", BindBool<&JobSpec::pre_read>()},
     {"cpumask", "", OptionId::kGeneric, OptionKind::kInt, 3, "", "", "", ""},
-    {"cpus_allowed", "", OptionId::kCpusAllowed, OptionKind::kString, 2, "", "", "", ""},
-    {"cpus_allowed_policy", "", OptionId::kCpusAllowedPolicy, OptionKind::kChoice, 2, "", "shared split", "", ""},
-    {"numa_cpu_nodes", "", OptionId::kNumaCpuNodes, OptionKind::kString, 2, "", "", "", ""},
-    {"numa_mem_policy", "", OptionId::kNumaMemPolicy, OptionKind::kString, 2, "", "", "", "", BindString<&JobSpec::numa_mem_policy>()},
+    {"cpus_allowed", "", OptionId::kCpusAllowed, OptionKind::kString, 2, "", "", "", "", BindCallback(&option_bind::ApplyCpusAllowed)},
+    {"cpus_allowed_policy", "", OptionId::kCpusAllowedPolicy, OptionKind::kChoice, 2, "", "shared split", "", "", BindChoice<&JobSpec::cpus_allowed_policy>(kPosvalCpusAllowedPolicy)},
+    {"numa_cpu_nodes", "", OptionId::kNumaCpuNodes, OptionKind::kString, 2, "", "", "", "", BindCallback(&option_bind::ApplyNumaCpuNodes)},
+    {"numa_mem_policy", "", OptionId::kNumaMemPolicy, OptionKind::kString, 2, "", "", "", "", BindString<&JobSpec::numa_mem_policy>().AllowEmpty()},
     {"end_fsync", "", OptionId::kEndFsync, OptionKind::kBool, 2, "0", "", "", "", BindBool<&JobSpec::end_fsync>()},
     {"fsync_on_close", "", OptionId::kGeneric, OptionKind::kBool, 2, "0", "", "", "", BindBool<&JobSpec::fsync_on_close>()},
     {"unlink", "", OptionId::kGeneric, OptionKind::kBool, 2, "0", "", "", "", BindBool<&JobSpec::unlink>()},
@@ -204,16 +260,16 @@ const std::vector<OptionDef>& AllOptions() {
     {"clat_percentiles", "", OptionId::kClatPercentiles, OptionKind::kBool, 1, "1", "", "", "", BindBool<&JobSpec::clat_percentiles>()},
     {"lat_percentiles", "", OptionId::kLatPercentiles, OptionKind::kBool, 1, "0", "", "", "", BindBool<&JobSpec::lat_percentiles>()},
     {"slat_percentiles", "", OptionId::kSlatPercentiles, OptionKind::kBool, 1, "0", "", "", "", BindBool<&JobSpec::slat_percentiles>()},
-    {"percentile_list", "", OptionId::kPercentileList, OptionKind::kFloatList, 1, "1:5:10:20:30:40:50:60:70:80:90:95:99:99.5:99.9:99.95:99.99", "", "", ""},
+    {"percentile_list", "", OptionId::kPercentileList, OptionKind::kFloatList, 1, "1:5:10:20:30:40:50:60:70:80:90:95:99:99.5:99.9:99.95:99.99", "", "", "", BindCallback(&option_bind::ApplyPercentileList)},
     {"significant_figures", "", OptionId::kSignificantFigures, OptionKind::kInt, 1, "4", "", "", "", BindU32<&JobSpec::sig_figs>(1, 10)},
     {"disk_util", "", OptionId::kDiskUtil, OptionKind::kBool, 1, "1", "", "", "", BindBool<&JobSpec::disk_util>()},
-    {"gtod_reduce", "", OptionId::kGtodReduce, OptionKind::kBool, 1, "0", "", "", ""},
+    {"gtod_reduce", "", OptionId::kGtodReduce, OptionKind::kBool, 1, "0", "", "", "", BindCallback(&option_bind::ApplyGtodReduce)},
     {"disable_lat", "", OptionId::kDisableLat, OptionKind::kBool, 1, "0", "", "", "", BindBool<&JobSpec::disable_lat>()},
     {"disable_clat", "", OptionId::kDisableClat, OptionKind::kBool, 1, "0", "", "", "", BindBool<&JobSpec::disable_clat>()},
     {"disable_slat", "", OptionId::kDisableSlat, OptionKind::kBool, 1, "0", "", "", "", BindBool<&JobSpec::disable_slat>()},
     {"disable_bw_measurement", "disable_bw", OptionId::kGeneric, OptionKind::kBool, 1, "0", "", "", "", BindBool<&JobSpec::disable_bw>()},
     {"gtod_cpu", "", OptionId::kGeneric, OptionKind::kInt, 3, "", "", "", ""},
-    {"unified_rw_reporting", "", OptionId::kUnifiedRwReporting, OptionKind::kChoice, 1, "none", "none mixed both 0 1 2", "", ""},
+    {"unified_rw_reporting", "", OptionId::kUnifiedRwReporting, OptionKind::kChoice, 1, "none", "none mixed both 0 1 2", "", "", BindChoice<&JobSpec::unified_rw_reporting>(kPosvalUnifiedRwReporting)},
     {"continue_on_error", "", OptionId::kGeneric, OptionKind::kChoice, 3, "none", "none read write io verify all 0 1", "", ""},
     {"error_dump", "", OptionId::kGeneric, OptionKind::kBool, 3, "0", "", "", ""},
     {"profile", "", OptionId::kGeneric, OptionKind::kChoice, 3, "", "tiobench act", "", ""},
@@ -222,14 +278,14 @@ const std::vector<OptionDef>& AllOptions() {
     {"cgroup_weight", "", OptionId::kGeneric, OptionKind::kInt, 1, "", "", "", "weight of the job's cgroup (blkio.weight: refused, see the host spec's cgroups)", BindU32<&JobSpec::cgroup_weight>(100, 1000)},
     {"uid", "", OptionId::kGeneric, OptionKind::kInt, 3, "", "", "", ""},
     {"gid", "", OptionId::kGeneric, OptionKind::kInt, 3, "", "", "", ""},
-    {"kb_base", "", OptionId::kKbBase, OptionKind::kChoice, 1, "1024", "1024 1000", "", "1024 or 1000 for suffixes"},
-    {"unit_base", "", OptionId::kUnitBase, OptionKind::kChoice, 1, "", "0 8 1", "", ""},
+    {"kb_base", "", OptionId::kKbBase, OptionKind::kChoice, 1, "1024", "1024 1000", "", "1024 or 1000 for suffixes", BindChoice<&JobSpec::kb_base>(kPosvalKbBase)},
+    {"unit_base", "", OptionId::kUnitBase, OptionKind::kChoice, 1, "", "0 8 1", "", "", BindChoice<&JobSpec::unit_base>(kPosvalUnitBase)},
     {"hugepage-size", "", OptionId::kGeneric, OptionKind::kInt, 3, "2097152", "", "", ""},
     {"flow_id", "", OptionId::kGeneric, OptionKind::kInt, 1, "0", "", "", "the flow (group of jobs) this job's flow weight counts in", BindU32<&JobSpec::flow_id>(0, UINT32_MAX)},
     {"flow", "", OptionId::kGeneric, OptionKind::kInt, 1, "0", "", "", "weight in flow control between jobs of one flow_id (fio's FLOW_MAX_WEIGHT is 1000)", BindU32<&JobSpec::flow>(0, 1000)},
     {"flow_sleep", "", OptionId::kGeneric, OptionKind::kInt, 1, "0", "", "", "microseconds to quiesce and sleep when held back by flow control (0: spin)", BindU32<&JobSpec::flow_sleep_us>(0, UINT32_MAX)},
     {"steadystate", "ss", OptionId::kGeneric, OptionKind::kChoice, 2, "iops_slope:0.01%", "iops iops_slope bw bw_slope", "", ""},
-    {"steadystate_duration", "ss_dur", OptionId::kGeneric, OptionKind::kTime, 2, "0", "", "", ""},
+    {"steadystate_duration", "ss_dur", OptionId::kGeneric, OptionKind::kTime, 2, "0", "", "", "", BindCallback(&option_bind::ApplyUnmodelledEffect)},
     {"steadystate_ramp_time", "ss_ramp", OptionId::kGeneric, OptionKind::kTime, 2, "0", "", "", ""},
     {"bs_is_seq_rand", "", OptionId::kBsIsSeqRand, OptionKind::kBool, 2, "0", "", "", "bs,bs apply to sequential,random instead of read,write", BindBool<&JobSpec::bs_is_seq_rand>()},
     {"iomem_align", "", OptionId::kGeneric, OptionKind::kInt, 3, "", "", "", ""},
@@ -238,29 +294,29 @@ const std::vector<OptionDef>& AllOptions() {
     {"flow_watermark", "", OptionId::kGeneric, OptionKind::kInt, 3, "", "", "", ""},
     {"hipri", "", OptionId::kHipri, OptionKind::kFlag, 2, "", "", "io_uring io_uring_cmd pvsync2 sg", "", BindBool<&JobSpec::engine_flags, &EngineFlags::hipri>()},
     {"hipri_percentage", "", OptionId::kHipriPercentage, OptionKind::kInt, 2, "", "", "pvsync2", "", BindU32<&JobSpec::engine_flags, &EngineFlags::hipri_percentage>(0, 100)},
-    {"cmdprio_percentage", "", OptionId::kCmdprioPercentage, OptionKind::kString, 3, "", "", "io_uring io_uring_cmd libaio pvsync2", ""},
+    {"cmdprio_percentage", "", OptionId::kCmdprioPercentage, OptionKind::kString, 3, "", "", "io_uring io_uring_cmd libaio pvsync2", "", BindCallback(&option_bind::ApplyCmdprioPercentage)},
     {"cmdprio_class", "", OptionId::kGeneric, OptionKind::kString, 3, "", "", "io_uring io_uring_cmd libaio pvsync2", ""},
     {"cmdprio", "", OptionId::kGeneric, OptionKind::kString, 3, "", "", "io_uring io_uring_cmd libaio pvsync2", ""},
     {"cmdprio_bssplit", "", OptionId::kGeneric, OptionKind::kString, 3, "", "", "io_uring io_uring_cmd libaio pvsync2", ""},
     {"fixedbufs", "", OptionId::kFixedbufs, OptionKind::kFlag, 2, "", "", "io_uring io_uring_cmd", "", BindBool<&JobSpec::engine_flags, &EngineFlags::fixedbufs>()},
     {"registerfiles", "", OptionId::kRegisterfiles, OptionKind::kFlag, 2, "", "", "io_uring io_uring_cmd", "", BindBool<&JobSpec::engine_flags, &EngineFlags::registerfiles>()},
     {"sqthread_poll", "", OptionId::kSqthreadPoll, OptionKind::kFlag, 2, "", "", "io_uring io_uring_cmd", "", BindBool<&JobSpec::engine_flags, &EngineFlags::sqthread_poll>()},
-    {"sqthread_poll_cpu", "", OptionId::kSqthreadPollCpu, OptionKind::kInt, 2, "", "", "io_uring io_uring_cmd", ""},
-    {"nonvectored", "", OptionId::kNonvectored, OptionKind::kInt, 2, "", "", "io_uring io_uring_cmd", ""},
-    {"uncached", "", OptionId::kUncached, OptionKind::kInt, 2, "", "", "io_uring io_uring_cmd pvsync2", ""},
+    {"sqthread_poll_cpu", "", OptionId::kSqthreadPollCpu, OptionKind::kInt, 2, "", "", "io_uring io_uring_cmd", "", BindCallback(&option_bind::ApplySqthreadPollCpu)},
+    {"nonvectored", "", OptionId::kNonvectored, OptionKind::kInt, 2, "", "", "io_uring io_uring_cmd", "", BindCallback(&option_bind::ApplyNonvectored)},
+    {"uncached", "", OptionId::kUncached, OptionKind::kInt, 2, "", "", "io_uring io_uring_cmd pvsync2", "", BindCallback(&option_bind::ApplyUncached)},
     {"nowait", "", OptionId::kNowait, OptionKind::kFlag, 2, "", "", "io_uring io_uring_cmd libaio pvsync2", "", BindBool<&JobSpec::engine_flags, &EngineFlags::nowait>()},
     {"force_async", "", OptionId::kForceAsync, OptionKind::kInt, 2, "", "", "io_uring io_uring_cmd", "", BindU32<&JobSpec::engine_flags, &EngineFlags::force_async>(0, UINT32_MAX)},
     {"cmd_type", "", OptionId::kGeneric, OptionKind::kString, 3, "", "", "io_uring io_uring_cmd", ""},
     {"userspace_reap", "", OptionId::kUserspaceReap, OptionKind::kFlag, 2, "", "", "libaio", "", BindBool<&JobSpec::engine_flags, &EngineFlags::userspace_reap>()},
     {"readfua", "", OptionId::kGeneric, OptionKind::kBool, 3, "", "", "sg", ""},
     {"writefua", "", OptionId::kGeneric, OptionKind::kBool, 3, "", "", "sg", ""},
-    {"sg_write_mode", "", OptionId::kSgWriteMode, OptionKind::kString, 1, "write", "", "sg", ""},
+    {"sg_write_mode", "", OptionId::kSgWriteMode, OptionKind::kString, 1, "write", "", "sg", "", BindChoice<&JobSpec::sg_write_mode>(kPosvalSgWriteMode)},
     {"stream_id", "", OptionId::kGeneric, OptionKind::kInt, 3, "", "", "sg", ""},
     {"cpuload", "", OptionId::kGeneric, OptionKind::kInt, 3, "", "", "cpuio", ""},
     {"cpuchunks", "", OptionId::kGeneric, OptionKind::kInt, 3, "", "", "cpuio", ""},
     {"cpumode", "", OptionId::kGeneric, OptionKind::kString, 3, "", "", "cpuio", ""},
     {"exit_on_io_done", "", OptionId::kGeneric, OptionKind::kBool, 3, "", "", "cpuio", ""},
-    {"thp", "", OptionId::kGeneric, OptionKind::kInt, 3, "", "", "mmap", ""},
+    {"thp", "", OptionId::kGeneric, OptionKind::kInt, 3, "", "", "mmap", "", BindCallback(&option_bind::ApplyUnmodelledEffect)},
     {"hostname", "", OptionId::kGeneric, OptionKind::kString, 3, "", "", "net netsplice rdma", ""},
     {"port", "", OptionId::kGeneric, OptionKind::kInt, 3, "", "", "net netsplice rdma", ""},
     {"protocol", "", OptionId::kGeneric, OptionKind::kString, 3, "", "", "net netsplice", ""},

@@ -2,21 +2,29 @@
 //
 // The declarative table of fio 3.33 job options (fio's `fio_option[]` in
 // options.c, here re-described): every option name and alias fio knows, its
-// value kind, default, tier (FIO_COMPAT.md b: 1 = modelled faithfully,
+// value kind, default, tier (docs/fio-compatibility.md b: 1 = modelled faithfully,
 // 2 = accepted and typed where cheap, 3 = accepted with a warning), whether it
 // may appear bare, and for engine-private options the engines that own it.
-// ApplyOption() converts one option line into typed JobSpec fields: through
-// the entry's binding when the value lands in one field as parsed, else by
-// code for that option; it is the only place where option strings are
-// interpreted.
+// Each row carries its binding, in the shape of fio's `struct fio_option`:
+// the parse type (FIO_OPT_BOOL, FIO_OPT_INT with minval/maxval, FIO_OPT_STR
+// with its posval list, ...), the JobSpec field it writes (fio's `off1`, here
+// a member pointer), and for the few options that need more a callback (fio's
+// `cb`, option_bind.h). ApplyOption() checks what every option shares (an
+// argument where one is required, no empty value) and then applies the row's
+// binding generically; with option_bind.h it is the only place where
+// option strings are interpreted.
 //
 // Invariants: names and aliases are unique across the table; entries with
-//   OptionId::kGeneric are validated for their kind but set no typed field.
+//   OptionId::kGeneric are validated for their kind but set no typed field
+//   unless their row has a binding; every other entry has a binding; a kChoice
+//   binding's posval words are unique within it.
 // Thread-safety: the table is immutable after static initialisation.
-// Cost: FindOption is a hash lookup; ApplyOption is linear in the value.
+// Cost: FindOption is a hash lookup; ApplyOption is linear in the value (a
+//   kChoice binding also in its posval list).
 #ifndef BLKLAB_ENGINE_WORKLOAD_OPTION_TABLE_H_
 #define BLKLAB_ENGINE_WORKLOAD_OPTION_TABLE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -169,17 +177,60 @@ enum class OptionId : uint16_t {
   kGeneric,
 };
 
-// How an option whose value lands in one JobSpec field as it is parsed is
-// applied: the table names the field and the parse (bool, integer range,
+struct OptionDef;
+struct ApplyContext;
+
+// One accepted word of a kChoice option (fio's `struct value_pair`): the word
+// as written (ival) and the value stored into the bound field (oval, an enum
+// or integer converted to the field's type).
+struct OptionPosval {
+  template <typename T>
+  constexpr OptionPosval(const char* word, T value) : ival(word), oval(static_cast<int64_t>(value)) {}
+  const char* ival;
+  int64_t oval;
+};
+
+// An option's custom applier (fio's `o->cb`): parses `value` (the text after
+// '=', "1" for a bare option) and writes `spec`. Errors are InvalidArgument,
+// formatted like ApplyOption's.
+using OptionCallback = absl::Status (*)(const OptionDef& def, const std::string& value, JobSpec* spec,
+                                        const ApplyContext& ctx);
+
+// How an option's value is applied (fio's type, off1, minval/maxval, posval
+// and cb): the table names the field and the parse (bool, integer range,
 // size, time with its default unit, size or percentage, log prefix, text,
-// per-direction sizes). Options that need more (rw's modifier, bs's
-// validation, ioengine, ...) have kind kNone and are applied by code.
+// per-direction sizes, a word from a posval list). Options that need more
+// (rw's modifier, bs's validation, ioengine, ...) have kind kCallback.
 struct OptionBinding {
-  enum class Kind : uint8_t { kNone, kBool, kU32, kU64, kString, kTime, kSizeOrPercent, kLog, kPerDirSize };
+  enum class Kind : uint8_t {
+    kNone,           // no field: validated by OptionKind only (kGeneric rows)
+    kBool,           // FIO_OPT_BOOL: 0 or 1
+    kU32,            // FIO_OPT_INT: a size-suffixed integer in [lo,hi]
+    kU64,            // FIO_OPT_STR_VAL: a size-suffixed integer
+    kString,         // FIO_OPT_STR_STORE: the text as written
+    kTime,           // FIO_OPT_STR_VAL_TIME: nanoseconds, bare numbers in `unit`
+    kSizeOrPercent,  // a size or N% (resolved against the device later)
+    kLog,            // bare or 1: on; 0: off; else on with a file-name prefix
+    kPerDirSize,     // sizes per direction (read,write,trim)
+    kChoice,         // FIO_OPT_STR with posval: the matched word's oval
+    kCallback,       // FIO_OPT_STR with cb: `callback` does the work
+  };
   Kind kind = Kind::kNone;
   void* (*field)(JobSpec*) = nullptr;  // the typed field (see Bind* below)
   uint64_t lo = 0, hi = 0;             // kU32 range
   TimeUnit unit = TimeUnit::kSeconds;  // kTime default unit
+  const OptionPosval* posval = nullptr;  // kChoice (and callbacks that match words)
+  uint8_t posval_count = 0;
+  void (*store)(void* field, int64_t oval) = nullptr;  // kChoice: writes oval to the field
+  OptionCallback callback = nullptr;                    // kCallback
+  // An empty value is taken as is instead of failing with "empty value".
+  bool empty_ok = false;
+
+  constexpr OptionBinding AllowEmpty() const {
+    OptionBinding b = *this;
+    b.empty_ok = true;
+    return b;
+  }
 };
 
 namespace binding_internal {
@@ -207,6 +258,8 @@ constexpr OptionBinding Make(OptionBinding::Kind kind, uint64_t lo = 0, uint64_t
   static_assert(std::is_same_v<typename Target<M...>::type, T>, "option bound to a field of another type");
   return OptionBinding{kind, &Field<M...>, lo, hi, unit};
 }
+template <typename T>
+void StoreOval(void* field, int64_t oval) { *static_cast<T*>(field) = static_cast<T>(oval); }
 }  // namespace binding_internal
 
 // Bindings for the table: BindBool<&JobSpec::direct>(),
@@ -237,6 +290,35 @@ template <auto... M>
 constexpr OptionBinding BindPerDirSize() {
   return binding_internal::Make<PerDir<uint64_t>, M...>(OptionBinding::Kind::kPerDirSize);
 }
+// BindChoice<&JobSpec::zonemode>(kPosvals): the word matched (up to the
+// first ':' or ',') selects the oval written to the enum or integer field;
+// "valid values: " lists the words in posval order.
+template <auto M, size_t N>
+constexpr OptionBinding BindChoice(const OptionPosval (&posval)[N]) {
+  using T = typename binding_internal::MemberOf<M>::type;
+  static_assert(std::is_enum_v<T> || std::is_integral_v<T>, "a choice is stored in an enum or integer field");
+  static_assert(N > 0 && N <= 255, "posval list size");
+  OptionBinding b = {OptionBinding::Kind::kChoice, &binding_internal::Field<M>};
+  b.posval = posval;
+  b.posval_count = static_cast<uint8_t>(N);
+  b.store = &binding_internal::StoreOval<T>;
+  return b;
+}
+// BindCallback(&cb) or BindCallback(&cb, kPosvals): `cb` applies the value
+// (it may match words from the posval list, see option_bind.h).
+constexpr OptionBinding BindCallback(OptionCallback cb) {
+  OptionBinding b = {OptionBinding::Kind::kCallback};
+  b.callback = cb;
+  return b;
+}
+template <size_t N>
+constexpr OptionBinding BindCallback(OptionCallback cb, const OptionPosval (&posval)[N]) {
+  static_assert(N > 0 && N <= 255, "posval list size");
+  OptionBinding b = BindCallback(cb);
+  b.posval = posval;
+  b.posval_count = static_cast<uint8_t>(N);
+  return b;
+}
 
 struct OptionDef {
   const char* name;
@@ -248,7 +330,7 @@ struct OptionDef {
   const char* choices;   // space separated (kChoice)
   const char* engines;   // space separated owner engines; "" = general option
   const char* help;
-  OptionBinding binding = {};  // kNone: applied by code (ApplyOption)
+  OptionBinding binding = {};  // kNone: validated only (kGeneric rows)
 
   bool bare_allowed() const { return kind == OptionKind::kFlag || kind == OptionKind::kFlagOrString; }
   bool is_engine_private() const { return engines[0] != '\0'; }

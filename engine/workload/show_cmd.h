@@ -1,7 +1,7 @@
 // engine/workload/show_cmd.h
 //
 // `fio --showcmd`: prints job files back as one fio command line each, the
-// way fio 3.33 does (FIO_COMPAT.md a.1-a.6 and the oracle `fio --showcmd`):
+// way fio 3.33 does (docs/fio-compatibility.md a.1-a.6 and the oracle `fio --showcmd`):
 //
 //   - each job file gives one line "fio " ... "\n"; a file without sections
 //     gives just "\n";

@@ -1,7 +1,7 @@
 // engine/workload/value_syntax.h
 //
 // The value syntax of fio job options (fio's parse.c conventions, described in
-// FIO_COMPAT.md a.5): sizes with kb_base-dependent suffixes, percentages,
+// docs/fio-compatibility.md a.5): sizes with kb_base-dependent suffixes, percentages,
 // times with a per-option default unit, booleans, read/write/trim lists,
 // ranges, bssplit lists, colon lists with `\:` escapes and CPU lists.
 //

@@ -10,7 +10,7 @@
 //   ftruncate  ftruncate(fd, offset) per write: a shrink frees the blocks
 //              past the new size and drops their cached pages; a grow only
 //              moves i_size (the new tail is a hole). Reads and trims fail
-//              with EINVAL in fio; the plan refuses them.
+//              with EINVAL in fio; CheckFtruncateTarget refuses them.
 //
 // The price: the syscall, fs_op_call (entry, timestamps, the journal handle),
 // per run of blocks that changes state fs_alloc_extent or fs_free_extent (an
@@ -25,7 +25,12 @@
 #include <memory>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "engine/job/io_engine.h"
+#include "engine/job/io_engine_type.h"
+#include "engine/util/status_macros.h"
+#include "engine/workload/io_generator.h"
 
 namespace blklab::job {
 namespace {
@@ -157,10 +162,39 @@ class FileOperationEngine final : public IoEngineModel {
   sim::FnId fn_syscall_, fn_fs_, fn_alloc_, fn_free_;
 };
 
-}  // namespace
-
 std::unique_ptr<IoEngineModel> MakeFileOperationEngine(IoContext& ctx) {
   return std::make_unique<FileOperationEngine>(ctx);
 }
+
+// Both engines work on a regular file: fallocate(2) or ftruncate(2) of a
+// block device is not modelled.
+absl::Status CheckFileOperationTarget(const workload::JobSpec& spec, const EngineTarget& target) {
+  if (target.raw_device) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job '", spec.name, "': ioengine=", spec.ioengine_name, " needs a regular file (the job's target "
+        "is the device ", target.disk_name, "; ", spec.ioengine_name,
+        "(2) of a block device is not modelled)"));
+  }
+  return absl::OkStatus();
+}
+
+// ftruncate also does only writes (fio fails its reads and trims).
+absl::Status CheckFtruncateTarget(const workload::JobSpec& spec, const EngineTarget& target) {
+  BLKLAB_RETURN_IF_ERROR(CheckFileOperationTarget(spec, target));
+  if (workload::DirectionActive(spec.rw, workload::Direction::kRead) ||
+      workload::DirectionActive(spec.rw, workload::Direction::kTrim)) {
+    return absl::InvalidArgumentError(absl::StrCat("job '", spec.name, "': ioengine=ftruncate does only ",
+                                                   "writes (fio fails its reads and trims with EINVAL); use ",
+                                                   "rw=write or rw=randwrite"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+constinit const IoEngineType kFallocIoEngineType = {
+    .id = workload::IoEngine::kFalloc, .make = MakeFileOperationEngine, .check_target = CheckFileOperationTarget};
+constinit const IoEngineType kFtruncateIoEngineType = {
+    .id = workload::IoEngine::kFtruncate, .make = MakeFileOperationEngine, .check_target = CheckFtruncateTarget};
 
 }  // namespace blklab::job

@@ -1,5 +1,5 @@
 // fio's io_uring engine (and io_uring_cmd) as the kernel sees it
-// (KERNEL_MODEL.md §2.1): io_uring_enter per submitted batch, a plug above
+// (docs/kernel-model.md §2.1): io_uring_enter per submitted batch, a plug above
 // two SQEs with plug->nr_ios = batch, per-SQE issue (io_submit_sqes ->
 // io_read -> blkdev_read_iter -> __blkdev_direct_IO_async), fget/fput
 // unless registerfiles, page pinning unless fixedbufs, the per-CPU bio
@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "engine/job/io_engine.h"
+#include "engine/job/io_engine_type.h"
 #include "engine/sim/cacheline.h"
 
 namespace blklab::job {
@@ -301,8 +302,12 @@ class IoUringEngine final : public IoEngineModel {
       fn_tctx_task_work_;
 };
 
+std::unique_ptr<IoEngineModel> MakeIoUringEngine(IoContext& ctx) { return std::make_unique<IoUringEngine>(ctx); }
+
 }  // namespace
 
-std::unique_ptr<IoEngineModel> MakeIoUringEngine(IoContext& ctx) { return std::make_unique<IoUringEngine>(ctx); }
+constinit const IoEngineType kIoUringIoEngineType = {.id = workload::IoEngine::kIoUring, .make = MakeIoUringEngine};
+constinit const IoEngineType kIoUringCmdIoEngineType = {.id = workload::IoEngine::kIoUringCmd,
+                                                        .make = MakeIoUringEngine};
 
 }  // namespace blklab::job

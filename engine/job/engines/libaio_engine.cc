@@ -1,4 +1,4 @@
-// fio's libaio engine (and posixaio) as the kernel sees it (KERNEL_MODEL.md
+// fio's libaio engine (and posixaio) as the kernel sees it (docs/kernel-model.md
 // §2.1): io_submit with per-iocb work (io_submit_one, aio_read, fget/fput,
 // page pinning) and a plug above two iocbs; aio_complete on the completing
 // CPU writes the event ring (half of libaio_event); io_getevents is always
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/job/io_engine.h"
+#include "engine/job/io_engine_type.h"
 
 namespace blklab::job {
 namespace {
@@ -80,8 +81,11 @@ class LibaioEngine final : public IoEngineModel {
   sim::FnId fn_io_submit_, fn_io_submit_one_, fn_pin_, fn_io_getevents_, fn_aio_complete_, fn_read_events_;
 };
 
+std::unique_ptr<IoEngineModel> MakeLibaioEngine(IoContext& ctx) { return std::make_unique<LibaioEngine>(ctx); }
+
 }  // namespace
 
-std::unique_ptr<IoEngineModel> MakeLibaioEngine(IoContext& ctx) { return std::make_unique<LibaioEngine>(ctx); }
+constinit const IoEngineType kLibaioIoEngineType = {.id = workload::IoEngine::kLibaio, .make = MakeLibaioEngine};
+constinit const IoEngineType kPosixaioIoEngineType = {.id = workload::IoEngine::kPosixaio, .make = MakeLibaioEngine};
 
 }  // namespace blklab::job

@@ -8,11 +8,16 @@
 // first). The copy is user time (copy_user_per_kib). With direct=1 fio
 // msyncs each I/O's range (MS_SYNC: vfs_fsync_range, the model writes back
 // the mapping's dirty pages and waits). Synchronous: fio's queue returns
-// FIO_Q_COMPLETED. Trims are refused in the topology.
+// FIO_Q_COMPLETED. Trims are refused (CheckMmapJob, run by the plan).
+#include <algorithm>
 #include <memory>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "engine/job/io_engine.h"
+#include "engine/job/io_engine_type.h"
+#include "engine/workload/io_generator.h"
 
 namespace blklab::job {
 namespace {
@@ -65,8 +70,30 @@ class MmapEngine final : public SyncEngineBase {
   sim::FnId fn_memcpy_, fn_mmap_, fn_madvise_, fn_msync_;
 };
 
+std::unique_ptr<IoEngineModel> MakeMmapEngine(IoContext& ctx) { return std::make_unique<MmapEngine>(ctx); }
+
+// What fio's mmap engine init refuses, and what the model does not have
+// (trims through a mapping).
+absl::Status CheckMmapJob(const workload::JobSpec& spec) {
+  // fio_mmapio_init: msync and madvise work on whole pages.
+  const uint64_t min_bs = std::min({workload::MinBlockSize(spec, workload::Direction::kRead),
+                                     workload::MinBlockSize(spec, workload::Direction::kWrite),
+                                     workload::MinBlockSize(spec, workload::Direction::kTrim)});
+  if ((min_bs & (model::kPageBytes - 1)) != 0 && (spec.direct || spec.fsync_blocks > 0 || spec.fdatasync_blocks > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job '", spec.name, "': fio: mmap options dictate a minimum block size of 4096 bytes (the smallest block, ",
+        min_bs, " bytes, with ", spec.direct ? "direct=1" : (spec.fsync_blocks > 0 ? "fsync=" : "fdatasync="), ")"));
+  }
+  if (workload::DirectionActive(spec.rw, workload::Direction::kTrim)) {
+    return absl::UnimplementedError(absl::StrCat("job '", spec.name, "': ioengine=mmap with trims: fio's ",
+                                                 "do_io_u_trim beside a mapping is not modelled"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
-std::unique_ptr<IoEngineModel> MakeMmapEngine(IoContext& ctx) { return std::make_unique<MmapEngine>(ctx); }
+constinit const IoEngineType kMmapIoEngineType = {
+    .id = workload::IoEngine::kMmap, .make = MakeMmapEngine, .check_job = CheckMmapJob};
 
 }  // namespace blklab::job

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "engine/job/io_engine.h"
+#include "engine/job/io_engine_type.h"
 
 namespace blklab::job {
 namespace {
@@ -30,8 +31,10 @@ class NullEngine final : public IoEngineModel {
   IoContext& ctx_;
 };
 
+std::unique_ptr<IoEngineModel> MakeNullEngine(IoContext& ctx) { return std::make_unique<NullEngine>(ctx); }
+
 }  // namespace
 
-std::unique_ptr<IoEngineModel> MakeNullEngine(IoContext& ctx) { return std::make_unique<NullEngine>(ctx); }
+constinit const IoEngineType kNullIoEngineType = {.id = workload::IoEngine::kNull, .make = MakeNullEngine};
 
 }  // namespace blklab::job

@@ -20,9 +20,16 @@
 // Price: the ioctl entry (syscall_entry_exit), sg_io's own work (sg_io_cmd
 // [guess]), the pages of the data sent or received pinned (page_pin_4k).
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "engine/host/driver_type.h"
+#include "engine/host/host_spec.h"
 #include "engine/job/io_engine.h"
+#include "engine/job/io_engine_type.h"
+#include "engine/workload/io_generator.h"
 
 namespace blklab::job {
 namespace {
@@ -86,6 +93,52 @@ bool IsSgVerify(workload::SgWriteMode mode) {
          mode == workload::SgWriteMode::kVerifyBytchk11;
 }
 
+namespace {
+
 std::unique_ptr<IoEngineModel> MakeSgEngine(IoContext& ctx) { return std::make_unique<SgEngine>(ctx); }
+
+// fio's sg engine: SCSI commands through SG_IO on a SCSI disk's block
+// device; what the model has no counterpart for is refused by name.
+absl::Status CheckSgTarget(const workload::JobSpec& spec, const EngineTarget& target) {
+  const std::string what = absl::StrCat("job '", spec.name, "': ioengine=sg");
+  if (!target.raw_device) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " sends SCSI commands to a SCSI disk's block device "
+                                                   "(/dev/sdX); a regular file is no SCSI target"));
+  }
+  const host::DeviceSpec& dev = *target.device;
+  if (!host::DriverTypeOf(dev.driver).scsi()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", target.disk_name,
+                                                   " is not a SCSI disk (scsi_debug or hba); SG_IO needs one"));
+  }
+  if (spec.sg_write_mode == workload::SgWriteMode::kWriteStream) {
+    return absl::UnimplementedError(absl::StrCat(what, ": sg_write_mode=write_stream: WRITE STREAM needs the "
+                                                 "device's streams, which are not modelled"));
+  }
+  if (spec.engine_flags.hipri) {
+    return absl::UnimplementedError(absl::StrCat(what, " with hipri: polled SG_IO (SGV4_FLAG_HIPRI) is not modelled"));
+  }
+  if (workload::DirectionActive(spec.rw, workload::Direction::kTrim)) {
+    return absl::UnimplementedError(absl::StrCat(what, " with trims: fio's UNMAP commands gathering several "
+                                                 "io_us are not modelled"));
+  }
+  if (spec.fsync_blocks > 0 || spec.fdatasync_blocks > 0 || spec.end_fsync || spec.fsync_on_close) {
+    return absl::UnimplementedError(absl::StrCat(what, " with fsync, fdatasync, end_fsync or fsync_on_close: "
+                                                 "SYNCHRONIZE CACHE through SG_IO is not modelled"));
+  }
+  for (int d = 0; d < workload::kNumDirections; ++d) {
+    const auto dir = static_cast<workload::Direction>(d);
+    if (!workload::DirectionActive(spec.rw, dir)) continue;
+    if (workload::MinBlockSize(spec, dir) % 512 != 0 || workload::MaxBlockSize(spec, dir) % 512 != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": block sizes must be multiples of the disk's ",
+                                                     "512-byte logical block (fio: read/write not sector aligned)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+constinit const IoEngineType kSgIoEngineType = {
+    .id = workload::IoEngine::kSg, .make = MakeSgEngine, .check_target = CheckSgTarget};
 
 }  // namespace blklab::job

@@ -7,13 +7,17 @@
 // write, so the page cache's own costs stand (BufferedIo) and the engine
 // adds the two calls and the pipe's work per chunk (splice_pipe_chunk
 // [guess]) and per page (splice_pipe_page [guess]). Synchronous: one I/O
-// at a time. direct=1 is refused in the topology (an O_DIRECT file's splice
+// at a time. direct=1 is refused (CheckSpliceJob; an O_DIRECT file's splice
 // is a different path).
 #include <algorithm>
 #include <memory>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "engine/job/io_engine.h"
+#include "engine/job/io_engine_type.h"
+#include "engine/workload/io_generator.h"
 
 namespace blklab::job {
 namespace {
@@ -54,8 +58,22 @@ class SpliceEngine final : public SyncEngineBase {
   sim::FnId fn_splice_, fn_vmsplice_, fn_pipe_;
 };
 
+std::unique_ptr<IoEngineModel> MakeSpliceEngine(IoContext& ctx) { return std::make_unique<SpliceEngine>(ctx); }
+
+// The model goes through the page cache only: an O_DIRECT file's splice,
+// and fio's splice trims, are refused.
+absl::Status CheckSpliceJob(const workload::JobSpec& spec) {
+  if (spec.direct || workload::DirectionActive(spec.rw, workload::Direction::kTrim)) {
+    return absl::UnimplementedError(absl::StrCat(
+        "job '", spec.name, "': ioengine=splice with ", spec.direct ? "direct=1" : "trims",
+        ": modelled through the page cache only (an O_DIRECT file's splice, and fio's splice trims, are not)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
-std::unique_ptr<IoEngineModel> MakeSpliceEngine(IoContext& ctx) { return std::make_unique<SpliceEngine>(ctx); }
+constinit const IoEngineType kSpliceIoEngineType = {
+    .id = workload::IoEngine::kSplice, .make = MakeSpliceEngine, .check_job = CheckSpliceJob};
 
 }  // namespace blklab::job

@@ -1,5 +1,5 @@
 // fio's synchronous engines (psync, sync, pvsync, pvsync2, vsync) as the
-// kernel sees them (KERNEL_MODEL.md §2.1): one syscall per I/O
+// kernel sees them (docs/kernel-model.md §2.1): one syscall per I/O
 // (pread64 -> blkdev_read_iter -> __blkdev_direct_IO_simple -> submit_bio)
 // that sleeps in io_schedule until the bio ends, unless it ended inline.
 // fio reports no slat for them.
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/job/io_engine.h"
+#include "engine/job/io_engine_type.h"
 
 namespace blklab::job {
 namespace {
@@ -54,8 +55,15 @@ class SyncEngine final : public SyncEngineBase {
   sim::FnId fn_pread_, fn_blkdev_read_iter_, fn_pin_;
 };
 
+std::unique_ptr<IoEngineModel> MakeSyncEngine(IoContext& ctx) { return std::make_unique<SyncEngine>(ctx); }
+
 }  // namespace
 
-std::unique_ptr<IoEngineModel> MakeSyncEngine(IoContext& ctx) { return std::make_unique<SyncEngine>(ctx); }
+// fio's sync.c engines.
+constinit const IoEngineType kPsyncIoEngineType = {.id = workload::IoEngine::kPsync, .make = MakeSyncEngine};
+constinit const IoEngineType kSyncIoEngineType = {.id = workload::IoEngine::kSync, .make = MakeSyncEngine};
+constinit const IoEngineType kVsyncIoEngineType = {.id = workload::IoEngine::kVsync, .make = MakeSyncEngine};
+constinit const IoEngineType kPvsyncIoEngineType = {.id = workload::IoEngine::kPvsync, .make = MakeSyncEngine};
+constinit const IoEngineType kPvsync2IoEngineType = {.id = workload::IoEngine::kPvsync2, .make = MakeSyncEngine};
 
 }  // namespace blklab::job
