@@ -82,6 +82,96 @@ absl::StatusOr<host::HostSpec> ResolveHost(const std::string& preset_or_text) {
   return host::ParseHostSpec(preset_or_text);
 }
 
+// The progress snapshot at `horizon`: completions per direction, each
+// clone's run state and the ETA (-1 when some clone cannot estimate).
+Snapshot SnapshotAt(const Simulation& s, sim::SimTime horizon) {
+  Snapshot snap;
+  bool eta_known = true;
+  snap.virtual_ns = horizon;
+  snap.events = s.machine->sim().events_delivered();
+  for (const auto& c : s.clones) {
+    for (int d = 0; d < stats::kNumDirs; ++d) {
+      snap.dir_ios[d] += c->dir_ios_completed()[d];
+      snap.dir_bytes[d] += c->dir_bytes_completed()[d];
+    }
+    const char state = c->RunStateChar(horizon);
+    snap.run_states.push_back(state);
+    if (state == '_') {
+      ++snap.clones_done;
+    } else if (state != 'P') {
+      ++snap.clones_running;
+    }
+    const int64_t remaining = c->EstimateRemainingNs(horizon);
+    if (remaining < 0) eta_known = false;
+    snap.eta_ns = std::max(snap.eta_ns, remaining);
+  }
+  if (!eta_known) snap.eta_ns = -1;
+  for (int d = 0; d < stats::kNumDirs; ++d) {
+    snap.ios_completed += snap.dir_ios[d];
+    snap.bytes_completed += snap.dir_bytes[d];
+  }
+  snap.virtual_total_ns = snap.eta_ns >= 0 ? horizon + snap.eta_ns : 0;
+  return snap;
+}
+
+// The next slice of virtual time. A run with an IO limit of its own (not the
+// default) starts with a 1 ms probe, so that the rate is known before a
+// whole slice could pass the limit; near the limit the slices shrink to the
+// time the IO rate so far predicts for the IOs left.
+int64_t NextSliceNs(const RunLimits& limits, int64_t slice_ns, sim::SimTime horizon, uint64_t ios_so_far) {
+  int64_t step = slice_ns;
+  if (ios_so_far == 0 && limits.max_ios < RunLimits{}.max_ios) step = std::min(step, sim::kNsPerMs);
+  if (ios_so_far > 0 && horizon > 0 && limits.max_ios < std::numeric_limits<uint64_t>::max() / 2) {
+    const uint64_t left = limits.max_ios > ios_so_far ? limits.max_ios - ios_so_far : 0;
+    const double ns_per_io = static_cast<double>(horizon) / static_cast<double>(ios_so_far);
+    step = std::clamp<int64_t>(static_cast<int64_t>(std::min(static_cast<double>(left) * ns_per_io, 1e18)),
+                               sim::kNsPerUs, slice_ns);
+  }
+  return step;
+}
+
+// Why a run that can make no more progress stopped: the requests still
+// allocated (at most 16) and the jobs flow control holds back.
+absl::Status StallError(const Simulation& s, sim::SimTime horizon, uint32_t running, sim::SimTime last_progress) {
+  std::vector<std::string> stuck;
+  for (size_t dev = 0; dev < s.queues.size(); ++dev) {
+    if (s.queues[dev] == nullptr) continue;
+    for (const model::Request* rq : s.queues[dev]->StuckRequests(horizon, 0)) {
+      stuck.push_back(absl::StrCat(s.plan.disks[dev].name, " tag ", rq->tag, " sector ", rq->sector,
+                                   " (allocated at ", rq->alloc_time_ns, " ns, hctx ",
+                                   rq->mq_hctx->queue_num(), "): ", s.queues[dev]->DescribeParking(rq)));
+      if (stuck.size() >= 16) break;
+    }
+  }
+  std::string held;
+  for (const auto& c : s.clones) {
+    if (!c->held_by_flow() || c->done()) continue;
+    absl::StrAppend(&held, held.empty() ? "; held back by flow control: '" : ", '", c->config().spec->name,
+                    "' (flow_id ", c->config().spec->flow_id, ")");
+  }
+  if (!held.empty()) held += " (fio's flow weights count jobs that have not started yet, as in fio)";
+  return absl::DeadlineExceededError(absl::StrCat(
+      "simulated I/O stalled at ", horizon / 1000, " us of virtual time: ", running,
+      " job(s) still waiting, no I/O completed for ", (horizon - last_progress) / 1000000,
+      " ms; stuck requests: ", stuck.empty() ? "none allocated" : absl::StrJoin(stuck, "; "), held));
+}
+
+// Each clone's log files into the result. per_job_logs=0: jobs with the same
+// prefix share one file, appended to in thread-number order.
+void CollectLogFiles(Simulation& s, RunResult& result) {
+  for (size_t i = 0; i < s.clones.size(); ++i) {
+    for (stats::LogFile& f : s.clones[i]->TakeLogFiles()) {
+      auto same = std::find_if(result.logs.begin(), result.logs.end(),
+                               [&f](const stats::LogFile& l) { return l.name == f.name; });
+      if (same != result.logs.end()) {
+        same->contents += f.contents;
+      } else {
+        result.logs.push_back(std::move(f));
+      }
+    }
+  }
+}
+
 absl::Status ValidateRun(const RunRequest& req) { return PlanRun(req).status(); }
 
 absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_snapshot,
@@ -108,17 +198,7 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
     // virtual-time limit caps the horizon (plus the grace for I/O in
     // flight), and near the IO limit the slices shrink to the time the IO
     // rate so far predicts for the IOs left.
-    int64_t step = slice_ns;
-    // A run with an IO limit of its own (not the default) starts with a
-    // 1 ms probe, so that the rate is known before a whole slice could pass
-    // the limit.
-    if (ios_so_far == 0 && req.limits.max_ios < RunLimits{}.max_ios) step = std::min(step, sim::kNsPerMs);
-    if (ios_so_far > 0 && horizon > 0 && req.limits.max_ios < std::numeric_limits<uint64_t>::max() / 2) {
-      const uint64_t left = req.limits.max_ios > ios_so_far ? req.limits.max_ios - ios_so_far : 0;
-      const double ns_per_io = static_cast<double>(horizon) / static_cast<double>(ios_so_far);
-      step = std::clamp<int64_t>(static_cast<int64_t>(std::min(static_cast<double>(left) * ns_per_io, 1e18)),
-                                 sim::kNsPerUs, slice_ns);
-    }
+    const int64_t step = NextSliceNs(req.limits, slice_ns, horizon, ios_so_far);
     horizon = std::min(horizon + step, req.limits.max_virtual_ns + kVirtualLimitGraceNs);
     m.set_horizon(horizon);
     m.sim().Run(horizon);
@@ -136,32 +216,7 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
     if (s.page_cache != nullptr) ios += s.page_cache->stats().read_bios + s.page_cache->stats().writeback_bios;
     ios_so_far = ios;
     if (on_snapshot) {
-      Snapshot snap;
-      bool eta_known = true;
-      snap.virtual_ns = horizon;
-      snap.events = m.sim().events_delivered();
-      for (const auto& c : s.clones) {
-        for (int d = 0; d < stats::kNumDirs; ++d) {
-          snap.dir_ios[d] += c->dir_ios_completed()[d];
-          snap.dir_bytes[d] += c->dir_bytes_completed()[d];
-        }
-        const char state = c->RunStateChar(horizon);
-        snap.run_states.push_back(state);
-        if (state == '_') {
-          ++snap.clones_done;
-        } else if (state != 'P') {
-          ++snap.clones_running;
-        }
-        const int64_t remaining = c->EstimateRemainingNs(horizon);
-        if (remaining < 0) eta_known = false;
-        snap.eta_ns = std::max(snap.eta_ns, remaining);
-      }
-      if (!eta_known) snap.eta_ns = -1;
-      for (int d = 0; d < stats::kNumDirs; ++d) {
-        snap.ios_completed += snap.dir_ios[d];
-        snap.bytes_completed += snap.dir_bytes[d];
-      }
-      snap.virtual_total_ns = snap.eta_ns >= 0 ? horizon + snap.eta_ns : 0;
+      Snapshot snap = SnapshotAt(s, horizon);
       if (intervals && (horizon >= next_interval_end || s.done >= s.clones.size())) {
         snap.has_interval = true;
         intervals->Fill(s, horizon, snap.interval);
@@ -187,27 +242,7 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
                       (!progress && m.sim().OnlyPendingFor(s.backend->timer_targets()));
     if (idle || (horizon - last_progress > req.limits.stall_ns && !TimeoutAhead(s, horizon))) {
       // Nothing can ever happen again (or nothing has for too long): stalled.
-      std::vector<std::string> stuck;
-      for (size_t dev = 0; dev < s.queues.size(); ++dev) {
-        if (s.queues[dev] == nullptr) continue;
-        for (const model::Request* rq : s.queues[dev]->StuckRequests(horizon, 0)) {
-          stuck.push_back(absl::StrCat(s.plan.disks[dev].name, " tag ", rq->tag, " sector ", rq->sector,
-                                       " (allocated at ", rq->alloc_time_ns, " ns, hctx ",
-                                       rq->mq_hctx->queue_num(), "): ", s.queues[dev]->DescribeParking(rq)));
-          if (stuck.size() >= 16) break;
-        }
-      }
-      std::string held;
-      for (const auto& c : s.clones) {
-        if (!c->held_by_flow() || c->done()) continue;
-        absl::StrAppend(&held, held.empty() ? "; held back by flow control: '" : ", '", c->config().spec->name,
-                        "' (flow_id ", c->config().spec->flow_id, ")");
-      }
-      if (!held.empty()) held += " (fio's flow weights count jobs that have not started yet, as in fio)";
-      return absl::DeadlineExceededError(absl::StrCat(
-          "simulated I/O stalled at ", horizon / 1000, " us of virtual time: ", running,
-          " job(s) still waiting, no I/O completed for ", (horizon - last_progress) / 1000000,
-          " ms; stuck requests: ", stuck.empty() ? "none allocated" : absl::StrJoin(stuck, "; "), held));
+      return StallError(s, horizon, running, last_progress);
     }
     if (horizon >= req.limits.max_virtual_ns + kVirtualLimitGraceNs) {
       return absl::ResourceExhaustedError(
@@ -224,19 +259,7 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
   sim::SimTime end = 0;
   for (const auto& c : s.clones) end = std::max(end, c->finished_at());
   CollectResults(req, s, end, /*final=*/true, result);
-  for (size_t i = 0; i < s.clones.size(); ++i) {
-    for (stats::LogFile& f : s.clones[i]->TakeLogFiles()) {
-      // per_job_logs=0: jobs with the same prefix share one file, appended
-      // to in thread-number order.
-      auto same = std::find_if(result.logs.begin(), result.logs.end(),
-                               [&f](const stats::LogFile& l) { return l.name == f.name; });
-      if (same != result.logs.end()) {
-        same->contents += f.contents;
-      } else {
-        result.logs.push_back(std::move(f));
-      }
-    }
-  }
+  CollectLogFiles(s, result);
   BLKLAB_RETURN_IF_ERROR(BuildKernelReport(req, s, end, /*final=*/true, result));
   return result;
 }

@@ -40,8 +40,21 @@ void IntervalTracker::Fill(const Simulation& s, sim::SimTime end, SnapshotInterv
   out.end_ns = end;
   const int64_t len = end - start_;
   start_ = end;
+  FillIos(s, len, out);
+  FillCpu(*s.machine, len, out);
+  FillFunctions(*s.machine, out);
 
-  // IOs, bytes and clat histograms per clone and direction.
+  // Requests in flight per device.
+  out.inflight.clear();
+  for (size_t dev = 0; dev < s.queues.size(); ++dev) {
+    if (s.queues[dev] == nullptr) continue;
+    out.inflight.push_back({s.plan.disks[dev].name, s.queues[dev]->requests_outstanding()});
+  }
+  FillLocks(*s.machine, out);
+}
+
+// IOs, bytes and clat histograms per clone and direction.
+void IntervalTracker::FillIos(const Simulation& s, int64_t len, SnapshotInterval& out) {
   for (size_t i = 0; i < s.clones.size(); ++i) {
     const job::JobThread& c = *s.clones[i];
     for (int d = 0; d < stats::kNumDirs; ++d) {
@@ -75,9 +88,10 @@ void IntervalTracker::Fill(const Simulation& s, sim::SimTime end, SnapshotInterv
     CoarsenClat(scratch_[d], out.clat_buckets[d], out.clat_sum_ns[d]);
     scratch_[d].Clear();
   }
+}
 
-  // CPU modes and the spinlock slowpath, summed over the host's CPUs.
-  const sim::Machine& m = *s.machine;
+// CPU modes and the spinlock slowpath, summed over the host's CPUs.
+void IntervalTracker::FillCpu(const sim::Machine& m, int64_t len, SnapshotInterval& out) {
   std::array<int64_t, 4> modes{};
   int64_t slow = 0;
   for (int c = 0; c < m.num_cpus(); ++c) {
@@ -106,8 +120,10 @@ void IntervalTracker::Fill(const Simulation& s, sim::SimTime end, SnapshotInterv
   }
   out.contention_pct = busy > 0 ? 100.0 * static_cast<double>(slow) / static_cast<double>(busy) : 0;
   out.busy_ns = busy;
+}
 
-  // Self time per function, summed over CPUs and modes; the top rows.
+// Self time per function, summed over CPUs and modes; the top rows.
+void IntervalTracker::FillFunctions(const sim::Machine& m, SnapshotInterval& out) {
   const sim::FunctionRegistry& fns = m.functions();
   if (fn_.size() < fns.size()) fn_.resize(fns.size(), 0);
   out.top_functions.clear();
@@ -135,15 +151,10 @@ void IntervalTracker::Fill(const Simulation& s, sim::SimTime end, SnapshotInterv
   } else {
     std::sort(out.top_functions.begin(), out.top_functions.end(), by_time);
   }
+}
 
-  // Requests in flight per device.
-  out.inflight.clear();
-  for (size_t dev = 0; dev < s.queues.size(); ++dev) {
-    if (s.queues[dev] == nullptr) continue;
-    out.inflight.push_back({s.plan.disks[dev].name, s.queues[dev]->requests_outstanding()});
-  }
-
-  // Locks, summed by name.
+// Locks, summed by name.
+void IntervalTracker::FillLocks(const sim::Machine& m, SnapshotInterval& out) {
   const std::vector<sim::SpinLock*>& locks = m.locks();
   if (locks_.size() < locks.size()) locks_.resize(locks.size());
   std::map<std::string, stats::LockRow> rows;  // ordered by name: deterministic

@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/engine.h"
+#include "engine/run_types.h"
 #include "engine/sim/spinlock.h"
 #include "engine/stats/histogram.h"
 #include "engine/topology.h"
@@ -51,6 +51,12 @@ class IntervalTracker {
   void Fill(const Simulation& s, sim::SimTime end, SnapshotInterval& out);
 
  private:
+  // The steps of Fill, each over what changed since the last call.
+  void FillIos(const Simulation& s, int64_t len, SnapshotInterval& out);
+  void FillCpu(const sim::Machine& m, int64_t len, SnapshotInterval& out);
+  void FillFunctions(const sim::Machine& m, SnapshotInterval& out);
+  void FillLocks(const sim::Machine& m, SnapshotInterval& out);
+
   sim::SimTime start_ = 0;
   std::vector<std::array<uint64_t, stats::kNumDirs>> ios_, bytes_, clat_total_;
   // Per clone and direction: bucket counts at the last interval (allocated

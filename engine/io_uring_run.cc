@@ -33,6 +33,36 @@ absl::Status CheckModes(const workload::TioUringSpec& s) {
   return absl::OkStatus();
 }
 
+// One simulated t/io_uring thread per -n, each on its CPU with its files;
+// a thread with no file (and not -N1) is not started, as t/io_uring.
+std::vector<std::unique_ptr<job::TioUringThread>> MakeThreads(const IoUringRunRequest& req,
+                                                              const host::CpuTopology& topo,
+                                                              const std::vector<int>& file_disk,
+                                                              sim::SimTime end_at, Simulation& s,
+                                                              IoUringResult& result) {
+  const workload::TioUringSpec& spec = req.spec;
+  const int nthreads = std::max(spec.nthreads, 1);
+  const std::vector<std::vector<int>> thread_files = workload::TioUringThreadFiles(spec);
+  std::vector<std::unique_ptr<job::TioUringThread>> threads;
+  for (int t = 0; t < nthreads; ++t) {
+    job::TioUringThreadConfig tc;
+    tc.spec = &spec;
+    tc.index = t;
+    tc.cpu = req.cpus.empty() ? t % topo.num_cpus() : static_cast<int>(req.cpus[t % req.cpus.size()]);
+    for (int f : thread_files[t]) {
+      const int d = file_disk[f];
+      tc.files.push_back(job::TioUringFile{s.queues[d], s.plan.disks[d].size_bytes});
+    }
+    if (tc.files.empty() && !spec.nop) continue;
+    tc.seed = req.seed;
+    tc.end_at = end_at;
+    result.thread_files.push_back(thread_files[t].empty() ? "(null)" : spec.files[thread_files[t].back()]);
+    result.thread_cpus.push_back(tc.cpu);
+    threads.push_back(std::make_unique<job::TioUringThread>(*s.kernel, tc));
+  }
+  return threads;
+}
+
 }  // namespace
 
 absl::StatusOr<IoUringResult> RunIoUring(const IoUringRunRequest& req, const std::function<void()>& on_start,
@@ -71,33 +101,15 @@ absl::StatusOr<IoUringResult> RunIoUring(const IoUringRunRequest& req, const std
     }
   }
 
-  const int nthreads = std::max(spec.nthreads, 1);
-  const std::vector<std::vector<int>> thread_files = workload::TioUringThreadFiles(spec);
-
   std::vector<int> used;
   for (int d : file_disk) used.push_back(d);
   BLKLAB_RETURN_IF_ERROR(BuildPlatform(req.host, used, s));
 
   IoUringResult result;
-  std::vector<std::unique_ptr<job::TioUringThread>> threads;
   const sim::SimTime end_at =
       spec.runtime_s > 0 ? static_cast<int64_t>(spec.runtime_s) * sim::kNsPerSec : sim::kSimTimeNever;
-  for (int t = 0; t < nthreads; ++t) {
-    job::TioUringThreadConfig tc;
-    tc.spec = &spec;
-    tc.index = t;
-    tc.cpu = req.cpus.empty() ? t % topo.num_cpus() : static_cast<int>(req.cpus[t % req.cpus.size()]);
-    for (int f : thread_files[t]) {
-      const int d = file_disk[f];
-      tc.files.push_back(job::TioUringFile{s.queues[d], s.plan.disks[d].size_bytes});
-    }
-    if (tc.files.empty() && !spec.nop) continue;
-    tc.seed = req.seed;
-    tc.end_at = end_at;
-    result.thread_files.push_back(thread_files[t].empty() ? "(null)" : spec.files[thread_files[t].back()]);
-    result.thread_cpus.push_back(tc.cpu);
-    threads.push_back(std::make_unique<job::TioUringThread>(*s.kernel, tc));
-  }
+  std::vector<std::unique_ptr<job::TioUringThread>> threads =
+      MakeThreads(req, topo, file_disk, end_at, s, result);
   for (auto& t : threads) t->Start();
 
   // Virtual time in slices of 100 ms; each whole second is one line.

@@ -93,37 +93,12 @@ std::vector<stats::SchedRow> SchedRows(const sim::Machine& m) {
   return out;
 }
 
-}  // namespace
-
-absl::Status BuildKernelReportFor(const std::string& host_name, Simulation& s, sim::SimTime end, bool final,
-                                  uint64_t total_ios, stats::KernelReport& k) {
-  sim::Machine& m = *s.machine;
-  // blklab's kernel report: CPU modes, profile, locks, counters, devices.
-  k.host_name = host_name;
-  k.elapsed_ns = end;
-  k.events = m.sim().events_delivered();
-  int64_t sys_ns = 0;
-  int used = 0;
-  for (int c = 0; c < m.num_cpus(); ++c) {
-    sim::Cpu& cpu = m.cpu(c);
-    if (final) cpu.AccountIdleUntil(end);
-    if (cpu.busy_ns() == 0) continue;
-    ++used;
-    stats::CpuRow row;
-    row.cpu = c;
-    for (int mode = 0; mode < sim::kNumModes; ++mode) {
-      row.mode_ns[mode] = cpu.mode_ns(static_cast<sim::Mode>(mode));
-    }
-    k.busy_ns += cpu.busy_ns();
-    sys_ns += cpu.mode_ns(sim::Mode::kSys) + cpu.mode_ns(sim::Mode::kIrq) +
-              cpu.mode_ns(sim::Mode::kSoftirq);
-    k.cpus.push_back(row);
-  }
-  k.sys_pct = end > 0 && used > 0 ? 100.0 * static_cast<double>(sys_ns) / (static_cast<double>(end) * used) : 0;
+// Self time by function and mode, a composite row split into the
+// functions perf would show (FunctionRegistry::SetParts), and the spinlock
+// slowpath's share of the busy time.
+void AddProfile(const sim::Machine& m, stats::KernelReport& k) {
   const auto& fns = m.functions();
   int64_t slowpath = 0;
-  // Self time by function and mode, a composite row split into the
-  // functions perf would show (FunctionRegistry::SetParts).
   std::vector<int64_t> self(fns.size() * 4, 0);
   for (sim::FnId fn = 0; fn < fns.size(); ++fn) {
     for (int mode = 0; mode < 4; ++mode) {
@@ -153,9 +128,10 @@ absl::Status BuildKernelReportFor(const std::string& host_name, Simulation& s, s
                      return a.mode < b.mode;
                    });
   k.contention_pct = k.busy_ns > 0 ? 100.0 * static_cast<double>(slowpath) / k.busy_ns : 0;
-  if (const sim::StackProfile* stacks = m.stacks(); stacks != nullptr && final) {
-    for (auto& [stack, ns] : stacks->Folded(fns)) k.stacks.push_back({std::move(stack), ns});
-  }
+}
+
+// Spinlocks, summed by name (lockstat).
+void AddLocks(const sim::Machine& m, stats::KernelReport& k) {
   std::map<std::string, stats::LockRow> locks;  // ordered by name: deterministic
   for (const sim::SpinLock* l : m.locks()) {
     const sim::LockStats& st = l->stats();
@@ -173,6 +149,11 @@ absl::Status BuildKernelReportFor(const std::string& host_name, Simulation& s, s
     row.wait_irqs_off_ns += st.wait_irqs_off_ns;
   }
   for (auto& [name, row] : locks) k.locks.push_back(row);
+}
+
+// The kernel's counters, then perf stat's and cpuidle's.
+void AddCounters(const Simulation& s, stats::KernelReport& k) {
+  const sim::Machine& m = *s.machine;
   for (int c = 0; c < static_cast<int>(model::Counter::kNumCounters); ++c) {
     const uint64_t v = s.kernel->counter(static_cast<model::Counter>(c));
     if (v == 0) continue;
@@ -200,34 +181,71 @@ absl::Status BuildKernelReportFor(const std::string& host_name, Simulation& s, s
     for (int c = 0; c < m.num_cpus(); ++c) exit_wait_ns += m.cpu(c).cpuidle_exit_wait_ns();
     k.counters.push_back(stats::CounterRow{"cpuidle_exit_latency_ns", static_cast<uint64_t>(exit_wait_ns)});
   }
-  k.sched = SchedRows(m);
-  if (s.page_cache != nullptr) {
-    const model::PageCacheStats& pc = s.page_cache->stats();
-    stats::PageCacheRow row;
-    row.capacity_pages = s.page_cache->capacity_pages();
-    row.peak_pages = pc.peak_pages;
-    row.read_accesses = pc.read_accesses;
-    row.read_hits = pc.hits();
-    row.read_misses = pc.read_misses;
-    row.hit_ratio_pct = pc.read_accesses > 0 ? 100.0 * static_cast<double>(pc.hits()) /
-                                                   static_cast<double>(pc.read_accesses)
-                                             : 0.0;
-    row.readahead_sync = pc.readahead_sync;
-    row.readahead_async = pc.readahead_async;
-    row.read_bios = pc.read_bios;
-    row.pages_dirtied = pc.pages_dirtied;
-    row.pages_written_back = pc.pages_written_back;
-    row.writeback_bios = pc.writeback_bios;
-    row.pages_reclaimed = pc.pages_reclaimed;
-    row.pages_invalidated = pc.pages_invalidated;
-    row.dirty_pages_at_end = s.page_cache->nr_dirty();
-    row.dirty_throttle_waits = pc.dirty_throttle_waits;
-    row.dirty_throttle_ns = pc.dirty_throttle_ns;
-    row.mmap_faults = pc.mmap_faults;
-    row.mmap_major_faults = pc.mmap_major_faults;
-    row.pages_unmapped = pc.pages_unmapped;
-    k.page_cache = row;
+}
+
+stats::PageCacheRow PageCacheRowOf(const model::PageCache& cache) {
+  const model::PageCacheStats& pc = cache.stats();
+  stats::PageCacheRow row;
+  row.capacity_pages = cache.capacity_pages();
+  row.peak_pages = pc.peak_pages;
+  row.read_accesses = pc.read_accesses;
+  row.read_hits = pc.hits();
+  row.read_misses = pc.read_misses;
+  row.hit_ratio_pct = pc.read_accesses > 0 ? 100.0 * static_cast<double>(pc.hits()) /
+                                                 static_cast<double>(pc.read_accesses)
+                                           : 0.0;
+  row.readahead_sync = pc.readahead_sync;
+  row.readahead_async = pc.readahead_async;
+  row.read_bios = pc.read_bios;
+  row.pages_dirtied = pc.pages_dirtied;
+  row.pages_written_back = pc.pages_written_back;
+  row.writeback_bios = pc.writeback_bios;
+  row.pages_reclaimed = pc.pages_reclaimed;
+  row.pages_invalidated = pc.pages_invalidated;
+  row.dirty_pages_at_end = cache.nr_dirty();
+  row.dirty_throttle_waits = pc.dirty_throttle_waits;
+  row.dirty_throttle_ns = pc.dirty_throttle_ns;
+  row.mmap_faults = pc.mmap_faults;
+  row.mmap_major_faults = pc.mmap_major_faults;
+  row.pages_unmapped = pc.pages_unmapped;
+  return row;
+}
+
+}  // namespace
+
+absl::Status BuildKernelReportFor(const std::string& host_name, Simulation& s, sim::SimTime end, bool final,
+                                  uint64_t total_ios, stats::KernelReport& k) {
+  sim::Machine& m = *s.machine;
+  // blklab's kernel report: CPU modes, profile, locks, counters, devices.
+  k.host_name = host_name;
+  k.elapsed_ns = end;
+  k.events = m.sim().events_delivered();
+  int64_t sys_ns = 0;
+  int used = 0;
+  for (int c = 0; c < m.num_cpus(); ++c) {
+    sim::Cpu& cpu = m.cpu(c);
+    if (final) cpu.AccountIdleUntil(end);
+    if (cpu.busy_ns() == 0) continue;
+    ++used;
+    stats::CpuRow row;
+    row.cpu = c;
+    for (int mode = 0; mode < sim::kNumModes; ++mode) {
+      row.mode_ns[mode] = cpu.mode_ns(static_cast<sim::Mode>(mode));
+    }
+    k.busy_ns += cpu.busy_ns();
+    sys_ns += cpu.mode_ns(sim::Mode::kSys) + cpu.mode_ns(sim::Mode::kIrq) +
+              cpu.mode_ns(sim::Mode::kSoftirq);
+    k.cpus.push_back(row);
   }
+  k.sys_pct = end > 0 && used > 0 ? 100.0 * static_cast<double>(sys_ns) / (static_cast<double>(end) * used) : 0;
+  AddProfile(m, k);
+  if (const sim::StackProfile* stacks = m.stacks(); stacks != nullptr && final) {
+    for (auto& [stack, ns] : stacks->Folded(m.functions())) k.stacks.push_back({std::move(stack), ns});
+  }
+  AddLocks(m, k);
+  AddCounters(s, k);
+  k.sched = SchedRows(m);
+  if (s.page_cache != nullptr) k.page_cache = PageCacheRowOf(*s.page_cache);
   std::sort(k.counters.begin(), k.counters.end(),
             [](const stats::CounterRow& a, const stats::CounterRow& b) { return a.name < b.name; });
   k.total_ios = total_ios;

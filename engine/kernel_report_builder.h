@@ -17,7 +17,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "engine/engine.h"
+#include "engine/run_types.h"
 #include "engine/topology.h"
 
 namespace blklab {

@@ -12,8 +12,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/host/cpu_topology.h"
+#include "engine/host/driver_type.h"
 #include "engine/model/device_factory.h"
 #include "engine/util/status_macros.h"
+#include "engine/workload/io_engine_info.h"
 #include "engine/workload/io_generator.h"
 #include "engine/workload/value_syntax.h"
 
@@ -21,7 +23,6 @@
 namespace blklab {
 namespace {
 
-using workload::IoEngine;
 using workload::JobSpec;
 
 // Starts every clone whose stonewall wave has begun and whose wait_for job
@@ -58,11 +59,9 @@ model::QueueConfig QueueConfigFor(const Disk& d, const host::KernelConfig& kconf
   // BLK_SAFE_MAX_SECTORS (255 sectors, max_sectors_kb 127); scsi_debug's
   // optimal transfer length and NVMe's MDTS (QEMU's 7: 512 KiB) give 1024;
   // the HBA presets keep 1024 (the common max_sectors_kb of 512).
-  qc.max_sectors = std::holds_alternative<host::NullBlkSpec>(d.spec->driver) ? 255 : 1024;
-  if (const auto* nb = std::get_if<host::NullBlkSpec>(&d.spec->driver)) qc.logical_block_bytes = nb->bs;
-  if (const auto* nv = std::get_if<host::NvmeSpec>(&d.spec->driver)) qc.logical_block_bytes = nv->bs;
-  if (const auto* sd = std::get_if<host::ScsiDebugSpec>(&d.spec->driver)) qc.logical_block_bytes = sd->sector_size;
-  if (const auto* hba = std::get_if<host::HbaSpec>(&d.spec->driver)) qc.logical_block_bytes = hba->sector_size;
+  const host::DriverType& driver = host::DriverTypeOf(d.spec->driver);
+  qc.max_sectors = driver.MaxSectors();
+  qc.logical_block_bytes = driver.LogicalBlockBytes(d.spec->driver);
   qc.timeout_timer = true;
   // QUEUE_FLAG_STATS while a blk-stat consumer is registered: wbt's callback
   // (wbt_enable_default -> wbt_init, on every mq queue unless wbt is off)
@@ -154,19 +153,11 @@ absl::Status BuildPlatform(const host::HostSpec& host, const std::vector<int>& u
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& req, RunPlan plan) {
-  auto sp = std::make_unique<Simulation>();
-  Simulation& s = *sp;
-  s.plan = std::move(plan);
+namespace {
 
-  // Every disk a clone uses, in clone and file order.
-  std::vector<int> used = s.plan.clone_disk;
-  for (const std::vector<CloneTarget>& targets : s.plan.clone_targets) {
-    for (size_t k = 1; k < targets.size(); ++k) used.push_back(targets[k].disk);
-  }
-  BLKLAB_RETURN_IF_ERROR(BuildPlatform(req.host, used, s));
-  if (req.collect_stacks) s.machine->EnableStacks();
-
+// Verify headers on each disk some job verifies on, the content SCSI VERIFY
+// compares, the files' inodes and the page cache.
+void SetUpContents(const RunRequest& req, Simulation& s) {
   // Verify headers on each disk some job verifies on (verify.c): every
   // clone on that disk then updates them.
   s.contents.resize(s.queues.size());
@@ -184,7 +175,8 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
   std::vector<std::unique_ptr<job::MediumContent>> medium(s.queues.size());
   for (size_t i = 0; i < req.jobs.clones.size(); ++i) {
     const JobSpec& spec = req.jobs.jobs[req.jobs.clones[i].job_index];
-    if (spec.ioengine != IoEngine::kSg || !job::IsSgVerify(spec.sg_write_mode)) continue;
+    if (!workload::IoEngineHas(spec.ioengine, workload::IoEngineFlag::kScsiPassthrough)) continue;
+    if (!job::IsSgVerify(spec.sg_write_mode)) continue;
     for (const CloneTarget& t : s.plan.clone_targets[i]) {
       if (t.disk >= 0 && medium[t.disk] == nullptr) medium[t.disk] = std::make_unique<job::MediumContent>();
     }
@@ -206,123 +198,127 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
     s.disk_mappings.assign(s.queues.size(), nullptr);
     break;
   }
+}
 
-  // Clones: one simulated fio thread each; stonewall opens a new wave.
-  uint32_t wave = 0;
+// Clone i: one simulated fio thread, in stonewall wave `wave`.
+absl::Status AddClone(const RunRequest& req, size_t i, uint32_t wave, Simulation& s) {
+  const workload::JobClone& c = req.jobs.clones[i];
   const auto& jobs = req.jobs.jobs;
-  for (size_t i = 0; i < req.jobs.clones.size(); ++i) {
-    const workload::JobClone& c = req.jobs.clones[i];
-    const JobSpec& spec = jobs[c.job_index];
-    if (i > 0 && c.clone_index == 0 && spec.stonewall) ++wave;
-    s.wave.push_back(wave);
-    int wait_job = -1;
-    if (!spec.wait_for.empty()) {
-      // The parser checked that exactly one earlier job has this name.
-      for (size_t j = 0; j < c.job_index; ++j) {
-        if (jobs[j].name == spec.wait_for) wait_job = static_cast<int>(j);
-      }
+  const JobSpec& spec = jobs[c.job_index];
+  s.wave.push_back(wave);
+  int wait_job = -1;
+  if (!spec.wait_for.empty()) {
+    // The parser checked that exactly one earlier job has this name.
+    for (size_t j = 0; j < c.job_index; ++j) {
+      if (jobs[j].name == spec.wait_for) wait_job = static_cast<int>(j);
     }
-    s.wait_for_job.push_back(wait_job);
-    s.clone_job.push_back(c.job_index);
-    s.started.push_back(false);
-    const std::vector<CloneTarget>& targets = s.plan.clone_targets[i];
-    const uint32_t nfiles = static_cast<uint32_t>(targets.size());
-    job::JobThreadConfig jc;
-    std::vector<workload::ClonePlan> plans;
-    for (const CloneTarget& t : targets) {
-      const int d = t.disk;
-      const int file = t.file;
-      BLKLAB_ASSIGN_OR_RETURN(workload::ClonePlan cplan,
-                              workload::ResolveClone(spec, c.clone_index, RegionBytes(s.plan, t, spec), nfiles));
-      // No filename: fio lays out a file of the job's size, which ends where
-      // the region does (its real_file_size bounds the last I/O); the model
-      // puts it on the host's first device.
-      if (spec.filenames.empty()) cplan.device_bytes = cplan.region_start + cplan.region_bytes;
-      job::JobFile jf;
-      // A file: the region within the file, moved to the file's extent.
-      if (file >= 0) {
-        cplan.region_start += s.plan.files[file].base;
-        cplan.device_bytes += s.plan.files[file].base;
-        jf.base_bytes = s.plan.files[file].base;
-      }
-      jf.plan = cplan;
-      plans.push_back(cplan);
-      jf.queue = d >= 0 ? s.queues[d] : nullptr;
-      if (d >= 0) {
-        jf.content = s.contents[d].get();
-        jf.medium = s.media[d].get();
-        jf.name = "/dev/" + s.plan.disks[d].name;
-      }
-      if (file >= 0) {
-        jf.name = s.plan.files[file].path;
-        jf.inode = s.inodes[file].get();
-      }
-      if (Buffered(spec, d)) {
-        const uint32_t ra_kb = static_cast<uint32_t>(s.plan.disks[d].spec->queue.read_ahead_kb);
-        model::AddressSpace*& m = file >= 0 ? s.file_mappings[file] : s.disk_mappings[d];
-        if (m == nullptr) {
-          m = file >= 0 ? s.page_cache->AddMapping(s.plan.files[file].path, s.queues[d], s.plan.files[file].base,
-                                                   s.plan.files[file].bytes, ra_kb)
-                        : s.page_cache->AddMapping("/dev/" + s.plan.disks[d].name, s.queues[d], 0,
-                                                   s.plan.disks[d].size_bytes, ra_kb);
-          if (file >= 0) {
-            // fallocate / ftruncate on the file drop its pages.
-            s.inodes[file]->page_cache = s.page_cache.get();
-            s.inodes[file]->mapping = m;
-          }
-        }
-        jc.page_cache = s.page_cache.get();
-        jf.mapping = m;
-      }
-      jc.files.push_back(std::move(jf));
-    }
-    // The clone as a whole: the first file's plan, its region the bytes of
-    // every file together.
-    jc.plan = plans.front();
-    jc.plan.region_bytes = 0;
-    for (const workload::ClonePlan& p : plans) jc.plan.region_bytes += p.region_bytes;
-    if (plans.size() > 1 && spec.size.bytes == 0 && !spec.size.is_percent() && spec.io_size.bytes == 0 &&
-        !spec.io_size.is_percent() && spec.filesize.hi == 0) {
-      // No size=: each file is as large as it is, and the job's total is
-      // their sum (setup_files: o->size = total_size), not nfiles times the
-      // first one.
-      jc.plan.io_limit_bytes = jc.plan.region_bytes;
-      jc.plan.pass_end_ends_loop = !spec.time_based;
-      for (workload::ClonePlan& p : plans) p.pass_end_ends_loop = jc.plan.pass_end_ends_loop;
-      for (size_t k = 0; k < plans.size(); ++k) jc.files[k].plan = plans[k];
-    }
-    BLKLAB_ASSIGN_OR_RETURN(job::FileService gen, job::FileService::Create(spec, plans, c.thread_number, req.seed));
-    if (!spec.buffer_pattern.empty()) {
-      absl::StatusOr<std::string> bytes = workload::ParseFioPattern(spec.buffer_pattern);
-      const bool compared = std::any_of(jc.files.begin(), jc.files.end(),
-                                        [](const job::JobFile& f) { return f.medium != nullptr; });
-      if (!bytes.ok() && compared) {
-        return absl::InvalidArgumentError(absl::StrCat("job '", spec.name, "': buffer_pattern=", spec.buffer_pattern,
-                                                       ": ", bytes.status().message(),
-                                                       " (SCSI VERIFY compares the data it describes)"));
-      }
-      if (bytes.ok()) jc.data_id = job::MediumContent::PatternId(*bytes);
-    }
-    jc.spec = &spec;
-    jc.thread_number = c.thread_number;
-    jc.blkcg = s.plan.clone_blkcg[i];
-    jc.cpu = s.plan.clone_cpu[i];
-    jc.cpus_allowed = s.plan.clone_cpus_allowed[i];
-    if (spec.flow != 0) {
-      // flow_init_job, when fio adds the job: every clone's weight counts
-      // from the start, also in a later stonewall wave.
-      job::FioFlow& flow = s.flows[spec.flow_id];
-      flow.total_weight += spec.flow;
-      jc.flow = &flow;
-    }
-    jc.seed = req.seed;
-    jc.start_at = spec.startdelay_min_ns;
-    jc.ramp_end = jc.start_at + spec.ramp_time_ns;
-    jc.end_at = spec.runtime_ns > 0 ? jc.ramp_end + spec.runtime_ns : sim::kSimTimeNever;
-    s.clones.push_back(std::make_unique<job::JobThread>(*s.kernel, jc, std::move(gen)));
   }
-  s.wave_left.assign(wave + 1, 0);
-  s.job_left.assign(jobs.size(), 0);
+  s.wait_for_job.push_back(wait_job);
+  s.clone_job.push_back(c.job_index);
+  s.started.push_back(false);
+  const std::vector<CloneTarget>& targets = s.plan.clone_targets[i];
+  const uint32_t nfiles = static_cast<uint32_t>(targets.size());
+  job::JobThreadConfig jc;
+  std::vector<workload::ClonePlan> plans;
+  for (const CloneTarget& t : targets) {
+    const int d = t.disk;
+    const int file = t.file;
+    BLKLAB_ASSIGN_OR_RETURN(workload::ClonePlan cplan,
+                            workload::ResolveClone(spec, c.clone_index, RegionBytes(s.plan, t, spec), nfiles));
+    // No filename: fio lays out a file of the job's size, which ends where
+    // the region does (its real_file_size bounds the last I/O); the model
+    // puts it on the host's first device.
+    if (spec.filenames.empty()) cplan.device_bytes = cplan.region_start + cplan.region_bytes;
+    job::JobFile jf;
+    // A file: the region within the file, moved to the file's extent.
+    if (file >= 0) {
+      cplan.region_start += s.plan.files[file].base;
+      cplan.device_bytes += s.plan.files[file].base;
+      jf.base_bytes = s.plan.files[file].base;
+    }
+    jf.plan = cplan;
+    plans.push_back(cplan);
+    jf.queue = d >= 0 ? s.queues[d] : nullptr;
+    if (d >= 0) {
+      jf.content = s.contents[d].get();
+      jf.medium = s.media[d].get();
+      jf.name = "/dev/" + s.plan.disks[d].name;
+    }
+    if (file >= 0) {
+      jf.name = s.plan.files[file].path;
+      jf.inode = s.inodes[file].get();
+    }
+    if (Buffered(spec, d)) {
+      const uint32_t ra_kb = static_cast<uint32_t>(s.plan.disks[d].spec->queue.read_ahead_kb);
+      model::AddressSpace*& m = file >= 0 ? s.file_mappings[file] : s.disk_mappings[d];
+      if (m == nullptr) {
+        m = file >= 0 ? s.page_cache->AddMapping(s.plan.files[file].path, s.queues[d], s.plan.files[file].base,
+                                                 s.plan.files[file].bytes, ra_kb)
+                      : s.page_cache->AddMapping("/dev/" + s.plan.disks[d].name, s.queues[d], 0,
+                                                 s.plan.disks[d].size_bytes, ra_kb);
+        if (file >= 0) {
+          // fallocate / ftruncate on the file drop its pages.
+          s.inodes[file]->page_cache = s.page_cache.get();
+          s.inodes[file]->mapping = m;
+        }
+      }
+      jc.page_cache = s.page_cache.get();
+      jf.mapping = m;
+    }
+    jc.files.push_back(std::move(jf));
+  }
+  // The clone as a whole: the first file's plan, its region the bytes of
+  // every file together.
+  jc.plan = plans.front();
+  jc.plan.region_bytes = 0;
+  for (const workload::ClonePlan& p : plans) jc.plan.region_bytes += p.region_bytes;
+  if (plans.size() > 1 && spec.size.bytes == 0 && !spec.size.is_percent() && spec.io_size.bytes == 0 &&
+      !spec.io_size.is_percent() && spec.filesize.hi == 0) {
+    // No size=: each file is as large as it is, and the job's total is
+    // their sum (setup_files: o->size = total_size), not nfiles times the
+    // first one.
+    jc.plan.io_limit_bytes = jc.plan.region_bytes;
+    jc.plan.pass_end_ends_loop = !spec.time_based;
+    for (workload::ClonePlan& p : plans) p.pass_end_ends_loop = jc.plan.pass_end_ends_loop;
+    for (size_t k = 0; k < plans.size(); ++k) jc.files[k].plan = plans[k];
+  }
+  BLKLAB_ASSIGN_OR_RETURN(job::FileService gen, job::FileService::Create(spec, plans, c.thread_number, req.seed));
+  if (!spec.buffer_pattern.empty()) {
+    absl::StatusOr<std::string> bytes = workload::ParseFioPattern(spec.buffer_pattern);
+    const bool compared = std::any_of(jc.files.begin(), jc.files.end(),
+                                      [](const job::JobFile& f) { return f.medium != nullptr; });
+    if (!bytes.ok() && compared) {
+      return absl::InvalidArgumentError(absl::StrCat("job '", spec.name, "': buffer_pattern=", spec.buffer_pattern,
+                                                     ": ", bytes.status().message(),
+                                                     " (SCSI VERIFY compares the data it describes)"));
+    }
+    if (bytes.ok()) jc.data_id = job::MediumContent::PatternId(*bytes);
+  }
+  jc.spec = &spec;
+  jc.thread_number = c.thread_number;
+  jc.blkcg = s.plan.clone_blkcg[i];
+  jc.cpu = s.plan.clone_cpu[i];
+  jc.cpus_allowed = s.plan.clone_cpus_allowed[i];
+  if (spec.flow != 0) {
+    // flow_init_job, when fio adds the job: every clone's weight counts
+    // from the start, also in a later stonewall wave.
+    job::FioFlow& flow = s.flows[spec.flow_id];
+    flow.total_weight += spec.flow;
+    jc.flow = &flow;
+  }
+  jc.seed = req.seed;
+  jc.start_at = spec.startdelay_min_ns;
+  jc.ramp_end = jc.start_at + spec.ramp_time_ns;
+  jc.end_at = spec.runtime_ns > 0 ? jc.ramp_end + spec.runtime_ns : sim::kSimTimeNever;
+  s.clones.push_back(std::make_unique<job::JobThread>(*s.kernel, jc, std::move(gen)));
+  return absl::OkStatus();
+}
+
+// Counts of clones left per wave and per job, and each clone's completion:
+// the next ready clones start, and the last one stops fio's threads.
+void WireCompletions(Simulation& s, uint32_t waves, size_t jobs_count) {
+  s.wave_left.assign(waves, 0);
+  s.job_left.assign(jobs_count, 0);
   Simulation* self = &s;
   for (size_t i = 0; i < s.clones.size(); ++i) {
     ++s.wave_left[s.wave[i]];
@@ -337,8 +333,11 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
       if (self->done == self->clones.size() && self->backend != nullptr) self->backend->Stop();
     });
   }
-  StartReadyClones(s, 0);
+}
 
+// fio's main and helper threads, and the page cache's flusher.
+void StartFioBackend(const RunRequest& req, Simulation& s) {
+  const auto& jobs = req.jobs.jobs;
   // fio's main and helper threads, on the CPU with the fewest job threads
   // (the lowest-numbered among equals) of those the fio process may use:
   // numa_cpu_nodes named alike by every job stands for `numactl -N` on the
@@ -368,6 +367,34 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
   if (s.page_cache != nullptr) s.page_cache->Start(0);
   s.backend = std::make_unique<job::FioBackend>(*s.kernel, bc, s.clones);
   s.backend->Start();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& req, RunPlan plan) {
+  auto sp = std::make_unique<Simulation>();
+  Simulation& s = *sp;
+  s.plan = std::move(plan);
+
+  // Every disk a clone uses, in clone and file order.
+  std::vector<int> used = s.plan.clone_disk;
+  for (const std::vector<CloneTarget>& targets : s.plan.clone_targets) {
+    for (size_t k = 1; k < targets.size(); ++k) used.push_back(targets[k].disk);
+  }
+  BLKLAB_RETURN_IF_ERROR(BuildPlatform(req.host, used, s));
+  if (req.collect_stacks) s.machine->EnableStacks();
+  SetUpContents(req, s);
+
+  // Clones: one simulated fio thread each; stonewall opens a new wave.
+  uint32_t wave = 0;
+  for (size_t i = 0; i < req.jobs.clones.size(); ++i) {
+    const workload::JobClone& c = req.jobs.clones[i];
+    if (i > 0 && c.clone_index == 0 && req.jobs.jobs[c.job_index].stonewall) ++wave;
+    BLKLAB_RETURN_IF_ERROR(AddClone(req, i, wave, s));
+  }
+  WireCompletions(s, wave + 1, req.jobs.jobs.size());
+  StartReadyClones(s, 0);
+  StartFioBackend(req, s);
   return sp;
 }
 

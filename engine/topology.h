@@ -1,7 +1,7 @@
 // engine/topology.h
 //
 // The topology builder: the one place that turns a host spec and a set of
-// fio job clones into a simulated machine (ARCHITECTURE.md, "Data flow"):
+// fio job clones into a simulated machine (docs/architecture.md, "Data flow"):
 // CPUs with their topology and the machine-level prices, the kernel (cost
 // table, knobs, HZ), the block devices the jobs use (through the device
 // factory, model/device_factory.h), and one simulated fio thread per clone,
@@ -30,7 +30,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "engine/engine.h"
 #include "engine/host/cost_table.h"
 #include "engine/host/host_spec.h"
 #include "engine/job/fio_backend.h"
@@ -38,6 +37,7 @@
 #include "engine/model/block_device.h"
 #include "engine/model/kernel.h"
 #include "engine/model/page_cache.h"
+#include "engine/run_types.h"
 #include "engine/sim/machine.h"
 
 namespace blklab {

@@ -13,15 +13,17 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "engine/host/cpu_topology.h"
+#include "engine/host/driver_type.h"
+#include "engine/job/io_engine_type.h"
 #include "engine/model/device_factory.h"
 #include "engine/util/status_macros.h"
+#include "engine/workload/io_engine_info.h"
 #include "engine/workload/io_generator.h"
 #include "engine/workload/value_syntax.h"
 
 namespace blklab {
 namespace {
 
-using workload::IoEngine;
 using workload::JobSpec;
 
 }  // namespace
@@ -164,7 +166,7 @@ absl::StatusOr<JobTarget> ResolveName(const JobSpec& spec, const std::string& na
   if (absl::StatusOr<int> d = DiskByName(disks, name, what); d.ok()) return JobTarget{*d, -1};
   if (std::optional<std::string> ns = GenericNamespace(name); ns.has_value()) {
     BLKLAB_ASSIGN_OR_RETURN(int d, DiskByName(disks, *ns, absl::StrCat(what, name, " (the generic device of) ")));
-    if (!std::holds_alternative<host::NvmeSpec>(disks[d].spec->driver)) {
+    if (!host::DriverTypeOf(disks[d].spec->driver).nvme_namespace()) {
       return absl::InvalidArgumentError(absl::StrCat(what, name, ": ", disks[d].name, " is not an NVMe namespace"));
     }
     return JobTarget{d, -1, /*generic=*/true};
@@ -193,7 +195,9 @@ absl::StatusOr<JobTarget> ResolveName(const JobSpec& spec, const std::string& na
 // filename: one kPerCloneFile target (the clones' own files, made later).
 absl::StatusOr<std::vector<JobTarget>> ResolveTargets(const JobSpec& spec, const host::HostSpec& host,
                                                       const std::vector<Disk>& disks, std::vector<FileTarget>& files) {
-  if (spec.ioengine == IoEngine::kNull) return std::vector<JobTarget>{JobTarget{}};
+  if (workload::IoEngineHas(spec.ioengine, workload::IoEngineFlag::kDiskless)) {
+    return std::vector<JobTarget>{JobTarget{}};
+  }
   if (JobFileCount(spec) > 1 && spec.file_service_type != workload::FileServiceType::kRoundRobin &&
       spec.file_service_type != workload::FileServiceType::kRandom &&
       spec.file_service_type != workload::FileServiceType::kSequential) {
@@ -312,63 +316,6 @@ absl::StatusOr<ClonePlacement> CloneCpu(const JobSpec& spec, const workload::Job
   return p;
 }
 
-// have (trims through a mapping).
-absl::Status CheckMmapJob(const JobSpec& spec) {
-  // fio_mmapio_init: msync and madvise work on whole pages.
-  const uint64_t min_bs = std::min({workload::MinBlockSize(spec, workload::Direction::kRead),
-                                     workload::MinBlockSize(spec, workload::Direction::kWrite),
-                                     workload::MinBlockSize(spec, workload::Direction::kTrim)});
-  if ((min_bs & (model::kPageBytes - 1)) != 0 && (spec.direct || spec.fsync_blocks > 0 || spec.fdatasync_blocks > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "job '", spec.name, "': fio: mmap options dictate a minimum block size of 4096 bytes (the smallest block, ",
-        min_bs, " bytes, with ", spec.direct ? "direct=1" : (spec.fsync_blocks > 0 ? "fsync=" : "fdatasync="), ")"));
-  }
-  if (workload::DirectionActive(spec.rw, workload::Direction::kTrim)) {
-    return absl::UnimplementedError(absl::StrCat("job '", spec.name, "': ioengine=mmap with trims: fio's ",
-                                                 "do_io_u_trim beside a mapping is not modelled"));
-  }
-  return absl::OkStatus();
-}
-
-// fio's sg engine: SCSI commands through SG_IO on a SCSI disk's block
-// device; what the model has no counterpart for is refused by name.
-absl::Status CheckSgTarget(const JobSpec& spec, const CloneTarget& target, const std::vector<Disk>& disks) {
-  const std::string what = absl::StrCat("job '", spec.name, "': ioengine=sg");
-  if (target.file != -1) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " sends SCSI commands to a SCSI disk's block device "
-                                                   "(/dev/sdX); a regular file is no SCSI target"));
-  }
-  const host::DeviceSpec& dev = *disks[target.disk].spec;
-  if (!std::holds_alternative<host::ScsiDebugSpec>(dev.driver) && !std::holds_alternative<host::HbaSpec>(dev.driver)) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": ", disks[target.disk].name,
-                                                   " is not a SCSI disk (scsi_debug or hba); SG_IO needs one"));
-  }
-  if (spec.sg_write_mode == workload::SgWriteMode::kWriteStream) {
-    return absl::UnimplementedError(absl::StrCat(what, ": sg_write_mode=write_stream: WRITE STREAM needs the "
-                                                 "device's streams, which are not modelled"));
-  }
-  if (spec.engine_flags.hipri) {
-    return absl::UnimplementedError(absl::StrCat(what, " with hipri: polled SG_IO (SGV4_FLAG_HIPRI) is not modelled"));
-  }
-  if (workload::DirectionActive(spec.rw, workload::Direction::kTrim)) {
-    return absl::UnimplementedError(absl::StrCat(what, " with trims: fio's UNMAP commands gathering several "
-                                                 "io_us are not modelled"));
-  }
-  if (spec.fsync_blocks > 0 || spec.fdatasync_blocks > 0 || spec.end_fsync || spec.fsync_on_close) {
-    return absl::UnimplementedError(absl::StrCat(what, " with fsync, fdatasync, end_fsync or fsync_on_close: "
-                                                 "SYNCHRONIZE CACHE through SG_IO is not modelled"));
-  }
-  for (int d = 0; d < workload::kNumDirections; ++d) {
-    const auto dir = static_cast<workload::Direction>(d);
-    if (!workload::DirectionActive(spec.rw, dir)) continue;
-    if (workload::MinBlockSize(spec, dir) % 512 != 0 || workload::MaxBlockSize(spec, dir) % 512 != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": block sizes must be multiples of the disk's ",
-                                                     "512-byte logical block (fio: read/write not sector aligned)"));
-    }
-  }
-  return absl::OkStatus();
-}
-
 // fio options that change what a job does but are not modelled yet: refused
 // by name rather than run without them.
 absl::Status CheckUnmodelledOptions(const JobSpec& spec) {
@@ -379,7 +326,7 @@ absl::Status CheckUnmodelledOptions(const JobSpec& spec) {
   // PAGE_MASK) and returns a short count; fio then retries the rest. Neither
   // is modelled, so a larger block is refused by name.
   constexpr uint64_t kMaxRwCount = 0x7ffff000;
-  if (spec.ioengine != IoEngine::kNull) {
+  if (!workload::IoEngineHas(spec.ioengine, workload::IoEngineFlag::kDiskless)) {
     for (workload::Direction d : {workload::Direction::kRead, workload::Direction::kWrite, workload::Direction::kTrim}) {
       if (workload::DirectionActive(spec.rw, d) && workload::MaxBlockSize(spec, d) > kMaxRwCount) {
         return absl::UnimplementedError(absl::StrCat(
@@ -427,7 +374,7 @@ absl::Status CheckUnmodelledOptions(const JobSpec& spec) {
         ": fio's trim-and-verify of written blocks is not modelled"));
   }
   if (!verify) return absl::OkStatus();
-  if (spec.verify_async > 0 && spec.ioengine != workload::IoEngine::kNull) {
+  if (spec.verify_async > 0 && !workload::IoEngineHas(spec.ioengine, workload::IoEngineFlag::kFakeIo)) {
     return absl::UnimplementedError(absl::StrCat(
         "job '", spec.name, "': verify_async=", spec.verify_async,
         ": fio's verify threads are not modelled (the checks would leave the job's CPU); without it the job "
@@ -503,13 +450,12 @@ absl::Status PlanCgroups(const RunRequest& req, RunPlan& plan) {
 // Whether a clone of `spec` on disk `disk` reads and writes through the
 // page cache (direct=0 on a device or file; fio's null engine has none).
 bool Buffered(const JobSpec& spec, int disk) {
-  // The mmap engine always goes through the page cache (direct=1 only
-  // makes it msync each I/O).
-  return (!spec.direct || spec.ioengine == IoEngine::kMmap) && disk >= 0 && spec.ioengine != IoEngine::kNull && spec.ioengine != IoEngine::kIoUringCmd &&
-         spec.ioengine != IoEngine::kSg && !workload::IsFileOperationEngine(spec.ioengine);
+  // Some engines always go through the page cache (mmap: direct=1 only
+  // makes it msync each I/O), some never (io_uring_cmd, sg, falloc, ...).
+  using workload::IoEngineFlag;
+  return (!spec.direct || workload::IoEngineHas(spec.ioengine, IoEngineFlag::kAlwaysPageCache)) && disk >= 0 &&
+         !workload::IoEngineHas(spec.ioengine, IoEngineFlag::kNoPageCache);
 }
-
-// fio's mmap engine: what its init refuses, and what the model does not
 
 std::string VirtualLimitText(int64_t max_virtual_ns) {
   return absl::StrFormat("%g s", static_cast<double>(max_virtual_ns) / 1e9);
@@ -533,6 +479,48 @@ uint64_t RegionBytes(const RunPlan& plan, const CloneTarget& t, const JobSpec& s
 }
 
 
+namespace {
+
+// fio's ioscheduler= on the job's disk, then the engine's own checks of the
+// target (io_engine_type.h), the device kind, and the engine's checks of
+// the job's options.
+absl::Status CheckJobTarget(const JobSpec& job, const JobTarget& target, Disk& disk_info) {
+  const int d = target.disk;
+  if (!job.ioscheduler.empty()) {
+    BLKLAB_ASSIGN_OR_RETURN(disk_info.scheduler, SchedulerFromName(job.ioscheduler));
+  }
+  const job::EngineTarget engine_target{target.file == -1, disk_info.spec, disk_info.name};
+  BLKLAB_RETURN_IF_ERROR(job::CheckEngineTarget(job, engine_target));
+  if (workload::IoEngineHas(job.ioengine, workload::IoEngineFlag::kNvmePassthrough) != target.generic) {
+    const std::string& disk = disk_info.name;
+    const bool nvme = host::DriverTypeOf(disk_info.spec->driver).nvme_namespace() &&
+                      absl::StartsWith(disk, "nvme");
+    const std::string generic = nvme ? absl::StrCat("/dev/ng", disk.substr(4)) : std::string();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job '", job.name, "': ",
+        target.generic ? absl::StrCat(generic, " is an NVMe generic character device: only ioengine=io_uring_cmd "
+                                      "sends it commands")
+                       : absl::StrCat("ioengine=io_uring_cmd only works with NVMe generic character devices "
+                                      "(fio: /dev/ngXnY)",
+                                      nvme ? absl::StrCat("; name ", generic, " for ", disk)
+                                           : absl::StrCat("; ", disk, " is not an NVMe namespace"))));
+  }
+  BLKLAB_RETURN_IF_ERROR(job::CheckEngineJob(job));
+  if (job.engine_flags.hipri && Buffered(job, d)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job '", job.name, "': hipri needs direct=1 (polled I/O bypasses the page cache; the kernel fails "
+        "a buffered IOPOLL read with EOPNOTSUPP)"));
+  }
+  if (job.engine_flags.hipri && !disk_info.has_poll_queues) {
+    return absl::InvalidArgumentError(absl::StrCat("job '", job.name, "': hipri needs poll queues, but ",
+                                                   "device ", disk_info.name,
+                                                   " has none (null_blk poll_queues=0)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
   BLKLAB_RETURN_IF_ERROR(host::ValidateHostSpec(req.host));
   BLKLAB_ASSIGN_OR_RETURN(host::CpuTopology topo, host::CpuTopology::Create(req.host.cpus));
@@ -548,56 +536,7 @@ absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
     for (const JobTarget& target : job_targets[j]) {
       const int d = target.disk;
       if (d < 0) continue;
-      if (!jobs[j].ioscheduler.empty()) {
-        BLKLAB_ASSIGN_OR_RETURN(plan.disks[d].scheduler, SchedulerFromName(jobs[j].ioscheduler));
-      }
-      if (workload::IsFileOperationEngine(jobs[j].ioengine)) {
-        if (target.file == -1) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "job '", jobs[j].name, "': ioengine=", jobs[j].ioengine_name, " needs a regular file (the job's target "
-              "is the device ", plan.disks[d].name, "; ", jobs[j].ioengine_name,
-              "(2) of a block device is not modelled)"));
-        }
-        if (jobs[j].ioengine == IoEngine::kFtruncate &&
-            (workload::DirectionActive(jobs[j].rw, workload::Direction::kRead) ||
-             workload::DirectionActive(jobs[j].rw, workload::Direction::kTrim))) {
-          return absl::InvalidArgumentError(absl::StrCat("job '", jobs[j].name, "': ioengine=ftruncate does only ",
-                                                         "writes (fio fails its reads and trims with EINVAL); use ",
-                                                         "rw=write or rw=randwrite"));
-        }
-      }
-      if (jobs[j].ioengine == IoEngine::kSg) BLKLAB_RETURN_IF_ERROR(CheckSgTarget(jobs[j], target, plan.disks));
-      if ((jobs[j].ioengine == IoEngine::kIoUringCmd) != target.generic) {
-        const std::string& disk = plan.disks[d].name;
-        const bool nvme = std::holds_alternative<host::NvmeSpec>(plan.disks[d].spec->driver) &&
-                          absl::StartsWith(disk, "nvme");
-        const std::string generic = nvme ? absl::StrCat("/dev/ng", disk.substr(4)) : std::string();
-        return absl::InvalidArgumentError(absl::StrCat(
-            "job '", jobs[j].name, "': ",
-            target.generic ? absl::StrCat(generic, " is an NVMe generic character device: only ioengine=io_uring_cmd "
-                                          "sends it commands")
-                           : absl::StrCat("ioengine=io_uring_cmd only works with NVMe generic character devices "
-                                          "(fio: /dev/ngXnY)",
-                                          nvme ? absl::StrCat("; name ", generic, " for ", disk)
-                                               : absl::StrCat("; ", disk, " is not an NVMe namespace"))));
-      }
-      if (jobs[j].ioengine == IoEngine::kSplice &&
-          (jobs[j].direct || workload::DirectionActive(jobs[j].rw, workload::Direction::kTrim))) {
-        return absl::UnimplementedError(absl::StrCat(
-            "job '", jobs[j].name, "': ioengine=splice with ", jobs[j].direct ? "direct=1" : "trims",
-            ": modelled through the page cache only (an O_DIRECT file's splice, and fio's splice trims, are not)"));
-      }
-      if (jobs[j].ioengine == IoEngine::kMmap) BLKLAB_RETURN_IF_ERROR(CheckMmapJob(jobs[j]));
-      if (jobs[j].engine_flags.hipri && Buffered(jobs[j], d)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "job '", jobs[j].name, "': hipri needs direct=1 (polled I/O bypasses the page cache; the kernel fails "
-            "a buffered IOPOLL read with EOPNOTSUPP)"));
-      }
-      if (jobs[j].engine_flags.hipri && !plan.disks[d].has_poll_queues) {
-        return absl::InvalidArgumentError(absl::StrCat("job '", jobs[j].name, "': hipri needs poll queues, but ",
-                                                       "device ", plan.disks[d].name,
-                                                       " has none (null_blk poll_queues=0)"));
-      }
+      BLKLAB_RETURN_IF_ERROR(CheckJobTarget(jobs[j], target, plan.disks[d]));
     }
   }
   for (size_t j = 0; j < jobs.size(); ++j) {
@@ -612,8 +551,7 @@ absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
   // one entry's nr_devices, so a second entry asking for it is refused.
   int shared_entries = 0;
   for (size_t e = 0; e < req.host.devices.size(); ++e) {
-    const auto* nb = std::get_if<host::NullBlkSpec>(&req.host.devices[e].driver);
-    if (nb != nullptr && nb->shared_tags && ++shared_entries > 1) {
+    if (model::DescribeDisks(req.host.devices[e]).module_tag_set && ++shared_entries > 1) {
       return absl::UnimplementedError(absl::StrCat(
           "devices[", e, "].null_blk.shared_tags: the module's one tag set across several null_blk entries is not "
           "modelled (one entry's nr_devices share it)"));
@@ -654,7 +592,7 @@ absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
     BLKLAB_ASSIGN_OR_RETURN(ClonePlacement placement, CloneCpu(spec, c, topo));
     plan.clone_cpu.push_back(placement.cpu);
     plan.clone_cpus_allowed.push_back(std::move(placement.allowed));
-    if (spec.ioengine == IoEngine::kUnmodelled) {
+    if (job::FindIoEngineType(spec.ioengine) == nullptr) {
       return absl::UnimplementedError(absl::StrCat("ioengine=", spec.ioengine_name, " is not modelled by blklab"));
     }
     const bool bounded = spec.runtime_ns > 0 || (!spec.time_based);

@@ -1,7 +1,7 @@
 // engine/model/blk_mq.h
 //
 // RequestQueue models `struct request_queue` and the queue-wide paths of
-// blk-mq (block/blk-mq.c, blk-core.c; KERNEL_MODEL.md §2.2–§2.7):
+// blk-mq (block/blk-mq.c, blk-core.c; docs/kernel-model.md §2.2–§2.7):
 //
 //   SubmitBio          submit_bio -> submit_bio_noacct -> blk_mq_submit_bio:
 //                      merges, request allocation (plug cache, batched

@@ -1,7 +1,7 @@
 // engine/model/blk_softirq.h
 //
 // BlkCpuDone models blk-mq's remote completion plumbing (block/blk-mq.c,
-// KERNEL_MODEL.md §3.6): one list of completed requests per CPU
+// docs/kernel-model.md §3.6): one list of completed requests per CPU
 // (`blk_cpu_done`), BLOCK_SOFTIRQ's handler `blk_done_softirq`, which takes
 // the whole list and calls ->complete for each request, and the completion
 // IPI. The list batches both paths the way the kernel does:

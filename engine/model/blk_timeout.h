@@ -1,7 +1,7 @@
 // engine/model/blk_timeout.h
 //
 // QueueTimeout models a request queue's timeout machinery (block/blk-timeout.c
-// and blk_mq_timeout_work in block/blk-mq.c; KERNEL_MODEL.md §2.9):
+// and blk_mq_timeout_work in block/blk-mq.c; docs/kernel-model.md §2.9):
 //
 //   Add           blk_add_timer, from blk_mq_start_request: the request's
 //                 deadline (start + rq_timeout), and q->timeout armed for

@@ -1,7 +1,7 @@
 // engine/model/elevator.h
 //
 // Elevator is the model's `struct elevator_mq_ops` (block/elevator.h): what
-// an I/O scheduler plugs into blk-mq (KERNEL_MODEL.md §2.2, §2.4, §2.5). Every
+// an I/O scheduler plugs into blk-mq (docs/kernel-model.md §2.2, §2.4, §2.5). Every
 // operation takes the hardware context it is called for, as the kernel's do,
 // so per-hctx schedulers (kyber) fit as well as per-queue ones
 // (mq-deadline, bfq, which ignore it):

@@ -3,7 +3,7 @@
 // The per-CPU software queue (Ctx = struct blk_mq_ctx) and the hardware
 // context (Hctx = struct blk_mq_hw_ctx) with the paths that run on one
 // hardware context (block/blk-mq.c, blk-mq-sched.c, blk-mq-tag.c;
-// KERNEL_MODEL.md §2.3–§2.6, §3.2, §3.4):
+// docs/kernel-model.md §2.3–§2.6, §3.2, §3.4):
 //
 //   Run / RunAsync / DelayRun  blk_mq_run_hw_queue(hctx, async), the delayed
 //                              variant, and blk_mq_run_work_fn on kblockd

@@ -54,6 +54,10 @@
 // Statistics follow cachestat: a read's page accesses, the pages reads added
 // to the cache (misses); hits are accesses minus misses.
 //
+// Sources: page_cache.cc (pages and LRU, reads and readahead, mmap, bio
+// completion); page_cache_writeback.cc (writes, dirty throttling,
+// writeback, fsync, the flusher).
+//
 // Invariants: a page is on the LRU and in the index exactly while it is
 //  cached; a dirty page is in its mapping's dirty set; a locked page (read in
 //  flight) or a page under writeback is never reclaimed; a page is mapped

@@ -1,7 +1,7 @@
 // engine/model/sbitmap.h
 //
 // SbitmapQueue models lib/sbitmap.c's sbitmap_queue, the tag allocator of
-// blk-mq (KERNEL_MODEL.md §3.3): `depth` bits split into words of
+// blk-mq (docs/kernel-model.md §3.3): `depth` bits split into words of
 // 2^shift bits (64, lowered until there are at least 4 words), each word and
 // its `cleared` mask on their own cachelines; a per-CPU allocation hint;
 // deferred clear (a freed bit goes to `cleared` and is folded back into the

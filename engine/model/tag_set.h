@@ -1,6 +1,6 @@
 // engine/model/tag_set.h
 //
-// Tags and TagSet model block/blk-mq-tag.c (KERNEL_MODEL.md §3.1, §3.3):
+// Tags and TagSet model block/blk-mq-tag.c (docs/kernel-model.md §3.1, §3.3):
 // a Tags object is one tag space (an SbitmapQueue over `nr_tags` bits, the
 // tag -> request map `rqs[]`, the preallocated requests `static_rqs`, and
 // `tags->lock`). A TagSet is what a driver registers (blk_mq_tag_set): the

@@ -1,7 +1,7 @@
 // engine/report/json.h
 //
 // Json is a small ordered JSON value with a printer that reproduces fio's own
-// JSON writer byte for byte (FIO_COMPAT.md c.3): two-space indentation,
+// JSON writer byte for byte (docs/fio-compatibility.md c.3): two-space indentation,
 // `"key" : value`, one member per line, integers plain, every float `%f`,
 // strings escaping only `\` and `"`, an empty object printed as "{", newline,
 // newline, "}".

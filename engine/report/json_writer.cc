@@ -1,6 +1,6 @@
 // engine/report/json_writer.cc
 //
-// fio's JSON / JSON+ output (FIO_COMPAT.md c.3, c.4) and blklab's "blklab"
+// fio's JSON / JSON+ output (docs/fio-compatibility.md c.3, c.4) and blklab's "blklab"
 // top-level key.
 #include <string>
 #include <vector>
@@ -149,20 +149,10 @@ Json JobObject(const ReportInput& input, const ReportEntry& e, bool json_plus) {
   return j;
 }
 
-
-}  // namespace
-
-Json KernelReportJson(const stats::KernelReport& k) {
-  Json o = Json::Object();
-  o.Add("host", k.host_name);
-  o.AddInt("elapsed_ns", k.elapsed_ns);
-  o.AddInt("busy_ns", k.busy_ns);
-  o.AddDouble("sys_pct", k.sys_pct);
-  o.AddDouble("contention_pct", k.contention_pct);
-  o.AddUint("total_ios", k.total_ios);
-  o.AddUint("events", k.events);
+// "cpus": CPU time by mode, per CPU.
+Json CpuRowsJson(const std::vector<stats::CpuRow>& rows) {
   Json cpus = Json::Array();
-  for (const stats::CpuRow& c : k.cpus) {
+  for (const stats::CpuRow& c : rows) {
     Json row = Json::Object();
     row.AddInt("cpu", c.cpu);
     for (int m = 0; m < stats::kNumCpuModes; ++m) {
@@ -171,9 +161,13 @@ Json KernelReportJson(const stats::KernelReport& k) {
     }
     cpus.Push(std::move(row));
   }
-  o.Add("cpus", std::move(cpus));
+  return cpus;
+}
+
+// "profile": self time per function and mode.
+Json ProfileRowsJson(const std::vector<stats::ProfileRow>& rows) {
   Json profile = Json::Array();
-  for (const stats::ProfileRow& p : k.profile) {
+  for (const stats::ProfileRow& p : rows) {
     Json row = Json::Object();
     row.Add("function", p.function);
     row.Add("mode", stats::CpuModeName(p.mode));
@@ -181,9 +175,13 @@ Json KernelReportJson(const stats::KernelReport& k) {
     row.AddDouble("share_pct", p.share_pct);
     profile.Push(std::move(row));
   }
-  o.Add("profile", std::move(profile));
+  return profile;
+}
+
+// "locks": lockstat rows per lock name.
+Json LockRowsJson(const std::vector<stats::LockRow>& rows) {
   Json locks = Json::Array();
-  for (const stats::LockRow& l : k.locks) {
+  for (const stats::LockRow& l : rows) {
     Json row = Json::Object();
     row.Add("name", l.name);
     row.AddUint("acquisitions", l.acquisitions);
@@ -197,17 +195,25 @@ Json KernelReportJson(const stats::KernelReport& k) {
     row.AddInt("wait_irqs_off_ns", l.wait_irqs_off_ns);
     locks.Push(std::move(row));
   }
-  o.Add("locks", std::move(locks));
+  return locks;
+}
+
+// "counters": event counters.
+Json CounterRowsJson(const std::vector<stats::CounterRow>& rows) {
   Json counters = Json::Array();
-  for (const stats::CounterRow& c : k.counters) {
+  for (const stats::CounterRow& c : rows) {
     Json row = Json::Object();
     row.Add("name", c.name);
     row.AddUint("count", c.count);
     counters.Push(std::move(row));
   }
-  o.Add("counters", std::move(counters));
+  return counters;
+}
+
+// "sched": scheduler figures per task.
+Json SchedRowsJson(const std::vector<stats::SchedRow>& rows) {
   Json sched = Json::Array();
-  for (const stats::SchedRow& t : k.sched) {
+  for (const stats::SchedRow& t : rows) {
     Json row = Json::Object();
     row.Add("task", t.task);
     row.AddUint("threads", t.threads);
@@ -219,9 +225,13 @@ Json KernelReportJson(const stats::KernelReport& k) {
     row.AddInt("max_delay_at_ns", t.max_delay_at_ns);
     sched.Push(std::move(row));
   }
-  o.Add("sched", std::move(sched));
+  return sched;
+}
+
+// "btt": each device's stages that saw requests.
+Json BttRowsJson(const std::vector<stats::DeviceRow>& devices) {
   Json btt = Json::Array();
-  for (const stats::DeviceRow& d : k.devices) {
+  for (const stats::DeviceRow& d : devices) {
     for (const auto& [stage, st] : d.stages()) {
       if (st->n == 0) continue;
       Json row = Json::Object();
@@ -234,11 +244,15 @@ Json KernelReportJson(const stats::KernelReport& k) {
       btt.Push(std::move(row));
     }
   }
-  o.Add("btt", std::move(btt));
-  // Each disk's counters as /sys/block/*/stat has them (fio's disk_util
-  // carries no sectors): requests, merges and 512-byte sectors per direction.
+  return btt;
+}
+
+// "diskstats": each disk's counters as /sys/block/*/stat has them (fio's
+// disk_util carries no sectors): requests, merges and 512-byte sectors per
+// direction.
+Json DiskstatsJson(const std::vector<stats::DeviceRow>& devices) {
   Json diskstats = Json::Array();
-  for (const stats::DeviceRow& d : k.devices) {
+  for (const stats::DeviceRow& d : devices) {
     Json row = Json::Object();
     row.Add("name", d.name);
     row.AddUint("read_ios", d.read_ios);
@@ -249,32 +263,54 @@ Json KernelReportJson(const stats::KernelReport& k) {
     row.AddUint("write_sectors", d.write_sectors);
     diskstats.Push(std::move(row));
   }
-  o.Add("diskstats", std::move(diskstats));
-  if (k.page_cache) {
-    const stats::PageCacheRow& p = *k.page_cache;
-    Json pc = Json::Object();
-    pc.AddUint("capacity_pages", p.capacity_pages);
-    pc.AddUint("peak_pages", p.peak_pages);
-    pc.AddUint("read_accesses", p.read_accesses);
-    pc.AddUint("read_hits", p.read_hits);
-    pc.AddUint("read_misses", p.read_misses);
-    pc.AddDouble("hit_ratio_pct", p.hit_ratio_pct);
-    pc.AddUint("readahead_sync", p.readahead_sync);
-    pc.AddUint("readahead_async", p.readahead_async);
-    pc.AddUint("read_bios", p.read_bios);
-    pc.AddUint("pages_dirtied", p.pages_dirtied);
-    pc.AddUint("pages_written_back", p.pages_written_back);
-    pc.AddUint("writeback_bios", p.writeback_bios);
-    pc.AddUint("pages_reclaimed", p.pages_reclaimed);
-    pc.AddUint("pages_invalidated", p.pages_invalidated);
-    pc.AddUint("dirty_pages_at_end", p.dirty_pages_at_end);
-    pc.AddUint("dirty_throttle_waits", p.dirty_throttle_waits);
-    pc.AddInt("dirty_throttle_ns", p.dirty_throttle_ns);
-    pc.AddUint("mmap_faults", p.mmap_faults);
-    pc.AddUint("mmap_major_faults", p.mmap_major_faults);
-    pc.AddUint("pages_unmapped", p.pages_unmapped);
-    o.Add("page_cache", std::move(pc));
-  }
+  return diskstats;
+}
+
+// "page_cache": the page cache's figures.
+Json PageCacheJson(const stats::PageCacheRow& p) {
+  Json pc = Json::Object();
+  pc.AddUint("capacity_pages", p.capacity_pages);
+  pc.AddUint("peak_pages", p.peak_pages);
+  pc.AddUint("read_accesses", p.read_accesses);
+  pc.AddUint("read_hits", p.read_hits);
+  pc.AddUint("read_misses", p.read_misses);
+  pc.AddDouble("hit_ratio_pct", p.hit_ratio_pct);
+  pc.AddUint("readahead_sync", p.readahead_sync);
+  pc.AddUint("readahead_async", p.readahead_async);
+  pc.AddUint("read_bios", p.read_bios);
+  pc.AddUint("pages_dirtied", p.pages_dirtied);
+  pc.AddUint("pages_written_back", p.pages_written_back);
+  pc.AddUint("writeback_bios", p.writeback_bios);
+  pc.AddUint("pages_reclaimed", p.pages_reclaimed);
+  pc.AddUint("pages_invalidated", p.pages_invalidated);
+  pc.AddUint("dirty_pages_at_end", p.dirty_pages_at_end);
+  pc.AddUint("dirty_throttle_waits", p.dirty_throttle_waits);
+  pc.AddInt("dirty_throttle_ns", p.dirty_throttle_ns);
+  pc.AddUint("mmap_faults", p.mmap_faults);
+  pc.AddUint("mmap_major_faults", p.mmap_major_faults);
+  pc.AddUint("pages_unmapped", p.pages_unmapped);
+  return pc;
+}
+
+}  // namespace
+
+Json KernelReportJson(const stats::KernelReport& k) {
+  Json o = Json::Object();
+  o.Add("host", k.host_name);
+  o.AddInt("elapsed_ns", k.elapsed_ns);
+  o.AddInt("busy_ns", k.busy_ns);
+  o.AddDouble("sys_pct", k.sys_pct);
+  o.AddDouble("contention_pct", k.contention_pct);
+  o.AddUint("total_ios", k.total_ios);
+  o.AddUint("events", k.events);
+  o.Add("cpus", CpuRowsJson(k.cpus));
+  o.Add("profile", ProfileRowsJson(k.profile));
+  o.Add("locks", LockRowsJson(k.locks));
+  o.Add("counters", CounterRowsJson(k.counters));
+  o.Add("sched", SchedRowsJson(k.sched));
+  o.Add("btt", BttRowsJson(k.devices));
+  o.Add("diskstats", DiskstatsJson(k.devices));
+  if (k.page_cache) o.Add("page_cache", PageCacheJson(*k.page_cache));
   return o;
 }
 

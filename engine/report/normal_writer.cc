@@ -1,6 +1,6 @@
 // engine/report/normal_writer.cc
 //
-// fio 3.33's human-readable report (FIO_COMPAT.md c.1).
+// fio 3.33's human-readable report (docs/fio-compatibility.md c.1).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -113,7 +113,7 @@ void WriteDirBlock(const ReportEntry& entry, const DirBlock& b, std::string* out
   const NumUnit rate = RateUnit(disp.unit_base);
   const bool both_mixed_bug = b.dir_index < 0 && disp.unified == UnifiedRw::kBoth;
   if (both_mixed_bug) {
-    // fio 3.33 prints zeros in this headline (see FIO_COMPAT.md c.1).
+    // fio 3.33 prints zeros in this headline (see docs/fio-compatibility.md c.1).
     absl::StrAppend(out, "  ", b.label, ": IOPS=0, BW=0 (0)(0B/", d.runtime_ms, "msec)\n");
   } else {
     const uint64_t bw = d.bw_bytes_per_sec();

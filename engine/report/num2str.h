@@ -1,7 +1,7 @@
 // engine/report/num2str.h
 //
 // Num2Str reproduces fio's short-number formatting of normal output
-// (FIO_COMPAT.md c.7): "1512k", "5906MiB/s", "11.5GiB", "1089.1k", "4096B".
+// (docs/fio-compatibility.md c.7): "1512k", "5906MiB/s", "11.5GiB", "1089.1k", "4096B".
 // A value is divided by 1000 (SI) or 1024 (IEC) while it has more digits
 // than `max_digits`; the integer part is then printed with as many decimals
 // of the last remainder as still fit (at least two spare positions needed),

@@ -1,6 +1,6 @@
 // engine/report/report.h
 //
-// Writers for fio 3.33's output formats (FIO_COMPAT.md c.1-c.4; structure of
+// Writers for fio 3.33's output formats (docs/fio-compatibility.md c.1-c.4; structure of
 // /work/shared/fio-reference/out/) plus blklab's own sections:
 //
 //  - WriteNormal: the human report (set-up lines, per-entry blocks, "Run

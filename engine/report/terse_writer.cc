@@ -1,6 +1,6 @@
 // engine/report/terse_writer.cc
 //
-// Terse version 3 (FIO_COMPAT.md c.2): one ';'-separated line per entry.
+// Terse version 3 (docs/fio-compatibility.md c.2): one ';'-separated line per entry.
 #include <string>
 #include <vector>
 

@@ -1,7 +1,7 @@
 // engine/stats/histogram.h
 //
 // LatencyHistogram models fio's per-IO latency histogram (the `io_u_plat`
-// arrays of fio's stat layer, FIO_COMPAT.md c.5): a log-linear histogram of
+// arrays of fio's stat layer, docs/fio-compatibility.md c.5): a log-linear histogram of
 // nanosecond samples with 6 precision bits and 1856 buckets. Values 0..127
 // have one bucket each; above that every power-of-two range [2^m, 2^(m+1))
 // is split into 64 equal sub-buckets. Percentiles and json+ "bins" are

@@ -1,7 +1,7 @@
 // engine/stats/job_log.h
 //
 // JobLogger produces fio's per-job log files (write_bw_log, write_iops_log,
-// write_lat_log, write_hist_log; FIO_COMPAT.md e) from the completions a
+// write_lat_log, write_hist_log; docs/fio-compatibility.md e) from the completions a
 // JobStatsCollector forwards to it. Times are virtual milliseconds since the
 // collector's Start().
 //

@@ -9,11 +9,11 @@
 //  - JobResult is what the collector hands over at Finish(): per direction
 //    (read, write, trim) bytes, IO counts, slat/clat/lat RunningStats and
 //    log-linear histograms, runtime, bandwidth and IOPS *sample* statistics
-//    (one sample per `bwavgtime` / `iopsavgtime` window, FIO_COMPAT.md c.6),
+//    (one sample per `bwavgtime` / `iopsavgtime` window, docs/fio-compatibility.md c.6),
 //    plus the sync block, IO depth / batch / latency distributions and the
 //    CPU figures the engine sets. report/ writes it in fio's formats.
 //  - MergeJobResults() combines the results of one reporting group as fio's
-//    group_reporting does (FIO_COMPAT.md a.7); UnifiedDir() builds the
+//    group_reporting does (docs/fio-compatibility.md a.7); UnifiedDir() builds the
 //    "mixed" direction of unified_rw_reporting the same way.
 //
 // Invariants: for each direction, clat.n() == clat_hist.total() ==

@@ -6,7 +6,7 @@
 // doubles, this keeps the exact integer sum and sum of squares in 128 bits:
 // no division per sample, and pooled results are exact.
 // stddev() is the sample standard deviation sqrt(S / (N - 1)), 0 when N <= 1,
-// as fio reports it (FIO_COMPAT.md c.6).
+// as fio reports it (docs/fio-compatibility.md c.6).
 //
 // Two merges exist, as in fio's group_reporting:
 //  - Merge(): pools two populations (latencies): min of mins, max of maxes,

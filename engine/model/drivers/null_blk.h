@@ -2,7 +2,7 @@
 //
 // NullBlk models drivers/block/null_blk (Documentation/block/null_blk.rst)
 // in queue_mode=2 (blk-mq): a device that does no I/O and completes each
-// command according to `irqmode` (KERNEL_MODEL.md §3.7):
+// command according to `irqmode` (docs/kernel-model.md §3.7):
 //   0 (none):    the request ends inline in ->queue_rq, in the submitter's
 //                context;
 //   1 (softirq): ->queue_rq calls blk_mq_complete_request, which places the

@@ -1,6 +1,6 @@
 // engine/model/drivers/nvme.h
 //
-// Nvme models the NVMe PCI driver (drivers/nvme/host/pci.c; KERNEL_MODEL.md
+// Nvme models the NVMe PCI driver (drivers/nvme/host/pci.c; docs/kernel-model.md
 // §2.6, §3.7) and the controller's media:
 //
 //   * I/O queues: `default_queues` interrupt-driven ones (CPUs mapped by the

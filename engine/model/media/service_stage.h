@@ -1,6 +1,6 @@
 // engine/model/media/service_stage.h
 //
-// ServiceStage is one stage of a device's timing pipeline (KERNEL_MODEL.md
+// ServiceStage is one stage of a device's timing pipeline (docs/kernel-model.md
 // §3.7: "device model = latency distribution + IOPS ceiling per drive +
 // internal parallelism"): an HBA's firmware, one of its backing drives, an
 // NVMe controller's media. A command admitted at time t

@@ -1,6 +1,6 @@
 // engine/model/sched/mq_deadline.h
 //
-// DeadlineSched models block/mq-deadline.c (KERNEL_MODEL.md §2.4, §3.5) behind
+// DeadlineSched models block/mq-deadline.c (docs/kernel-model.md §2.4, §3.5) behind
 // the Elevator interface (elevator.h; every operation ignores the hctx): one
 // `struct deadline_data` per request queue, whatever the number of hardware
 // queues, with ONE dd->lock, a plain spin_lock (hardirqs stay on).
@@ -35,7 +35,7 @@
 // (sort_tree.h) reads the line of every node it visits, list and tree updates
 // write the lines of the nodes whose links change.
 //
-// RC4 switches (REFERENCE_CASES.md RC4), each independent:
+// RC4 switches (docs/reference-cases.md RC4), each independent:
 //   serialize_dispatch     DD_DISPATCHING: a dispatcher that finds the bit set
 //                          returns NULL without touching dd->lock.
 //   insert_side_lists      inserts take only dd->insert_lock (on the lock

@@ -1,7 +1,7 @@
 // engine/model/drivers/scsi/hba.h
 //
 // Hba models a RAID/HBA "firmware" SCSI low-level driver (megaraid_sas,
-// mpi3mr; KERNEL_MODEL.md §3.7 "HBA") behind the SCSI mid-layer
+// mpi3mr; docs/kernel-model.md §3.7 "HBA") behind the SCSI mid-layer
 // (scsi_host.h), which it owns:
 //
 //   * ->queuecommand: the LLD's CPU cost (megasas_build_and_issue_cmd_fusion

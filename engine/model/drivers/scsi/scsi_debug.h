@@ -1,6 +1,6 @@
 // engine/model/drivers/scsi/scsi_debug.h
 //
-// ScsiDebug models drivers/scsi/scsi_debug.c (v6.x; KERNEL_MODEL.md §3.6)
+// ScsiDebug models drivers/scsi/scsi_debug.c (v6.x; docs/kernel-model.md §3.6)
 // as a low-level driver behind the SCSI mid-layer (scsi_host.h): `add_host`
 // Scsi_Hosts, each with num_tgts x max_luns LUNs (target 7, the host's own
 // id, is skipped, which changes no name), one blk-mq tag set per host of

@@ -1,6 +1,6 @@
 // engine/model/drivers/scsi/scsi_host.h
 //
-// The SCSI mid-layer (drivers/scsi/scsi_lib.c, hosts.c; KERNEL_MODEL.md §2.6
+// The SCSI mid-layer (drivers/scsi/scsi_lib.c, hosts.c; docs/kernel-model.md §2.6
 // SCSI, §2.7 steps 3 and 6, §3.6), apart from any low-level driver:
 //
 //   * ScsiHost (struct Scsi_Host): one blk-mq tag set of `can_queue` tags
