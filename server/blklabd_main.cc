@@ -17,8 +17,10 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -171,17 +173,14 @@ absl::StatusOr<std::string> ReadPem(const std::string& flag, const std::string& 
   return text;
 }
 
-int Run() {
-  const std::string listen = absl::GetFlag(FLAGS_listen);
-  std::string data_dir = absl::GetFlag(FLAGS_data_dir);
-  if (data_dir.empty()) data_dir = DefaultDataDir();
-
-  std::string token;
+// The bearer token of --auth_token_file ("" without the flag); false, with
+// the error logged, when the file cannot be read or the token is too short.
+bool ReadAuthToken(std::string& token) {
   if (!absl::GetFlag(FLAGS_auth_token_file).empty()) {
     absl::StatusOr<std::string> t = util::ReadFileToString(absl::GetFlag(FLAGS_auth_token_file));
     if (!t.ok()) {
       Log("error", "bad_flag", {{"flag", "auth_token_file"}, {"error", std::string(t.status().message())}});
-      return 2;
+      return false;
     }
     token = std::string(absl::StripAsciiWhitespace(t->substr(0, t->find('\n'))));
     if (token.size() < kMinTokenBytes) {
@@ -189,18 +188,30 @@ int Run() {
           {{"flag", "auth_token_file"},
            {"error", absl::StrCat("the token is ", token.size(), " bytes; at least ", kMinTokenBytes,
                                   " are needed (e.g. openssl rand -hex 32)")}});
-      return 2;
+      return false;
     }
   }
+  return true;
+}
+
+// Whether --listen and --metrics_listen are addresses blklabd may listen
+// on; false, with the error logged, when one is not.
+bool CheckListenFlags(const std::string& listen) {
   for (const auto& [flag, address] : {std::pair<std::string, std::string>{"listen", listen},
                                       {"metrics_listen", absl::GetFlag(FLAGS_metrics_listen)}}) {
     if (flag == "metrics_listen" && address.empty()) continue;
     if (absl::Status s = CheckListenAddress(address, flag); !s.ok()) {
       Log("error", "bad_flag", {{"flag", flag}, {"error", std::string(s.message())}});
-      return 2;
+      return false;
     }
   }
-  const bool tls = !absl::GetFlag(FLAGS_tls_cert_file).empty() || !absl::GetFlag(FLAGS_tls_key_file).empty();
+  return true;
+}
+
+// Warns of a token sent in clear to a non-loopback address; false, with the
+// error logged, for a non-loopback address without a token (unless
+// --insecure_allow_remote).
+bool CheckRemoteAccess(const std::string& listen, const std::string& token, bool tls) {
   if (!IsLoopback(listen) && !token.empty() && !tls) {
     Log("warn", "token_in_clear",
         {{"listen", listen},
@@ -211,9 +222,13 @@ int Run() {
     Log("error", "bad_flag",
         {{"flag", "listen"},
          {"error", "a non-loopback address needs --auth_token_file (or --insecure_allow_remote)"}});
-    return 2;
+    return false;
   }
+  return true;
+}
 
+// The job manager's workers, queue and per-job limits from the flags.
+JobManagerOptions JobManagerOptionsFromFlags() {
   JobManagerOptions jm;
   jm.workers = absl::GetFlag(FLAGS_workers);
   jm.max_queued_jobs = static_cast<size_t>(std::max(0, absl::GetFlag(FLAGS_max_queued_jobs)));
@@ -226,11 +241,16 @@ int Run() {
   jm.limits.request_id_ttl_ms = absl::ToInt64Milliseconds(absl::GetFlag(FLAGS_request_id_ttl));
   jm.limits.max_log_bytes = absl::GetFlag(FLAGS_max_log_bytes);
   jm.limits.max_result_bytes = absl::GetFlag(FLAGS_max_result_bytes);
+  return jm;
+}
 
+// The store under `data_dir`; a failure to open it is logged, as is a
+// write-ahead log the previous server left missing.
+absl::StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& data_dir) {
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(data_dir);
   if (!store.ok()) {
     Log("error", "store_open_failed", {{"data_dir", data_dir}, {"error", std::string(store.status().message())}});
-    return 1;
+    return store;
   }
   if ((*store)->opened_after_lost_wal()) {
     Log("warn", "store_wal_lost",
@@ -239,17 +259,152 @@ int Run() {
                                 "writes acknowledged in the last ",
                                 Store::kCheckpointIntervalMs, " ms before it stopped may be lost")}});
   }
+  return store;
+}
+
+// The per-job metrics' retention and series limits from the flags.
+JobMetricsOptions JobMetricsOptionsFromFlags() {
+  JobMetricsOptions mo;
+  mo.retention = absl::GetFlag(FLAGS_metrics_retention);
+  mo.max_finished_jobs = static_cast<size_t>(std::max(0, absl::GetFlag(FLAGS_metrics_max_finished_jobs)));
+  mo.top_functions = static_cast<size_t>(std::max(0, absl::GetFlag(FLAGS_metrics_top_functions)));
+  mo.top_locks = static_cast<size_t>(std::max(0, absl::GetFlag(FLAGS_metrics_top_locks)));
+  return mo;
+}
+
+// The comparison manager's configuration from the flags: cells run on
+// `jobs` (and the fleet) within the per-job limits `jm`. Nothing, with the
+// error logged, when --fleet_tls_ca_file cannot be read.
+std::optional<ComparisonConfig> ComparisonConfigFromFlags(JobQueue* jobs, const JobManagerOptions& jm,
+                                                          const std::string& token) {
+  ComparisonConfig cc;
+  cc.jobs = jobs;
+  cc.local_workers = absl::GetFlag(FLAGS_compare_workers);
+  if (cc.local_workers < 0) cc.local_workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  cc.fleet = absl::GetFlag(FLAGS_fleet);
+  cc.cells_per_server = std::max(1, absl::GetFlag(FLAGS_fleet_cells_per_server));
+  cc.token = token;
+  if (!absl::GetFlag(FLAGS_fleet_tls_ca_file).empty()) {
+    absl::StatusOr<std::string> ca = util::ReadFileToString(absl::GetFlag(FLAGS_fleet_tls_ca_file));
+    if (!ca.ok()) {
+      Log("error", "bad_flag", {{"flag", "fleet_tls_ca_file"}, {"error", std::string(ca.status().message())}});
+      return std::nullopt;
+    }
+    cc.tls_ca_pem = *std::move(ca);
+  }
+  cc.max_comparisons = std::max(1, absl::GetFlag(FLAGS_max_comparisons));
+  // Each cell that runs here is a job holding the bundle.
+  cc.max_bundle_bytes = static_cast<int64_t>(jm.limits.max_bundle_bytes);
+  cc.limits.host = jm.limits.host;
+  cc.limits.run.max_virtual_ns = jm.limits.max_virtual_ns;
+  cc.limits.run.max_ios = jm.limits.max_simulated_ios;
+  // A fleet call may last as long as a cell may run, plus an hour to wait
+  // for a worker; a silent peer is noticed long before (fleet_silence).
+  cc.fleet_call_deadline = absl::Nanoseconds(jm.limits.max_wall_ns) + absl::Hours(1);
+  return cc;
+}
+
+// TLS credentials from --tls_cert_file and --tls_key_file, else insecure
+// ones; an error, logged, when a PEM file is bad.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsFromFlags() {
+  std::shared_ptr<grpc::ServerCredentials> creds;
+  if (!absl::GetFlag(FLAGS_tls_cert_file).empty() || !absl::GetFlag(FLAGS_tls_key_file).empty()) {
+    absl::StatusOr<std::string> cert = ReadPem("tls_cert_file", "CERTIFICATE");
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key = ReadPem("tls_key_file", "PRIVATE KEY");
+    if (!key.ok()) return key.status();
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({*key, *cert});
+    creds = grpc::SslServerCredentials(ssl);
+  } else {
+    creds = grpc::InsecureServerCredentials();
+  }
+  return creds;
+}
+
+// Builds and starts the gRPC server on `listen` with `services` (in
+// registration order), health checking, reflection and, unless
+// `grpc_metrics` is null, the request-metrics interceptor. Sets `port`;
+// nullptr, with the error logged, when it cannot start.
+std::unique_ptr<grpc::Server> StartGrpcServer(const std::string& listen,
+                                              const std::shared_ptr<grpc::ServerCredentials>& creds, bool tls,
+                                              const std::vector<grpc::Service*>& services,
+                                              GrpcMetrics* grpc_metrics, int& port) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen, creds, &port);
+  // No SO_REUSEPORT: a second blklabd on a taken port must fail, not share
+  // the port (and its clients) with the first.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Fleet servers ping every 30 s during a long cell (ComparisonManager).
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
+  builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_receive_message_bytes));
+  builder.SetMaxSendMessageSize(absl::GetFlag(FLAGS_max_send_message_bytes));
+  for (grpc::Service* service : services) builder.RegisterService(service);
+  if (grpc_metrics != nullptr) {
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+    interceptors.push_back(grpc_metrics->NewInterceptorFactory());
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  }
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    Log("error", "listen_failed",
+        {{"listen", listen},
+         {"error", tls ? "cannot start: the port is taken, or gRPC refused the TLS key and certificate (a key "
+                         "that is not the certificate's, or a certificate that is not a valid X.509 one)"
+                       : "cannot listen there (is the port taken? another blklabd?)"}});
+    return nullptr;
+  }
+  return server;
+}
+
+// Takes SIGTERM, SIGINT or SIGHUP (blocked in every thread, see main) on a
+// thread of its own and then stops serving: health NOT_SERVING, the job
+// manager and the comparisons shut down, the server given
+// --shutdown_grace_seconds for in-flight calls.
+std::thread StartSignalThread(grpc::HealthCheckServiceInterface* health, JobManager& jobs,
+                              ComparisonManager& comparisons, grpc::Server* server) {
+  return std::thread([health, &jobs, &comparisons, server] {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    int sig = 0;
+    sigwait(&set, &sig);
+    // SIGHUP (the terminal gone, or a supervisor's reload) is a clean stop
+    // as SIGTERM is: blklabd has no configuration or log file to reopen.
+    Log("info", "shutting_down", {{"signal", sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "SIGINT"}});
+    health->SetServingStatus(false);
+    jobs.Shutdown();         // ends watch streams, interrupts runs
+    comparisons.Shutdown();  // cancels comparisons (their watches end) and waits for workers
+    server->Shutdown(std::chrono::system_clock::now() +
+                     std::chrono::seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds)));
+  });
+}
+
+int Run() {
+  const std::string listen = absl::GetFlag(FLAGS_listen);
+  std::string data_dir = absl::GetFlag(FLAGS_data_dir);
+  if (data_dir.empty()) data_dir = DefaultDataDir();
+
+  std::string token;
+  if (!ReadAuthToken(token)) return 2;
+  if (!CheckListenFlags(listen)) return 2;
+  const bool tls = !absl::GetFlag(FLAGS_tls_cert_file).empty() || !absl::GetFlag(FLAGS_tls_key_file).empty();
+  if (!CheckRemoteAccess(listen, token, tls)) return 2;
+
+  JobManagerOptions jm = JobManagerOptionsFromFlags();
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(data_dir);
+  if (!store.ok()) return 1;
   // Metrics: the job observer exists before the manager, the HTTP endpoint
   // after it (its gauges read the manager).
   const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   JobManager* jobs_ptr = nullptr;
   const ComparisonManager* comparisons_ptr = nullptr;
   Store* store_ptr = store->get();
-  JobMetricsOptions mo;
-  mo.retention = absl::GetFlag(FLAGS_metrics_retention);
-  mo.max_finished_jobs = static_cast<size_t>(std::max(0, absl::GetFlag(FLAGS_metrics_max_finished_jobs)));
-  mo.top_functions = static_cast<size_t>(std::max(0, absl::GetFlag(FLAGS_metrics_top_functions)));
-  mo.top_locks = static_cast<size_t>(std::max(0, absl::GetFlag(FLAGS_metrics_top_locks)));
+  const JobMetricsOptions mo = JobMetricsOptionsFromFlags();
   auto job_metrics = std::make_shared<JobMetrics>(mo, [&jobs_ptr, &comparisons_ptr, store_ptr] {
     ServerGauges g;
     if (jobs_ptr != nullptr) {
@@ -274,76 +429,20 @@ int Run() {
   RpcGate gate(token);
   HostServiceImpl host_service(store->get(), &jm.limits, &gate);
   JobServiceImpl job_service(store->get(), &jobs.queue(), &jm.limits, &gate, absl::GetFlag(FLAGS_max_streams));
-  ComparisonConfig cc;
-  cc.jobs = &jobs.queue();
-  cc.local_workers = absl::GetFlag(FLAGS_compare_workers);
-  if (cc.local_workers < 0) cc.local_workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  cc.fleet = absl::GetFlag(FLAGS_fleet);
-  cc.cells_per_server = std::max(1, absl::GetFlag(FLAGS_fleet_cells_per_server));
-  cc.token = token;
-  if (!absl::GetFlag(FLAGS_fleet_tls_ca_file).empty()) {
-    absl::StatusOr<std::string> ca = util::ReadFileToString(absl::GetFlag(FLAGS_fleet_tls_ca_file));
-    if (!ca.ok()) {
-      Log("error", "bad_flag", {{"flag", "fleet_tls_ca_file"}, {"error", std::string(ca.status().message())}});
-      return 2;
-    }
-    cc.tls_ca_pem = *std::move(ca);
-  }
-  cc.max_comparisons = std::max(1, absl::GetFlag(FLAGS_max_comparisons));
-  // Each cell that runs here is a job holding the bundle.
-  cc.max_bundle_bytes = static_cast<int64_t>(jm.limits.max_bundle_bytes);
-  cc.limits.host = jm.limits.host;
-  cc.limits.run.max_virtual_ns = jm.limits.max_virtual_ns;
-  cc.limits.run.max_ios = jm.limits.max_simulated_ios;
-  // A fleet call may last as long as a cell may run, plus an hour to wait
-  // for a worker; a silent peer is noticed long before (fleet_silence).
-  cc.fleet_call_deadline = absl::Nanoseconds(jm.limits.max_wall_ns) + absl::Hours(1);
-  ComparisonManager comparisons(cc);
+  std::optional<ComparisonConfig> cc = ComparisonConfigFromFlags(&jobs.queue(), jm, token);
+  if (!cc.has_value()) return 2;
+  ComparisonManager comparisons(*cc);
   comparisons_ptr = &comparisons;
   ComparisonServiceImpl comparison_service(&comparisons, &gate, absl::GetFlag(FLAGS_max_streams));
 
-  std::shared_ptr<grpc::ServerCredentials> creds;
-  if (!absl::GetFlag(FLAGS_tls_cert_file).empty() || !absl::GetFlag(FLAGS_tls_key_file).empty()) {
-    absl::StatusOr<std::string> cert = ReadPem("tls_cert_file", "CERTIFICATE");
-    if (!cert.ok()) return 2;
-    absl::StatusOr<std::string> key = ReadPem("tls_key_file", "PRIVATE KEY");
-    if (!key.ok()) return 2;
-    grpc::SslServerCredentialsOptions ssl;
-    ssl.pem_key_cert_pairs.push_back({*key, *cert});
-    creds = grpc::SslServerCredentials(ssl);
-  } else {
-    creds = grpc::InsecureServerCredentials();
-  }
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> creds = ServerCredentialsFromFlags();
+  if (!creds.ok()) return 2;
 
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, creds, &port);
-  // No SO_REUSEPORT: a second blklabd on a taken port must fail, not share
-  // the port (and its clients) with the first.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  // Fleet servers ping every 30 s during a long cell (ComparisonManager).
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
-  builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_receive_message_bytes));
-  builder.SetMaxSendMessageSize(absl::GetFlag(FLAGS_max_send_message_bytes));
-  builder.RegisterService(&host_service);
-  builder.RegisterService(&job_service);
-  builder.RegisterService(&comparison_service);
-  if (!metrics_listen.empty()) {
-    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
-    interceptors.push_back(grpc_metrics.NewInterceptorFactory());
-    builder.experimental().SetInterceptorCreators(std::move(interceptors));
-  }
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
-    Log("error", "listen_failed",
-        {{"listen", listen},
-         {"error", tls ? "cannot start: the port is taken, or gRPC refused the TLS key and certificate (a key "
-                         "that is not the certificate's, or a certificate that is not a valid X.509 one)"
-                       : "cannot listen there (is the port taken? another blklabd?)"}});
-    return 1;
-  }
+  std::unique_ptr<grpc::Server> server =
+      StartGrpcServer(listen, *creds, tls, {&host_service, &job_service, &comparison_service},
+                      metrics_listen.empty() ? nullptr : &grpc_metrics, port);
+  if (server == nullptr) return 1;
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   for (const char* name : {"", "blklab.v1.JobService", "blklab.v1.HostService", "blklab.v1.ComparisonService"}) {
     health->SetServingStatus(name, true);
@@ -373,23 +472,7 @@ int Run() {
        {"queued", absl::StrCat(jobs.queue().queued())}});
 
   // Signals are blocked in every thread (see main) and taken here.
-  std::thread signals([&] {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    int sig = 0;
-    sigwait(&set, &sig);
-    // SIGHUP (the terminal gone, or a supervisor's reload) is a clean stop
-    // as SIGTERM is: blklabd has no configuration or log file to reopen.
-    Log("info", "shutting_down", {{"signal", sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "SIGINT"}});
-    health->SetServingStatus(false);
-    jobs.Shutdown();         // ends watch streams, interrupts runs
-    comparisons.Shutdown();  // cancels comparisons (their watches end) and waits for workers
-    server->Shutdown(std::chrono::system_clock::now() +
-                     std::chrono::seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds)));
-  });
+  std::thread signals = StartSignalThread(health, jobs, comparisons, server.get());
   server->Wait();
   signals.join();
   server.reset();

@@ -173,7 +173,8 @@ class ComparisonManager {
   // Runs on the comparison's threads: takes pending cells until none is
   // left, here (`fleet` false) or on the fleet.
   void Worker(Entry* e, bool fleet);
-  // Runs cell `i` of `e` with one RunComparisonCell call on the fleet.
+  // Runs cell `i` of `e` with one RunComparisonCell call on the fleet
+  // (comparison_fleet.cc).
   // *server: the server that took it (the fleet's target if none answered);
   // *server_fault: the failure is that server's (it went away, stopped
   // answering, or sent figures no blklabd sends), not the cell's.

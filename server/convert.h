@@ -1,7 +1,7 @@
 // server/convert.h
 //
 // Conversions between the API protos (proto/blklab/v1) and the engine's
-// typed values (engine/engine.h), so handlers stay thin (STYLE.md §3.5):
+// typed values (engine/engine.h), so handlers stay thin (docs/style.md §3.5):
 //
 //  - Host specs go through the engine's own document decoder: a proto
 //    HostSpec becomes a util::DocNode (field names are the same as in YAML /
@@ -18,6 +18,10 @@
 //    typed figures, the profile, the lock table and fio's log files.
 //  - An engine snapshot's interval view becomes a WatchJob Snapshot's
 //    interval figures.
+//
+// Sources: convert.cc (job limits and preparation), convert_host.cc (host
+// specs), convert_result.cc (results, profile and lock rows, snapshots),
+// convert_comparison.cc (comparison bundles and cell figures).
 //
 // Invariants: every function is deterministic in its inputs except
 //   BuildJobResult, whose fio texts carry the wall clock passed in.

@@ -2,7 +2,7 @@
 //
 // HostService of blklab.v1 (proto/blklab/v1/service.proto), callback API:
 // stored simulated machines ("hosts/{host}") and the built-in presets.
-// Handlers are thin (STYLE.md §3.5): each enters through the RpcGate
+// Handlers are thin (docs/style.md §3.5): each enters through the RpcGate
 // (server/rpc.h: the auth check, absl::Status -> grpc::Status), converts the
 // request (server/convert.h: host specs go through the engine's own decoder
 // and validator, so errors name the field path), calls the store, and

@@ -18,7 +18,7 @@
 //    (RUNNING): the next start runs it again.
 //
 // Parallelism is across jobs only; each run is single-threaded and owns its
-// simulation (ARCHITECTURE.md, "Data flow"). Watchers get snapshots built on
+// simulation (docs/architecture.md, "Data flow"). Watchers get snapshots built on
 // the worker thread; gRPC threads never touch engine state.
 //
 // Thread-safety: thread-safe; Run may be called from several workers at once

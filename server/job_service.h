@@ -2,7 +2,7 @@
 //
 // JobService of blklab.v1 (proto/blklab/v1/service.proto), callback API:
 // jobs ("jobs/{job}") created from a fio bundle or a structured JobSpec, run
-// in the background by the job manager. Handlers are thin (STYLE.md §3.5):
+// in the background by the job manager. Handlers are thin (docs/style.md §3.5):
 // each enters through the RpcGate (server/rpc.h: the auth check,
 // absl::Status -> grpc::Status), converts the request (server/convert.h,
 // server/job_record.h), calls the store or the JobQueue, and converts back.

@@ -222,10 +222,61 @@ size_t JobMetrics::jobs_exported() const {
   return jobs_.size();
 }
 
-std::vector<MetricFamily> JobMetrics::Collect() const {
-  // Server figures first, outside the lock (one store query).
-  const ServerGauges server = server_gauges_ ? server_gauges_() : ServerGauges{};
+namespace {
 
+// The server's own families (built outside the job lock), in the
+// exposition's order: build, jobs, comparisons, cells, cell IOPS, queue,
+// workers, busy workers, store.
+std::vector<MetricFamily> ServerFamilies(const ServerGauges& server) {
+  MetricFamily build = NewFamily("blklab_build_info", "blklabd's version; the value is 1.", MetricType::Gauge);
+  AddGauge(build, {{"version", BLKLAB_VERSION_STRING}}, 1);
+  MetricFamily jobs = NewFamily("blklab_jobs", "Jobs in the store by state.", MetricType::Gauge);
+  for (const auto& [state, name] : std::initializer_list<std::pair<v1::Job::State, const char*>>{
+           {v1::Job::QUEUED, "queued"},
+           {v1::Job::RUNNING, "running"},
+           {v1::Job::SUCCEEDED, "succeeded"},
+           {v1::Job::FAILED, "failed"},
+           {v1::Job::CANCELLED, "cancelled"}}) {
+    auto it = server.jobs_by_state.find(state);
+    AddGauge(jobs, {{"state", name}}, it == server.jobs_by_state.end() ? 0 : static_cast<double>(it->second));
+  }
+  MetricFamily queue = NewFamily("blklab_job_queue_length", "Jobs waiting for a worker.", MetricType::Gauge);
+  AddGauge(queue, {}, static_cast<double>(server.queued));
+  MetricFamily workers = NewFamily("blklab_workers", "Worker threads.", MetricType::Gauge);
+  AddGauge(workers, {}, static_cast<double>(server.workers));
+  MetricFamily busy = NewFamily("blklab_workers_busy", "Workers running a job.", MetricType::Gauge);
+  AddGauge(busy, {}, static_cast<double>(server.running));
+  MetricFamily store = NewFamily("blklab_store_size_bytes", "Size of the SQLite store (database and WAL).",
+                                 MetricType::Gauge);
+  AddGauge(store, {}, static_cast<double>(server.store_bytes));
+
+  MetricFamily cmps = NewFamily("blklab_comparisons", "Comparisons kept in memory, by state.", MetricType::Gauge);
+  for (const auto& [st, n] : server.comparisons.by_state) AddGauge(cmps, {{"state", st}}, n);
+  MetricFamily cmp_cells =
+      NewFamily("blklab_comparison_cells", "Cells of a comparison, by state.", MetricType::Gauge);
+  MetricFamily cell_iops = NewFamily("blklab_comparison_cell_iops",
+                                     "A finished cell's IOPS (read + write + trim; 0 when it stalled).",
+                                     MetricType::Gauge);
+  for (const ComparisonGauges::One& c : server.comparisons.comparisons) {
+    for (const auto& [st, n] : c.cells_by_state) {
+      AddGauge(cmp_cells, {{"comparison", c.name}, {"host", c.host}, {"state", st}}, n);
+    }
+    for (const ComparisonGauges::Cell& cell : c.done) {
+      AddGauge(cell_iops, {{"comparison", c.name}, {"cell", cell.label}, {"server", cell.server}}, cell.iops);
+    }
+  }
+
+  std::vector<MetricFamily> out;
+  for (MetricFamily* f : {&build, &jobs, &cmps, &cmp_cells, &cell_iops, &queue, &workers, &busy, &store}) {
+    out.push_back(std::move(*f));
+  }
+  return out;
+}
+
+}  // namespace
+
+// The per-job and per-run families, in the order of the exposition.
+struct JobMetrics::Families {
   MetricFamily info = NewFamily("blklab_job_info", "A job known to the exporter; the value is 1.", MetricType::Gauge);
   MetricFamily running =
       NewFamily("blklab_job_running", "1 while the job runs, 0 once it has ended.", MetricType::Gauge);
@@ -293,137 +344,110 @@ std::vector<MetricFamily> JobMetrics::Collect() const {
   MetricFamily sim_ios =
       NewFamily("blklab_simulated_ios_total", "Simulated IOs completed by all runs.", MetricType::Counter);
 
+};
+
+// One job's series.
+void JobMetrics::AddJobSeries(const JobSeries& s, size_t top_functions, Families& f) {
+  Labels base = {{"job_id", s.id}, {"host", s.host}};
+  if (!s.comparison.empty()) base.push_back({"comparison", s.comparison});
+  auto with = [&base](std::initializer_list<ClientMetric::Label> more) {
+    Labels l = base;
+    l.insert(l.end(), more);
+    return l;
+  };
+  AddGauge(f.info, s.cell.empty() ? with({{"name", s.name}}) : with({{"name", s.name}, {"cell", s.cell}}), 1);
+  AddGauge(f.running, base, s.running ? 1 : 0);
+  AddGauge(f.state, with({{"state", s.state}}), 1);
+  AddGauge(f.start_time, base, absl::ToDoubleSeconds(s.started - absl::UnixEpoch()));
+  if (!s.running) AddGauge(f.end_time, base, absl::ToDoubleSeconds(s.ended - absl::UnixEpoch()));
+  AddGauge(f.progress_s, base, s.progress_virtual_s);
+  AddGauge(f.progress_ratio, base, s.progress_ratio);
+  for (int d = 0; d < stats::kNumDirs; ++d) {
+    if (s.ios[d] == 0) continue;
+    AddCounter(f.ios, with({{"direction", kDirNames[d]}}), static_cast<double>(s.ios[d]));
+    AddCounter(f.io_bytes, with({{"direction", kDirNames[d]}}), static_cast<double>(s.bytes[d]));
+  }
+  if (!s.has_interval) return;
+  const SnapshotInterval& iv = s.interval;
+  AddGauge(f.speed, base, s.speed_ratio);
+  for (int d = 0; d < stats::kNumDirs; ++d) {
+    if (s.ios[d] == 0) continue;
+    AddGauge(f.iops, with({{"direction", kDirNames[d]}}), iv.iops[d]);
+    AddGauge(f.bw, with({{"direction", kDirNames[d]}}), static_cast<double>(iv.bw_bytes_per_sec[d]));
+    if (s.clat_count[d] == 0) continue;
+    ClientMetric q;
+    q.label = with({{"direction", kDirNames[d]}});
+    q.summary.sample_count = s.clat_count[d];
+    q.summary.sample_sum = s.clat_sum_s[d];
+    if (iv.clat_samples[d] > 0) {
+      for (size_t k = 0; k < SnapshotInterval::kPercentiles.size(); ++k) {
+        q.summary.quantile.push_back({kQuantiles[k], static_cast<double>(iv.clat_pct_ns[d][k]) / 1e9});
+      }
+    }
+    f.clat.metric.push_back(std::move(q));
+  }
+  for (int m = 0; m < stats::kNumCpuModes; ++m) {
+    AddGauge(f.cpu, with({{"mode", kModeNames[m]}}), iv.cpu_pct[m] / 100.0);
+  }
+  AddGauge(f.contention, base, iv.contention_pct / 100.0);
+  const double busy = static_cast<double>(iv.busy_ns);
+  for (size_t i = 0; i < iv.top_functions.size() && i < top_functions; ++i) {
+    AddGauge(f.profile, with({{"function", iv.top_functions[i].function}}),
+             busy > 0 ? static_cast<double>(iv.top_functions[i].self_ns) / busy : 0);
+  }
+  for (const SnapshotInterval::DeviceInflight& dev : iv.inflight) {
+    AddGauge(f.inflight, with({{"device", dev.device}}), static_cast<double>(dev.requests));
+  }
+  for (const std::string& lock_name : s.exported_locks) {
+    const auto [device, name] = SplitLockName(lock_name);
+    const LockTotals& l = s.locks.at(lock_name);
+    const Labels ll = with({{"device", device}, {"lock", name}});
+    AddGauge(f.lock_spin, ll, busy > 0 ? static_cast<double>(l.iv_wait_ns) / busy : 0);
+    AddGauge(f.lock_contended_ratio, ll,
+             l.iv_acquisitions > 0 ? static_cast<double>(l.iv_contended) / static_cast<double>(l.iv_acquisitions)
+                                   : 0);
+    AddCounter(f.lock_acq, ll, static_cast<double>(l.acquisitions));
+    AddCounter(f.lock_contended, ll, static_cast<double>(l.contended));
+    AddCounter(f.lock_spin_s, ll, static_cast<double>(l.wait_ns) / 1e9);
+  }
+}
+
+// One host's clat histogram, cumulative buckets as Prometheus has them.
+void JobMetrics::AddHostHistogram(const std::string& host, const HostHistogram& h, Families& f) {
+  for (int d = 0; d < stats::kNumDirs; ++d) {
+    if (h.count[d] == 0) continue;
+    ClientMetric m;
+    m.label = {{"host", host}, {"direction", kDirNames[d]}};
+    uint64_t cumulative = 0;
+    for (int b = 0; b < SnapshotInterval::kClatBuckets; ++b) {
+      cumulative += h.buckets[d][b];
+      m.histogram.bucket.push_back({cumulative, SnapshotInterval::ClatBucketUpperNs(b) / 1e9});
+    }
+    m.histogram.bucket.push_back({h.count[d], std::numeric_limits<double>::infinity()});
+    m.histogram.sample_count = h.count[d];
+    m.histogram.sample_sum = h.sum_s[d];
+    f.hist.metric.push_back(std::move(m));
+  }
+}
+
+std::vector<MetricFamily> JobMetrics::Collect() const {
+  // Server figures first, outside the lock (one store query).
+  const ServerGauges server = server_gauges_ ? server_gauges_() : ServerGauges{};
+  Families f;
   {
     absl::MutexLock lock(&mu_);
     ExpireLocked(options_.now());
-    for (const auto& [id, s] : jobs_) {
-      Labels base = {{"job_id", s.id}, {"host", s.host}};
-      if (!s.comparison.empty()) base.push_back({"comparison", s.comparison});
-      auto with = [&base](std::initializer_list<ClientMetric::Label> more) {
-        Labels l = base;
-        l.insert(l.end(), more);
-        return l;
-      };
-      AddGauge(info, s.cell.empty() ? with({{"name", s.name}}) : with({{"name", s.name}, {"cell", s.cell}}), 1);
-      AddGauge(running, base, s.running ? 1 : 0);
-      AddGauge(state, with({{"state", s.state}}), 1);
-      AddGauge(start_time, base, absl::ToDoubleSeconds(s.started - absl::UnixEpoch()));
-      if (!s.running) AddGauge(end_time, base, absl::ToDoubleSeconds(s.ended - absl::UnixEpoch()));
-      AddGauge(progress_s, base, s.progress_virtual_s);
-      AddGauge(progress_ratio, base, s.progress_ratio);
-      for (int d = 0; d < stats::kNumDirs; ++d) {
-        if (s.ios[d] == 0) continue;
-        AddCounter(ios, with({{"direction", kDirNames[d]}}), static_cast<double>(s.ios[d]));
-        AddCounter(io_bytes, with({{"direction", kDirNames[d]}}), static_cast<double>(s.bytes[d]));
-      }
-      if (!s.has_interval) continue;
-      const SnapshotInterval& iv = s.interval;
-      AddGauge(speed, base, s.speed_ratio);
-      for (int d = 0; d < stats::kNumDirs; ++d) {
-        if (s.ios[d] == 0) continue;
-        AddGauge(iops, with({{"direction", kDirNames[d]}}), iv.iops[d]);
-        AddGauge(bw, with({{"direction", kDirNames[d]}}), static_cast<double>(iv.bw_bytes_per_sec[d]));
-        if (s.clat_count[d] == 0) continue;
-        ClientMetric q;
-        q.label = with({{"direction", kDirNames[d]}});
-        q.summary.sample_count = s.clat_count[d];
-        q.summary.sample_sum = s.clat_sum_s[d];
-        if (iv.clat_samples[d] > 0) {
-          for (size_t k = 0; k < SnapshotInterval::kPercentiles.size(); ++k) {
-            q.summary.quantile.push_back({kQuantiles[k], static_cast<double>(iv.clat_pct_ns[d][k]) / 1e9});
-          }
-        }
-        clat.metric.push_back(std::move(q));
-      }
-      for (int m = 0; m < stats::kNumCpuModes; ++m) {
-        AddGauge(cpu, with({{"mode", kModeNames[m]}}), iv.cpu_pct[m] / 100.0);
-      }
-      AddGauge(contention, base, iv.contention_pct / 100.0);
-      const double busy = static_cast<double>(iv.busy_ns);
-      for (size_t i = 0; i < iv.top_functions.size() && i < options_.top_functions; ++i) {
-        AddGauge(profile, with({{"function", iv.top_functions[i].function}}),
-                 busy > 0 ? static_cast<double>(iv.top_functions[i].self_ns) / busy : 0);
-      }
-      for (const SnapshotInterval::DeviceInflight& dev : iv.inflight) {
-        AddGauge(inflight, with({{"device", dev.device}}), static_cast<double>(dev.requests));
-      }
-      for (const std::string& lock_name : s.exported_locks) {
-        const auto [device, name] = SplitLockName(lock_name);
-        const LockTotals& l = s.locks.at(lock_name);
-        const Labels ll = with({{"device", device}, {"lock", name}});
-        AddGauge(lock_spin, ll, busy > 0 ? static_cast<double>(l.iv_wait_ns) / busy : 0);
-        AddGauge(lock_contended_ratio, ll,
-                 l.iv_acquisitions > 0 ? static_cast<double>(l.iv_contended) / static_cast<double>(l.iv_acquisitions)
-                                       : 0);
-        AddCounter(lock_acq, ll, static_cast<double>(l.acquisitions));
-        AddCounter(lock_contended, ll, static_cast<double>(l.contended));
-        AddCounter(lock_spin_s, ll, static_cast<double>(l.wait_ns) / 1e9);
-      }
-    }
-    for (const auto& [host, h] : hosts_) {
-      for (int d = 0; d < stats::kNumDirs; ++d) {
-        if (h.count[d] == 0) continue;
-        ClientMetric m;
-        m.label = {{"host", host}, {"direction", kDirNames[d]}};
-        uint64_t cumulative = 0;
-        for (int b = 0; b < SnapshotInterval::kClatBuckets; ++b) {
-          cumulative += h.buckets[d][b];
-          m.histogram.bucket.push_back({cumulative, SnapshotInterval::ClatBucketUpperNs(b) / 1e9});
-        }
-        m.histogram.bucket.push_back({h.count[d], std::numeric_limits<double>::infinity()});
-        m.histogram.sample_count = h.count[d];
-        m.histogram.sample_sum = h.sum_s[d];
-        hist.metric.push_back(std::move(m));
-      }
-    }
-    AddCounter(events, {}, static_cast<double>(events_total_));
-    AddCounter(sim_ios, {}, static_cast<double>(ios_total_));
+    for (const auto& [id, s] : jobs_) AddJobSeries(s, options_.top_functions, f);
+    for (const auto& [host, h] : hosts_) AddHostHistogram(host, h, f);
+    AddCounter(f.events, {}, static_cast<double>(events_total_));
+    AddCounter(f.sim_ios, {}, static_cast<double>(ios_total_));
   }
-
-  MetricFamily build = NewFamily("blklab_build_info", "blklabd's version; the value is 1.", MetricType::Gauge);
-  AddGauge(build, {{"version", BLKLAB_VERSION_STRING}}, 1);
-  MetricFamily jobs = NewFamily("blklab_jobs", "Jobs in the store by state.", MetricType::Gauge);
-  for (const auto& [state, name] : std::initializer_list<std::pair<v1::Job::State, const char*>>{
-           {v1::Job::QUEUED, "queued"},
-           {v1::Job::RUNNING, "running"},
-           {v1::Job::SUCCEEDED, "succeeded"},
-           {v1::Job::FAILED, "failed"},
-           {v1::Job::CANCELLED, "cancelled"}}) {
-    auto it = server.jobs_by_state.find(state);
-    AddGauge(jobs, {{"state", name}}, it == server.jobs_by_state.end() ? 0 : static_cast<double>(it->second));
-  }
-  MetricFamily queue = NewFamily("blklab_job_queue_length", "Jobs waiting for a worker.", MetricType::Gauge);
-  AddGauge(queue, {}, static_cast<double>(server.queued));
-  MetricFamily workers = NewFamily("blklab_workers", "Worker threads.", MetricType::Gauge);
-  AddGauge(workers, {}, static_cast<double>(server.workers));
-  MetricFamily busy = NewFamily("blklab_workers_busy", "Workers running a job.", MetricType::Gauge);
-  AddGauge(busy, {}, static_cast<double>(server.running));
-  MetricFamily store = NewFamily("blklab_store_size_bytes", "Size of the SQLite store (database and WAL).",
-                                 MetricType::Gauge);
-  AddGauge(store, {}, static_cast<double>(server.store_bytes));
-
-  MetricFamily cmps = NewFamily("blklab_comparisons", "Comparisons kept in memory, by state.", MetricType::Gauge);
-  for (const auto& [st, n] : server.comparisons.by_state) AddGauge(cmps, {{"state", st}}, n);
-  MetricFamily cmp_cells =
-      NewFamily("blklab_comparison_cells", "Cells of a comparison, by state.", MetricType::Gauge);
-  MetricFamily cell_iops = NewFamily("blklab_comparison_cell_iops",
-                                     "A finished cell's IOPS (read + write + trim; 0 when it stalled).",
-                                     MetricType::Gauge);
-  for (const ComparisonGauges::One& c : server.comparisons.comparisons) {
-    for (const auto& [st, n] : c.cells_by_state) {
-      AddGauge(cmp_cells, {{"comparison", c.name}, {"host", c.host}, {"state", st}}, n);
-    }
-    for (const ComparisonGauges::Cell& cell : c.done) {
-      AddGauge(cell_iops, {{"comparison", c.name}, {"cell", cell.label}, {"server", cell.server}}, cell.iops);
-    }
-  }
-
-  std::vector<MetricFamily> out;
-  for (MetricFamily* f : {&build, &jobs, &cmps, &cmp_cells, &cell_iops, &queue, &workers, &busy, &store, &events, &sim_ios, &hist, &info, &running, &state, &start_time, &end_time,
-                          &iops, &bw, &clat, &cpu, &contention, &lock_spin, &lock_contended_ratio, &profile,
-                          &inflight, &progress_s, &progress_ratio, &speed, &ios, &io_bytes, &lock_acq,
-                          &lock_contended, &lock_spin_s}) {
-    out.push_back(std::move(*f));
+  std::vector<MetricFamily> out = ServerFamilies(server);
+  for (MetricFamily* m : {&f.events, &f.sim_ios, &f.hist, &f.info, &f.running, &f.state, &f.start_time, &f.end_time,
+                          &f.iops, &f.bw, &f.clat, &f.cpu, &f.contention, &f.lock_spin, &f.lock_contended_ratio,
+                          &f.profile, &f.inflight, &f.progress_s, &f.progress_ratio, &f.speed, &f.ios, &f.io_bytes,
+                          &f.lock_acq, &f.lock_contended, &f.lock_spin_s}) {
+    out.push_back(std::move(*m));
   }
   return out;
 }

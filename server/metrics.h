@@ -149,6 +149,11 @@ class JobMetrics : public JobObserver, public prometheus::Collectable {
   const std::function<ServerGauges()> server_gauges_;
   mutable absl::Mutex mu_;
   // Mutable: a scrape drops expired series.
+  // Collect's families and its steps.
+  struct Families;
+  static void AddJobSeries(const JobSeries& s, size_t top_functions, Families& f);
+  static void AddHostHistogram(const std::string& host, const HostHistogram& h, Families& f);
+
   mutable std::map<std::string, JobSeries> jobs_ ABSL_GUARDED_BY(mu_);        // by id
   mutable std::map<std::string, HostHistogram> hosts_ ABSL_GUARDED_BY(mu_);  // by host label
   uint64_t events_total_ ABSL_GUARDED_BY(mu_) = 0;

@@ -2,7 +2,7 @@
 //
 // The one place where absl::Status (the engine's and the server's error
 // type) and grpc::Status (what goes on the wire) are converted into each
-// other (STYLE.md §3.4). Handlers return ToGrpcStatus(status); clients of a
+// other (docs/style.md §3.4). Handlers return ToGrpcStatus(status); clients of a
 // remote server turn a grpc::Status back into an absl::Status with
 // ToAbslStatus so the CLI reports remote and embedded errors alike.
 //

@@ -269,18 +269,87 @@ int PrintAutoHost(const std::vector<std::string>& fio_args) {
   return 0;
 }
 
+namespace {
+
+// fio's informational options (--version, --help, --cmdhelp, --enghelp,
+// --showcmd): their output and exit value, or nullopt for a run.
+std::optional<int> RunInformational(const workload::FioInvocation& pre, const host::HostSpec& host,
+                                    const workload::FileReader& read_file, const workload::VarLookup& lookup) {
+  if (pre.version) {
+    std::cout << "fio-3.33\n";
+    return 0;
+  }
+  if (pre.help) {
+    std::cout << FioUsage();
+    return 0;
+  }
+  if (pre.cmdhelp.has_value() || pre.enghelp.has_value()) {
+    absl::StatusOr<std::string> help =
+        pre.cmdhelp.has_value() ? workload::CmdHelp(*pre.cmdhelp) : workload::EngHelp(*pre.enghelp);
+    if (!help.ok()) return FioFail(help.status());
+    std::cout << *help;
+    return 0;
+  }
+  if (pre.showcmd) {
+    absl::StatusOr<std::string> line =
+        workload::ShowCmd(pre, ParseOptionsFor(pre, host, read_file, lookup));
+    if (!line.ok()) return FioFail(line.status());
+    std::cout << *line;
+    return 0;
+  }
+  return std::nullopt;
+}
+
+// fio writes each job's logs when the job ends, before the final report;
+// then --folded and --flame. A file that cannot be written after all (the
+// directories were checked before the run) costs the exit value, not the
+// report: it is printed, and the error follows it.
+absl::Status WriteRunFiles(const RunResult& run, const BlklabOptions& options, const std::string& host_name) {
+  absl::Status files_status = WriteLogFiles(run.logs);
+  if (files_status.ok() && !options.folded_file.empty()) {
+    files_status = util::WriteStringToFile(options.folded_file, report::FoldedStacks(run.kernel.stacks),
+                                           "--folded file");
+  }
+  if (files_status.ok() && !options.flame_file.empty()) {
+    files_status = util::WriteStringToFile(
+        options.flame_file,
+        report::FlameGraphSvg(run.kernel.stacks, absl::StrCat("blklab fio on ", host_name, ": simulated CPU time")),
+        "--flame file");
+  }
+  return files_status;
+}
+
+// The virtual time between snapshots: the status interval, the progress
+// line's 100 ms, or both (their gcd); 0 for neither.
+int64_t SnapshotIntervalNs(int64_t status_ns, bool eta) {
+  constexpr int64_t kEtaIntervalNs = 100'000'000;  // 100 ms of virtual time
+  if (status_ns > 0 && eta) return Gcd(status_ns, kEtaIntervalNs);
+  if (status_ns > 0) return status_ns;
+  return eta ? kEtaIntervalNs : 0;
+}
+
+// What the jobs printed as they ran: fio's verify failures on stderr, and
+// for each job that ended with an error its "fio: pid=" line on the output
+// (fio's log_info at the thread's exit). Returns the jobs that failed: each
+// adds one to the exit value, as fio's.
+int PrintJobErrors(const RunResult& run, std::ostream& out) {
+  const FioJobErrors job_errors = CollectJobErrors(run);
+  for (const std::string& m : job_errors.stderr_lines) std::cerr << m << "\n";
+  std::cerr << std::flush;
+  out << job_errors.stdout_lines;
+  return job_errors.failed;
+}
+
+}  // namespace
+
 int RunFioCommand(const std::vector<std::string>& all_args) {
   absl::StatusOr<BlklabOptions> options = SplitBlklabOptions(all_args, RunSite::kLocal);
   if (!options.ok()) return FioFail(options.status());
-  // The host: --host= wins, then $BLKLAB_HOST (same values), then the
-  // embedded default. fio job files cannot name a host.
-  std::string host_arg = DefaultHostArg();
-  if (options->host) host_arg = *options->host;
-  const uint64_t seed = options->seed;
+  // The host, a preset name or a spec file: --host= wins, then $BLKLAB_HOST
+  // (same values), then the embedded default. fio job files cannot name a host.
+  const std::string host_arg = options->host ? *options->host : DefaultHostArg();
   const int perf_top = options->perf_top;
   const std::vector<std::string>& args = options->fio_args;
-
-  // The host: a preset name, or a spec file.
   absl::StatusOr<host::HostSpec> host = LoadHost(host_arg);
   if (!host.ok()) return FioFail(host.status());
 
@@ -290,28 +359,7 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   // fio's informational options need no job.
   absl::StatusOr<workload::FioInvocation> pre = workload::ParseFioArgs(args);
   if (!pre.ok()) return FioFail(pre.status());
-  if (pre->version) {
-    std::cout << "fio-3.33\n";
-    return 0;
-  }
-  if (pre->help) {
-    std::cout << FioUsage();
-    return 0;
-  }
-  if (pre->cmdhelp.has_value() || pre->enghelp.has_value()) {
-    absl::StatusOr<std::string> help =
-        pre->cmdhelp.has_value() ? workload::CmdHelp(*pre->cmdhelp) : workload::EngHelp(*pre->enghelp);
-    if (!help.ok()) return FioFail(help.status());
-    std::cout << *help;
-    return 0;
-  }
-  if (pre->showcmd) {
-    absl::StatusOr<std::string> line =
-        workload::ShowCmd(*pre, ParseOptionsFor(*pre, *host, read_file, lookup));
-    if (!line.ok()) return FioFail(line.status());
-    std::cout << *line;
-    return 0;
-  }
+  if (std::optional<int> done = RunInformational(*pre, *host, read_file, lookup)) return *done;
   absl::StatusOr<ParsedFio> parsed = ParseFio(args, *host, read_file, lookup);
   if (!parsed.ok()) return FioFail(parsed.status());
   if (IsAutoHost(host_arg)) {
@@ -338,7 +386,7 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   RunRequest req;
   req.host = *host;
   req.jobs = parsed->jobs;
-  req.seed = seed;
+  req.seed = options->seed;
   req.collect_stacks = !options->folded_file.empty() || !options->flame_file.empty();
 
   // fio's progress line: --eta=always, or auto when stdout is a terminal;
@@ -346,14 +394,7 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   const bool eta = (inv.eta == "always" || (inv.eta == "auto" && isatty(STDOUT_FILENO) == 1)) &&
                    (formats.normal || !inv.output.empty());
   const int64_t status_ns = inv.status_interval_ns;
-  constexpr int64_t kEtaIntervalNs = 100'000'000;  // 100 ms of virtual time
-  if (status_ns > 0 && eta) {
-    req.snapshot_interval_ns = Gcd(status_ns, kEtaIntervalNs);
-  } else if (status_ns > 0) {
-    req.snapshot_interval_ns = status_ns;
-  } else if (eta) {
-    req.snapshot_interval_ns = kEtaIntervalNs;
-  }
+  req.snapshot_interval_ns = SnapshotIntervalNs(status_ns, eta);
 
   // With progress output, fio prints the normal preamble when the jobs
   // start and the reports after it without.
@@ -410,28 +451,8 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   // A file that cannot be written after all (the directories were checked
   // before the run) costs the exit value, not the report: it is printed,
   // and the error follows it.
-  absl::Status files_status = WriteLogFiles(run->logs);
-  if (files_status.ok() && !options->folded_file.empty()) {
-    files_status = util::WriteStringToFile(options->folded_file, report::FoldedStacks(run->kernel.stacks),
-                                           "--folded file");
-  }
-  if (files_status.ok() && !options->flame_file.empty()) {
-    files_status = util::WriteStringToFile(
-        options->flame_file,
-        report::FlameGraphSvg(run->kernel.stacks, absl::StrCat("blklab fio on ", req.host.name, ": simulated CPU time")),
-        "--flame file");
-  }
-
-  // What the jobs printed as they ran: fio's verify failures on stderr, and
-  // for each job that ended with an error its "fio: pid=" line on the
-  // output (fio's log_info at the thread's exit); each such job adds one to
-  // the exit value, as fio's.
-  const FioJobErrors job_errors = CollectJobErrors(*run);
-  for (const std::string& m : job_errors.stderr_lines) std::cerr << m << "\n";
-  std::cerr << std::flush;
-  out << job_errors.stdout_lines;
-  exit_code = std::min(255, exit_code + job_errors.failed);
-
+  const absl::Status files_status = WriteRunFiles(*run, *options, req.host.name);
+  exit_code = std::min(255, exit_code + PrintJobErrors(*run, out));
   report::ReportInput input = BuildReport(req, *run, WallClockNow(), /*with_kernel_report=*/true);
   input.with_preamble = !early_preamble;
   std::string text = report::WriteReport(input, formats);

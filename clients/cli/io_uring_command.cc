@@ -44,6 +44,29 @@ report::Json SecondsJson(const std::vector<IoUringSecond>& seconds, int bs) {
   return a;
 }
 
+// The tool's result as JSON (--output-format=json), with blklab's section.
+report::Json ResultJson(const IoUringResult& result, const workload::TioUringSpec& spec, uint64_t max_iops) {
+  report::Json root = report::Json::Object();
+  root.Add("tool", "t/io_uring");
+  root.AddDouble("iops", TioUringMeanIops(result, spec));
+  root.AddUint("max_iops", max_iops);
+  root.AddInt("bs", spec.bs);
+  root.AddInt("depth", spec.depth);
+  root.Add("exit", result.interrupted ? "signal" : "timeout");
+  root.Add("seconds", SecondsJson(result.seconds, spec.bs));
+  report::Json threads = report::Json::Array();
+  for (size_t t = 0; t < result.thread_files.size(); ++t) {
+    report::Json o = report::Json::Object();
+    o.AddInt("submitter", static_cast<int64_t>(t));
+    o.AddInt("cpu", result.thread_cpus[t]);
+    o.Add("file", result.thread_files[t]);
+    threads.Push(std::move(o));
+  }
+  root.Add("threads", std::move(threads));
+  root.Add("blklab", report::KernelReportJson(result.kernel));
+  return root;
+}
+
 }  // namespace
 
 int RunIoUringCommand(const std::vector<std::string>& all_args) {
@@ -146,25 +169,7 @@ int RunIoUringCommand(const std::vector<std::string>& all_args) {
     if (perf_top > 0) std::cout << report::WritePerfTop(result->kernel, perf_top);
     return 0;
   }
-  report::Json root = report::Json::Object();
-  root.Add("tool", "t/io_uring");
-  root.AddDouble("iops", TioUringMeanIops(*result, spec));
-  root.AddUint("max_iops", max_iops);
-  root.AddInt("bs", spec.bs);
-  root.AddInt("depth", spec.depth);
-  root.Add("exit", result->interrupted ? "signal" : "timeout");
-  root.Add("seconds", SecondsJson(result->seconds, spec.bs));
-  report::Json threads = report::Json::Array();
-  for (size_t t = 0; t < result->thread_files.size(); ++t) {
-    report::Json o = report::Json::Object();
-    o.AddInt("submitter", static_cast<int64_t>(t));
-    o.AddInt("cpu", result->thread_cpus[t]);
-    o.Add("file", result->thread_files[t]);
-    threads.Push(std::move(o));
-  }
-  root.Add("threads", std::move(threads));
-  root.Add("blklab", report::KernelReportJson(result->kernel));
-  std::cout << root.Print() << "\n";
+  std::cout << ResultJson(*result, spec, max_iops).Print() << "\n";
   return 0;
 }
 

@@ -232,6 +232,38 @@ std::vector<std::string> JobRow(const v1::Job& j) {
 }
 const std::vector<std::string> kJobHeader = {"NAME", "STATE", "TARGET", "PROGRESS", "CREATED", "WALL", "ARGS"};
 
+// `jobs get`'s table: the list's columns, then the job's files, seed,
+// times, error and results.
+std::vector<std::vector<std::string>> JobDetailRows(const v1::Job& j) {
+  std::vector<std::string> row = JobRow(j);
+  std::vector<std::vector<std::string>> rows;
+  for (size_t i = 0; i < row.size(); ++i) rows.push_back({kJobHeader[i], row[i]});
+  std::vector<std::string> files;
+  for (const auto& [k, v] : j.fio().files()) files.push_back(k);
+  std::sort(files.begin(), files.end());
+  rows.push_back({"FILES", absl::StrJoin(files, ",")});
+  rows.push_back({"SEED", absl::StrCat(j.seed())});
+  rows.push_back({"STARTED", Time(j.start_time())});
+  rows.push_back({"ENDED", Time(j.end_time())});
+  if (j.has_error()) {
+    rows.push_back({"ERROR", absl::StrCat(StatusCodeName(j.error().code()), ": ", j.error().message())});
+  }
+  if (j.has_result()) {
+    const v1::JobResult& r = j.result();
+    rows.push_back({"VIRTUAL_TIME", Seconds(r.virtual_time())});
+    rows.push_back({"TOTAL_IOS", absl::StrCat(r.total_ios())});
+    rows.push_back({"SYS%", absl::StrFormat("%.2f", r.sys_pct())});
+    rows.push_back({"CONTENTION%", absl::StrFormat("%.2f", r.contention_pct())});
+    for (const v1::JobStats& js : r.jobs()) {
+      rows.push_back({"JOB " + js.job_name(),
+                      absl::StrFormat("read %.0f IOPS %d B/s, write %.0f IOPS %d B/s", js.read().iops(),
+                                      js.read().bw_bytes_per_sec(), js.write().iops(),
+                                      js.write().bw_bytes_per_sec())});
+    }
+  }
+  return rows;
+}
+
 int Jobs(RemoteClient& c, const std::vector<std::string>& args) {
   const std::string usage =
       "jobs list [--state=S] [--host=H] | get ID [--fio=json|normal] | cancel ID | watch ID | delete ID  [--json]";
@@ -286,33 +318,7 @@ int Jobs(RemoteClient& c, const std::vector<std::string>& args) {
       std::cout << ToJson(j);
       return 0;
     }
-    std::vector<std::string> row = JobRow(j);
-    std::vector<std::vector<std::string>> rows;
-    for (size_t i = 0; i < row.size(); ++i) rows.push_back({kJobHeader[i], row[i]});
-    std::vector<std::string> files;
-    for (const auto& [k, v] : j.fio().files()) files.push_back(k);
-    std::sort(files.begin(), files.end());
-    rows.push_back({"FILES", absl::StrJoin(files, ",")});
-    rows.push_back({"SEED", absl::StrCat(j.seed())});
-    rows.push_back({"STARTED", Time(j.start_time())});
-    rows.push_back({"ENDED", Time(j.end_time())});
-    if (j.has_error()) {
-      rows.push_back({"ERROR", absl::StrCat(StatusCodeName(j.error().code()), ": ", j.error().message())});
-    }
-    if (j.has_result()) {
-      const v1::JobResult& r = j.result();
-      rows.push_back({"VIRTUAL_TIME", Seconds(r.virtual_time())});
-      rows.push_back({"TOTAL_IOS", absl::StrCat(r.total_ios())});
-      rows.push_back({"SYS%", absl::StrFormat("%.2f", r.sys_pct())});
-      rows.push_back({"CONTENTION%", absl::StrFormat("%.2f", r.contention_pct())});
-      for (const v1::JobStats& js : r.jobs()) {
-        rows.push_back({"JOB " + js.job_name(),
-                        absl::StrFormat("read %.0f IOPS %d B/s, write %.0f IOPS %d B/s", js.read().iops(),
-                                        js.read().bw_bytes_per_sec(), js.write().iops(),
-                                        js.write().bw_bytes_per_sec())});
-      }
-    }
-    PrintTable(rows);
+    PrintTable(JobDetailRows(j));
     return 0;
   }
   if (int rc = UnknownFlags("jobs " + sub, p, {}); rc != 0) return rc;

@@ -446,35 +446,35 @@ int JobExit(const std::string& prefix, const v1::Job& job) {
   return code;
 }
 
-int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args) {
-  absl::StatusOr<BlklabOptions> options = SplitBlklabOptions(all_args, RunSite::kRemote);
-  if (!options.ok()) return Exit(server::ToGrpcCode(options.status().code()), std::string(options.status().message()));
-  // Remote runs take --host only (not $BLKLAB_HOST).
-  const std::string host_arg = options->host.value_or(std::string(host::kDefaultPresetName));
-  const uint64_t seed = options->seed;
-  const v1::Job::Pace pace = options->realtime ? v1::Job::REALTIME : v1::Job::AS_FAST_AS_POSSIBLE;
-  const std::vector<std::string>& args = options->fio_args;
+namespace {
 
-  // Informational options run nothing: answered locally, as without --server.
-  absl::StatusOr<workload::FioInvocation> pre = workload::ParseFioArgs(args);
-  if (pre.ok() && (pre->version || pre->help || pre->cmdhelp.has_value() || pre->enghelp.has_value() || pre->showcmd)) {
-    return RunFioCommand(all_args);
-  }
+// What the fio command line asks of this side: the output it prints and
+// where, whether the job only validates, and the job files it names.
+struct RemoteFioOutput {
   report::OutputFormats formats;
-  formats.normal = true;
   bool parse_only = false;
-  std::string output, eta = "auto";
+  std::string output;
+  std::string eta = "auto";
   int64_t status_interval_ns = 0;
   std::set<std::string> job_files;
+};
+
+RemoteFioOutput RemoteFioOutputOf(const absl::StatusOr<workload::FioInvocation>& pre) {
+  RemoteFioOutput o;
+  o.formats.normal = true;
   if (pre.ok()) {
-    formats = SelectedFormats(*pre);
-    output = pre->output;
-    eta = pre->eta;
-    parse_only = pre->parse_only;
-    status_interval_ns = pre->status_interval_ns;
-    job_files.insert(pre->job_files.begin(), pre->job_files.end());
+    o.formats = SelectedFormats(*pre);
+    o.output = pre->output;
+    o.eta = pre->eta;
+    o.parse_only = pre->parse_only;
+    o.status_interval_ns = pre->status_interval_ns;
+    o.job_files.insert(pre->job_files.begin(), pre->job_files.end());
   }
-  // --output is written here, not on the server.
+  return o;
+}
+
+// The arguments sent to the server: all but --output, which is written here.
+std::vector<std::string> ArgsToSend(const std::vector<std::string>& args) {
   std::vector<std::string> send;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -485,52 +485,69 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
     }
     send.push_back(a);
   }
+  return send;
+}
 
-  // The host: a stored host, a preset, or a spec file sent inline.
+// A job with blklab's options set: seed, stacks, pace, and the report's
+// wall-clock fields pinned by SOURCE_DATE_EPOCH, here as locally.
+v1::Job NewRemoteJob(const BlklabOptions& options) {
   v1::Job job;
-  job.set_seed(seed);
-  job.set_collect_stacks(!options->folded_file.empty() || !options->flame_file.empty());
-  job.set_pace(pace);
-  // SOURCE_DATE_EPOCH pins the report's wall-clock fields, here as locally.
+  job.set_seed(options.seed);
+  job.set_collect_stacks(!options.folded_file.empty() || !options.flame_file.empty());
+  job.set_pace(options.realtime ? v1::Job::REALTIME : v1::Job::AS_FAST_AS_POSSIBLE);
   if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH"); epoch != nullptr) {
     int64_t seconds = 0;
     if (absl::SimpleAtoi(epoch, &seconds) && seconds >= 0) job.mutable_report_time()->set_seconds(seconds);
   }
-  host::HostSpec parse_host;
-  bool host_exact = true;
-  const bool auto_host = IsAutoHost(host_arg);
+  return job;
+}
+
+// The host the job files are parsed against locally.
+struct LocalParseHost {
+  host::HostSpec spec;
+  bool exact = true;  // the host the job runs on (its warnings are printed)
+};
+
+// Sets the job's host from --host: a stored host, a preset, or a spec file
+// sent inline (--host=auto: set after the local parse, SetAutoHost). The
+// error is what `blklab fio` exits with.
+grpc::Status SetJobHost(const std::string& host_arg, bool auto_host, v1::Job& job, LocalParseHost& parse_host) {
   if (auto_host) {
     // Built below from the locally parsed job and sent inline.
-    parse_host = *host::GetPreset(host::kDefaultPresetName);
+    parse_host.spec = *host::GetPreset(host::kDefaultPresetName);
   } else if (absl::StartsWith(host_arg, "hosts/")) {
     job.set_host(host_arg);
-    parse_host = *host::GetPreset(host::kDefaultPresetName);
-    host_exact = false;
+    parse_host.spec = *host::GetPreset(host::kDefaultPresetName);
+    parse_host.exact = false;
   } else if (absl::StatusOr<host::HostSpec> preset = host::GetPreset(host_arg); preset.ok()) {
     job.set_preset(host_arg);
-    parse_host = *preset;
+    parse_host.spec = *preset;
   } else {
     absl::StatusOr<std::string> text = util::ReadFileToString(host_arg);
     if (!text.ok()) {
-      return Exit(grpc::StatusCode::INVALID_ARGUMENT,
-                  "--host=" + host_arg + ": neither a preset, a stored host (hosts/NAME) nor a readable file (" +
-                      std::string(preset.status().message()) + ")");
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "--host=" + host_arg + ": neither a preset, a stored host (hosts/NAME) nor a readable file (" +
+                              std::string(preset.status().message()) + ")");
     }
     absl::StatusOr<host::HostSpec> spec = host::ParseHostSpec(*text);
     if (!spec.ok()) {
-      return Exit(grpc::StatusCode::INVALID_ARGUMENT, host_arg + ": " + std::string(spec.status().message()));
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, host_arg + ": " + std::string(spec.status().message()));
     }
-    parse_host = *spec;
+    parse_host.spec = *spec;
     google::protobuf::util::JsonParseOptions jopts;
     auto js = google::protobuf::util::JsonStringToMessage(host::HostSpecToJson(*spec), job.mutable_host_spec(), jopts);
     if (!js.ok()) {
-      return Exit(grpc::StatusCode::INTERNAL, host_arg + ": cannot convert the spec: " + js.ToString());
+      return grpc::Status(grpc::StatusCode::INTERNAL, host_arg + ": cannot convert the spec: " + js.ToString());
     }
   }
+  return grpc::Status::OK;
+}
 
-  // Parse locally to learn which files (and includes) and ${VAR}s the job
-  // reads; errors are left to the server, which reports them the same way.
-  ReadLog log;
+// Parses `send` locally to learn which files (and includes) and ${VAR}s the
+// job reads, recording them in `log`; errors are left to the server, which
+// reports them the same way.
+absl::StatusOr<ParsedFio> ParseLocally(const std::vector<std::string>& send, const host::HostSpec& parse_host,
+                                       ReadLog& log) {
   workload::FileReader reader = [&log](const std::string& path) -> absl::StatusOr<std::string> {
     if (auto it = log.text.find(path); it != log.text.end()) return it->second;
     absl::StatusOr<std::string> t = util::ReadFileToString(path);
@@ -546,26 +563,27 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
     if (IsVariableName(name)) log.vars[name] = v;
     return std::string(v);
   };
-  absl::StatusOr<ParsedFio> parsed = ParseFio(send, parse_host, reader, lookup);
-  if (auto_host) {
-    if (!parsed.ok()) return Exit(grpc::StatusCode::INVALID_ARGUMENT, std::string(parsed.status().message()));
-    absl::StatusOr<host::HostSpec> spec = AutoHostFor(parsed->jobs);
-    if (!spec.ok()) return Exit(grpc::StatusCode::UNIMPLEMENTED, std::string(spec.status().message()));
-    google::protobuf::util::JsonParseOptions jopts;
-    auto js = google::protobuf::util::JsonStringToMessage(host::HostSpecToJson(*spec), job.mutable_host_spec(), jopts);
-    if (!js.ok()) return Exit(grpc::StatusCode::INTERNAL, "--host=auto: cannot convert the spec: " + js.ToString());
+  return ParseFio(send, parse_host, reader, lookup);
+}
+
+// --host=auto: the host built from the locally parsed jobs, sent inline.
+grpc::Status SetAutoHost(absl::StatusOr<ParsedFio>& parsed, v1::Job& job) {
+  if (!parsed.ok()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(parsed.status().message()));
+  absl::StatusOr<host::HostSpec> spec = AutoHostFor(parsed->jobs);
+  if (!spec.ok()) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, std::string(spec.status().message()));
+  google::protobuf::util::JsonParseOptions jopts;
+  auto js = google::protobuf::util::JsonStringToMessage(host::HostSpecToJson(*spec), job.mutable_host_spec(), jopts);
+  if (!js.ok()) {
+    return grpc::Status(grpc::StatusCode::INTERNAL, "--host=auto: cannot convert the spec: " + js.ToString());
   }
-  size_t clones = 0;
-  if (parsed.ok()) {
-    clones = parsed->jobs.clones.size();
-    // The files written here after the run: their directories, before it.
-    if (absl::Status d = CheckOutputDirectories(parsed->jobs, *options); !d.ok() && !parse_only) {
-      return Exit(grpc::StatusCode::INVALID_ARGUMENT, std::string(d.message()));
-    }
-    if (host_exact) {
-      for (const std::string& w : parsed->jobs.warnings) std::cerr << kFioPrefix << ": warning: " << w << "\n";
-    }
-  }
+  return grpc::Status::OK;
+}
+
+// Fills the job's bundle: the files read locally under their bundle names
+// (include lines rewritten), the arguments (job files renamed) and the
+// ${VAR}s read.
+void FillBundle(const ReadLog& log, const std::vector<std::string>& send, const std::set<std::string>& job_files,
+                v1::FioBundle* bundle) {
   std::map<std::string, std::string> names;
   std::set<std::string> taken;
   for (const std::string& path : log.order) {
@@ -575,57 +593,28 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
     taken.insert(name);
     names[path] = name;
   }
-  v1::FioBundle* bundle = job.mutable_fio();
   for (const std::string& path : log.order) {
-    (*bundle->mutable_files())[names[path]] = RewriteIncludes(log.text[path], path, names);
+    (*bundle->mutable_files())[names[path]] = RewriteIncludes(log.text.at(path), path, names);
   }
   for (const std::string& a : send) {
     auto it = names.find(a);
     bundle->add_args(job_files.count(a) > 0 && it != names.end() ? it->second : a);
   }
   for (const auto& [k, v] : log.vars) (*bundle->mutable_variables())[k] = v;
+}
 
-  // As the local run: --output is opened (truncated) before the run.
-  std::ofstream file;
-  if (!output.empty() && !parse_only) {
-    file.open(output, std::ios::binary | std::ios::trunc);
-    if (!file) return Exit(grpc::StatusCode::INVALID_ARGUMENT, "--output: cannot write " + output);
-  }
-  std::ostream& out = output.empty() ? std::cout : file;
-
-  // Ctrl-C (and SIGTERM): counted, acted on by the watch loop's helper
-  // thread, which cancels the job.
-  TerminationSignals interrupt_handler;
-  v1::CreateJobRequest create;
-  *create.mutable_job() = job;
-  create.set_validate_only(parse_only);
-  v1::Job created;
-  {
-    std::unique_ptr<grpc::ClientContext> ctx = client.NewContext(120);
-    grpc::Status s = client.jobs().CreateJob(ctx.get(), create, &created);
-    if (!s.ok()) return ReportStatus(kFioPrefix, s);
-  }
-  if (parse_only) return 0;
-  if (status_interval_ns > 0) {
-    std::cerr << kFioPrefix << ": note: --status-interval: the server returns the final report only\n";
-  }
-
-  const bool tty = isatty(STDOUT_FILENO) == 1;
-  const bool show_progress = eta == "always" ? (formats.normal || !output.empty()) : (eta == "auto" && tty);
-  RemoteProgress progress(std::cout, clones);
-  if (show_progress) progress.Queued(created.name());
-  v1::Job final_job;
-  grpc::Status s = WatchToEnd(client, created.name(), show_progress ? &progress : nullptr, nullptr, &final_job);
-  progress.Clear();
-  if (!s.ok()) return ReportStatus(kFioPrefix, s);
-  if (final_job.state() != v1::Job::SUCCEEDED) return JobExit(kFioPrefix, final_job);
-
+// After a successful run: the log files and stacks written here, what the
+// jobs printed, and the report in the selected formats on `out`. Returns
+// `blklab fio`'s exit value.
+int PrintRemoteResult(RemoteClient& client, const v1::Job& job, const v1::Job& final_job,
+                      const workload::ParsedJobs* jobs, const BlklabOptions& options,
+                      const report::OutputFormats& formats, std::ostream& out) {
   // fio writes each job's logs before the final report. As in-process, a
   // file that cannot be written costs the exit value, not the report: the
   // error follows it.
-  absl::Status files = WriteResultLogs(client, final_job, parsed.ok() ? &parsed->jobs : nullptr);
+  absl::Status files = WriteResultLogs(client, final_job, jobs);
   if (files.ok() && job.collect_stacks()) {
-    files = WriteStacks(client, final_job, options->folded_file, options->flame_file);
+    files = WriteStacks(client, final_job, options.folded_file, options.flame_file);
   }
   // What the jobs printed as they ran, and fio's exit value for failed jobs.
   for (const std::string& m : final_job.result().fio_stderr()) std::cerr << m << "\n";
@@ -645,6 +634,87 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
   if (!out) return Exit(grpc::StatusCode::INVALID_ARGUMENT, "cannot write the report");
   if (!files.ok()) return Exit(server::ToGrpcCode(files.code()), std::string(files.message()));
   return std::min(failed, 255);
+}
+
+}  // namespace
+
+int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args) {
+  absl::StatusOr<BlklabOptions> options = SplitBlklabOptions(all_args, RunSite::kRemote);
+  if (!options.ok()) return Exit(server::ToGrpcCode(options.status().code()), std::string(options.status().message()));
+  // Remote runs take --host only (not $BLKLAB_HOST).
+  const std::string host_arg = options->host.value_or(std::string(host::kDefaultPresetName));
+  const std::vector<std::string>& args = options->fio_args;
+
+  // Informational options run nothing: answered locally, as without --server.
+  absl::StatusOr<workload::FioInvocation> pre = workload::ParseFioArgs(args);
+  if (pre.ok() && (pre->version || pre->help || pre->cmdhelp.has_value() || pre->enghelp.has_value() || pre->showcmd)) {
+    return RunFioCommand(all_args);
+  }
+  const RemoteFioOutput o = RemoteFioOutputOf(pre);
+  // --output is written here, not on the server.
+  const std::vector<std::string> send = ArgsToSend(args);
+
+  // The host: a stored host, a preset, or a spec file sent inline.
+  v1::Job job = NewRemoteJob(*options);
+  LocalParseHost parse_host;
+  const bool auto_host = IsAutoHost(host_arg);
+  if (grpc::Status h = SetJobHost(host_arg, auto_host, job, parse_host); !h.ok()) {
+    return Exit(h.error_code(), h.error_message());
+  }
+
+  ReadLog log;
+  absl::StatusOr<ParsedFio> parsed = ParseLocally(send, parse_host.spec, log);
+  if (auto_host) {
+    if (grpc::Status h = SetAutoHost(parsed, job); !h.ok()) return Exit(h.error_code(), h.error_message());
+  }
+  size_t clones = 0;
+  if (parsed.ok()) {
+    clones = parsed->jobs.clones.size();
+    // The files written here after the run: their directories, before it.
+    if (absl::Status d = CheckOutputDirectories(parsed->jobs, *options); !d.ok() && !o.parse_only) {
+      return Exit(grpc::StatusCode::INVALID_ARGUMENT, std::string(d.message()));
+    }
+    if (parse_host.exact) {
+      for (const std::string& w : parsed->jobs.warnings) std::cerr << kFioPrefix << ": warning: " << w << "\n";
+    }
+  }
+  FillBundle(log, send, o.job_files, job.mutable_fio());
+
+  // As the local run: --output is opened (truncated) before the run.
+  std::ofstream file;
+  if (!o.output.empty() && !o.parse_only) {
+    file.open(o.output, std::ios::binary | std::ios::trunc);
+    if (!file) return Exit(grpc::StatusCode::INVALID_ARGUMENT, "--output: cannot write " + o.output);
+  }
+  std::ostream& out = o.output.empty() ? std::cout : file;
+
+  // Ctrl-C (and SIGTERM): counted, acted on by the watch loop's helper
+  // thread, which cancels the job.
+  TerminationSignals interrupt_handler;
+  v1::CreateJobRequest create;
+  *create.mutable_job() = job;
+  create.set_validate_only(o.parse_only);
+  v1::Job created;
+  {
+    std::unique_ptr<grpc::ClientContext> ctx = client.NewContext(120);
+    grpc::Status s = client.jobs().CreateJob(ctx.get(), create, &created);
+    if (!s.ok()) return ReportStatus(kFioPrefix, s);
+  }
+  if (o.parse_only) return 0;
+  if (o.status_interval_ns > 0) {
+    std::cerr << kFioPrefix << ": note: --status-interval: the server returns the final report only\n";
+  }
+
+  const bool tty = isatty(STDOUT_FILENO) == 1;
+  const bool show_progress = o.eta == "always" ? (o.formats.normal || !o.output.empty()) : (o.eta == "auto" && tty);
+  RemoteProgress progress(std::cout, clones);
+  if (show_progress) progress.Queued(created.name());
+  v1::Job final_job;
+  grpc::Status s = WatchToEnd(client, created.name(), show_progress ? &progress : nullptr, nullptr, &final_job);
+  progress.Clear();
+  if (!s.ok()) return ReportStatus(kFioPrefix, s);
+  if (final_job.state() != v1::Job::SUCCEEDED) return JobExit(kFioPrefix, final_job);
+  return PrintRemoteResult(client, job, final_job, parsed.ok() ? &parsed->jobs : nullptr, *options, o.formats, out);
 }
 
 }  // namespace blklab::cli

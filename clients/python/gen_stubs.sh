@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Generates the Python gRPC stubs of blklab.v1 plus grpc.health.v1 and
 # grpc.reflection.v1alpha into OUTDIR, with the system protoc and Debian's
-# grpc_python_plugin (ECOSYSTEM.md: python3-grpc-tools' bundled protoc rejects
+# grpc_python_plugin (docs/architecture.md: python3-grpc-tools' bundled protoc rejects
 # proto3 `optional`).
 #   gen_stubs.sh OUTDIR [PROTO_ROOT]
 set -euo pipefail

@@ -183,6 +183,27 @@ constexpr char kUsage[] =
     "  --rc1_seconds=S      virtual time of RC1's seed line (default 1; 256 CPUs: S / 5)\n"
     "  --no_rc1             skip the big hosts\n";
 
+// RC1's seed line on its preset, then the same on 256 CPUs and 127
+// hardware queues.
+bool RunRc1Cases(double rc1_seconds) {
+  std::printf("\n");
+  if (!RunRc1("RC1 seed line (64 CPUs, 64 LUNs, 128 libaio QD32 jobs)", "rc1-mpi3mr-64vd", rc1_seconds)) return false;
+  auto yaml = blklab::host::PresetYaml("rc1-mpi3mr-64vd");
+  if (!yaml.ok()) return false;
+  std::string big(*yaml);
+  for (auto [from, to] : {std::pair<std::string, std::string>{"cpus: {count: 64,", "cpus: {count: 256,"},
+                          {"nr_hw_queues: 64", "nr_hw_queues: 127"}}) {
+    const size_t at = big.find(from);
+    if (at == std::string::npos) {
+      std::fprintf(stderr, "rc1-mpi3mr-64vd: no '%s' to change\n", from.c_str());
+      return false;
+    }
+    big.replace(at, from.size(), to);
+  }
+  if (!RunRc1("The same on 256 CPUs, 127 hw queues", big, rc1_seconds / 5)) return false;
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -258,23 +279,7 @@ int main(int argc, char** argv) {
       std::printf(" %16s %12s\n", "n/a", "n/a");
     }
   }
-  if (with_rc1) {
-    std::printf("\n");
-    if (!RunRc1("RC1 seed line (64 CPUs, 64 LUNs, 128 libaio QD32 jobs)", "rc1-mpi3mr-64vd", rc1_seconds)) return 1;
-    auto yaml = blklab::host::PresetYaml("rc1-mpi3mr-64vd");
-    if (!yaml.ok()) return 1;
-    std::string big(*yaml);
-    for (auto [from, to] : {std::pair<std::string, std::string>{"cpus: {count: 64,", "cpus: {count: 256,"},
-                            {"nr_hw_queues: 64", "nr_hw_queues: 127"}}) {
-      const size_t at = big.find(from);
-      if (at == std::string::npos) {
-        std::fprintf(stderr, "rc1-mpi3mr-64vd: no '%s' to change\n", from.c_str());
-        return 1;
-      }
-      big.replace(at, from.size(), to);
-    }
-    if (!RunRc1("The same on 256 CPUs, 127 hw queues", big, rc1_seconds / 5)) return 1;
-  }
+  if (with_rc1 && !RunRc1Cases(rc1_seconds)) return 1;
   // A SCSI host: RC5's preset (scsi_debug, 8 LUNs on one shared tag set,
   // 8 CPUs, 4.14 switches), one libaio job per LUN at QD64.
   {
