@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tests of scripts/calibrate's fitting procedure against synthetic cases.
 
-The fit (CALIBRATION.md §3) brackets and bisects one group multiplier per
+The fit (docs/calibration.md §3) brackets and bisects one group multiplier per
 step in log space; these tests give it a runner whose IOPS are a known
 function of the group's cost rows, so they check the procedure, not the
 model: it finds the multiplier that meets the target, reports a target it

@@ -1,6 +1,6 @@
 // tests/determinism_test.cc
 //
-// ARCHITECTURE.md principle 1: the same host spec, job and seed give
+// docs/architecture.md principle 1: the same host spec, job and seed give
 // bit-identical results. A multi-CPU run with interrupt-driven completions
 // (softirq and hrtimer, so completions cross CPUs and events interleave) and
 // four clones is run twice; fio's JSON with blklab's kernel report must match

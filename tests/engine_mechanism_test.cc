@@ -54,7 +54,7 @@ using namespace ::blklab::testing_support;  // NOLINT: test helpers
 // 64 tags, iostats on, BLK_CGROUP on with the RC2 fixes, bio cache, 6.9 knobs)
 // every IO ends inline in null_queue_rq on the submitting CPU, so the CPU
 // never idles and IOPS = 1e9 / (ns charged per IO). The sums below are
-// written from KERNEL_MODEL.md §2 and the CostTable entries, one term per
+// written from docs/kernel-model.md §2 and the CostTable entries, one term per
 // charge; they do not call the model. (They matched the model to < 0.01 ns
 // per IO when written: 520 / 440 / 532 / 554 / 914 ns.)
 
@@ -749,7 +749,7 @@ INSTANTIATE_TEST_SUITE_P(
                   "--iodepth=16", "--numjobs=2", "--runtime=50ms", "--time_based=1"}}),
     [](const ::testing::TestParamInfo<LossCase>& info) { return info.param.name; });
 
-// --- mq-deadline (KERNEL_MODEL.md §2.4, §3.5; RC4) --------------------------
+// --- mq-deadline (docs/kernel-model.md §2.4, §3.5; RC4) --------------------------
 
 // A host of `cpus` CPUs (one LLC) with one null_blk of one hw queue under
 // mq-deadline; `fixes` turns the three RC4 switches on (6.9) or off (6.8).

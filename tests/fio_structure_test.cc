@@ -1,6 +1,6 @@
 // tests/fio_structure_test.cc
 //
-// fio at the edges (ARCHITECTURE.md principle 4): a job from the reference
+// fio at the edges (docs/architecture.md principle 4): a job from the reference
 // set (tests/data/fio-reference, produced by the real fio 3.33) runs through
 // the whole engine against a simulated null_blk, and blklab's JSON, JSON+
 // and terse output must have fio's structure: the same key tree in the same

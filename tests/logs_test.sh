@@ -2,7 +2,7 @@
 # tests/logs_test.sh BLKLAB_BINARY FIO_REFERENCE_DIR
 #
 # fio's per-job logs from `blklab fio` (registered as ctest cli.logs;
-# FIO_COMPAT.md e). Runs job 06-logs.fio (write_bw_log / write_iops_log /
+# docs/fio-compatibility.md e). Runs job 06-logs.fio (write_bw_log / write_iops_log /
 # write_lat_log / write_hist_log with log_avg_msec=500, log_hist_msec=500)
 # in a temporary directory and checks:
 #  - the six files fio 3.33 writes, by name (as in fio-reference/logs/), and

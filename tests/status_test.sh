@@ -2,7 +2,7 @@
 # tests/status_test.sh BLKLAB_BINARY
 #
 # fio's periodic output from `blklab fio` (registered as ctest cli.status;
-# FIO_COMPAT.md c): in virtual time,
+# docs/fio-compatibility.md c): in virtual time,
 #  - --status-interval=1 on a 2.5 s time_based run with json output gives 3
 #    complete JSON objects (two interim reports and the final one), read
 #    with python3's json.JSONDecoder.raw_decode, their read runtimes
