@@ -122,6 +122,10 @@ struct CellResult {
   double sys_pct = 0;         // fio's sys_cpu (mean over the report's entries)
   double contention_pct = 0;  // the slowpath's share of busy CPU time
   double kernel_sys_pct = 0;  // sys + irq + softirq of all CPUs
+  // The device ceiling the cell ran at ("nvme0n1 max_iops 800000"): a
+  // device served at least kCeilingShare of its IOPS or bandwidth ceiling
+  // over the run. Empty: no device was at its ceiling.
+  std::string bound;
   double clat_mean_ns = 0;
   // clat percentiles (p50 ... p99.99) over every job and direction.
   std::vector<std::pair<double, uint64_t>> clat_percentiles;
@@ -163,6 +167,9 @@ struct Row {
   size_t variant = 0;
   double iops = 0, iops_min = 0, iops_max = 0, iops_stdev_pct = 0;
   double sys_pct = 0, contention_pct = 0;
+  double kernel_sys_pct = 0;                // the machine's sys + irq + softirq (CellResult::kernel_sys_pct)
+  double clat_p50_ns = 0, clat_p99_ns = 0;  // over the samples with completions (0: none)
+  std::string bound;                        // the first sample's CellResult::bound
   std::optional<double> diff_pct;  // vs the baseline at the same point
   bool stalled = false;            // some sample of it stalled
 };

@@ -21,7 +21,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "compare/compare_internal.h"
+#include "engine/host/driver_type.h"
 #include "engine/host/host_overlay.h"
+#include "engine/topology.h"
 #include "engine/util/doc_node.h"
 #include "engine/util/status_macros.h"
 #include "engine/workload/t_io_uring.h"
@@ -297,6 +299,30 @@ std::vector<CellResult::LogSeries> LogSeriesOf(const std::vector<stats::LogFile>
 
 }  // namespace
 
+// The device ceiling a run was bound by: the first device (in host order)
+// that served at least 98 % of its IOPS or bandwidth ceiling over the run,
+// as "nvme0n1 max_iops=800000"; empty when none did.
+std::string CeilingBound(const host::HostSpec& host, const stats::KernelReport& k) {
+  constexpr double kCeilingShare = 0.98;
+  if (k.elapsed_ns <= 0) return "";
+  const double seconds = static_cast<double>(k.elapsed_ns) / 1e9;
+  for (const Disk& disk : ListDisks(host)) {
+    const host::DriverType::Ceilings ceil = host::DriverTypeOf(disk.spec->driver).MediaCeilings(disk.spec->driver);
+    for (const stats::DeviceRow& d : k.devices) {
+      if (d.name != disk.name) continue;
+      const double iops = static_cast<double>(d.read_ios + d.write_ios) / seconds;
+      const double bytes = static_cast<double>(d.read_sectors + d.write_sectors) * 512 / seconds;
+      if (ceil.max_iops > 0 && iops >= kCeilingShare * static_cast<double>(ceil.max_iops)) {
+        return absl::StrCat(d.name, " max_iops=", ceil.max_iops);
+      }
+      if (ceil.max_bytes_per_sec > 0 && bytes >= kCeilingShare * static_cast<double>(ceil.max_bytes_per_sec)) {
+        return absl::StrCat(d.name, " bandwidth ceiling ", ceil.max_bytes_per_sec, " B/s");
+      }
+    }
+  }
+  return "";
+}
+
 CellResult CellResultOf(const RunRequest& req, const RunResult& run) {
   const report::ReportInput report = BuildReport(req, run, WallClock{}, /*with_kernel_report=*/false);
   CellResult r;
@@ -328,6 +354,7 @@ CellResult CellResultOf(const RunRequest& req, const RunResult& run) {
   FillClat(clat_all, &r);
   r.contention_pct = run.kernel.contention_pct;
   r.kernel_sys_pct = run.kernel.sys_pct;
+  r.bound = CeilingBound(req.host, run.kernel);
   r.profile = run.kernel.profile;
   r.locks = run.kernel.locks;
   r.stacks = run.kernel.stacks;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,6 +58,17 @@ Change Diff(const CellResult& base, const CellResult& var, size_t point, size_t 
   return ch;
 }
 
+// A cell's clat p50 and p99, when it completed I/O.
+std::optional<std::pair<uint64_t, uint64_t>> P50P99(const CellResult& r) {
+  std::optional<uint64_t> p50, p99;
+  for (const auto& [pct, ns] : r.clat_percentiles) {
+    if (pct == 50) p50 = ns;
+    if (pct == 99) p99 = ns;
+  }
+  if (!p50 || !p99) return std::nullopt;
+  return std::make_pair(*p50, *p99);
+}
+
 }  // namespace
 
 void Summarize(const Comparison& c, Results& res) {
@@ -66,7 +78,8 @@ void Summarize(const Comparison& c, Results& res) {
       Row row;
       row.point = p;
       row.variant = v;
-      double sum = 0, sum2 = 0, sys = 0, cont = 0;
+      double sum = 0, sum2 = 0, sys = 0, cont = 0, ksys = 0, p50 = 0, p99 = 0;
+      int with_clat = 0;
       row.iops_min = 1e300;
       for (int s = 0; s < c.samples; ++s) {
         const CellResult& r = res.results[CellIndex(c, p, v, s)];
@@ -75,6 +88,13 @@ void Summarize(const Comparison& c, Results& res) {
         sum2 += r.iops * r.iops;
         sys += r.sys_pct;
         cont += r.contention_pct;
+        ksys += r.kernel_sys_pct;
+        if (row.bound.empty()) row.bound = r.bound;
+        if (const std::optional<std::pair<uint64_t, uint64_t>> q = P50P99(r)) {
+          p50 += static_cast<double>(q->first);
+          p99 += static_cast<double>(q->second);
+          ++with_clat;
+        }
         row.iops_min = std::min(row.iops_min, r.iops);
         row.iops_max = std::max(row.iops_max, r.iops);
       }
@@ -82,6 +102,11 @@ void Summarize(const Comparison& c, Results& res) {
       row.iops = sum / n;
       row.sys_pct = sys / n;
       row.contention_pct = cont / n;
+      row.kernel_sys_pct = ksys / n;
+      if (with_clat > 0) {
+        row.clat_p50_ns = p50 / with_clat;
+        row.clat_p99_ns = p99 / with_clat;
+      }
       if (c.samples > 1 && row.iops > 0) {
         const double var = std::max(0.0, (sum2 - sum * sum / n) / (n - 1));
         row.iops_stdev_pct = 100.0 * std::sqrt(var) / row.iops;

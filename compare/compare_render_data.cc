@@ -54,6 +54,7 @@ DocNode CellsDoc(const Comparison& c, const Results& res) {
     cd.AddEntry("sys_pct", {}, DocNode::Double(r.sys_pct));
     cd.AddEntry("contention_pct", {}, DocNode::Double(r.contention_pct));
     cd.AddEntry("kernel_sys_pct", {}, DocNode::Double(r.kernel_sys_pct));
+    cd.AddEntry("bound", {}, r.bound.empty() ? DocNode::Null() : DocNode::String(r.bound));
     cd.AddEntry("clat_mean_ns", {}, DocNode::Double(r.clat_mean_ns));
     cd.AddEntry("ios", {}, DocNode::Int(static_cast<int64_t>(r.ios)));
     DocNode jobs = DocNode::List();
@@ -83,6 +84,10 @@ DocNode RowsDoc(const Comparison& c, const Results& res) {
     rd.AddEntry("iops_stdev_pct", {}, DocNode::Double(row.iops_stdev_pct));
     rd.AddEntry("sys_pct", {}, DocNode::Double(row.sys_pct));
     rd.AddEntry("contention_pct", {}, DocNode::Double(row.contention_pct));
+    rd.AddEntry("kernel_sys_pct", {}, DocNode::Double(row.kernel_sys_pct));
+    rd.AddEntry("clat_p50_ns", {}, DocNode::Double(row.clat_p50_ns));
+    rd.AddEntry("clat_p99_ns", {}, DocNode::Double(row.clat_p99_ns));
+    rd.AddEntry("bound", {}, row.bound.empty() ? DocNode::Null() : DocNode::String(row.bound));
     rd.AddEntry("diff_pct", {}, row.diff_pct ? DocNode::Double(*row.diff_pct) : DocNode::Null());
     rd.AddEntry("stalled", {}, DocNode::Bool(row.stalled));
     rows.Append(std::move(rd));
@@ -177,6 +182,7 @@ std::string WriteJsonOut(const Comparison& c, const Results& res) {
     vd.AddEntry("settings", {}, std::move(settings));
     variants.Append(std::move(vd));
   }
+  root.AddEntry("baseline", {}, DocNode::String(c.variants[0].name));
   root.AddEntry("variants", {}, std::move(variants));
   DocNode axes = DocNode::List();
   for (const Axis& a : c.axes) {

@@ -25,6 +25,12 @@ std::string FormatIops(double iops) {
   return absl::StrFormat("%.0f", iops);
 }
 std::string Pct(double v) { return absl::StrFormat("%.1f%%", v); }
+// A latency in the unit that keeps it short: 850ns, 82.4us, 12.1ms.
+std::string FormatLatency(double ns) {
+  if (ns < 1e3) return absl::StrFormat("%.0fns", ns);
+  if (ns < 1e6) return absl::StrFormat(ns < 1e5 ? "%.1fus" : "%.0fus", ns / 1e3);
+  return absl::StrFormat(ns < 1e8 ? "%.1fms" : "%.0fms", ns / 1e6);
+}
 std::string SignedPct(double v) { return absl::StrFormat("%+.1f%%", v); }
 
 // The rows of the kernel-list table: header, then one per (point, variant).
@@ -32,20 +38,36 @@ std::vector<std::vector<std::string>> TableCells(const Comparison& c, const Resu
   std::vector<std::vector<std::string>> t;
   std::vector<std::string> header = {"Variant"};
   for (const Axis& a : c.axes) header.push_back(AxisHeader(a));
-  for (const char* h : {"IOPS", "sys", "contention", "diff"}) header.emplace_back(h);
+  for (const char* h : {"IOPS", "p50", "p99", "kernel CPU", "contention", "diff"}) header.emplace_back(h);
   if (c.samples > 1) header.emplace_back("spread");
   t.push_back(header);
   for (const Row& row : res.rows) {
     std::vector<std::string> line = {c.variants[row.variant].name};
     for (const Setting& s : PointSettings(c, row.point)) line.push_back(s.value);
     line.push_back(row.stalled ? "stalled" : FormatIops(row.iops));
-    line.push_back(row.stalled ? "-" : Pct(row.sys_pct));
+    line.push_back(row.stalled || row.clat_p50_ns <= 0 ? "-" : FormatLatency(row.clat_p50_ns));
+    line.push_back(row.stalled || row.clat_p99_ns <= 0 ? "-" : FormatLatency(row.clat_p99_ns));
+    line.push_back(row.stalled ? "-" : Pct(row.kernel_sys_pct));
     line.push_back(row.stalled ? "-" : Pct(row.contention_pct));
     line.push_back(row.diff_pct ? SignedPct(*row.diff_pct) : "");
     if (c.samples > 1) line.push_back(absl::StrFormat("±%.1f%%", row.iops_stdev_pct));
     t.push_back(std::move(line));
   }
   return t;
+}
+
+// The rows whose runs served at a device's own ceiling: their IOPS say what
+// the device admits, not what the kernel's path costs.
+std::string CeilingText(const Comparison& c, const Results& res) {
+  std::string out;
+  for (const Row& row : res.rows) {
+    if (row.bound.empty()) continue;
+    if (out.empty()) out = "\nat a device's ceiling (IOPS there measure the device, not the kernel's path):\n";
+    std::string label = c.variants[row.variant].name;
+    if (!c.axes.empty()) absl::StrAppend(&label, " (", PointLabel(c, row.point), ")");
+    absl::StrAppend(&out, "  ", label, ": ", row.bound, "\n");
+  }
+  return out;
 }
 
 // The stalled cells, each with the engine's message (cut to a few stuck
@@ -122,8 +144,9 @@ std::string Header(const Comparison& c, const Results& res) {
                       ToolName(c.tool), ": ", absl::StrJoin(c.tool_args, " "), "\n");
 }
 
+// The variants, the baseline first: every diff is against it.
 std::string VariantsText(const Comparison& c) {
-  std::string out;
+  std::string out = absl::StrCat("baseline: ", c.variants[0].name, " (every diff is against it)\n");
   for (const Variant& v : c.variants) {
     std::vector<std::string> s;
     for (const Setting& x : v.settings) s.push_back(x.path + "=" + x.value);
@@ -176,13 +199,16 @@ std::string WriteTable(const Comparison& c, const Results& res) {
     absl::StrAppend(&out, line, "\n");
     if (r == 0) absl::StrAppend(&out, std::string(total - 2, '='), "\n");
   }
-  return out + JobsText(c, res) + StalledText(c, res) + FleetRankingText(c, res) + ChangesText(c, res);
+  absl::StrAppend(&out, "p50, p99: fio's completion latency (clat) over every job; kernel CPU: sys + irq + softirq\n"
+                        "time of the CPUs that ran, over the run (fio's own sys column is in --format=json/csv)\n");
+  return out + CeilingText(c, res) + JobsText(c, res) + StalledText(c, res) + FleetRankingText(c, res) +
+         ChangesText(c, res);
 }
 
 std::string WriteMarkdown(const Comparison& c, const Results& res) {
   const std::vector<std::vector<std::string>> t = TableCells(c, res);
   std::string out = "`blklab compare` on host `" + c.host_label + "`, seed " + absl::StrCat(c.seed) + ": `" + ToolName(c.tool) + " " +
-                    absl::StrJoin(c.tool_args, " ") + "`\n\n";
+                    absl::StrJoin(c.tool_args, " ") + "`; baseline **" + c.variants[0].name + "**\n\n";
   for (const Variant& v : c.variants) {
     std::vector<std::string> s;
     for (const Setting& x : v.settings) s.push_back("`" + x.path + "=" + x.value + "`");
@@ -197,7 +223,8 @@ std::string WriteMarkdown(const Comparison& c, const Results& res) {
       absl::StrAppend(&out, "|", absl::StrJoin(align, "|"), "|\n");
     }
   }
-  std::string changes = JobsText(c, res) + StalledText(c, res) + FleetRankingText(c, res) + ChangesText(c, res);
+  std::string changes =
+      CeilingText(c, res) + JobsText(c, res) + StalledText(c, res) + FleetRankingText(c, res) + ChangesText(c, res);
   if (!changes.empty()) absl::StrAppend(&out, "\n```", changes, "```\n");
   return out;
 }

@@ -339,6 +339,26 @@ struct CommandLine {
   bool have_seed = false, have_samples = false, have_tool = false;
 };
 
+// "; did you mean --variant?" for a misspelt option of blklab compare (its
+// own and the CLI's), or nothing when none is close.
+std::string OptionHint(const std::string& arg) {
+  static constexpr const char* kOptions[] = {"--host", "--fleet", "--variant", "--matrix", "--tool",
+                                             "--baseline", "--samples", "--seed", "--format", "--plot",
+                                             "--jobs", "--dry-run"};
+  const std::string name = arg.substr(0, arg.find('='));
+  if (name.size() > 64) return "";
+  std::string best;
+  size_t best_d = 3;  // close names only
+  for (const char* o : kOptions) {
+    const size_t d = workload::EditDistance(name, o);
+    if (d < best_d) {
+      best_d = d;
+      best = o;
+    }
+  }
+  return best.empty() ? "" : "; did you mean " + best + "?";
+}
+
 // The options, a spec file's name and the tool's arguments (after --) into
 // *c and *cl; usage errors name the option.
 absl::Status ParseCommandLine(const std::vector<std::string>& args, Comparison* c, CommandLine* cl) {
@@ -392,28 +412,30 @@ absl::Status ParseCommandLine(const std::vector<std::string>& args, Comparison* 
     } else if (!absl::StartsWith(a, "-") && cl->spec_file.empty()) {
       cl->spec_file = a;
     } else {
-      return UsageError("unknown option '" + a + "' (fio's options go after --)");
+      return UsageError("unknown option '" + a + "'" + OptionHint(a) + " (fio's options go after --)");
     }
   }
   return absl::OkStatus();
 }
 
-// The baseline first: the one named, else the first variant without an
-// overlay, else an implicit one (the host and job as given).
+// The baseline first: the variant named, else the first one. Only a
+// comparison with no variants at all (a matrix of the job as given) gets
+// one of its own, "baseline": no row appears that the user did not ask for.
 absl::Status PutBaselineFirst(Comparison* c) {
-  auto base = c->baseline.empty()
-                  ? std::find_if(c->variants.begin(), c->variants.end(),
-                                 [](const Variant& v) { return v.settings.empty(); })
-                  : std::find_if(c->variants.begin(), c->variants.end(),
-                                 [c](const Variant& v) { return v.name == c->baseline; });
-  if (!c->baseline.empty() && base == c->variants.end()) {
+  if (c->variants.empty()) {
+    if (!c->baseline.empty()) {
+      return absl::InvalidArgumentError("baseline '" + c->baseline + "': no variant of that name");
+    }
+    c->variants.push_back(Variant{"baseline", {}});
+    return absl::OkStatus();
+  }
+  if (c->baseline.empty()) return absl::OkStatus();
+  auto base = std::find_if(c->variants.begin(), c->variants.end(),
+                           [c](const Variant& v) { return v.name == c->baseline; });
+  if (base == c->variants.end()) {
     return absl::InvalidArgumentError("baseline '" + c->baseline + "': no variant of that name");
   }
-  if (base == c->variants.end()) {
-    c->variants.insert(c->variants.begin(), Variant{"baseline", {}});
-  } else {
-    std::rotate(c->variants.begin(), base, base + 1);
-  }
+  std::rotate(c->variants.begin(), base, base + 1);
   return absl::OkStatus();
 }
 

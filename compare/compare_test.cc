@@ -75,6 +75,8 @@ TEST(Compare, ErrorsNameWhatIsWrong) {
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s.message().substr(0, 100);
   // How the command line is written is a usage error; what it says is not.
   EXPECT_TRUE(IsUsageError(ParseComparison({"--bogus", "--", "--name=t"}, in, "default").status()));
+  s = ParseComparison({"--varient", "a:fio.iodepth=2", "--", "--name=t"}, in, "default").status();
+  EXPECT_NE(s.message().find("unknown option '--varient'; did you mean --variant?"), std::string::npos) << s;
   EXPECT_TRUE(IsUsageError(ParseComparison({"--seed"}, in, "default").status()));
   EXPECT_FALSE(IsUsageError(ParseComparison({"--samples=0", "--", "--name=t"}, in, "default").status()));
 }
@@ -97,6 +99,29 @@ double ProfileShare(const CellResult& r, const std::string& fn) {
     if (p.function == fn) mine += p.self_ns;
   }
   return total == 0 ? 0 : static_cast<double>(mine) / static_cast<double>(total);
+}
+
+// The baseline is the variant named, else the first one; only a comparison
+// without variants gets a row of its own. No row the user did not ask for.
+TEST(Compare, TheBaselineIsNamedOrTheFirstVariant) {
+  const Inputs in = MapInputs(&kFiles, &kVars);
+  auto names = [&in](std::vector<std::string> args) {
+    args.insert(args.end(), {"--", "--name=t"});
+    absl::StatusOr<Comparison> c = ParseComparison(args, in, "nvme-8cpu");
+    std::vector<std::string> out;
+    if (!c.ok()) return std::vector<std::string>{std::string(c.status().message())};
+    for (const Variant& v : c->variants) out.push_back(v.name);
+    return out;
+  };
+  const std::vector<std::string> two = {"--variant", "dl:fio.ioscheduler=mq-deadline", "--variant",
+                                        "kyber:fio.ioscheduler=kyber"};
+  EXPECT_EQ(names(two), (std::vector<std::string>{"dl", "kyber"}));
+  std::vector<std::string> named = two;
+  named.push_back("--baseline=kyber");
+  EXPECT_EQ(names(named), (std::vector<std::string>{"kyber", "dl"}));
+  EXPECT_EQ(names({"--matrix", "fio.iodepth=1,2"}), (std::vector<std::string>{"baseline"}));
+  EXPECT_EQ(names({"--baseline=zz", "--matrix", "fio.iodepth=1,2"}),
+            (std::vector<std::string>{"baseline 'zz': no variant of that name"}));
 }
 
 TEST(Compare, RunsTIoUringAsTheTool) {
@@ -159,6 +184,27 @@ TEST(Compare, AnIoUringComparisonRefusesWhatItCannotRun) {
       {"both.yaml", "host: default\nfio: [--name=t]\nio_uring: [-r2, /dev/nvme0n1]\n"}};
   const absl::Status s = ParseComparison({"both.yaml"}, MapInputs(&both, &kVars), "default").status();
   EXPECT_NE(s.message().find("not both"), std::string::npos) << s;
+}
+
+// A cell that runs at the NVMe drive's max_iops says so; one below it does
+// not. Without the ceiling check every cell of a saturated comparison
+// reads the cap and nothing tells it from the kernel's cost.
+TEST(Compare, ACellAtADevicesCeilingNamesIt) {
+  const Inputs in = MapInputs(&kFiles, &kVars);
+  auto bound = [&in](const std::vector<std::string>& depth) {
+    std::vector<std::string> args = {"--variant", "base:", "--", "--name=t", "--filename=/dev/nvme0n1",
+                                     "--ioengine=io_uring", "--direct=1", "--rw=randread", "--bs=4k",
+                                     "--runtime=10ms", "--time_based", "--cpus_allowed_policy=split"};
+    args.insert(args.end(), depth.begin(), depth.end());
+    absl::StatusOr<Comparison> c = ParseComparison(args, in, "nvme-8cpu");
+    EXPECT_TRUE(c.ok()) << c.status();
+    if (!c.ok()) return std::string("?");
+    absl::StatusOr<CellResult> r = RunCell(*c, Cells(*c)[0], in);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->bound : std::string("?");
+  };
+  EXPECT_EQ(bound({"--numjobs=8", "--iodepth=32"}), "nvme0n1 max_iops=800000");
+  EXPECT_EQ(bound({"--iodepth=1"}), "");
 }
 
 TEST(Compare, ACellsResultDoesNotDependOnOrder) {

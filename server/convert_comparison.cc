@@ -63,6 +63,7 @@ v1::ComparisonCellResult CellResultToProto(const compare::CellResult& r) {
   p.set_sys_pct(r.sys_pct);
   p.set_contention_pct(r.contention_pct);
   p.set_kernel_sys_pct(r.kernel_sys_pct);
+  p.set_bound(r.bound);
   p.set_clat_mean_ns(r.clat_mean_ns);
   for (const auto& [pct, ns] : r.clat_percentiles) {
     v1::Percentile* q = p.add_clat_percentiles();
@@ -112,6 +113,7 @@ absl::StatusOr<compare::CellResult> CellResultFromProto(const v1::ComparisonCell
   r.sys_pct = p.sys_pct();
   r.contention_pct = p.contention_pct();
   r.kernel_sys_pct = p.kernel_sys_pct();
+  r.bound = p.bound();
   r.clat_mean_ns = p.clat_mean_ns();
   for (const v1::Percentile& q : p.clat_percentiles()) {
     r.clat_percentiles.emplace_back(q.percentile(), static_cast<uint64_t>(q.value_ns()));

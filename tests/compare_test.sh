@@ -99,13 +99,13 @@ iodepth=1
 runtime=20ms
 time_based=1
 EOF
-if "$BLKLAB" compare --host=nvme-8cpu --variant 'qd16:fio.iodepth=16' --format=json -- "$TMP/job.fio" \
+if "$BLKLAB" compare --host=nvme-8cpu --variant 'file:' --variant 'qd16:fio.iodepth=16' --format=json -- "$TMP/job.fio" \
      >"$TMP/file.json" 2>"$TMP/file.err" &&
    python3 - "$TMP/file.json" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
 base, qd16 = d["cells"][0], d["cells"][1]
-assert base["variant"] == "baseline" and qd16["variant"] == "qd16", d["cells"]
+assert d["baseline"] == "file" and base["variant"] == "file" and qd16["variant"] == "qd16", d["cells"]
 assert qd16["iops"] > 3 * base["iops"], (base["iops"], qd16["iops"])
 EOF
 then
@@ -139,9 +139,11 @@ then
 else
   fail "RC4 comparison direction or forms"
 fi
-grep -q '^Variant  *IOPS  *sys  *contention  *diff' "$TMP/rc4.table" && grep -q '^=====' "$TMP/rc4.table" &&
+grep -q '^Variant  *IOPS  *p50  *p99  *kernel CPU  *contention  *diff' "$TMP/rc4.table" &&
+  grep -q '^=====' "$TMP/rc4.table" && grep -q '^baseline: before (every diff is against it)' "$TMP/rc4.table" &&
   grep -q 'what changed most' "$TMP/rc4.table" && pass "table layout" || fail "table layout: $(head -12 "$TMP/rc4.table")"
-grep -q '^| Variant | IOPS | sys | contention | diff |$' "$TMP/rc4.markdown" && pass "markdown table" ||
+grep -q '^| Variant | IOPS | p50 | p99 | kernel CPU | contention | diff |$' "$TMP/rc4.markdown" &&
+  grep -q 'baseline \*\*before\*\*' "$TMP/rc4.markdown" && pass "markdown table" ||
   fail "markdown table: $(head -8 "$TMP/rc4.markdown")"
 
 # 5. Bad input names what is wrong.
@@ -210,8 +212,8 @@ fi
 # arrivals: each sample's seed gives another count).
 if "$BLKLAB" compare "$SRC/examples/compare/rc3-shortcut-stall.yaml" --plot="$TMP/plot-stall" >/dev/null \
      2>"$TMP/plot.err" &&
-   "$BLKLAB" compare --host=nvme-8cpu --samples=2 --variant 'none:devices.nvme0n1.queue.scheduler=none' \
-     --matrix fio.iodepth=1,8 --plot="$TMP/plot" -- --name=t --ioengine=io_uring --direct=1 --rw=randread --bs=4k \
+   "$BLKLAB" compare --host=nvme-8cpu --samples=2 --variant default: \
+     --variant 'none:devices.nvme0n1.queue.scheduler=none' --matrix fio.iodepth=1,8 --plot="$TMP/plot" -- --name=t --ioengine=io_uring --direct=1 --rw=randread --bs=4k \
      --rate_iops=20000 --rate_process=poisson --runtime=20ms --time_based=1 --write_bw_log=l --log_avg_msec=5 \
      >"$TMP/plot.out" 2>>"$TMP/plot.err" &&
    python3 - "$TMP/plot" "$TMP/plot-stall" <<'EOF'
@@ -221,7 +223,7 @@ def svg(d, name):
     return ET.parse(f"{d}/{name}").getroot()
 def bars(root, cls="bar"):
     return [e for e in root.iter(NS + "rect") if e.get("class") == cls]
-# Two points x two variants (the implicit baseline and "none").
+# Two points x two variants ("default" as given, and "none").
 d = sys.argv[1]
 for name in ("iops.svg", "contention.svg", "cpu.svg"):
     assert len(bars(svg(d, name))) == 4, (name, len(bars(svg(d, name))))

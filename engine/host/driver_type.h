@@ -14,6 +14,7 @@
 //   Instances ...    its geometry: block devices per entry, hw queues, poll
 //                    queues, tags per hw queue, host-wide tags, no_sched, the
 //                    requests it preallocates, and its queue limits
+//   MediaCeilings    one device's IOPS and bandwidth ceilings
 //
 // The registry is the DriverSpec variant (host_spec.h) plus one
 // DriverTypeFor overload per alternative, declared below and defined in the
@@ -91,6 +92,16 @@ class DriverType {
   virtual bool scsi() const = 0;
   // NVMe namespaces: /dev/ngXnY generic character devices.
   virtual bool nvme_namespace() const = 0;
+
+  // What one block device's media admits per second at most (0: no
+  // ceiling): the ceilings a saturated run is bound by, as opposed to the
+  // kernel's path. A ceiling shared by several devices (an HBA's controller
+  // and drives) is not one device's and is not listed.
+  struct Ceilings {
+    int64_t max_iops = 0;
+    int64_t max_bytes_per_sec = 0;
+  };
+  virtual Ceilings MediaCeilings(const DriverSpec& driver) const = 0;
 
  private:
   absl::string_view key_;

@@ -50,6 +50,9 @@ class HbaDriverType final : public TypedDriverType<HbaSpec> {
   uint32_t LogicalBlockBytes(const DriverSpec& d) const override { return Of(d).sector_size; }
   bool scsi() const override { return true; }
   bool nvme_namespace() const override { return false; }
+  // The controller's max_iops and the drives' drive_iops are shared by
+  // every LUN of the entry: no one device's ceiling.
+  Ceilings MediaCeilings(const DriverSpec& d) const override { return Ceilings{}; }
 };
 
 }  // namespace

@@ -51,6 +51,8 @@ class NullBlkDriverType final : public TypedDriverType<NullBlkSpec> {
   uint32_t LogicalBlockBytes(const DriverSpec& d) const override { return Of(d).bs; }
   bool scsi() const override { return false; }
   bool nvme_namespace() const override { return false; }
+  // null_blk's mbps= throttle (null_blk.cc: MiB per second, in ticks).
+  Ceilings MediaCeilings(const DriverSpec& d) const override { return Ceilings{0, Of(d).mbps << 20}; }
 };
 
 }  // namespace

@@ -57,6 +57,10 @@ class NvmeDriverType final : public TypedDriverType<NvmeSpec> {
   uint32_t LogicalBlockBytes(const DriverSpec& d) const override { return Of(d).bs; }
   bool scsi() const override { return false; }
   bool nvme_namespace() const override { return true; }
+  // The media stage's gates (device_factory.cc: max_mbps in 10^6 bytes/s).
+  Ceilings MediaCeilings(const DriverSpec& d) const override {
+    return Ceilings{Of(d).max_iops, Of(d).max_mbps * 1000000};
+  }
 };
 
 }  // namespace

@@ -44,6 +44,8 @@ class ScsiDebugDriverType final : public TypedDriverType<ScsiDebugSpec> {
   uint32_t LogicalBlockBytes(const DriverSpec& d) const override { return Of(d).sector_size; }
   bool scsi() const override { return true; }
   bool nvme_namespace() const override { return false; }
+  // scsi_debug answers after its delay, with no rate ceiling.
+  Ceilings MediaCeilings(const DriverSpec& d) const override { return Ceilings{}; }
 };
 
 }  // namespace
