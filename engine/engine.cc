@@ -261,6 +261,7 @@ absl::StatusOr<RunResult> RunFio(const RunRequest& req, const SnapshotFn& on_sna
   CollectResults(req, s, end, /*final=*/true, result);
   CollectLogFiles(s, result);
   BLKLAB_RETURN_IF_ERROR(BuildKernelReport(req, s, end, /*final=*/true, result));
+  BLKLAB_RETURN_IF_ERROR(DrainInFlight(s, horizon, req.limits));
   return result;
 }
 

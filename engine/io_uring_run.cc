@@ -178,6 +178,7 @@ absl::StatusOr<IoUringResult> RunIoUring(const IoUringRunRequest& req, const std
     BuildKernelReportFor(req.host.name, s, end, /*final=*/false, all.reaps, result.kernel).IgnoreError();
   } else {
     BLKLAB_RETURN_IF_ERROR(BuildKernelReportFor(req.host.name, s, end, /*final=*/true, all.reaps, result.kernel));
+    BLKLAB_RETURN_IF_ERROR(DrainInFlight(s, horizon, req.limits));
   }
   return result;
 }

@@ -28,7 +28,8 @@ void CollectResults(const RunRequest& req, const Simulation& s, sim::SimTime end
                     RunResult& result);
 
 // Fills result.kernel at `end`. When final, closes every CPU's idle time
-// and every disk's busy time, and fails Internal if a request was lost.
+// and every disk's busy time (DrainInFlight, topology.h, then checks that no
+// request was lost).
 absl::Status BuildKernelReport(const RunRequest& req, Simulation& s, sim::SimTime end, bool final,
                                RunResult& result);
 // The same for any workload: `total_ios` completed IOs, on host `host_name`.

@@ -72,6 +72,35 @@ model::QueueConfig QueueConfigFor(const Disk& d, const host::KernelConfig& kconf
 
 }  // namespace
 
+absl::Status DrainInFlight(Simulation& s, sim::SimTime horizon, const RunLimits& limits) {
+  if (s.page_cache != nullptr) s.page_cache->Quiesce();
+  auto outstanding = [&s] {
+    uint64_t n = 0;
+    for (model::RequestQueue* q : s.queues) {
+      if (q != nullptr) n += q->requests_outstanding();
+    }
+    return n;
+  };
+  constexpr int64_t kSliceNs = 10 * sim::kNsPerMs;
+  sim::Machine& m = *s.machine;
+  uint64_t left = outstanding();
+  sim::SimTime last_progress = horizon;
+  while (left > 0 && m.sim().pending_events() > 0 && horizon - last_progress <= limits.stall_ns) {
+    horizon += kSliceNs;
+    m.set_horizon(horizon);
+    m.sim().Run(horizon);
+    const uint64_t now_left = outstanding();
+    if (now_left < left) last_progress = horizon;
+    left = now_left;
+  }
+  for (size_t dev = 0; dev < s.queues.size(); ++dev) {
+    if (s.queues[dev] == nullptr || s.queues[dev]->requests_outstanding() == 0) continue;
+    return absl::InternalError(absl::StrCat("device ", s.plan.disks[dev].name, ": ",
+                                            s.queues[dev]->requests_outstanding(), " request(s) never completed"));
+  }
+  return absl::OkStatus();
+}
+
 bool TimeoutAhead(const Simulation& s, sim::SimTime horizon) {
   // 5.9+ rounding adds up to 1.024 s, the SCSI abort HZ/100: 2 s covers both.
   constexpr int64_t kSlackNs = 2 * sim::kNsPerSec;

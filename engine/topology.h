@@ -146,6 +146,14 @@ absl::StatusOr<std::unique_ptr<Simulation>> BuildSimulation(const RunRequest& re
 // waits for the timeout handling rather than declaring a stall.
 bool TimeoutAhead(const Simulation& s, sim::SimTime horizon);
 
+// After the run's report (taken at its end): the I/O still in flight that
+// no job owns -- the page cache's writeback and readahead, which the
+// kernel carries on with after fio exits -- drains, with the flusher
+// quiesced, from `horizon` on. Then the invariant: no request is lost.
+// InternalError names each device that still holds requests once nothing
+// has completed for limits.stall_ns (or nothing is left to happen).
+absl::Status DrainInFlight(Simulation& s, sim::SimTime horizon, const RunLimits& limits);
+
 // Every disk of the host, in host order (fio's ioscheduler= not applied).
 std::vector<Disk> ListDisks(const host::HostSpec& host);
 // The virtual-time limit as the messages print it: exact, with its unit

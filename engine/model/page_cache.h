@@ -204,6 +204,11 @@ class PageCache final : public BioOwner {
 
   // Starts the flusher thread (on `cpu` first; it may run on any CPU).
   void Start(int cpu);
+  // The run has ended: the flusher finishes the chunk it is writing and
+  // starts no other, and the periodic writeback timer stops, so that the
+  // writeback already in flight can drain (the kernel's carries on after
+  // fio exits; the run's figures were taken at its end).
+  void Quiesce();
 
   // The page-cache part of a buffered pread / pwrite of [pos, pos + bytes)
   // on `cpu`'s running thread (task level); returns when the data is
@@ -364,6 +369,7 @@ class PageCache final : public BioOwner {
   FlushTimer flush_timer_{this};
   sim::HrTimer periodic_;
   bool flusher_kicked_ = false;
+  bool quiesced_ = false;
   size_t next_mapping_ = 0;  // round robin of background writeback
   PageCacheStats stats_;
   sim::FnId fn_filemap_read_, fn_sync_ra_, fn_async_ra_, fn_read_pages_, fn_copy_to_, fn_copy_from_,

@@ -145,7 +145,13 @@ sim::Task PageCache::Fsync(sim::Cpu& cpu, AddressSpace& m) {
   }
 }
 
+void PageCache::Quiesce() {
+  quiesced_ = true;
+  periodic_.Cancel();
+}
+
 void PageCache::WakeFlusher(sim::Cpu* caller) {
+  if (quiesced_) return;
   flusher_kicked_ = true;
   if (flusher_ == nullptr || !flusher_->sleeping()) return;
   if (caller != nullptr) caller->Charge(kernel_.fn.try_to_wake_up, kernel_.costs().try_to_wake_up);
@@ -175,6 +181,10 @@ sim::Task PageCache::FlusherBody() {
   for (;;) {
     sim::Cpu& cpu = flusher_->on_cpu();
     co_await cpu.Sync();
+    if (quiesced_) {
+      co_await cpu.SleepMigratable();
+      continue;
+    }
     flusher_kicked_ = false;
     // wb_workfn: background writeback above the background limit, else the
     // periodic (kupdate) writeback of expired inodes.

@@ -8,6 +8,11 @@ A mutation that every test survives is a hole in the suite.
 """
 
 MUTATIONS = [
+    ("the run's end counts background writeback still in flight as lost requests",
+     "engine/topology.cc",
+     "  while (left > 0 && m.sim().pending_events() > 0 && horizon - last_progress <= limits.stall_ns) {",
+     "  while (false) {",
+     "PageCache"),
     ("bfq: no stable merge of a burst's queues",
      "engine/model/sched/bfq_queues.cc",
      "  } else if (config_.stable_merge && now <= last->creation_time + kBurstIntervalNs",
