@@ -35,6 +35,9 @@ void ActiveJob::Stop(StopReason reason) {
     reason_.store(reason);
   }
   stop_.store(true);
+  // A shutdown keeps nothing of the run (it runs again at the next start):
+  // the engine stops after its current slice.
+  if (reason == StopReason::kShutdown) engine_stop_.store(true);
 }
 
 std::vector<std::shared_ptr<WatchSink>> ActiveJob::RecordProgress(const JobProgress& progress, bool interval,

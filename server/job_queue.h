@@ -98,11 +98,15 @@ class ActiveJob {
   JobRecord record() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Asks the run to stop. kCancel and kShutdown replace an earlier reason;
-  // kWallLimit only takes an empty one.
+  // kWallLimit only takes an empty one. A shutdown also raises the engine's
+  // cancel flag at once; for the others the runner raises it (StopEngine)
+  // at the next engine snapshot, once it has kept the results as they stand.
   void Stop(StopReason reason);
   StopReason stop_reason() const { return reason_.load(); }
   // The engine's cancel flag (RunFio polls it between slices).
-  const std::atomic<bool>* stop_flag() const { return &stop_; }
+  const std::atomic<bool>* stop_flag() const { return &engine_stop_; }
+  void StopEngine() { engine_stop_.store(true); }
+  // True once Stop was called (the engine may still be running).
   bool stopping() const { return stop_.load(); }
 
   // Records the run's progress. When `interval` (the snapshot closes a
@@ -116,6 +120,7 @@ class ActiveJob {
 
   const std::string id_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> engine_stop_{false};
   std::atomic<StopReason> reason_{StopReason::kNone};
   mutable absl::Mutex mu_;
   JobRecord record_ ABSL_GUARDED_BY(mu_);

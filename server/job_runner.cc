@@ -109,6 +109,14 @@ void JobRunner::OnSnapshot(RunContext& run, const Snapshot& snap) const {
   if ((wall || engine_limit) && !run.partial) run.partial = snap.interim();
   if (wall) run.job.Stop(StopReason::kWallLimit);
   if (run.realtime) PaceTo(run.job, run.start, snap.virtual_ns);
+  // A stop asked for (CancelJob, or the wall limit above; a shutdown has
+  // stopped the engine already): as the CLI does at Ctrl-C, keep the results
+  // as they stand at this snapshot, then stop the engine (it notices between
+  // slices; what it simulates after this snapshot is not reported).
+  if (run.job.stopping()) {
+    if (!run.partial && run.job.stop_reason() == StopReason::kCancel) run.partial = snap.interim();
+    run.job.StopEngine();
+  }
 }
 
 JobRecord JobRunner::FinalRecord(const ActiveJob& job, JobRecord record, StopReason reason,
@@ -152,13 +160,22 @@ JobRecord JobRunner::FinalRecord(const ActiveJob& job, JobRecord record, StopRea
       record.result = std::move(result);
     }
   }
-  if (record.error.code() == absl::StatusCode::kResourceExhausted && partial != nullptr && prepared.ok()) {
-    // Stopped by a limit: the figures up to it are kept (FAILED with a result).
+  // Stopped by a limit (FAILED) or by CancelJob (CANCELLED; not a
+  // comparison's cell, which its comparison reports as cancelled): the
+  // figures up to the stop are kept as the job's result, fio's texts being
+  // the report of what ran, as the CLI prints it at Ctrl-C.
+  const bool keeps_partial =
+      record.error.code() == absl::StatusCode::kResourceExhausted ||
+      (record.error.code() == absl::StatusCode::kCancelled && prepared.ok() && !prepared->comparison_cell);
+  if (keeps_partial && partial != nullptr && prepared.ok()) {
     auto result = std::make_shared<v1::JobResult>(BuildJobResult(prepared->request, *partial, ReportClock(*prepared)));
     bool keep = true;
     const absl::Status size = CheckResultSize(*result, &keep);
     if (keep) record.result = std::move(result);
-    if (!size.ok()) record.error = absl::ResourceExhaustedError(absl::StrCat(record.error.message(), "; ", size.message()));
+    // The code stays the stop's (a cancelled job's error code is CANCELLED).
+    if (!size.ok()) {
+      record.error = absl::Status(record.error.code(), absl::StrCat(record.error.message(), "; ", size.message()));
+    }
   }
   // How far it came: the last progress the run recorded.
   record.progress = job.record().progress.value_or(JobProgress{});

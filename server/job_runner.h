@@ -12,8 +12,11 @@
 //    slice closes a status interval, tell the observer, stop the run once it
 //    has used its wall-time limit, and, for a REALTIME-paced job, sleep until
 //    wall time catches up with virtual time (waking at once for a stop);
+//    once a stop is asked for (CancelJob, the wall-time limit), keep the
+//    results as they stand at that snapshot and stop the engine;
 //  - the end: the final record (SUCCEEDED with the result, FAILED with the
-//    error, CANCELLED) goes to JobQueue::Finish, which stores it before
+//    error, CANCELLED with the partial result of what ran, as the CLI
+//    reports it at Ctrl-C) goes to JobQueue::Finish, which stores it before
 //    anyone is told. A run stopped by a shutdown is left as it is stored
 //    (RUNNING): the next start runs it again.
 //
@@ -61,7 +64,8 @@ class JobRunner {
     RunLimits limits;       // the engine's, to see a limit coming at a snapshot
     int64_t slice_ns = 0;   // the engine's slice of virtual time
     // The results as they stood at the snapshot where a limit was reached
-    // (job.proto: a job stopped by a limit keeps its partial result).
+    // or a cancel was noticed (job.proto: a job stopped by a limit or by
+    // CancelJob keeps its partial result).
     std::optional<RunResult> partial;
   };
 

@@ -10,7 +10,8 @@
 #  - fio's own fio_jsonplus_clat2csv --validate accepts json+ output (a failure
 #    when the tool is missing: scripts/setup installs fio);
 #  - SIGINT during a run: fio's "fio: terminating on signal 2", exit value
-#    128, and the report of the work done so far.
+#    128, and the report of the work done so far;
+#  - blklab --help names comparisons, compare --plot and jobs get --fio=.
 set -u
 
 BLKLAB=${1:?usage: cli_test.sh BLKLAB_BINARY SOURCE_DIR}
@@ -186,6 +187,18 @@ for h in --help -h; do
     fail "blklab fio $h: $(head -c 300 "$TMP/help.err")"
   fi
 done
+
+# blklab's own --help names every command and the options of each: the
+# remote comparisons verb, compare --plot and jobs get --fio= among them.
+if "$BLKLAB" --help >"$TMP/blklab-help.out" 2>"$TMP/blklab-help.err" &&
+   grep -q -- '--server ADDR comparisons list|get ID|output ID' "$TMP/blklab-help.out" &&
+   grep -q -- 'blklab compare SPEC.yaml .*--plot=DIR' "$TMP/blklab-help.out" &&
+   grep -q -- '--format=table|markdown|csv|json\] \[--plot=DIR\] -- FIO-ARGS' "$TMP/blklab-help.out" &&
+   grep -q -- 'jobs list .*get ID \[--fio=normal|json|terse\]' "$TMP/blklab-help.out"; then
+  pass "blklab --help names comparisons, compare --plot and jobs get --fio="
+else
+  fail "blklab --help: $(cat "$TMP/blklab-help.out" "$TMP/blklab-help.err" | head -c 2000)"
+fi
 
 # --folded / --flame: CPU time by call stack, folded and as an SVG flame
 # graph; the report is the same as without them.

@@ -9,8 +9,9 @@
 //   blklab hosts auto [fio args]       print the host --host=auto builds for a job
 //
 // With --server ADDR (or BLKLAB_SERVER) before the command, the commands run
-// against a blklabd server instead (clients/cli/remote.h): fio, hosts, jobs,
-// health. `--server=` (empty) forces the in-process path.
+// against a blklabd server instead (clients/cli/remote.h): fio, compare,
+// comparisons, hosts, jobs, health. `--server=` (empty) forces the
+// in-process path.
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -34,8 +35,9 @@ void Usage(std::ostream& out) {
          "       blklab io_uring [--host=PRESET|FILE] [--cpus=LIST] [--seed=N] [--output-format=normal|json]\n"
          "             [t/io_uring options: -d -s -c -b -p -B -F -n -N -O -t -T -r -R -a -S -X -P -u -D] FILES\n"
          "       blklab compare --host=PRESET|FILE [--variant NAME:PATH=VALUE[,...]]... [--matrix PATH=V1,V2...]...\n"
-         "             [--samples=N] [--seed=N] [--jobs=N] [--format=table|markdown|csv|json] -- FIO-ARGS\n"
-         "       blklab compare SPEC.yaml [--jobs=N] [--format=...]\n"
+         "             [--samples=N] [--seed=N] [--jobs=N] [--format=table|markdown|csv|json] [--plot=DIR] -- FIO-ARGS\n"
+         "       blklab compare SPEC.yaml [--jobs=N] [--format=...] [--plot=DIR]\n"
+         "             (--plot=DIR: also the charts, flame graphs and report.html in DIR; blklab compare --help)\n"
          "       blklab kernel run|compare [--host=PRESET|FILE] [fio options] [job files]   (the real kernel in QEMU)\n"
          "       blklab kernel compare SCENARIO.yaml | suite [--ci] | image\n"
          "       blklab hosts list\n"
@@ -45,7 +47,11 @@ void Usage(std::ostream& out) {
          "       blklab --server ADDR [--token_file F] [--tls_ca_file F] fio [--host=PRESET|hosts/NAME|FILE]\n"
          "             [--seed=N] [--pace=realtime|fast] [fio options] [job files]\n"
          "       blklab --server ADDR hosts list|get NAME|create NAME FILE|delete NAME|presets [--json]\n"
-         "       blklab --server ADDR jobs list [--state=S] [--host=H]|get ID|cancel ID|watch ID|delete ID [--json]\n"
+         "       blklab --server ADDR compare [compare options, as above] -- FIO-ARGS | SPEC.yaml\n"
+         "       blklab --server ADDR comparisons list|get ID|output ID [--format=table|markdown|csv|json|--plot=DIR]\n"
+         "             |cancel ID|delete ID\n"
+         "       blklab --server ADDR jobs list [--state=S] [--host=H]|get ID [--fio=normal|json|terse]|cancel ID\n"
+         "             |watch ID|delete ID [--json]\n"
          "       blklab --server ADDR health [SERVICE]\n";
 }
 
@@ -129,7 +135,7 @@ int main(int argc, char** argv) {
     return 2;
 #endif
   }
-  if (cmd == "jobs" || cmd == "health") {
+  if (cmd == "jobs" || cmd == "health" || cmd == "comparisons") {
     std::cerr << "blklab " << cmd << ": needs a server: --server ADDR (or BLKLAB_SERVER)\n";
     return 2;
   }

@@ -266,7 +266,8 @@ std::vector<std::vector<std::string>> JobDetailRows(const v1::Job& j) {
 
 int Jobs(RemoteClient& c, const std::vector<std::string>& args) {
   const std::string usage =
-      "jobs list [--state=S] [--host=H] | get ID [--fio=json|normal] | cancel ID | watch ID | delete ID  [--json]";
+      "jobs list [--state=S] [--host=H] | get ID [--fio=normal|json|terse] | cancel ID | watch ID | delete ID  "
+      "[--json]";
   const Parsed p = ParseArgs(args);
   if (p.positional.empty()) return Usage(usage);
   const std::string& sub = p.positional[0];
@@ -309,10 +310,18 @@ int Jobs(RemoteClient& c, const std::vector<std::string>& args) {
     grpc::Status s = c.jobs().GetJob(c.NewContext().get(), req, &j);
     if (!s.ok()) return ReportStatus(prefix, s);
     if (auto it = p.flags.find("fio"); it != p.flags.end()) {
-      if (it->second != "json" && it->second != "normal") return Usage(usage);
-      if (j.state() != v1::Job::SUCCEEDED) return JobExit(prefix, j);
-      std::cout << (it->second == "json" ? j.result().fio_json() : j.result().fio_normal());
-      return 0;
+      const std::string& format = it->second;
+      if (format != "json" && format != "normal" && format != "terse") return Usage(usage);
+      const v1::JobResult& r = j.result();
+      const std::string& text = format == "json" ? r.fio_json() : format == "terse" ? r.fio_terse() : r.fio_normal();
+      if (j.state() == v1::Job::SUCCEEDED) {
+        std::cout << text;
+        return 0;
+      }
+      // A job stopped early (CANCELLED, or FAILED at a limit) may keep the
+      // report of what ran: printed, then its state (stderr) and exit value.
+      if (j.has_result()) std::cout << text << std::flush;
+      return JobExit(prefix, j);
     }
     if (p.json) {
       std::cout << ToJson(j);

@@ -441,8 +441,12 @@ int JobExit(const std::string& prefix, const v1::Job& job) {
   if (!e.field_path().empty() && !absl::StrContains(e.message(), e.field_path())) {
     absl::StrAppend(&where, " [", e.field_path(), "]");
   }
-  std::cerr << prefix << ": " << job.name() << " " << v1::Job::State_Name(job.state()) << ": "
-            << StatusCodeName(code) << ": " << e.message() << where << "\n";
+  // The code's name, unless the state says it already ("CANCELLED:
+  // CANCELLED: ..." otherwise).
+  const std::string& state = v1::Job::State_Name(job.state());
+  const std::string code_name = StatusCodeName(code);
+  std::cerr << prefix << ": " << job.name() << " " << state << ": "
+            << (code_name == state ? std::string() : code_name + ": ") << e.message() << where << "\n";
   return code;
 }
 
@@ -603,12 +607,14 @@ void FillBundle(const ReadLog& log, const std::vector<std::string>& send, const 
   for (const auto& [k, v] : log.vars) (*bundle->mutable_variables())[k] = v;
 }
 
-// After a successful run: the log files and stacks written here, what the
+// After a successful run (or one cancelled by Ctrl-C, with the partial
+// result of what ran): the log files and stacks written here, what the
 // jobs printed, and the report in the selected formats on `out`. Returns
-// `blklab fio`'s exit value.
+// `blklab fio`'s exit value: `base_exit` (128 after a signal, as fio) plus
+// the number of failed jobs, at most 255.
 int PrintRemoteResult(RemoteClient& client, const v1::Job& job, const v1::Job& final_job,
                       const workload::ParsedJobs* jobs, const BlklabOptions& options,
-                      const report::OutputFormats& formats, std::ostream& out) {
+                      const report::OutputFormats& formats, std::ostream& out, int base_exit) {
   // fio writes each job's logs before the final report. As in-process, a
   // file that cannot be written costs the exit value, not the report: the
   // error follows it.
@@ -633,7 +639,7 @@ int PrintRemoteResult(RemoteClient& client, const v1::Job& job, const v1::Job& f
   out << text << std::flush;
   if (!out) return Exit(grpc::StatusCode::INVALID_ARGUMENT, "cannot write the report");
   if (!files.ok()) return Exit(server::ToGrpcCode(files.code()), std::string(files.message()));
-  return std::min(failed, 255);
+  return std::min(base_exit + failed, 255);
 }
 
 }  // namespace
@@ -713,8 +719,18 @@ int RunRemoteFio(RemoteClient& client, const std::vector<std::string>& all_args)
   grpc::Status s = WatchToEnd(client, created.name(), show_progress ? &progress : nullptr, nullptr, &final_job);
   progress.Clear();
   if (!s.ok()) return ReportStatus(kFioPrefix, s);
+  const workload::ParsedJobs* parsed_jobs = parsed.ok() ? &parsed->jobs : nullptr;
+  if (final_job.state() == v1::Job::CANCELLED && TerminationSignals::count() != 0) {
+    // Ctrl-C cancelled the job: as fio's sig_int (and the in-process run),
+    // "fio: terminating on signal N", then the report of what ran (the
+    // partial result the server kept), exit value 128.
+    out << "\nfio: terminating on signal " << TerminationSignals::last() << "\n" << std::flush;
+    // Cancelled before it ran (still queued): nothing to report.
+    if (!final_job.has_result()) return JobExit(kFioPrefix, final_job);
+    return PrintRemoteResult(client, job, final_job, parsed_jobs, *options, o.formats, out, /*base_exit=*/128);
+  }
   if (final_job.state() != v1::Job::SUCCEEDED) return JobExit(kFioPrefix, final_job);
-  return PrintRemoteResult(client, job, final_job, parsed.ok() ? &parsed->jobs : nullptr, *options, o.formats, out);
+  return PrintRemoteResult(client, job, final_job, parsed_jobs, *options, o.formats, out, /*base_exit=*/0);
 }
 
 }  // namespace blklab::cli

@@ -11,8 +11,13 @@ directory (each wait bounded) and checks:
     they differ), also for normal output,
     with --output=FILE, and with a job file that includes another one;
   - `jobs list` shows the job, `jobs get` and `hosts` commands work;
-  - `jobs cancel` stops a long job (its client exits CANCELLED), and Ctrl-C
-    in the client cancels its job;
+  - `jobs get --fio=terse` prints the result's terse text;
+  - `jobs cancel` stops a long job (its client exits CANCELLED, the error
+    said once: "CANCELLED: cancelled by CancelJob"), and the job keeps the
+    report of what ran (`jobs get --fio=normal|json|terse` print it, exit
+    CANCELLED); Ctrl-C in the client cancels its job and, as fio and the
+    in-process run, prints "fio: terminating on signal 2" and the report of
+    what ran (the server's partial result), exit 128;
   - a bad option exits INVALID_ARGUMENT (3) naming the option;
   - a 1 s run with a latency log larger than a gRPC message writes the same
     files and prints the same bytes as the in-process run (ReadJobArtifacts);
@@ -238,6 +243,12 @@ def main():
     g = remote(addr, ["jobs", "get", jobs[-1]["name"], "--fio=json"])
     local = run(["fio", DEMO, "--output-format=json"])
     check(g.returncode == 0 and g.stdout == local.stdout, "jobs get --fio=json prints the result")
+    g = remote(addr, ["jobs", "get", jobs[-1]["name"], "--fio=terse"])
+    local_terse = run(["fio", DEMO, "--output-format=terse"])
+    check(g.returncode == 0 and g.stdout == local_terse.stdout and g.stdout.startswith("3;"),
+          "jobs get --fio=terse prints the terse result (%d: %s)" % (g.returncode, g.stderr.strip()[:200]))
+    g = remote(addr, ["jobs", "get", jobs[-1]["name"], "--fio=xml"])
+    check(g.returncode == 2, "jobs get --fio=xml is a usage error (%d)" % g.returncode)
     check(remote(addr, ["jobs", "get", jobs[0]["name"].split("/")[1]]).returncode == 0, "jobs get by id")
     check("SUCCEEDED" in remote(addr, ["jobs", "list", "--state=SUCCEEDED"]).stdout, "jobs list --state")
     check(remote(addr, ["jobs", "get", "nope"]).returncode == 5, "jobs get of an unknown job exits NOT_FOUND (5)")
@@ -302,26 +313,75 @@ def main():
             out, err = client.communicate()
         check(client.returncode == 1 and "CANCELLED" in err, "the job's client exits CANCELLED (%s: %s)"
               % (client.returncode, err.strip()[:200]))
+        check("%s CANCELLED: cancelled by CancelJob" % name in err and "CANCELLED: CANCELLED" not in err,
+              "the client says CANCELLED once (%s)" % err.strip()[:200])
         check(wait_for(lambda: [j for j in list_jobs(addr, "--state=CANCELLED") if j["name"] == name], 5),
               "jobs list shows it CANCELLED")
+        # The cancelled job keeps the report of what ran until the cancel.
+        g = remote(addr, ["jobs", "get", name, "--fio=normal"], timeout=30)
+        check(g.returncode == 1 and "Run status group 0 (all jobs):" in g.stdout and "read: IOPS=" in g.stdout
+              and "CANCELLED: cancelled by CancelJob" in g.stderr and "CANCELLED: CANCELLED" not in g.stderr,
+              "jobs get --fio=normal of a cancelled job prints its partial report, exits CANCELLED (%d: %s / %s)"
+              % (g.returncode, g.stdout[:200], g.stderr.strip()[:200]))
+        g = remote(addr, ["jobs", "get", name, "--fio=json"], timeout=30)
+        try:
+            partial_ios = json.loads(g.stdout)["jobs"][0]["read"]["total_ios"]
+        except (ValueError, KeyError, IndexError):
+            partial_ios = 0
+        check(g.returncode == 1 and partial_ios > 0,
+              "jobs get --fio=json of a cancelled job: fio's JSON of what ran (%d: %s)"
+              % (g.returncode, g.stdout[:200]))
+        g = remote(addr, ["jobs", "get", name, "--fio=terse"], timeout=30)
+        fields = g.stdout.split(";")
+        check(g.returncode == 1 and len(fields) > 3 and fields[0] == "3" and fields[2] == "randread-qd32",
+              "jobs get --fio=terse of a cancelled job: the terse line of what ran (%d: %s)"
+              % (g.returncode, g.stdout[:200]))
+        g = remote(addr, ["jobs", "get", name, "--json"], timeout=30)
+        try:
+            got = json.loads(g.stdout)
+        except ValueError:
+            got = {}
+        check(got.get("state") == "CANCELLED" and got.get("error", {}).get("code") == 1
+              and got.get("error", {}).get("message") == "cancelled by CancelJob"
+              and "Run status group 0" in got.get("result", {}).get("fio_normal", ""),
+              "the cancelled job is CANCELLED (code 1) with a result (%s)" % g.stdout[:200])
 
-    # Ctrl-C in the client cancels its job.
+    # Ctrl-C in the client cancels its job; as fio and the in-process run,
+    # the client says "fio: terminating on signal 2", prints the report of
+    # what ran (the partial result the server kept) and exits 128.
     client = subprocess.Popen([BLKLAB, "--server", addr, "fio", long_fio], env=ENV, cwd=TMP,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     procs.append(client)
     running = wait_for(lambda: list_jobs(addr, "--state=RUNNING"), 20)
     check(len(running) == 1, "second long job RUNNING")
+    # Some virtual time run first, so that the partial report has figures.
+    def virtual_s(j):
+        try:
+            return float(j.get("progress_virtual_time", "0s").rstrip("s"))
+        except ValueError:
+            return 0.0
+    if running:
+        wait_for(lambda: [j for j in list_jobs(addr, "--state=RUNNING") if virtual_s(j) >= 0.2], 20)
     client.send_signal(signal.SIGINT)
     try:
         out, err = client.communicate(timeout=20)
     except subprocess.TimeoutExpired:
         client.kill()
         out, err = client.communicate()
-    check(client.returncode == 1 and "cancelling" in err, "Ctrl-C: the client cancels and exits 1 (%s: %s)"
+    check(client.returncode == 128 and "cancelling" in err, "Ctrl-C: the client cancels and exits 128 (%s: %s)"
           % (client.returncode, err.strip()[:200]))
+    check(out.startswith("\nfio: terminating on signal 2\n") and "Run status group 0 (all jobs):" in out
+          and "read: IOPS=" in out and "randread-qd32: (groupid=0" in out,
+          "Ctrl-C: fio's terminating line, then the partial report (%s)" % out[:300])
+    check("CANCELLED:" not in err, "Ctrl-C: no CANCELLED error line (%s)" % err.strip()[:200])
     if running:
-        check(wait_for(lambda: [j for j in list_jobs(addr, "--state=CANCELLED") if j["name"] == running[0]["name"]],
+        name = running[0]["name"]
+        check(wait_for(lambda: [j for j in list_jobs(addr, "--state=CANCELLED") if j["name"] == name],
                        5), "Ctrl-C: the job ends CANCELLED")
+        g = remote(addr, ["jobs", "get", name, "--fio=normal"], timeout=30)
+        check(g.returncode == 1 and g.stdout and out == "\nfio: terminating on signal 2\n" + g.stdout,
+              "Ctrl-C: the report printed is the job's stored partial report (%d: %s)"
+              % (g.returncode, g.stderr.strip()[:200]))
 
     # A bad option: INVALID_ARGUMENT, the option named.
     r = remote(addr, ["fio", "--name=t", "--frobnicate=3", "--runtime=1"])

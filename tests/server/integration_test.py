@@ -10,7 +10,8 @@ directories and checks, each wait bounded in time:
     `blklab fio ... --output-format=json` of the same job and host, byte for
     byte once the wall-clock fields are masked;
   - CancelJob stops a long running job (unpaced or REALTIME-paced) within one
-    slice of virtual time of the cancel;
+    slice of virtual time of the cancel, and the job keeps the partial result
+    of what ran (fio's texts, the typed figures);
   - ListJobs paging and filters; idempotent CreateJob by request_id;
   - a table of bad inputs, each with its status code, the server still serving;
   - bearer-token auth: missing / wrong token -> UNAUTHENTICATED;
@@ -157,6 +158,17 @@ def main():
     check(at_cancel.state == job_pb2.Job.RUNNING and 0 <= after <= SLICE_S + 1e-9,
           "cancel: %.3f s of virtual time simulated after CancelJob (at most one slice, %.1f s); "
           "%.3f s of wall time" % (after, SLICE_S, latency))
+    # The cancelled job keeps the partial result of what ran (as the CLI's
+    # report at Ctrl-C): fio's texts and the typed figures.
+    full = c.get_job(lj.name)
+    r = full.result
+    check(full.HasField("result") and "randread-qd32" in r.fio_normal and "Run status group 0" in r.fio_normal
+          and '"jobname" : "randread-qd32"' in r.fio_json and r.fio_terse.startswith("3;")
+          and len(r.jobs) == 1 and r.jobs[0].read.total_ios > 0 and seconds(r.virtual_time) > 0
+          and seconds(r.virtual_time) <= seconds(full.progress_virtual_time) + SLICE_S + 1e-9,
+          "a cancelled job keeps the partial result of what ran (%d ios, %.3f s)"
+          % (r.jobs[0].read.total_ios if r.jobs else 0, seconds(r.virtual_time)))
+    check(full.error.message == "cancelled by CancelJob", "cancelled job's message (%s)" % full.error.message)
     check(code_of(lambda: c.cancel_job(lj.name))[0] == grpc.StatusCode.OK, "CancelJob idempotent on CANCELLED")
     check(code_of(lambda: c.cancel_job(job.name))[0] == grpc.StatusCode.FAILED_PRECONDITION,
           "CancelJob on SUCCEEDED is FAILED_PRECONDITION")
@@ -166,6 +178,7 @@ def main():
     q = c.create_job_from_files(demo_files(), ["demo.fio"])
     check(c.get_job(q.name).state == job_pb2.Job.QUEUED, "job QUEUED behind busy workers")
     check(c.cancel_job(q.name).state == job_pb2.Job.CANCELLED, "cancel a QUEUED job")
+    check(not c.get_job(q.name).HasField("result"), "a job cancelled while QUEUED has no result")
     at_cancel = {b.name: c.cancel_job(b.name) for b in blockers}
     for b in blockers:
         # A paced job sleeps between slices and wakes for the cancel: it, too,
