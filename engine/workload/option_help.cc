@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "engine/workload/option_bind.h"
 
 namespace blklab::workload {
 namespace {
@@ -103,12 +104,22 @@ std::string HelpText(const OptionDef& def) {
   return "(no description)";
 }
 
+// The description line's text: the help, then the marker of an option
+// blklab does not model.
+std::string HelpLine(const std::string& help, OptionModelling m) {
+  const char* marker = ModellingMarker(m);
+  return marker[0] == '\0' ? help : absl::StrCat(help, " ", marker);
+}
+
+std::string HelpLine(const OptionDef& def) { return HelpLine(HelpText(def), ModellingOf(def)); }
+
 OptionHelp MakeHelp(const OptionDef& def) {
   OptionHelp h;
   h.name = def.name;
   std::vector<std::string> aliases = absl::StrSplit(def.aliases, ' ', absl::SkipEmpty());
   if (!aliases.empty()) h.alias = aliases[0];
   h.help = HelpText(def);
+  h.modelling = ModellingOf(def);
   const HelpOverride* o = FindOverride(def.name);
   h.type = o != nullptr && o->type != nullptr ? o->type : TypeOfKind(def.kind);
   h.default_value = def.default_value[0] != '\0' ? def.default_value : "no default";
@@ -124,7 +135,7 @@ OptionHelp MakeHelp(const OptionDef& def) {
 }
 
 std::string FormatHelp(const OptionHelp& h) {
-  std::string out = absl::StrFormat("%20s: %s\n", h.name, h.help);
+  std::string out = absl::StrFormat("%20s: %s\n", h.name, HelpLine(h.help, h.modelling));
   if (!h.alias.empty()) absl::StrAppendFormat(&out, "%20s: %s\n", "alias", h.alias);
   absl::StrAppendFormat(&out, "%20s: %s\n", "type", h.type);
   absl::StrAppendFormat(&out, "%20s: %s\n", "default", h.default_value);
@@ -142,6 +153,29 @@ absl::Status NoSuchCommand(const std::string& name) {
 
 }  // namespace
 
+OptionModelling ModellingOf(const OptionDef& def) {
+  if (def.binding.kind == OptionBinding::Kind::kCallback &&
+      def.binding.callback == &option_bind::ApplyUnmodelledEffect) {
+    return OptionModelling::kRefusedByRun;
+  }
+  // Tier 3 is what job_parser.cc warns about; a kGeneric row without a
+  // binding is validated only (option_table.h) and so changes nothing.
+  if (def.tier == 3) return OptionModelling::kIgnored;
+  if (def.id == OptionId::kGeneric && def.binding.kind == OptionBinding::Kind::kNone) {
+    return OptionModelling::kIgnored;
+  }
+  return OptionModelling::kModelled;
+}
+
+const char* ModellingMarker(OptionModelling m) {
+  switch (m) {
+    case OptionModelling::kModelled: return "";
+    case OptionModelling::kIgnored: return "(accepted, not modelled)";
+    case OptionModelling::kRefusedByRun: return "(accepted, not modelled: a run refuses it)";
+  }
+  return "";
+}
+
 absl::StatusOr<OptionHelp> GetOptionHelp(const std::string& option) {
   const OptionDef* def = FindOption(option);
   if (def == nullptr) return NoSuchCommand(option);
@@ -153,7 +187,7 @@ absl::StatusOr<std::string> CmdHelp(const std::string& option) {
     std::string out;
     for (const OptionDef& def : AllOptions()) {
       if (def.is_engine_private()) continue;
-      absl::StrAppendFormat(&out, "%-24s: %s\n", def.name, HelpText(def));
+      absl::StrAppendFormat(&out, "%-24s: %s\n", def.name, HelpLine(def));
     }
     return out;
   }
@@ -186,7 +220,7 @@ absl::StatusOr<std::string> EngHelp(const std::string& engine_arg) {
   }
   std::string out;
   for (const OptionDef& def : AllOptions()) {
-    if (def.EngineHasIt(engine)) absl::StrAppendFormat(&out, "%-24s: %s\n", def.name, HelpText(def));
+    if (def.EngineHasIt(engine)) absl::StrAppendFormat(&out, "%-24s: %s\n", def.name, HelpLine(def));
   }
   return out;
 }

@@ -14,13 +14,19 @@
 //   --enghelp=ENGINE,OPTION  the --cmdhelp=OPTION text of that engine option.
 //
 // The help sentences are blklab's own; the type strings and layout follow
-// fio so that scripts reading fio's help keep working. Unknown options give
-// NotFound "No such command: X" (fio prints that text too).
+// fio so that scripts reading fio's help keep working. Wherever an option's
+// help is printed (the "NAME: help" line of every form above), an option
+// blklab accepts but does not model carries a marker after the help, e.g.
+//   "nice                    : CPU nice value the job runs with (accepted, not modelled)";
+// options without a marker are modelled (some only for some values: a run
+// refuses the rest by name). Unknown options give NotFound
+// "No such command: X" (fio prints that text too).
 //
 // Thread-safety: stateless; safe from any thread.
 #ifndef BLKLAB_ENGINE_WORKLOAD_OPTION_HELP_H_
 #define BLKLAB_ENGINE_WORKLOAD_OPTION_HELP_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,11 +35,33 @@
 
 namespace blklab::workload {
 
+// Whether blklab models an option (from its table row, option_table.h).
+enum class OptionModelling : uint8_t {
+  kModelled,
+  // Accepted and validated, no effect on a run: tier 3 rows (a job using one
+  // gets the warning "option X is accepted but not modelled by blklab
+  // (ignored)") and kGeneric rows without a binding (they set no field).
+  kIgnored,
+  // Accepted by the parser, but a run that sets it is refused by name
+  // (rows bound to option_bind::ApplyUnmodelledEffect: read_iolog, thp,
+  // steadystate_duration).
+  kRefusedByRun,
+};
+
+// The modelling class of `def`.
+OptionModelling ModellingOf(const OptionDef& def);
+
+// The marker printed after the help of an option of class `m`: "" for
+// kModelled, "(accepted, not modelled)" for kIgnored and
+// "(accepted, not modelled: a run refuses it)" for kRefusedByRun.
+const char* ModellingMarker(OptionModelling m);
+
 // Facts shown by --cmdhelp for one option.
 struct OptionHelp {
   std::string name;
   std::string alias;          // first alias, "" if none
-  std::string help;
+  std::string help;           // the description, without the marker
+  OptionModelling modelling = OptionModelling::kModelled;
   std::string type;           // fio's type phrase, e.g. "integer value (opt=100)"
   std::string default_value;  // "no default" when none
   std::string range;          // e.g. "min=1, max=-1"; "" if none

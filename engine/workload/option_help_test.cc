@@ -3,6 +3,12 @@
 // are blklab's own).
 #include "engine/workload/option_help.h"
 
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
+#include "engine/workload/option_table.h"
 #include "gtest/gtest.h"
 
 namespace blklab::workload {
@@ -97,6 +103,80 @@ TEST(OptionHelpTest, EngHelp) {
   EXPECT_NE(hipri->find("type: empty or boolean value ([0|1])\n"), std::string::npos);
   EXPECT_FALSE(EngHelp("nosuchengine").ok());
   EXPECT_FALSE(EngHelp("psync,hipri").ok());
+}
+
+// Every option, general or engine-private, has its own description: in the
+// table and in every help text that shows it.
+TEST(OptionHelpTest, EveryOptionHasADescription) {
+  for (const OptionDef& def : AllOptions()) {
+    SCOPED_TRACE(def.name);
+    EXPECT_NE(absl::string_view(def.help), "");
+    auto h = GetOptionHelp(def.name);
+    ASSERT_TRUE(h.ok()) << h.status();
+    EXPECT_NE(h->help, "");
+    EXPECT_NE(h->help, "(no description)");
+  }
+  auto all = CmdHelp("all");
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->find("(no description)"), std::string::npos);
+  for (const char* engine : {"io_uring", "libaio", "pvsync2", "sg", "net", "cpuio", "rbd"}) {
+    auto eng = EngHelp(engine);
+    ASSERT_TRUE(eng.ok()) << engine;
+    EXPECT_EQ(eng->find("(no description)"), std::string::npos) << engine;
+  }
+}
+
+// Options blklab accepts but does not model carry a marker after their help,
+// in --cmdhelp=all, --cmdhelp=OPTION and --enghelp; modelled ones do not.
+TEST(OptionHelpTest, MarksUnmodelledOptions) {
+  auto nice = GetOptionHelp("nice");  // tier 3: the parser warns and ignores it
+  ASSERT_TRUE(nice.ok());
+  EXPECT_EQ(nice->modelling, OptionModelling::kIgnored);
+  auto read_iolog = GetOptionHelp("read_iolog");  // a run refuses it
+  ASSERT_TRUE(read_iolog.ok());
+  EXPECT_EQ(read_iolog->modelling, OptionModelling::kRefusedByRun);
+  auto zones = GetOptionHelp("max_open_zones");  // kGeneric, no binding: no effect
+  ASSERT_TRUE(zones.ok());
+  EXPECT_EQ(zones->modelling, OptionModelling::kIgnored);
+  auto bs = GetOptionHelp("bs");
+  ASSERT_TRUE(bs.ok());
+  EXPECT_EQ(bs->modelling, OptionModelling::kModelled);
+  EXPECT_EQ(GetOptionHelp("cgroup")->modelling, OptionModelling::kModelled);  // kGeneric with a binding
+
+  auto all = CmdHelp("all");
+  ASSERT_TRUE(all.ok());
+  EXPECT_NE(all->find(absl::StrFormat("\nnice                    : %s (accepted, not modelled)\n", nice->help)),
+            std::string::npos);
+  EXPECT_NE(all->find(absl::StrFormat("\nread_iolog              : %s (accepted, not modelled: a run refuses it)\n",
+                                      read_iolog->help)),
+            std::string::npos);
+  EXPECT_NE(all->find("\nbs                      : Block size of each I/O, per direction\n"), std::string::npos);
+
+  auto one = CmdHelp("nice");
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->rfind(absl::StrFormat("                nice: %s (accepted, not modelled)\n", nice->help), 0), 0u);
+  auto net = EngHelp("net");
+  ASSERT_TRUE(net.ok());
+  EXPECT_NE(net->find("\nnodelay                 : "), std::string::npos);
+  EXPECT_NE(net->find(" (accepted, not modelled)\nlisten "), std::string::npos);
+
+  // Every option the parser warns about (tier 3) is marked wherever it is listed.
+  for (const OptionDef& def : AllOptions()) {
+    if (def.tier != 3) continue;
+    SCOPED_TRACE(def.name);
+    auto h = GetOptionHelp(def.name);
+    ASSERT_TRUE(h.ok());
+    EXPECT_NE(h->modelling, OptionModelling::kModelled);
+    const std::string line = absl::StrFormat("%-24s: %s %s\n", def.name, h->help, ModellingMarker(h->modelling));
+    if (!def.is_engine_private()) {
+      EXPECT_NE(all->find(absl::StrCat("\n", line)), std::string::npos);
+    } else {
+      const std::string engine(absl::string_view(def.engines).substr(0, absl::string_view(def.engines).find(' ')));
+      auto eng = EngHelp(engine);
+      ASSERT_TRUE(eng.ok()) << engine;
+      EXPECT_NE(eng->find(line), std::string::npos) << engine;
+    }
+  }
 }
 
 }  // namespace
