@@ -605,7 +605,9 @@ absl::StatusOr<RunPlan> PlanRun(const RunRequest& req) {
                                                        "': runtime+ramp_time (",
                                                        VirtualLimitText(spec.runtime_ns + spec.ramp_time_ns),
                                                        ") exceeds the virtual-time limit of ",
-                                                       VirtualLimitText(req.limits.max_virtual_ns)));
+                                                       VirtualLimitText(req.limits.max_virtual_ns),
+                                                       " (blklab fio --max-virtual-time=TIME raises it; "
+                                                       "blklabd's own is --max_virtual_seconds)"));
     }
     for (const CloneTarget& t : plan.clone_targets[i]) {
       BLKLAB_RETURN_IF_ERROR(workload::ResolveClone(spec, c.clone_index, RegionBytes(plan, t, spec),

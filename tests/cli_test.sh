@@ -54,6 +54,18 @@ else
   fail "blklab fio $JOB --output-format=json exited $? ($(head -c 500 "$TMP/a.err"))"
 fi
 
+# 1b. The virtual-time limit (1 h) is named when a job asks for more, and
+# --max-virtual-time moves it: a 2 h runtime that one 4 KiB read ends.
+LONG=(--name=long --filename=/dev/nvme0n1 --rw=read --bs=4k --size=4k --runtime=2h)
+"$BLKLAB" fio --host=nvme-8cpu "${LONG[@]}" >/dev/null 2>"$TMP/long.err"
+if grep -q "exceeds the virtual-time limit of 3600 s (blklab fio --max-virtual-time=TIME raises it" "$TMP/long.err" &&
+   "$BLKLAB" fio --host=nvme-8cpu --max-virtual-time=3h "${LONG[@]}" --output-format=terse >/dev/null 2>&1 &&
+   ! "$BLKLAB" fio --host=nvme-8cpu --max-virtual-time=soon "${LONG[@]}" >/dev/null 2>&1; then
+  pass "--max-virtual-time moves the virtual-time limit the error names"
+else
+  fail "virtual-time limit: $(head -c 300 "$TMP/long.err")"
+fi
+
 # 2. Two runs with SOURCE_DATE_EPOCH are byte-identical.
 if "$BLKLAB" fio "$JOB" $SHORT --output-format=json >"$TMP/b.json" 2>/dev/null && cmp -s "$TMP/a.json" "$TMP/b.json"; then
   pass "two runs are byte-identical"

@@ -32,6 +32,7 @@
 #include "engine/report/num2str.h"
 #include "engine/report/report.h"
 #include "engine/workload/option_help.h"
+#include "engine/workload/value_syntax.h"
 #include "engine/workload/show_cmd.h"
 
 namespace blklab::cli {
@@ -224,6 +225,13 @@ absl::StatusOr<BlklabOptions> SplitBlklabOptions(const std::vector<std::string>&
       if (a != "--perf-top" && (!absl::SimpleAtoi(a.substr(11), &out.perf_top) || out.perf_top <= 0)) {
         return absl::InvalidArgumentError("--perf-top: not a positive integer: " + a.substr(11));
       }
+    } else if (absl::StartsWith(a, "--max-virtual-time=")) {
+      // fio's time syntax (10h, 90m, 3600s; a bare number is seconds).
+      absl::StatusOr<int64_t> ns = workload::ParseTimeNs(a.substr(19), workload::TimeUnit::kSeconds);
+      if (!ns.ok() || *ns <= 0) {
+        return absl::InvalidArgumentError("--max-virtual-time: not a positive time (e.g. 10h, 90m): " + a.substr(19));
+      }
+      out.max_virtual_ns = *ns;
     } else if (absl::StartsWith(a, "--folded=") || absl::StartsWith(a, "--flame=")) {
       const bool folded = absl::StartsWith(a, "--folded=");
       const std::string file = a.substr(folded ? 9 : 8);
@@ -387,6 +395,7 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   req.host = *host;
   req.jobs = parsed->jobs;
   req.seed = options->seed;
+  if (options->max_virtual_ns > 0) req.limits.max_virtual_ns = options->max_virtual_ns;
   req.collect_stacks = !options->folded_file.empty() || !options->flame_file.empty();
 
   // fio's progress line: --eta=always, or auto when stdout is a terminal;
@@ -474,6 +483,7 @@ std::string FioUsage() {
          "  --perf-top[=N]\t\tPrint the simulated kernel's profile, N rows\n"
          "  --folded=file\t\tWrite CPU time by call stack, folded (flamegraph.pl, inferno, speedscope read it)\n"
          "  --flame=file.svg\tWrite the same as an SVG flame graph\n"
+         "  --max-virtual-time=t\tThe run's virtual-time limit, ramp time included (default 1h; 10h, 90m, 3600s)\n"
          "  --output=file\t\tWrite the report to file\n"
          "  --output-format=type\tnormal, terse, json or json+ (several, comma separated)\n"
          "  --minimal\t\tTerse output\n"

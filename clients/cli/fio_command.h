@@ -58,6 +58,7 @@ struct BlklabOptions {
   int perf_top = 0;                 // --perf-top[=N] rows, 0: off (local runs only)
   std::string folded_file;          // --folded=FILE: CPU time by call stack, folded (local runs only)
   std::string flame_file;           // --flame=FILE.svg: the same as a flame graph (local runs only)
+  int64_t max_virtual_ns = 0;       // --max-virtual-time=TIME: the run's virtual-time limit (0: default)
   std::vector<std::string> fio_args;
 };
 

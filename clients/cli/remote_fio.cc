@@ -499,6 +499,11 @@ v1::Job NewRemoteJob(const BlklabOptions& options) {
   job.set_seed(options.seed);
   job.set_collect_stacks(!options.folded_file.empty() || !options.flame_file.empty());
   job.set_pace(options.realtime ? v1::Job::REALTIME : v1::Job::AS_FAST_AS_POSSIBLE);
+  if (options.max_virtual_ns > 0) {
+    // The server clamps it to its own --max_virtual_seconds.
+    job.mutable_limits()->mutable_max_virtual_time()->set_seconds(options.max_virtual_ns / 1000000000);
+    job.mutable_limits()->mutable_max_virtual_time()->set_nanos(static_cast<int32_t>(options.max_virtual_ns % 1000000000));
+  }
   if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH"); epoch != nullptr) {
     int64_t seconds = 0;
     if (absl::SimpleAtoi(epoch, &seconds) && seconds >= 0) job.mutable_report_time()->set_seconds(seconds);
