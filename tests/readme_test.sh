@@ -19,6 +19,9 @@
 #    9 s (over three minutes of wall time) and RC3 200 s: together they made
 #    this test the suite's long pole. What the verbatim runs print is
 #    `scripts/calibrate report`'s business.
+# Then, in the HOME the blocks left behind, `scripts/readme-outputs --check`:
+# each output block marked `<!-- output: COMMAND -->` must be what COMMAND
+# prints now (README_OUTPUTS=--write rewrites the blocks instead).
 set -u
 BUILD=$(cd "${1:?usage: readme_test.sh BUILD_DIR SOURCE_DIR}" && pwd)
 SRC=$(cd "${2:?usage: readme_test.sh BUILD_DIR SOURCE_DIR}" && pwd)
@@ -101,6 +104,18 @@ if (cd "$SRC" && timeout 900 bash "$script") >"$TMP/out.log" 2>"$TMP/err.log"; t
   pass "all $n command blocks of README.md ran in order ($(grep -c ': ok (' "$TMP/err.log") ok)"
 else
   fail "README.md blocks: $(grep -c ': ok (' "$TMP/err.log") of $n ran; then: $(tail -c 1500 "$TMP/err.log")"
+fi
+
+if python3 "$SRC/scripts/readme-outputs" --self-test >"$TMP/outputs.log" 2>&1; then
+  pass "scripts/readme-outputs --self-test"
+else
+  fail "scripts/readme-outputs --self-test: $(cat "$TMP/outputs.log")"
+fi
+start=$SECONDS
+if python3 "$SRC/scripts/readme-outputs" "${README_OUTPUTS:---check}" "$BUILD" >"$TMP/outputs.log" 2>&1; then
+  pass "README.md's marked output blocks: $(tail -n 1 "$TMP/outputs.log") ($((SECONDS - start)) s)"
+else
+  fail "README.md's marked output blocks are stale or failed: $(cat "$TMP/outputs.log")"
 fi
 
 checks_end readme
