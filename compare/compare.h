@@ -166,7 +166,7 @@ struct Row {
   size_t point = 0;
   size_t variant = 0;
   double iops = 0, iops_min = 0, iops_max = 0, iops_stdev_pct = 0;
-  double sys_pct = 0, contention_pct = 0;
+  double usr_pct = 0, sys_pct = 0, contention_pct = 0;  // usr, sys: fio's, of its job threads
   double kernel_sys_pct = 0;                // the machine's sys + irq + softirq (CellResult::kernel_sys_pct)
   double clat_p50_ns = 0, clat_p99_ns = 0;  // over the samples with completions (0: none)
   std::string bound;                        // the first sample's CellResult::bound
@@ -254,6 +254,21 @@ absl::StatusOr<RunRequest> PrepareCell(const Comparison& c, const Cell& cell, co
 // An io_uring comparison's cell (Tool::kIoUring), checked but not run.
 absl::StatusOr<IoUringRunRequest> PrepareIoUringCell(const Comparison& c, const Cell& cell,
                                                      const CellLimits& limits = {});
+
+// What ParseComparison leaves to the cells, checked without running one
+// (for a server to refuse at once what would fail cell by cell): each
+// variant's settings (host paths and fio.OPTIONs together), and each value
+// of each axis alone, applied to the job as given on every host (each fleet
+// host type) and prepared as a cell is (PrepareCell within `limits`, or
+// PrepareIoUringCell): an unknown fio option, fio.iodepth=abc, a host path
+// or value the host lacks, a host beyond the limits. Errors name the
+// variant ("variant x: ...") or the axis and value ("--matrix
+// fio.iodepth=abc: ..."), INVALID_ARGUMENT (RESOURCE_EXHAUSTED for a
+// limit). A job that does not prepare as given on a host is left to the
+// cells there (a setting may be what makes it run). At most kMaxCells
+// preparations; settings beyond those are left to the cells too.
+absl::Status CheckSettings(const Comparison& c, const Inputs& inputs, const CellLimits& limits = {});
+
 // The figures of a finished t/io_uring run of `req`.
 CellResult CellResultOfIoUring(const IoUringRunRequest& req, const IoUringResult& run);
 

@@ -78,7 +78,7 @@ void Summarize(const Comparison& c, Results& res) {
       Row row;
       row.point = p;
       row.variant = v;
-      double sum = 0, sum2 = 0, sys = 0, cont = 0, ksys = 0, p50 = 0, p99 = 0;
+      double sum = 0, sum2 = 0, usr = 0, sys = 0, cont = 0, ksys = 0, p50 = 0, p99 = 0;
       int with_clat = 0;
       row.iops_min = 1e300;
       for (int s = 0; s < c.samples; ++s) {
@@ -86,6 +86,7 @@ void Summarize(const Comparison& c, Results& res) {
         if (!r.stalled.empty()) row.stalled = true;
         sum += r.iops;
         sum2 += r.iops * r.iops;
+        usr += r.usr_pct;
         sys += r.sys_pct;
         cont += r.contention_pct;
         ksys += r.kernel_sys_pct;
@@ -100,6 +101,7 @@ void Summarize(const Comparison& c, Results& res) {
       }
       const double n = c.samples;
       row.iops = sum / n;
+      row.usr_pct = usr / n;
       row.sys_pct = sys / n;
       row.contention_pct = cont / n;
       row.kernel_sys_pct = ksys / n;

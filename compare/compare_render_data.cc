@@ -82,6 +82,7 @@ DocNode RowsDoc(const Comparison& c, const Results& res) {
     rd.AddEntry("iops_min", {}, DocNode::Double(row.iops_min));
     rd.AddEntry("iops_max", {}, DocNode::Double(row.iops_max));
     rd.AddEntry("iops_stdev_pct", {}, DocNode::Double(row.iops_stdev_pct));
+    rd.AddEntry("usr_pct", {}, DocNode::Double(row.usr_pct));
     rd.AddEntry("sys_pct", {}, DocNode::Double(row.sys_pct));
     rd.AddEntry("contention_pct", {}, DocNode::Double(row.contention_pct));
     rd.AddEntry("kernel_sys_pct", {}, DocNode::Double(row.kernel_sys_pct));

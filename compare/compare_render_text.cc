@@ -38,7 +38,7 @@ std::vector<std::vector<std::string>> TableCells(const Comparison& c, const Resu
   std::vector<std::vector<std::string>> t;
   std::vector<std::string> header = {"Variant"};
   for (const Axis& a : c.axes) header.push_back(AxisHeader(a));
-  for (const char* h : {"IOPS", "p50", "p99", "kernel CPU", "contention", "diff"}) header.emplace_back(h);
+  for (const char* h : {"IOPS", "p50", "p99", "kernel CPU", "fio usr/sys", "contention", "diff"}) header.emplace_back(h);
   if (c.samples > 1) header.emplace_back("spread");
   t.push_back(header);
   for (const Row& row : res.rows) {
@@ -48,6 +48,7 @@ std::vector<std::vector<std::string>> TableCells(const Comparison& c, const Resu
     line.push_back(row.stalled || row.clat_p50_ns <= 0 ? "-" : FormatLatency(row.clat_p50_ns));
     line.push_back(row.stalled || row.clat_p99_ns <= 0 ? "-" : FormatLatency(row.clat_p99_ns));
     line.push_back(row.stalled ? "-" : Pct(row.kernel_sys_pct));
+    line.push_back(row.stalled ? "-" : absl::StrFormat("%.1f/%.1f%%", row.usr_pct, row.sys_pct));
     line.push_back(row.stalled ? "-" : Pct(row.contention_pct));
     line.push_back(row.diff_pct ? SignedPct(*row.diff_pct) : "");
     if (c.samples > 1) line.push_back(absl::StrFormat("±%.1f%%", row.iops_stdev_pct));
@@ -200,7 +201,7 @@ std::string WriteTable(const Comparison& c, const Results& res) {
     if (r == 0) absl::StrAppend(&out, std::string(total - 2, '='), "\n");
   }
   absl::StrAppend(&out, "p50, p99: fio's completion latency (clat) over every job; kernel CPU: sys + irq + softirq\n"
-                        "time of the CPUs that ran, over the run (fio's own sys column is in --format=json/csv)\n");
+                        "time of the CPUs that ran, over the run; fio usr/sys: fio's own, of its job threads\n");
   return out + CeilingText(c, res) + JobsText(c, res) + StalledText(c, res) + FleetRankingText(c, res) +
          ChangesText(c, res);
 }

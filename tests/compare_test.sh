@@ -139,10 +139,10 @@ then
 else
   fail "RC4 comparison direction or forms"
 fi
-grep -q '^Variant  *IOPS  *p50  *p99  *kernel CPU  *contention  *diff' "$TMP/rc4.table" &&
+grep -q '^Variant  *IOPS  *p50  *p99  *kernel CPU  *fio usr/sys  *contention  *diff' "$TMP/rc4.table" &&
   grep -q '^=====' "$TMP/rc4.table" && grep -q '^baseline: before (every diff is against it)' "$TMP/rc4.table" &&
   grep -q 'what changed most' "$TMP/rc4.table" && pass "table layout" || fail "table layout: $(head -12 "$TMP/rc4.table")"
-grep -q '^| Variant | IOPS | p50 | p99 | kernel CPU | contention | diff |$' "$TMP/rc4.markdown" &&
+grep -q '^| Variant | IOPS | p50 | p99 | kernel CPU | fio usr/sys | contention | diff |$' "$TMP/rc4.markdown" &&
   grep -q 'baseline \*\*before\*\*' "$TMP/rc4.markdown" && pass "markdown table" ||
   fail "markdown table: $(head -8 "$TMP/rc4.markdown")"
 
