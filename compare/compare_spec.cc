@@ -525,4 +525,60 @@ absl::StatusOr<Comparison> ParseComparison(const std::vector<std::string>& args,
   return c;
 }
 
+absl::Status CheckSettings(const Comparison& c, const Inputs& inputs, const CellLimits& limits) {
+  if (c.variants.empty()) return absl::OkStatus();  // ParseComparison gives every comparison one
+  // Probes: one-cell comparisons of the same job and hosts, with one
+  // variant (or one axis value) and, with a fleet, the fleet axis, so cell
+  // {h, 0, 0} runs on host type h.
+  Comparison probe = c;
+  probe.samples = 1;
+  probe.collect_stacks = false;
+  probe.axes.clear();
+  const bool fleet = !c.fleet.empty();
+  if (fleet) {
+    Axis types{kFleetAxis, {}};
+    for (const auto& [name, doc] : c.fleet) types.values.push_back(name);
+    probe.axes.push_back(std::move(types));
+  }
+  const size_t base_axes = probe.axes.size();
+  const size_t hosts = fleet ? c.fleet.size() : 1;
+  int budget = kMaxCells;
+  auto prepare = [&](size_t h) -> absl::Status {
+    --budget;
+    const Cell cell{h, 0, 0};
+    if (probe.tool == Tool::kIoUring) return PrepareIoUringCell(probe, cell, limits).status();
+    return PrepareCell(probe, cell, inputs, limits).status();
+  };
+  auto refuse = [&](const std::string& what, size_t h, const absl::Status& s) {
+    const absl::StatusCode code = s.code() == absl::StatusCode::kResourceExhausted
+                                      ? absl::StatusCode::kResourceExhausted
+                                      : absl::StatusCode::kInvalidArgument;
+    return absl::Status(code, absl::StrCat(what, fleet ? " on host type " + c.fleet[h].first : "", ": ",
+                                           s.message()));
+  };
+  for (size_t h = 0; h < hosts && budget > 0; ++h) {
+    probe.variants = {Variant{c.variants[0].name, {}}};
+    probe.axes.resize(base_axes);
+    if (!prepare(h).ok()) continue;  // the job as given: the cells' to report
+    for (const Variant& v : c.variants) {
+      if (v.settings.empty() || budget <= 0) continue;
+      probe.variants = {v};
+      if (absl::Status s = prepare(h); !s.ok()) return refuse("variant " + v.name, h, s);
+    }
+    probe.variants = {Variant{c.variants[0].name, {}}};
+    for (const Axis& a : c.axes) {
+      if (fleet && a.path == kFleetAxis) continue;
+      std::set<std::string> seen;
+      for (const std::string& value : a.values) {
+        if (budget <= 0) break;
+        if (!seen.insert(value).second) continue;
+        probe.axes.resize(base_axes);
+        probe.axes.push_back(Axis{a.path, {value}});
+        if (absl::Status s = prepare(h); !s.ok()) return refuse("--matrix " + a.path + "=" + value, h, s);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace blklab::compare

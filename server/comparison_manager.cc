@@ -132,6 +132,10 @@ absl::StatusOr<v1::Comparison> ComparisonManager::Create(const v1::ComparisonBun
   e->inputs = BundleInputs(&e->bundle);
   absl::StatusOr<compare::Comparison> parsed = ParseComparisonBundle(e->bundle, e->inputs);
   if (!parsed.ok()) return parsed.status();
+  // What would fail cell by cell (an unknown fio option, a matrix value its
+  // field refuses, a variant's or axis's host setting beyond this server's
+  // limits) is refused now, naming the variant or the axis.
+  if (absl::Status s = compare::CheckSettings(*parsed, e->inputs, config_.limits); !s.ok()) return s;
   e->comparison = *std::move(parsed);
   e->results.cells = compare::Cells(e->comparison);
   const size_t n = e->results.cells.size();

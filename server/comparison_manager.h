@@ -43,7 +43,15 @@
 //
 // Thread-safety: thread-safe. One mutex guards the table of comparisons and
 //   their cells' states; runs happen outside it on the comparison's threads.
-// Cost: Create parses the bundle (linear in its size) and starts
+// Create refuses what would fail cell by cell (compare::CheckSettings: a
+// variant or matrix value naming an unknown fio option, a value its field
+// refuses, a device the host lacks, a host beyond this server's limits) with
+// INVALID_ARGUMENT (RESOURCE_EXHAUSTED for a limit) naming the variant or
+// the axis and value.
+//
+// Cost: Create parses the bundle (linear in its size), prepares one cell
+// per host type for each variant and each axis value (at most
+// compare::kMaxCells), and starts
 //   local_workers + fleet slots threads for the comparison's life; each
 //   cell is one engine run, here or on a fleet server, and here one stored
 //   job (holding the bundle).

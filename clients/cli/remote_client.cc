@@ -1,12 +1,19 @@
 #include "clients/cli/remote_client.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <iostream>
 
 #include <grpcpp/impl/codegen/client_unary_call.h>
 #include <grpcpp/impl/codegen/rpc_method.h>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
@@ -14,6 +21,78 @@
 #include "engine/util/file.h"
 
 namespace blklab::cli {
+
+namespace {
+
+// More than any bundle of root certificates (the system's is about 200 KiB).
+constexpr off_t kMaxCaFileBytes = 16 << 20;
+
+// The PEM roots of --tls_ca_file, read and checked before anything connects:
+// gRPC takes any bytes and only fails each call's handshake later, with a
+// message that names neither the flag nor the file. An unreadable file is
+// the OS's error; a file without a complete CERTIFICATE block, or with one
+// whose body is not base64 of a DER certificate, is "not a PEM certificate".
+absl::StatusOr<std::string> ReadCaFile(const std::string& path) {
+  const std::string what = "--tls_ca_file " + path + ": ";
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::InvalidArgumentError(what + std::strerror(errno));
+  std::string text;
+  struct stat st;
+  int err = 0;
+  if (fstat(fd, &st) != 0) {
+    err = errno;
+  } else if (S_ISDIR(st.st_mode)) {
+    err = EISDIR;
+  } else if (S_ISREG(st.st_mode) && st.st_size > kMaxCaFileBytes) {
+    close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(what, st.st_size, " bytes: not a PEM certificate bundle (at most ",
+                                                   kMaxCaFileBytes, ")"));
+  } else {
+    char buf[65536];
+    while (true) {
+      const ssize_t n = read(fd, buf, sizeof(buf));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) err = errno;
+      if (n <= 0) break;
+      text.append(buf, static_cast<size_t>(n));
+      if (text.size() > static_cast<size_t>(kMaxCaFileBytes)) {
+        close(fd);
+        return absl::InvalidArgumentError(what + "not a PEM certificate bundle (more than 16 MiB)");
+      }
+    }
+  }
+  close(fd);
+  if (err != 0) return absl::InvalidArgumentError(what + std::strerror(err));
+  static constexpr absl::string_view kBegin = "-----BEGIN CERTIFICATE-----";
+  static constexpr absl::string_view kEnd = "-----END CERTIFICATE-----";
+  const absl::string_view view(text);
+  int blocks = 0;
+  for (size_t at = view.find(kBegin); at != absl::string_view::npos; at = view.find(kBegin, at)) {
+    const size_t body = at + kBegin.size();
+    const size_t end = view.find(kEnd, body);
+    if (end == absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(what, "not a PEM certificate (certificate ", blocks + 1,
+                                                     " has no '", kEnd, "' line)"));
+    }
+    std::string b64;
+    for (char ch : view.substr(body, end - body)) {
+      if (!absl::ascii_isspace(static_cast<unsigned char>(ch))) b64.push_back(ch);
+    }
+    std::string der;
+    if (b64.empty() || !absl::Base64Unescape(b64, &der) || der.empty() || static_cast<unsigned char>(der[0]) != 0x30) {
+      return absl::InvalidArgumentError(absl::StrCat(what, "not a PEM certificate (certificate ", blocks + 1,
+                                                     " is not base64 of a DER certificate)"));
+    }
+    ++blocks;
+    at = end + kEnd.size();
+  }
+  if (blocks == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(what, "not a PEM certificate (no '", kBegin, "' block)"));
+  }
+  return text;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<RemoteClient>> RemoteClient::Create(const RemoteOptions& options) {
   std::unique_ptr<RemoteClient> c(new RemoteClient());
@@ -28,8 +107,8 @@ absl::StatusOr<std::unique_ptr<RemoteClient>> RemoteClient::Create(const RemoteO
   }
   std::shared_ptr<grpc::ChannelCredentials> creds;
   if (!options.tls_ca_file.empty()) {
-    absl::StatusOr<std::string> ca = util::ReadFileToString(options.tls_ca_file);
-    if (!ca.ok()) return absl::InvalidArgumentError("--tls_ca_file: " + std::string(ca.status().message()));
+    absl::StatusOr<std::string> ca = ReadCaFile(options.tls_ca_file);
+    if (!ca.ok()) return ca.status();
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs = *ca;
     creds = grpc::SslCredentials(ssl);

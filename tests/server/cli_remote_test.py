@@ -29,6 +29,8 @@ directory (each wait bounded) and checks:
     'link/evil', ...) gets them refused with a warning each, nothing
     written, and the report still printed with the job's exit code;
   - a wrong token exits UNAUTHENTICATED (16), the right one works;
+  - --tls_ca_file naming garbage, a missing file or a directory exits 2
+    before connecting, naming the file and what is wrong;
   - ./scripts/demo with DEMO_NONINTERACTIVE=1 runs to completion.
 """
 import json
@@ -468,6 +470,18 @@ def main():
     r = run(["--server", "127.0.0.1:1", "jobs", "list"], timeout=60)
     check(r.returncode == 14 and "UNAVAILABLE" in r.stderr and "is blklabd running" in r.stderr,
           "no server: UNAVAILABLE (14) with a hint")
+    # --tls_ca_file is read and checked before anything connects: garbage is
+    # "not a PEM certificate", an unreadable file the OS's error; exit 2.
+    garbage = os.path.join(TMP, "garbage-ca.pem")
+    open(garbage, "w").write("this is not a certificate\n")
+    for ca, needle in ((garbage, "--tls_ca_file %s: not a PEM certificate" % garbage),
+                       (os.path.join(TMP, "missing-ca.pem"),
+                        "--tls_ca_file %s: No such file or directory" % os.path.join(TMP, "missing-ca.pem")),
+                       (TMP, "--tls_ca_file %s: Is a directory" % TMP)):
+        r = run(["--server", "127.0.0.1:1", "--tls_ca_file=" + ca, "health"], timeout=60)
+        check(r.returncode == 2 and needle in r.stderr and "UNAVAILABLE" not in r.stderr,
+              "--tls_ca_file %s: exit 2 saying %r (%d: %s)" % (os.path.basename(ca), needle[-40:], r.returncode,
+                                                                 r.stderr.strip()[-200:]))
     stop(server)
 
     # Auth.

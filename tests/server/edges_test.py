@@ -17,7 +17,11 @@ Each case is one row of the hostile-input round, bounded in time:
   - ListJobs: AIP-160 filters (lower-case `and`, an unterminated string,
     single quotes, OR, trailing junk are errors, never a silent empty page),
     a negative page_size, and a page token shown with another filter are
-    INVALID_ARGUMENT with a message.
+    INVALID_ARGUMENT with a message;
+  - CreateComparison: a variant or matrix value no cell could run with (an
+    unknown fio option, fio.iodepth=abc, a device or scheduler the host
+    lacks) is INVALID_ARGUMENT naming the variant or axis and the field, not
+    a comparison created to fail cell by cell.
 """
 import os
 import re
@@ -31,7 +35,7 @@ BLKLABD, SRC = sys.argv[1:3]
 sys.path.insert(0, os.path.join(SRC, "clients", "python"))
 TMP = tempfile.mkdtemp(prefix="blklabd-edges.")
 os.environ["BLKLAB_PY_GEN"] = os.path.join(TMP, "pygen")
-from blklab_client import Client, job_pb2  # noqa: E402
+from blklab_client import Client, job_pb2, service_pb2  # noqa: E402
 import grpc  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from blklabd_harness import Harness, code_of  # noqa: E402
@@ -174,11 +178,47 @@ def idle_metrics_connections():
     check(H.stop(p) == 0, "the metrics server stops cleanly")
 
 
+def comparisons():
+    p, addr = H.start(os.path.join(TMP, "compare"), "--compare_workers=1")
+    c = Client(addr)
+    host = ["--host=nvme-8cpu"]
+    job = ["--", "--name=t", "--ioengine=io_uring", "--direct=1", "--rw=randread", "--bs=4k", "--runtime=5ms",
+           "--time_based=1"]
+    bad = [
+        (["--variant", "before:", "--variant", "x:fio.bogus_option=1"], ["variant x", "bogus_option"]),
+        (["--variant", "before:", "--variant", "deep:devices.nvme0n1.queue.scheduler=none,fio.iodepth=abc"],
+         ["variant deep", "iodepth"]),
+        (["--matrix", "fio.iodepth=1,abc"], ["--matrix fio.iodepth=abc", "iodepth"]),
+        (["--matrix", "devices.nvme9.queue.scheduler=none,kyber"],
+         ["--matrix devices.nvme9.queue.scheduler=none", "nvme9"]),
+        (["--matrix", "devices.nvme0n1.queue.scheduler=none,bogus"],
+         ["--matrix devices.nvme0n1.queue.scheduler=bogus", "scheduler"]),
+    ]
+    for extra, needles in bad:
+        code, msg = code_of(lambda: c.create_comparison(host + extra + job))
+        check(code == IA and all(n in msg for n in needles),
+              "CreateComparison %s -> INVALID_ARGUMENT naming %s (%s: %s)" % (" ".join(extra), needles, code, msg[:200]))
+    # The same through a spec file bundle.
+    spec = ("host: nvme-8cpu\nfio: \"" + " ".join(job[1:]) + "\"\nmatrix:\n  fio.iodepth: [1, lots]\n")
+    code, msg = code_of(lambda: c.create_comparison(["cmp.yaml"], files={"cmp.yaml": spec}))
+    check(code == IA and "fio.iodepth=lots" in msg, "a spec file's bad matrix value is refused (%s: %s)" % (code, msg[:200]))
+    check(len(c.list_comparisons().comparisons) == 0, "none of the refused comparisons was created")
+    # Valid settings of the same kinds are accepted and run.
+    made = c.create_comparison(host + ["--variant", "before:", "--variant", "deep:fio.iodepth=8",
+                                       "--matrix", "devices.nvme0n1.queue.scheduler=none,kyber"] + job)
+    last = c.wait_comparison(made.name, timeout=120)
+    check(made.cell_count == 4 and last is not None and last.state == service_pb2.Comparison.SUCCEEDED,
+          "valid variant and matrix settings run (%s)" % (last.error if last else None))
+    c.close()
+    check(H.stop(p) == 0, "the comparison server stops cleanly")
+
+
 def main():
     idle_metrics_connections()
     listen_and_tokens()
     tls_files()
     listing()
+    comparisons()
 
 
 if __name__ == "__main__":
