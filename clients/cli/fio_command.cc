@@ -356,7 +356,6 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   // The host, a preset name or a spec file: --host= wins, then $BLKLAB_HOST
   // (same values), then the embedded default. fio job files cannot name a host.
   const std::string host_arg = options->host ? *options->host : DefaultHostArg();
-  const int perf_top = options->perf_top;
   const std::vector<std::string>& args = options->fio_args;
   absl::StatusOr<host::HostSpec> host = LoadHost(host_arg);
   if (!host.ok()) return FioFail(host.status());
@@ -465,7 +464,7 @@ int RunFioCommand(const std::vector<std::string>& all_args) {
   report::ReportInput input = BuildReport(req, *run, WallClockNow(), /*with_kernel_report=*/true);
   input.with_preamble = !early_preamble;
   std::string text = report::WriteReport(input, formats);
-  if (perf_top > 0) text += report::WritePerfTop(run->kernel, perf_top);
+  if (options->perf_top > 0) text += report::WritePerfTop(run->kernel, options->perf_top);
   out << text << std::flush;
   if (!out) return FioFail(absl::InvalidArgumentError("cannot write the report"));
   if (!files_status.ok()) return FioFail(files_status);

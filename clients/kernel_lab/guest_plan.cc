@@ -27,8 +27,6 @@ absl::Status Refuse(absl::string_view field, absl::string_view why) {
   return absl::UnimplementedError(absl::StrCat(field, ": the kernel lab cannot express this: ", why));
 }
 
-// The node at `path` in the document as written, or nullptr.
-const DocNode* Written(const DocNode& doc, std::initializer_list<absl::string_view> path) { return DocPath(doc, path); }
 
 std::string Bool01(bool b) { return b ? "1" : "0"; }
 
@@ -76,14 +74,14 @@ std::string ModprobeArgs(const std::vector<std::pair<std::string, std::string>>&
 // The kernel, kernel config, knobs and costs as written must be the lab's.
 absl::Status CheckKernel(const DocNode& doc, const HostSpec& spec) {
   const LabKernel& lab = Lab61();
-  if (const DocNode* c = Written(doc, {"costs"}); c != nullptr && c->is_map() && c->size() > 0) {
+  if (const DocNode* c = DocPath(doc, {"costs"}); c != nullptr && c->is_map() && c->size() > 0) {
     return Refuse(absl::StrCat("costs.", c->entries().front().key),
                   "cost rows price the model's code; the guest's code costs what it costs");
   }
-  if (Written(doc, {"kernel", "hz"}) != nullptr && spec.kernel.hz != lab.kernel.hz) {
+  if (DocPath(doc, {"kernel", "hz"}) != nullptr && spec.kernel.hz != lab.kernel.hz) {
     return Refuse("kernel.hz", absl::StrCat("the lab kernel has HZ=", lab.kernel.hz, ", the spec ", spec.kernel.hz));
   }
-  if (Written(doc, {"kernel", "version"}) != nullptr && !absl::StartsWith(spec.kernel.version, "6.1") &&
+  if (DocPath(doc, {"kernel", "version"}) != nullptr && !absl::StartsWith(spec.kernel.version, "6.1") &&
       !spec.kernel.version.empty()) {
     return Refuse("kernel.version", absl::StrCat("the lab boots Debian's 6.1 kernel, the spec names ",
                                                  spec.kernel.version));
@@ -91,7 +89,7 @@ absl::Status CheckKernel(const DocNode& doc, const HostSpec& spec) {
   const auto lab_config = KconfigFields(lab.kernel.config);
   const auto config = KconfigFields(spec.kernel.config);
   for (size_t i = 0; i < config.size(); ++i) {
-    if (Written(doc, {"kernel", "config", config[i].first}) != nullptr && config[i].second != lab_config[i].second) {
+    if (DocPath(doc, {"kernel", "config", config[i].first}) != nullptr && config[i].second != lab_config[i].second) {
       return Refuse(absl::StrCat("kernel.config.", config[i].first),
                     absl::StrCat("Debian's 6.1 kernel has it ", lab_config[i].second == "1" ? "on" : "off"));
     }
@@ -99,7 +97,7 @@ absl::Status CheckKernel(const DocNode& doc, const HostSpec& spec) {
   const auto lab_knobs = KnobFields(lab.knobs);
   const auto knobs = KnobFields(spec.knobs);
   for (size_t i = 0; i < knobs.size(); ++i) {
-    if (Written(doc, {"knobs", knobs[i].first}) != nullptr && knobs[i].second != lab_knobs[i].second) {
+    if (DocPath(doc, {"knobs", knobs[i].first}) != nullptr && knobs[i].second != lab_knobs[i].second) {
       return Refuse(absl::StrCat("knobs.", knobs[i].first),
                     absl::StrCat("the lab kernel (6.1) has it ", lab_knobs[i].second == "1" ? "true" : "false",
                                  "; another kernel era cannot be booted"));
@@ -288,9 +286,9 @@ absl::Status PlanNvme(const DocNode& doc, const HostSpec& spec, Script& s, Guest
     }
     for (const char* timing : {"latency_nsec", "write_latency_nsec", "max_iops", "max_mbps", "parallelism",
                                "irq_coalesce_threshold", "irq_coalesce_time_us"}) {
-      const DocNode* devs = Written(doc, {"devices"});
+      const DocNode* devs = DocPath(doc, {"devices"});
       if (devs != nullptr && devs->is_list() && i < devs->size() &&
-          Written(devs->items()[i], {"nvme", timing}) != nullptr) {
+          DocPath(devs->items()[i], {"nvme", timing}) != nullptr) {
         return Refuse(field + timing, "QEMU's emulated controller has its own timing, not a drive's");
       }
     }
@@ -364,7 +362,7 @@ void RenameDevices(Script& s, GuestPlan& plan) {
 // Queue attributes: the scheduler always (the resolved one is the kernel's
 // own default when the spec names none), the rest when written.
 void PlanQueues(const DocNode& doc, const HostSpec& spec, Script& s) {
-  const DocNode* devs = Written(doc, {"devices"});
+  const DocNode* devs = DocPath(doc, {"devices"});
   size_t instance = 0;
   std::set<std::string> modules;
   for (size_t i = 0; i < spec.devices.size(); ++i) {
@@ -440,7 +438,7 @@ void PlanCgroups(const HostSpec& spec, Script& s) {
 }
 
 void PlanVm(const DocNode& doc, const HostSpec& spec, Script& s, GuestPlan& plan) {
-  if (Written(doc, {"vm", "memory_mib"}) != nullptr) plan.memory_mib = spec.vm.memory_mib + 512;
+  if (DocPath(doc, {"vm", "memory_mib"}) != nullptr) plan.memory_mib = spec.vm.memory_mib + 512;
   const std::pair<const char*, int> sysctls[] = {
       {"dirty_ratio", spec.vm.dirty_ratio},
       {"dirty_background_ratio", spec.vm.dirty_background_ratio},
@@ -448,7 +446,7 @@ void PlanVm(const DocNode& doc, const HostSpec& spec, Script& s, GuestPlan& plan
       {"dirty_writeback_centisecs", spec.vm.dirty_writeback_centisecs},
   };
   for (const auto& [name, value] : sysctls) {
-    if (Written(doc, {"vm", name}) == nullptr) continue;
+    if (DocPath(doc, {"vm", name}) == nullptr) continue;
     const std::string file = absl::StrCat(s.proc, "/sys/vm/", name);
     if (s.real) {
       s.Add(absl::StrCat("old_", name, "=$(cat ", file, ")"));

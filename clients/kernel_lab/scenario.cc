@@ -54,7 +54,6 @@ double Number(const DocNode* n) {
   return d.ok() ? *d : 0;
 }
 
-const DocNode* Path(const DocNode& n, std::initializer_list<absl::string_view> keys) { return DocPath(n, keys); }
 
 std::vector<const DocNode*> JobsNamed(const DocNode& fio, absl::string_view name) {
   std::vector<const DocNode*> out;
@@ -71,16 +70,16 @@ std::vector<const DocNode*> JobsNamed(const DocNode& fio, absl::string_view name
 double Sum(const std::vector<const DocNode*>& jobs, Dir dir, absl::string_view field) {
   double v = 0;
   for (const DocNode* j : jobs) {
-    if (dir.read) v += Number(Path(*j, {"read", field}));
-    if (dir.write) v += Number(Path(*j, {"write", field}));
-    if (dir.trim) v += Number(Path(*j, {"trim", field}));
+    if (dir.read) v += Number(DocPath(*j, {"read", field}));
+    if (dir.write) v += Number(DocPath(*j, {"write", field}));
+    if (dir.trim) v += Number(DocPath(*j, {"trim", field}));
   }
   return v;
 }
 
 std::string JobFilename(const DocNode& fio, const DocNode& job) {
-  const DocNode* f = Path(job, {"job options", "filename"});
-  if (f == nullptr) f = Path(fio, {"global options", "filename"});
+  const DocNode* f = DocPath(job, {"job options", "filename"});
+  if (f == nullptr) f = DocPath(fio, {"global options", "filename"});
   return f != nullptr && f->is_string() ? f->text() : "";
 }
 
@@ -104,7 +103,7 @@ size_t DiskCount(const DocNode& fio) {
 // as the host spec names them) or the model's ("blklab" key, "diskstats").
 const DocNode* DiskStat(const DocNode& doc, const std::string& dev) {
   for (const auto& [root, list] : {std::pair{"kernel", "devices"}, std::pair{"blklab", "diskstats"}}) {
-    const DocNode* l = Path(doc, {root, list});
+    const DocNode* l = DocPath(doc, {root, list});
     if (l == nullptr || !l->is_list()) continue;
     for (const DocNode& d : l->items()) {
       const DocNode* n = d.Find("name");
@@ -229,9 +228,9 @@ absl::StatusOr<double> EvalMetric(const std::string& expr, const DocNode& fio, c
     double sum = 0;
     int n = 0;
     for (const DocNode* job : j) {
-      const DocNode* v = fn == "lat_us" ? Path(*job, {args[1], "clat_ns", "percentile", key})
-                                        : Path(*job, {args[1], "clat_ns", "mean"});
-      if (v != nullptr && Number(Path(*job, {args[1], "total_ios"})) > 0) {
+      const DocNode* v = fn == "lat_us" ? DocPath(*job, {args[1], "clat_ns", "percentile", key})
+                                        : DocPath(*job, {args[1], "clat_ns", "mean"});
+      if (v != nullptr && Number(DocPath(*job, {args[1], "total_ios"})) > 0) {
         sum += Number(v);
         ++n;
       }
