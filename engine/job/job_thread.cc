@@ -204,7 +204,6 @@ bool JobThread::PrepareIo(IoU* u) {
   u->piece = -1;
   if (spec_.verify_backlog > 0 && verify_.log_pieces && CheckGetVerify(u)) {
     cpu().Charge(fn_get_io_u_, user_issue_ns_);
-    StartIo(u);
     return true;
   }
   FileService::Next next;
@@ -237,7 +236,6 @@ bool JobThread::PrepareIo(IoU* u) {
   } else if (io.direction == workload::Direction::kRead && verify_.enabled && !workload::IsMixed(spec_.rw)) {
     u->verify = true;  // a read-only job checks every read (!td_rw(td))
   }
-  StartIo(u);
   return true;
 }
 
@@ -385,6 +383,8 @@ sim::Task JobThread::AsyncLoop() {
     IoU* u = free_.back();
     if (!PrepareIo(u)) break;
     free_.pop_back();
+    if (spec_.serialize_overlap) co_await WaitForOverlaps(u);
+    StartIo(u);
     if (rate_.has_rate) co_await Throttle(u);
     queued_.push_back(u);
     sync_pending_ = SyncDue(u);
@@ -401,6 +401,31 @@ sim::Task JobThread::AsyncLoop() {
   // Drain: submit what is queued, reap everything in flight.
   if (!queued_.empty()) co_await Commit();
   while (ctx_.in_flight > 0) co_await Reap(1, ctx_.in_flight);
+}
+
+// fio's io_u_submit with serialize_overlap=1: an I/O whose range overlaps
+// one in flight (queued, submitted, or completed and not yet reaped: fio's
+// IO_U_F_FLIGHT) on the same device is FIO_Q_BUSY. fio requeues it, commits
+// what is queued and waits for completions (do_io's reap), then tries it
+// again.
+sim::Task JobThread::WaitForOverlaps(IoU* u) {
+  while (OverlapsInFlight(*u)) {
+    co_await Commit();
+    const uint32_t min = std::max<uint32_t>(1, std::min(batch_complete_min_, ctx_.in_flight));
+    const uint32_t max = std::max(batch_complete_max_, min);
+    if (!TryReapFromRing(min, max)) co_await Reap(min, max);
+  }
+}
+
+bool JobThread::OverlapsInFlight(const IoU& u) const {
+  const uint64_t x1 = u.bio.sector << model::kSectorShift;
+  const uint64_t x2 = x1 + u.bio.bytes;
+  for (const IoU& o : io_us_) {
+    if (&o == &u || o.state == IoU::State::kFree || o.queue != u.queue) continue;
+    const uint64_t y1 = o.bio.sector << model::kSectorShift;
+    if (x1 < y1 + o.bio.bytes && y1 < x2) return true;
+  }
+  return false;
 }
 
 sim::Task JobThread::Commit() {
@@ -477,6 +502,7 @@ sim::Task JobThread::SyncLoop() {
     IoU* u = free_.back();
     if (!PrepareIo(u)) break;
     free_.pop_back();
+    StartIo(u);
     if (rate_.has_rate) co_await Throttle(u);
     queued_.push_back(u);
     sync_pending_ = SyncDue(u);

@@ -211,7 +211,12 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   sim::Task QueueAndMaybeReap(IoU* u);        // queue u; commit a full batch; reap a full queue
   void ReapCompleted(uint32_t max);
   bool Stopping();
+  // get_io_u: the next I/O into u (false: the job has no more); StartIo
+  // then counts it in flight.
   bool PrepareIo(IoU* u);
+  // serialize_overlap: wait until no I/O in flight overlaps u's range.
+  sim::Task WaitForOverlaps(IoU* u);
+  bool OverlapsInFlight(const IoU& u) const;
   // The common tail of preparing an I/O whose direction, offset and length
   // are set: fio's accounting at get_io_u and td_io_queue.
   void StartIo(IoU* u);

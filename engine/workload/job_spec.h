@@ -220,6 +220,7 @@ struct JobSpec {
   RandomDistribution random_distribution;
   PerDir<uint32_t> percentage_random = {100, 100, 100};
   bool norandommap = false;
+  bool serialize_overlap = false;  // hold an I/O back while an overlapping one is in flight
   bool randrepeat = true;
   uint64_t randseed = 0x89;
   bool randseed_set = false;

@@ -92,7 +92,7 @@ const std::vector<OptionDef>& AllOptions() {
     {"iodepth_batch_complete_min", "iodepth_batch_complete", OptionId::kIodepthBatchCompleteMin, OptionKind::kInt, 1, "1", "", "", "Least number of completions to reap per call", BindU32<&JobSpec::iodepth_batch_complete_min>(0, 1u << 20)},
     {"iodepth_batch_complete_max", "", OptionId::kIodepthBatchCompleteMax, OptionKind::kInt, 1, "", "", "", "Most completions to reap per call", BindU32<&JobSpec::iodepth_batch_complete_max>(0, 1u << 20)},
     {"iodepth_low", "", OptionId::kIodepthLow, OptionKind::kInt, 1, "", "", "", "Queue depth the job drains to before it refills the queue", BindU32<&JobSpec::iodepth_low>(0, 1u << 20)},
-    {"serialize_overlap", "", OptionId::kGeneric, OptionKind::kBool, 3, "0", "", "", "Hold back an I/O until in-flight I/Os that overlap it complete"},
+    {"serialize_overlap", "", OptionId::kGeneric, OptionKind::kBool, 1, "0", "", "", "Hold back an I/O until in-flight I/Os that overlap it complete", BindBool<&JobSpec::serialize_overlap>()},
     {"io_submit_mode", "", OptionId::kGeneric, OptionKind::kChoice, 3, "inline", "inline offload", "", "Submit I/O from the job itself or offload it to helper threads"},
     {"size", "", OptionId::kSize, OptionKind::kString, 1, "", "", "", "region size (bytes or %)", BindSizeOrPercent<&JobSpec::size>()},
     {"io_size", "io_limit", OptionId::kIoSize, OptionKind::kString, 1, "", "", "", "amount of I/O", BindSizeOrPercent<&JobSpec::io_size>()},

@@ -8,6 +8,11 @@ A mutation that every test survives is a hole in the suite.
 """
 
 MUTATIONS = [
+    ("serialize_overlap never holds an overlapping I/O back",
+     "engine/job/job_thread.cc",
+     "    if (spec_.serialize_overlap) co_await WaitForOverlaps(u);",
+     "    if (false) co_await WaitForOverlaps(u);",
+     "FioSemantics"),
     ("the run's end counts background writeback still in flight as lost requests",
      "engine/topology.cc",
      "  while (left > 0 && m.sim().pending_events() > 0 && horizon - last_progress <= limits.stall_ns) {",
