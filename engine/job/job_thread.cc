@@ -351,8 +351,7 @@ sim::Task JobThread::QueueAndMaybeReap(IoU* u) {
   }
   if (queued_.size() >= batch_submit_ || ctx_.in_flight >= depth) co_await Commit();
   if (ctx_.in_flight >= depth) {
-    const uint32_t min = std::max<uint32_t>(1, std::min(batch_complete_min_, ctx_.in_flight));
-    const uint32_t max = std::max(batch_complete_max_, min);
+    const auto [min, max] = ReapWindow();
     if (!TryReapFromRing(min, max)) co_await Reap(min, max);
   }
 }
@@ -392,9 +391,8 @@ sim::Task JobThread::AsyncLoop() {
     if (spec_.thinktime_ns > 0) co_await ThinkTime(/*issued=*/true);
     if (ctx_.in_flight >= depth) {
       // wait_for_completions: the queue is full, reap at least one.
-      const uint32_t min = std::max<uint32_t>(1, std::min(batch_complete_min_, ctx_.in_flight));
-      const uint32_t max = std::max(batch_complete_max_, min);
-      if (!TryReapFromRing(min, max)) co_await Reap(min, max);
+      const auto [min, max] = ReapWindow();
+    if (!TryReapFromRing(min, max)) co_await Reap(min, max);
       if (spec_.thinktime_ns > 0) co_await ThinkTime(/*issued=*/false);
     }
   }
@@ -411,8 +409,7 @@ sim::Task JobThread::AsyncLoop() {
 sim::Task JobThread::WaitForOverlaps(IoU* u) {
   while (OverlapsInFlight(*u)) {
     co_await Commit();
-    const uint32_t min = std::max<uint32_t>(1, std::min(batch_complete_min_, ctx_.in_flight));
-    const uint32_t max = std::max(batch_complete_max_, min);
+    const auto [min, max] = ReapWindow();
     if (!TryReapFromRing(min, max)) co_await Reap(min, max);
   }
 }
@@ -478,6 +475,13 @@ bool JobThread::TryReapFromRing(uint32_t min, uint32_t max) {
   if (!engine_->reaps_in_user_space() || ctx_.completed.size() < min) return false;
   ReapCompleted(max);
   return true;
+}
+
+// fio's wait_for_completions: reap at least iodepth_batch_complete_min (all
+// in flight if fewer, and at least one), at most iodepth_batch_complete_max.
+std::pair<uint32_t, uint32_t> JobThread::ReapWindow() const {
+  const uint32_t min = std::max<uint32_t>(1, std::min(batch_complete_min_, ctx_.in_flight));
+  return {min, std::max(batch_complete_max_, min)};
 }
 
 sim::Task JobThread::Reap(uint32_t min, uint32_t max) {

@@ -201,6 +201,7 @@ class JobThread final : public model::BioOwner, public sim::EventHandler {
   sim::Task SyncLoop();
   sim::Task Commit();                         // submit the queued io_us
   sim::Task Reap(uint32_t min, uint32_t max);
+  std::pair<uint32_t, uint32_t> ReapWindow() const;  // wait_for_completions: (min, max) to reap
   bool TryReapFromRing(uint32_t min, uint32_t max);  // Reap without suspending, if possible
   sim::Task Quiesce();                        // io_u_quiesce: reap everything in flight
   bool SyncDue(const IoU* u) const;           // fsync= / fdatasync=: a sync follows this write
